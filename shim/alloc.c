@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Routing between jemalloc's ordinary arenas and the pool arena.
+ *
+ * The pool arena is created with jemalloc's default hooks (so its metadata
+ * stays out of the pool) and then switched to the hooks below, which take
+ * slabs from pool.c, refuse to give memory back, and never merge extents
+ * across slabs (so every pooled buffer lies inside one future io_uring
+ * registered buffer).  Dirty and muzzy decay are -1: freed extents stay in
+ * the arena, mapped and faulted, for the next request of that size.
+ *
+ * Pool allocations bypass the thread cache: they are at least
+ * POOLSHIM_POOL_MIN bytes, where tcache has nothing to offer, and an
+ * explicit-arena allocation must not land in another arena's cache.
+ */
+#include "alloc.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "compiler.h"
+#include "fmt.h"
+#include "jemalloc_ps.h"
+#include "pool.h"
+#include "stats.h"
+
+static bool pool_ready;
+static int pool_flags;           /* MALLOCX_ARENA(ind) | MALLOCX_TCACHE_NONE */
+static int pool_arena = -1;
+static size_t pool_min = SIZE_MAX;
+static size_t glibc_min_align = 16;
+
+/* Why the last slab request on this thread failed (set by the hook). */
+static __thread enum ps_pool_fail hook_fail;
+
+static void *hook_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t alignment,
+			bool *zero, bool *commit, unsigned arena_ind)
+{
+	bool zeroed = false;
+	enum ps_pool_fail why;
+
+	/* Growing in place would mean backing a range we did not choose. */
+	if (new_addr != NULL)
+		return NULL;
+	void *p = ps_pool_take(size, alignment, &zeroed, &why);
+	if (!p) {
+		hook_fail = why;
+		return NULL;
+	}
+	*zero = zeroed;
+	*commit = true;
+	return p;
+}
+
+/* Returning true opts out: the memory stays with the pool. */
+static bool hook_dalloc(extent_hooks_t *h, void *addr, size_t size, bool committed,
+			unsigned arena_ind)
+{
+	return true;
+}
+
+static void hook_destroy(extent_hooks_t *h, void *addr, size_t size, bool committed,
+			 unsigned arena_ind)
+{
+}
+
+static bool hook_commit(extent_hooks_t *h, void *addr, size_t size, size_t offset,
+			size_t length, unsigned arena_ind)
+{
+	return false;    /* slabs are always committed */
+}
+
+static bool hook_decommit(extent_hooks_t *h, void *addr, size_t size, size_t offset,
+			  size_t length, unsigned arena_ind)
+{
+	return true;     /* refuse: decommitting would bring the page faults back */
+}
+
+static bool hook_split(extent_hooks_t *h, void *addr, size_t size, size_t size_a,
+		       size_t size_b, bool committed, unsigned arena_ind)
+{
+	return false;
+}
+
+static bool hook_merge(extent_hooks_t *h, void *addr_a, size_t size_a, void *addr_b,
+		       size_t size_b, bool committed, unsigned arena_ind)
+{
+	return ps_pool_slab_of(addr_a) != ps_pool_slab_of(addr_b);
+}
+
+static extent_hooks_t pool_hooks = {
+	.alloc = hook_alloc,
+	.dalloc = hook_dalloc,
+	.destroy = hook_destroy,
+	.commit = hook_commit,
+	.decommit = hook_decommit,
+	.purge_lazy = NULL,
+	.purge_forced = NULL,
+	.split = hook_split,
+	.merge = hook_merge,
+};
+
+static int arena_ctl_ssize(unsigned arena, const char *leaf, ssize_t value)
+{
+	char name[64];
+	struct ps_buf b;
+
+	ps_buf_init(&b, name, sizeof(name), -1);
+	ps_buf_printf(&b, "arena.%u.%s", arena, leaf);
+	return psje_mallctl(ps_buf_str(&b), NULL, NULL, &value, sizeof(value));
+}
+
+int ps_alloc_init(const struct ps_config *cfg)
+{
+	unsigned arena;
+	size_t sz = sizeof(arena);
+	extent_hooks_t *hooks = &pool_hooks;
+	char name[64];
+	struct ps_buf b;
+	int r;
+
+	if ((r = ps_pool_init(cfg)) < 0)
+		return r;
+	if (psje_mallctl("arenas.create", &arena, &sz, NULL, 0) != 0)
+		return -ENOMEM;
+	/* Never purge, never decay: freed pool memory stays ready for reuse. */
+	if (arena_ctl_ssize(arena, "dirty_decay_ms", -1) != 0 ||
+	    arena_ctl_ssize(arena, "muzzy_decay_ms", -1) != 0)
+		return -EINVAL;
+	/* Grow the arena in steps of at most 64 MiB so slabs track demand. */
+	size_t grow = (size_t)64 << 20;
+	ps_buf_init(&b, name, sizeof(name), -1);
+	ps_buf_printf(&b, "arena.%u.retain_grow_limit", arena);
+	psje_mallctl(ps_buf_str(&b), NULL, NULL, &grow, sizeof(grow));
+
+	ps_buf_init(&b, name, sizeof(name), -1);
+	ps_buf_printf(&b, "arena.%u.extent_hooks", arena);
+	if (psje_mallctl(ps_buf_str(&b), NULL, NULL, &hooks, sizeof(hooks)) != 0)
+		return -EINVAL;
+
+	pool_arena = (int)arena;
+	pool_flags = MALLOCX_ARENA(arena) | MALLOCX_TCACHE_NONE;
+	pool_min = cfg->pool_min;
+	__atomic_store_n(&pool_ready, true, __ATOMIC_RELEASE);
+	return 0;
+}
+
+bool ps_alloc_pool_ready(void)
+{
+	return __atomic_load_n(&pool_ready, __ATOMIC_ACQUIRE);
+}
+
+int ps_alloc_arena(void)
+{
+	return pool_arena;
+}
+
+static const enum ps_alloc_event fail_event[PS_FAIL__COUNT] = {
+	[PS_FAIL_NONE] = PS_EV_FB_NO_MEMORY,
+	[PS_FAIL_POOL_FULL] = PS_EV_FB_POOL_FULL,
+	[PS_FAIL_TOO_LARGE] = PS_EV_FB_TOO_LARGE,
+	[PS_FAIL_NO_MEMORY] = PS_EV_FB_NO_MEMORY,
+	[PS_FAIL_RESERVE] = PS_EV_FB_NO_ADDRESS,
+};
+
+/*
+ * Try the pool for a large request.  NULL (errno preserved) means "use the
+ * ordinary arenas", with the reason counted.
+ */
+static void *pool_try(size_t size, int extra_flags)
+{
+	if (ps_unlikely(!ps_alloc_pool_ready())) {
+		ps_stats_event(PS_EV_FB_NOT_READY);
+		return NULL;
+	}
+	int saved_errno = errno;
+	hook_fail = PS_FAIL_NONE;
+	void *p = psje_mallocx(size, pool_flags | extra_flags);
+	if (ps_likely(p != NULL)) {
+		ps_stats_event(PS_EV_POOL_ALLOC);
+		ps_stats_pool_used((int64_t)psje_sallocx(p, 0));
+		return p;
+	}
+	errno = saved_errno;
+	ps_stats_event(fail_event[hook_fail]);
+	return NULL;
+}
+
+/* Allocate size bytes with jemalloc flags (alignment, zeroing). */
+static void *alloc_flags(size_t size, int flags)
+{
+	if (size >= pool_min) {
+		void *p = pool_try(size, flags);
+		if (p)
+			return p;
+	}
+	void *p = psje_mallocx(size, flags);
+	if (!p)
+		errno = ENOMEM;
+	return p;
+}
+
+static void release(void *p)
+{
+	if (ps_pool_contains(p)) {
+		ps_stats_event(PS_EV_POOL_FREE);
+		ps_stats_pool_used(-(int64_t)psje_sallocx(p, 0));
+		psje_dallocx(p, pool_flags);
+	} else {
+		psje_dallocx(p, 0);
+	}
+}
+
+void *ps_malloc(size_t size)
+{
+	ps_stats_count(PS_CALL_MALLOC, PS_FD_NONE, size);
+	/* jemalloc's mallocx() wants a size; glibc hands out a minimal chunk. */
+	return alloc_flags(size ? size : 1, 0);
+}
+
+void *ps_calloc(size_t n, size_t size)
+{
+	size_t total;
+
+	if (__builtin_mul_overflow(n, size, &total)) {
+		ps_stats_count(PS_CALL_CALLOC, PS_FD_NONE, SIZE_MAX);
+		errno = ENOMEM;
+		return NULL;
+	}
+	ps_stats_count(PS_CALL_CALLOC, PS_FD_NONE, total);
+	/* MALLOCX_ZERO zeroes recycled pool memory; fresh slabs are known zero. */
+	return alloc_flags(total ? total : 1, MALLOCX_ZERO);
+}
+
+void ps_free(void *p)
+{
+	ps_stats_call(PS_CALL_FREE);
+	if (p)
+		release(p);
+}
+
+size_t ps_usable_size(const void *p)
+{
+	return p ? psje_sallocx(p, 0) : 0;
+}
+
+/* Move p into a fresh allocation of size bytes (crossing the threshold). */
+static void *move(void *p, size_t size, void *q)
+{
+	size_t old = psje_sallocx(p, 0);
+	memcpy(q, p, old < size ? old : size);
+	release(p);
+	return q;
+}
+
+static void *realloc_common(void *p, size_t size)
+{
+	if (!p)
+		return alloc_flags(size ? size : 1, 0);
+	if (size == 0) {
+		/* glibc frees and returns NULL. */
+		release(p);
+		return NULL;
+	}
+
+	bool pooled = ps_pool_contains(p);
+	bool want_pool = size >= pool_min && ps_alloc_pool_ready();
+	void *q;
+
+	if (pooled && want_pool) {
+		if (ps_pool_contains(p)) {
+			int saved_errno = errno;
+			int64_t before = (int64_t)psje_sallocx(p, 0);
+			q = psje_rallocx(p, size, pool_flags);
+			if (q) {
+				ps_stats_pool_used((int64_t)psje_sallocx(q, 0) - before);
+				return q;
+			}
+			errno = saved_errno;
+		}
+		/* The pool is full: continue in the ordinary arenas. */
+		q = psje_mallocx(size, 0);
+		if (!q) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		ps_stats_event(PS_EV_FB_POOL_FULL);
+		return move(p, size, q);
+	}
+	if (!pooled && want_pool) {
+		q = pool_try(size, 0);
+		if (q)
+			return move(p, size, q);
+		/* fall through: grow in the ordinary arenas */
+	}
+	if (pooled && !want_pool) {
+		q = psje_mallocx(size, 0);
+		if (!q) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		return move(p, size, q);
+	}
+	q = psje_rallocx(p, size, 0);
+	if (!q)
+		errno = ENOMEM;
+	return q;
+}
+
+void *ps_realloc(void *p, size_t size)
+{
+	ps_stats_count(PS_CALL_REALLOC, PS_FD_NONE, size);
+	return realloc_common(p, size);
+}
+
+void *ps_reallocarray(void *p, size_t n, size_t size)
+{
+	size_t total;
+
+	if (__builtin_mul_overflow(n, size, &total)) {
+		ps_stats_count(PS_CALL_REALLOCARRAY, PS_FD_NONE, SIZE_MAX);
+		errno = ENOMEM;
+		return NULL;
+	}
+	ps_stats_count(PS_CALL_REALLOCARRAY, PS_FD_NONE, total);
+	return realloc_common(p, total);
+}
+
+static bool power_of_two(size_t v)
+{
+	return v != 0 && (v & (v - 1)) == 0;
+}
+
+/* glibc's memalign: round a bad alignment up to a power of two. */
+static void *memalign_common(size_t align, size_t size)
+{
+	if (align <= glibc_min_align)
+		return alloc_flags(size ? size : 1, 0);
+	if (align > SIZE_MAX / 2 + 1) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!power_of_two(align))
+		align = (size_t)1 << (64 - __builtin_clzll(align));
+	/* jemalloc rejects sizes that overflow once aligned. */
+	if (size > SIZE_MAX - align) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return alloc_flags(size ? size : 1, MALLOCX_ALIGN(align));
+}
+
+int ps_posix_memalign(void **out, size_t align, size_t size)
+{
+	ps_stats_count(PS_CALL_POSIX_MEMALIGN, PS_FD_NONE, size);
+	if (!power_of_two(align) || align % sizeof(void *) != 0)
+		return EINVAL;
+	int saved_errno = errno;
+	void *p = memalign_common(align, size);
+	errno = saved_errno;
+	if (!p)
+		return ENOMEM;
+	*out = p;
+	return 0;
+}
+
+void *ps_aligned_alloc(size_t align, size_t size)
+{
+	ps_stats_count(PS_CALL_ALIGNED_ALLOC, PS_FD_NONE, size);
+	return memalign_common(align, size);
+}
+
+void *ps_memalign(size_t align, size_t size)
+{
+	ps_stats_count(PS_CALL_MEMALIGN, PS_FD_NONE, size);
+	return memalign_common(align, size);
+}
+
+void *ps_valloc(size_t size)
+{
+	ps_stats_count(PS_CALL_VALLOC, PS_FD_NONE, size);
+	return memalign_common(PS_PAGE, size);
+}
+
+void *ps_pvalloc(size_t size)
+{
+	ps_stats_count(PS_CALL_PVALLOC, PS_FD_NONE, size);
+	if (size > SIZE_MAX - PS_PAGE) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	size_t rounded = (size + PS_PAGE - 1) & ~(PS_PAGE - 1);
+	return memalign_common(PS_PAGE, rounded ? rounded : PS_PAGE);
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Compiler helpers shared by every file of the shim: export control, branch
+ * hints and relaxed counter updates.  Nothing here allocates or calls libc.
+ */
+#ifndef PS_COMPILER_H
+#define PS_COMPILER_H
+
+/* Symbols a program may bind to; everything else stays hidden. */
+#define PS_EXPORT __attribute__((visibility("default")))
+
+#define ps_likely(x)   __builtin_expect(!!(x), 1)
+#define ps_unlikely(x) __builtin_expect(!!(x), 0)
+
+#define PS_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/*
+ * Counters are written by one thread and read by the reporter.  A relaxed
+ * store of the incremented value compiles to a plain add on x86 but keeps
+ * the data race formally defined (and quiet under TSan).
+ */
+#define PS_ADD(x, v) __atomic_store_n(&(x), (x) + (v), __ATOMIC_RELAXED)
+#define PS_LOAD(x)   __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+#endif

@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The option table and its parsers.  Every POOLSHIM_* variable is described
+ * once, in options[] below: its kind, default, bounds and where it lands in
+ * struct ps_config.  Loading walks the table; verbose mode prints it back;
+ * the README and poolshim(7) document the same rows.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+#include <strings.h>
+
+#include "compiler.h"
+#include "fmt.h"
+
+struct ps_config ps_cfg;
+
+enum opt_kind { OPT_BOOL, OPT_SIZE, OPT_UINT, OPT_ENUM, OPT_STRING };
+
+struct option {
+	const char *name;
+	enum opt_kind kind;
+	size_t offset;             /* into struct ps_config */
+	uint64_t def;              /* default for bool/size/uint/enum */
+	uint64_t min, max;         /* bounds for size/uint */
+	const char *const *choices;   /* enum names, NULL-terminated */
+	const char *def_str;       /* default for strings */
+	size_t set_offset;         /* bool to raise when given, or SIZE_MAX */
+};
+
+static const char *const hugepage_names[] = { "auto", "hugetlb", "thp", "none", NULL };
+static const char *const format_names[] = { "text", "json", NULL };
+static const char *const uring_names[] = { "auto", "off", NULL };
+
+#define KiB (1024ULL)
+#define MiB (1024ULL * KiB)
+#define GiB (1024ULL * MiB)
+#define OFF(f) offsetof(struct ps_config, f)
+
+static const struct option options[] = {
+	{ "POOLSHIM", OPT_BOOL, OFF(enabled), 1, 0, 0, NULL, NULL, SIZE_MAX },
+	{ "POOLSHIM_POOL_MIN", OPT_SIZE, OFF(pool_min), 64 * KiB, 4 * KiB, 1 * GiB, NULL, NULL, SIZE_MAX },
+	{ "POOLSHIM_POOL_SIZE", OPT_SIZE, OFF(pool_size), 4 * GiB, 2 * MiB, 32 * GiB, NULL, NULL, SIZE_MAX },
+	{ "POOLSHIM_HUGEPAGES", OPT_ENUM, OFF(hugepages), PS_HUGE_AUTO, 0, 0, hugepage_names, NULL, SIZE_MAX },
+	{ "POOLSHIM_PREFAULT", OPT_BOOL, OFF(prefault), 1, 0, 0, NULL, NULL, SIZE_MAX },
+	{ "POOLSHIM_STATS", OPT_STRING, OFF(stats), 0, 0, 0, NULL, "stderr", SIZE_MAX },
+	{ "POOLSHIM_STATS_FORMAT", OPT_ENUM, OFF(stats_format), PS_FORMAT_TEXT, 0, 0, format_names, NULL, OFF(stats_format_set) },
+	{ "POOLSHIM_VERBOSE", OPT_BOOL, OFF(verbose), 0, 0, 0, NULL, NULL, SIZE_MAX },
+	{ "POOLSHIM_URING", OPT_ENUM, OFF(uring), PS_URING_AUTO, 0, 0, uring_names, NULL, SIZE_MAX },
+	{ "POOLSHIM_URING_MIN", OPT_SIZE, OFF(uring_min), 64 * KiB, 512, 1 * GiB, NULL, NULL, SIZE_MAX },
+	{ "POOLSHIM_URING_CHUNK", OPT_SIZE, OFF(uring_chunk), 1 * MiB, 4 * KiB, 1 * GiB, NULL, NULL, SIZE_MAX },
+	{ "POOLSHIM_URING_DEPTH", OPT_UINT, OFF(uring_depth), 16, 1, 256, NULL, NULL, SIZE_MAX },
+	{ "POOLSHIM_TIMING", OPT_BOOL, OFF(timing), 1, 0, 0, NULL, NULL, SIZE_MAX },
+};
+
+static const char *const true_words[] = { "1", "on", "yes", "true", NULL };
+static const char *const false_words[] = { "0", "off", "no", "false", NULL };
+
+int ps_parse_bool(const char *s, bool *out)
+{
+	for (int i = 0; true_words[i]; i++)
+		if (strcasecmp(s, true_words[i]) == 0) {
+			*out = true;
+			return 0;
+		}
+	for (int i = 0; false_words[i]; i++)
+		if (strcasecmp(s, false_words[i]) == 0) {
+			*out = false;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* Digits, then an optional K/M/G (and optional "iB"/"B"); no sign, no space. */
+static int parse_number(const char *s, bool allow_suffix, uint64_t *out)
+{
+	uint64_t v = 0;
+	const char *p = s;
+
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		uint64_t d = (uint64_t)(*p - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	if (*p != '\0') {
+		unsigned shift;
+		if (!allow_suffix)
+			return -EINVAL;
+		switch (*p) {
+		case 'k': case 'K': shift = 10; break;
+		case 'm': case 'M': shift = 20; break;
+		case 'g': case 'G': shift = 30; break;
+		default: return -EINVAL;
+		}
+		p++;
+		if (strcasecmp(p, "ib") == 0 || strcasecmp(p, "b") == 0)
+			p += strlen(p);
+		if (*p != '\0')
+			return -EINVAL;
+		if (v > (UINT64_MAX >> shift))
+			return -ERANGE;
+		v <<= shift;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_bounded(const char *s, bool suffix, uint64_t min, uint64_t max, uint64_t *out)
+{
+	uint64_t v;
+	int r = parse_number(s, suffix, &v);
+
+	if (r < 0)
+		return r;
+	if (v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int ps_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	return parse_bounded(s, true, min, max, out);
+}
+
+int ps_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	return parse_bounded(s, false, min, max, out);
+}
+
+static void *field(struct ps_config *cfg, size_t off)
+{
+	return (char *)cfg + off;
+}
+
+static void set_default(struct ps_config *cfg, const struct option *o)
+{
+	switch (o->kind) {
+	case OPT_BOOL:
+		*(bool *)field(cfg, o->offset) = o->def != 0;
+		break;
+	case OPT_SIZE:
+	case OPT_UINT:
+		*(uint64_t *)field(cfg, o->offset) = o->def;
+		break;
+	case OPT_ENUM:
+		*(int *)field(cfg, o->offset) = (int)o->def;
+		break;
+	case OPT_STRING:
+		strcpy((char *)field(cfg, o->offset), o->def_str);
+		break;
+	}
+	if (o->set_offset != SIZE_MAX)
+		*(bool *)field(cfg, o->set_offset) = false;
+}
+
+void ps_config_defaults(struct ps_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	for (size_t i = 0; i < PS_ARRAY_SIZE(options); i++)
+		set_default(cfg, &options[i]);
+}
+
+static void put_choices(struct ps_buf *b, const char *const *choices)
+{
+	for (int i = 0; choices[i]; i++) {
+		if (i)
+			ps_buf_putc(b, '|');
+		ps_buf_puts(b, choices[i]);
+	}
+}
+
+static void put_value(struct ps_buf *b, const struct ps_config *cfg, const struct option *o,
+		      bool deflt)
+{
+	const void *f = (const char *)cfg + o->offset;
+
+	switch (o->kind) {
+	case OPT_BOOL:
+		ps_buf_puts(b, (deflt ? o->def != 0 : *(const bool *)f) ? "on" : "off");
+		break;
+	case OPT_SIZE:
+		ps_buf_size(b, deflt ? o->def : *(const uint64_t *)f);
+		break;
+	case OPT_UINT:
+		ps_buf_u64(b, deflt ? o->def : *(const uint64_t *)f);
+		break;
+	case OPT_ENUM:
+		ps_buf_puts(b, o->choices[deflt ? (int)o->def : *(const int *)f]);
+		break;
+	case OPT_STRING:
+		ps_buf_puts(b, deflt ? o->def_str : (const char *)f);
+		break;
+	}
+}
+
+/* What a valid value looks like, for the one-line complaint. */
+static void put_accepted(struct ps_buf *b, const struct option *o)
+{
+	switch (o->kind) {
+	case OPT_BOOL:
+		ps_buf_puts(b, "1|0|on|off|yes|no|true|false");
+		break;
+	case OPT_SIZE:
+		ps_buf_puts(b, "a size with optional K/M/G suffix, ");
+		ps_buf_size(b, o->min);
+		ps_buf_puts(b, "..");
+		ps_buf_size(b, o->max);
+		break;
+	case OPT_UINT:
+		ps_buf_puts(b, "an integer ");
+		ps_buf_u64(b, o->min);
+		ps_buf_puts(b, "..");
+		ps_buf_u64(b, o->max);
+		break;
+	case OPT_ENUM:
+		put_choices(b, o->choices);
+		break;
+	case OPT_STRING:
+		ps_buf_puts(b, "stderr|off|a file path (%p = pid, %e = program name)");
+		break;
+	}
+}
+
+static void complain(const struct ps_config *cfg, const struct option *o, const char *value,
+		     const char *why)
+{
+	char storage[400];
+	struct ps_buf b;
+
+	ps_buf_init(&b, storage, sizeof(storage), -1);
+	put_accepted(&b, o);
+	ps_buf_puts(&b, "); using the default ");
+	put_value(&b, cfg, o, true);
+	ps_log("%s='%s' %s (accepted: %s", o->name, value, why, ps_buf_str(&b));
+}
+
+static int apply(struct ps_config *cfg, const struct option *o, const char *v)
+{
+	uint64_t n;
+	bool flag;
+	int r = 0;
+
+	switch (o->kind) {
+	case OPT_BOOL:
+		r = ps_parse_bool(v, &flag);
+		if (r == 0)
+			*(bool *)field(cfg, o->offset) = flag;
+		break;
+	case OPT_SIZE:
+	case OPT_UINT:
+		r = o->kind == OPT_SIZE ? ps_parse_size(v, o->min, o->max, &n)
+					: ps_parse_uint(v, o->min, o->max, &n);
+		if (r == 0)
+			*(uint64_t *)field(cfg, o->offset) = n;
+		break;
+	case OPT_ENUM:
+		r = -EINVAL;
+		for (int i = 0; o->choices[i]; i++)
+			if (strcasecmp(v, o->choices[i]) == 0) {
+				*(int *)field(cfg, o->offset) = i;
+				r = 0;
+			}
+		break;
+	case OPT_STRING:
+		if (*v == '\0')
+			r = -EINVAL;
+		else if (strlen(v) >= PS_PATH_MAX)
+			r = -ERANGE;
+		else
+			strcpy((char *)field(cfg, o->offset), v);
+		break;
+	}
+	if (r == 0 && o->set_offset != SIZE_MAX)
+		*(bool *)field(cfg, o->set_offset) = true;
+	if (r < 0)
+		complain(cfg, o, v, r == -ERANGE ? "is out of range" : "is not valid");
+	return r;
+}
+
+static const struct option *find_option(const char *name, size_t len)
+{
+	for (size_t i = 0; i < PS_ARRAY_SIZE(options); i++)
+		if (strlen(options[i].name) == len && memcmp(options[i].name, name, len) == 0)
+			return &options[i];
+	return NULL;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && strcasecmp(s + n - k, suffix) == 0;
+}
+
+int ps_config_load(struct ps_config *cfg, const char *(*get)(const char *name), char *const *envp)
+{
+	int problems = 0;
+
+	ps_config_defaults(cfg);
+	for (size_t i = 0; i < PS_ARRAY_SIZE(options); i++) {
+		const char *v = get(options[i].name);
+		if (v && apply(cfg, &options[i], v) < 0)
+			problems++;
+	}
+
+	for (char *const *e = envp; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+		if (len < 8 || strncmp(*e, "POOLSHIM", 8) != 0)
+			continue;
+		if (len > 8 && (*e)[8] != '_')
+			continue;
+		if (!find_option(*e, len)) {
+			ps_log("unknown variable %s ignored (see poolshim(7) for the POOLSHIM_* names)",
+			       *e);
+			problems++;
+		}
+	}
+
+	/* Cross-option rules. */
+	if (!cfg->stats_format_set && ends_with(cfg->stats, ".json"))
+		cfg->stats_format = PS_FORMAT_JSON;
+	if (cfg->pool_min > cfg->pool_size) {
+		ps_log("POOLSHIM_POOL_MIN (%lluK) exceeds POOLSHIM_POOL_SIZE (%lluK); "
+		       "no allocation can use the pool",
+		       (unsigned long long)(cfg->pool_min >> 10),
+		       (unsigned long long)(cfg->pool_size >> 10));
+		problems++;
+	}
+	return problems;
+}
+
+void ps_config_print(const struct ps_config *cfg, struct ps_buf *b)
+{
+	for (size_t i = 0; i < PS_ARRAY_SIZE(options); i++) {
+		ps_buf_puts(b, options[i].name);
+		ps_buf_putc(b, '=');
+		put_value(b, cfg, &options[i], false);
+		ps_buf_putc(b, '\n');
+	}
+}

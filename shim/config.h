@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * POOLSHIM_* configuration: one table of options, pure parsers that unit
+ * tests call directly, a loader that reads the environment once, and a
+ * printer for verbose mode.  Bad values and unknown names produce one line
+ * on stderr each and the default is kept.
+ */
+#ifndef PS_CONFIG_H
+#define PS_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct ps_buf;
+
+enum ps_hugepages {
+	PS_HUGE_AUTO,
+	PS_HUGE_HUGETLB,
+	PS_HUGE_THP,
+	PS_HUGE_NONE,
+};
+
+enum ps_stats_format {
+	PS_FORMAT_TEXT,
+	PS_FORMAT_JSON,
+};
+
+enum ps_uring_mode {
+	PS_URING_AUTO,
+	PS_URING_OFF,
+};
+
+#define PS_PATH_MAX 512
+
+struct ps_config {
+	bool enabled;                  /* POOLSHIM */
+	uint64_t pool_min;             /* POOLSHIM_POOL_MIN */
+	uint64_t pool_size;            /* POOLSHIM_POOL_SIZE */
+	enum ps_hugepages hugepages;   /* POOLSHIM_HUGEPAGES */
+	bool prefault;                 /* POOLSHIM_PREFAULT */
+	char stats[PS_PATH_MAX];       /* POOLSHIM_STATS: "stderr", "off" or a path */
+	enum ps_stats_format stats_format;   /* POOLSHIM_STATS_FORMAT */
+	bool stats_format_set;         /* given explicitly (else implied by the path) */
+	bool verbose;                  /* POOLSHIM_VERBOSE */
+	enum ps_uring_mode uring;      /* POOLSHIM_URING */
+	uint64_t uring_min;            /* POOLSHIM_URING_MIN */
+	uint64_t uring_chunk;          /* POOLSHIM_URING_CHUNK */
+	uint64_t uring_depth;          /* POOLSHIM_URING_DEPTH */
+	bool timing;                   /* POOLSHIM_TIMING */
+};
+
+/* The built-in defaults. */
+void ps_config_defaults(struct ps_config *cfg);
+
+/*
+ * Fill cfg from an environment lookup function (secure_getenv in the shim,
+ * a table in tests).  envp, when not NULL, is scanned for unknown POOLSHIM_*
+ * names.  Problems are reported with ps_log() and the default kept.
+ * Returns the number of problems found.
+ */
+int ps_config_load(struct ps_config *cfg, const char *(*get)(const char *name),
+		   char *const *envp);
+
+/* Write the effective configuration, one "NAME=value" per line. */
+void ps_config_print(const struct ps_config *cfg, struct ps_buf *b);
+
+/*
+ * Pure parsers: 0 on success, -EINVAL for a malformed value, -ERANGE when it
+ * overflows or lies outside [min, max].
+ */
+int ps_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+int ps_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+int ps_parse_bool(const char *s, bool *out);
+
+/* The process-wide configuration, valid once the shim is initialised. */
+extern struct ps_config ps_cfg;
+
+#endif

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Lazy initialisation, constructor and destructor, fork and thread-exit
+ * handling.
+ *
+ * Order matters at start: the on/off decision comes first and touches
+ * nothing but the environment, so no allocation can happen before we know
+ * which allocator owns the heap.  Then the configuration is read, the pool
+ * and its arena are created (this initialises the private jemalloc, which
+ * registers its own fork handlers), and only then do we call into libc
+ * functions that may allocate (pthread_atfork, pthread_key_create): their
+ * allocations re-enter malloc, which by then takes the normal path.
+ */
+#include "init.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+
+#include "alloc.h"
+#include "config.h"
+#include "fmt.h"
+#include "report.h"
+#include "stats.h"
+
+int ps_state = PS_STATE_NEW;
+static __thread bool initialising;
+static bool decided_on;
+static pthread_key_t thread_key;
+static bool have_thread_key;
+
+extern char **environ;
+
+static const char *env_get(const char *name)
+{
+	return secure_getenv(name);
+}
+
+static bool decide_enabled(void)
+{
+	const char *v = secure_getenv("POOLSHIM");
+	bool on = true;
+
+	/* A bad value is reported by ps_config_load(), which keeps the default. */
+	if (v && ps_parse_bool(v, &on) < 0)
+		on = true;
+	return on;
+}
+
+static void after_fork_child(void)
+{
+	ps_stats_after_fork_child();
+}
+
+static void thread_exit(void *block)
+{
+	ps_stats_release(block);
+}
+
+/* Tie a newly claimed counter block to its thread's exit. */
+static void thread_register(void *block)
+{
+	if (have_thread_key && !initialising)
+		pthread_setspecific(thread_key, block);
+}
+
+static void verbose_banner(void)
+{
+	char storage[2048];
+	struct ps_buf b;
+	struct ps_pool_info info;
+
+	ps_pool_get_info(&info);
+	ps_buf_init(&b, storage, sizeof(storage), 2);
+	ps_buf_puts(&b, "poolshim: effective configuration:\n");
+	ps_config_print(&ps_cfg, &b);
+	ps_buf_printf(&b, "poolshim: pool %s, reserve ", ps_alloc_pool_ready() ? "ready" : "unavailable");
+	ps_buf_size(&b, info.reserve);
+	ps_buf_puts(&b, "; hugetlb: ");
+	ps_buf_puts(&b, info.hugetlb_reason ? info.hugetlb_reason : "will be tried first");
+	ps_buf_puts(&b, "; THP: ");
+	ps_buf_puts(&b, info.thp_reason ? info.thp_reason : "fallback when hugetlb is short");
+	ps_buf_putc(&b, '\n');
+	ps_buf_flush(&b);
+}
+
+static void start(void)
+{
+	int saved_errno = errno;
+
+	decided_on = decide_enabled();
+	if (!decided_on) {
+		ps_config_defaults(&ps_cfg);
+		ps_cfg.enabled = false;
+		__atomic_store_n(&ps_state, PS_STATE_OFF, __ATOMIC_RELEASE);
+		errno = saved_errno;
+		return;
+	}
+
+	/* Unknown names are looked for only where the environment is trusted. */
+	ps_config_load(&ps_cfg, env_get, getauxval(AT_SECURE) ? NULL : environ);
+	int r = ps_alloc_init(&ps_cfg);
+	if (r < 0)
+		ps_log("the pool could not be created (%s); large buffers use jemalloc's "
+		       "ordinary arenas", ps_errno_name(-r) ? ps_errno_name(-r) : "error");
+	if (strcmp(ps_cfg.stats, "stderr") == 0)
+		ps_report_keep_stderr();
+	__atomic_store_n(&ps_state, PS_STATE_ON, __ATOMIC_RELEASE);
+
+	/* These may allocate: malloc now takes the normal path. */
+	pthread_atfork(NULL, NULL, after_fork_child);
+	have_thread_key = pthread_key_create(&thread_key, thread_exit) == 0;
+	if (have_thread_key) {
+		ps_stats_on_claim = thread_register;
+		/* The starting thread claimed its block before the key existed. */
+		if (ps_stats_tls)
+			pthread_setspecific(thread_key, ps_stats_tls);
+	}
+	if (ps_cfg.verbose)
+		verbose_banner();
+	errno = saved_errno;
+}
+
+bool ps_init_slow(void)
+{
+	int expected = PS_STATE_NEW;
+
+	if (initialising) {
+		/* Re-entered from our own start-up: the decision is already made. */
+		return decided_on;
+	}
+	if (__atomic_compare_exchange_n(&ps_state, &expected, PS_STATE_STARTING, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		initialising = true;
+		start();
+		initialising = false;
+	} else {
+		while (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) == PS_STATE_STARTING)
+			sched_yield();
+	}
+	return __atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) == PS_STATE_ON;
+}
+
+__attribute__((constructor)) static void poolshim_ctor(void)
+{
+	ps_enabled();
+}
+
+/*
+ * Preloaded first, so finalised last: the program's atexit handlers and
+ * other libraries' destructors have run and their work is counted.
+ */
+__attribute__((destructor)) static void poolshim_dtor(void)
+{
+	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) == PS_STATE_ON)
+		ps_report_emit(&ps_cfg);
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Slabs: the memory behind pooled allocations.  One virtual range is
+ * reserved at start; slabs are carved from it in address order, each backed
+ * with hugetlb pages, else THP, else 4 KiB pages, and prefaulted.  A slab
+ * is never returned to the system, never spans more than PS_SLAB_MAX bytes
+ * (the largest io_uring registered buffer), and "is this pointer pooled,
+ * and in which slab" is arithmetic plus one table load.
+ */
+#ifndef PS_POOL_H
+#define PS_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#define PS_UNIT_SHIFT 21                       /* 2 MiB backing units */
+#define PS_UNIT ((size_t)1 << PS_UNIT_SHIFT)
+#define PS_PAGE ((size_t)4096)
+#define PS_SLAB_MAX ((size_t)1 << 30)          /* io_uring's per-buffer limit */
+#define PS_RESERVE_MAX ((size_t)64 << 30)
+#define PS_MAX_UNITS (PS_RESERVE_MAX >> PS_UNIT_SHIFT)
+#define PS_MAX_SLABS 65535
+
+enum ps_backing {
+	PS_BACK_HUGETLB,
+	PS_BACK_THP,
+	PS_BACK_4K,
+	PS_BACK__COUNT,
+};
+
+/* Why a slab could not be taken: the fallback reasons in the report. */
+enum ps_pool_fail {
+	PS_FAIL_NONE,
+	PS_FAIL_POOL_FULL,      /* POOLSHIM_POOL_SIZE reached */
+	PS_FAIL_TOO_LARGE,      /* one request larger than a slab may be */
+	PS_FAIL_NO_MEMORY,      /* the kernel refused to back the range */
+	PS_FAIL_RESERVE,        /* no slab address space left */
+	PS_FAIL__COUNT,
+};
+
+struct ps_slab {
+	uintptr_t base;
+	size_t len;
+	enum ps_backing backing;
+};
+
+struct ps_pool_info {
+	enum ps_hugepages requested;
+	enum ps_backing first_mode;      /* backing of the first slab */
+	const char *hugetlb_reason;      /* why hugetlb was not used, or NULL */
+	const char *thp_reason;          /* why THP was not used, or NULL */
+	uint64_t slabs;
+	uint64_t backed;                 /* bytes taken from the system */
+	uint64_t backed_by[PS_BACK__COUNT];
+	uint64_t failures[PS_FAIL__COUNT];
+	uint64_t reserve;                /* bytes of address space reserved */
+	uint64_t cap;                    /* POOLSHIM_POOL_SIZE */
+};
+
+/*
+ * Reserve the address range for a pool of at most cfg->pool_size bytes and
+ * decide which page kinds to try.  Call once, single-threaded.  0 or -errno
+ * (the reserve mmap failed: the pool stays empty, nothing is pooled).
+ */
+int ps_pool_init(const struct ps_config *cfg);
+
+/*
+ * Take a new slab of at least len bytes aligned to align (a power of two),
+ * backed and, if configured, prefaulted.  Thread-safe.  Returns its address,
+ * or NULL with *why set.  *zeroed tells whether the memory is known zero.
+ */
+void *ps_pool_take(size_t len, size_t align, bool *zeroed, enum ps_pool_fail *why);
+
+extern uintptr_t ps_pool_lo, ps_pool_hi;
+
+/* Whether p points into the pool's reserved range.  Lock-free. */
+static inline bool ps_pool_contains(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	return a - ps_pool_lo < ps_pool_hi - ps_pool_lo;
+}
+
+/* Index of the slab holding p, or -1.  Lock-free. */
+int ps_pool_slab_of(const void *p);
+/* Copy of slab i; false if i is not a slab. */
+bool ps_pool_slab(int i, struct ps_slab *out);
+/* Number of slabs taken so far (they are numbered 0..n-1, never removed). */
+int ps_pool_nslabs(void);
+/* Whether [p, p + len) lies within one slab. */
+bool ps_pool_within_slab(const void *p, size_t len);
+
+void ps_pool_get_info(struct ps_pool_info *info);
+
+const char *ps_backing_name(enum ps_backing b);
+const char *ps_pool_fail_name(enum ps_pool_fail f);
+
+/* Forget everything (unit tests only): unmaps the reserve. */
+void ps_pool_reset_for_tests(void);
+
+#endif

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The per-process report: gathered from the merged counters, the pool and
+ * getrusage(), rendered as a text table or as JSON (schema
+ * "poolshim-report", version PS_REPORT_VERSION, documented in poolshim(7)),
+ * and written to stderr or to a per-process file.  Rendering is separate
+ * from gathering so unit tests can feed it known numbers.
+ */
+#ifndef PS_REPORT_H
+#define PS_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "pool.h"
+#include "stats.h"
+
+#define PS_REPORT_VERSION 1
+
+struct ps_buf;
+
+struct ps_report_data {
+	int pid;
+	const char *program;
+	const struct ps_tstats *totals;   /* merged counters */
+	struct ps_pool_info pool;
+	bool pool_ready;
+	uint64_t pool_in_use, pool_peak;
+	uint64_t pool_min;
+	uint64_t minflt, majflt;
+	uint64_t utime_us, stime_us;
+	int threads;                      /* counter blocks ever created */
+};
+
+/* Fill d from the live process; scratch receives the merged counters. */
+void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch);
+
+void ps_report_render(struct ps_buf *b, const struct ps_report_data *d,
+		      enum ps_stats_format format);
+
+/*
+ * Expand %p (pid), %e (program name) and %% in pattern into out[cap].
+ * 0, or -ENAMETOOLONG when it does not fit, -EINVAL for another %x.
+ */
+int ps_report_path(char *out, size_t cap, const char *pattern, int pid, const char *program);
+
+/*
+ * Keep a private duplicate of stderr (close-on-exec, at a high number) for
+ * reports written after the program closed its own fd 2, as programs using
+ * gnulib's close_stdout do at exit.  Call once at start.
+ */
+void ps_report_keep_stderr(void);
+
+/*
+ * Gather and write the report where cfg says ("off" writes nothing).  A
+ * file is opened O_NOFOLLOW, never truncated unless it is a regular file
+ * owned by us.  0 or -errno (also logged once).
+ */
+int ps_report_emit(const struct ps_config *cfg);
+
+#endif

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Per-thread counter blocks.  A block is mmap'd (never malloc'd: the
+ * counters must work inside malloc), pushed on a global list with one CAS,
+ * and never freed.  When a thread exits its block is marked free and the
+ * next new thread takes it over, so the merged totals always include every
+ * thread that ever ran.
+ */
+#include "stats.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+static struct ps_tstats *blocks;
+static int nblocks;
+__thread struct ps_tstats *ps_stats_tls;
+uint64_t ps_pool_in_use, ps_pool_peak;
+void (*ps_stats_on_claim)(void *block);
+
+static const char *const call_names[] = {
+#define PS_CALL_NAME(id, name) name,
+	PS_CALLS(PS_CALL_NAME)
+#undef PS_CALL_NAME
+};
+
+static const char *const kind_names[] = { "-", "socket", "file", "direct", "pipe", "other" };
+
+const char *ps_call_name(enum ps_call call)
+{
+	return (unsigned)call < PS_CALL__COUNT ? call_names[call] : "?";
+}
+
+const char *ps_fdkind_name(enum ps_fdkind kind)
+{
+	return (unsigned)kind < PS_FD__COUNT ? kind_names[kind] : "?";
+}
+
+static struct ps_tstats *adopt(struct ps_tstats *t)
+{
+	void (*hook)(void *) = ps_stats_on_claim;
+
+	/* Set first: the hook may allocate, and that allocation is counted here. */
+	ps_stats_tls = t;
+	if (hook)
+		hook(t);
+	return t;
+}
+
+struct ps_tstats *ps_stats_claim(void)
+{
+	struct ps_tstats *t;
+
+	for (t = __atomic_load_n(&blocks, __ATOMIC_ACQUIRE); t; t = t->next) {
+		int expected = 0;
+		if (__atomic_compare_exchange_n(&t->in_use, &expected, 1, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			return adopt(t);
+	}
+
+	int saved_errno = errno;
+	void *p = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	errno = saved_errno;
+	if (p == MAP_FAILED)
+		return NULL;
+	t = p;
+	t->in_use = 1;
+	t->next = __atomic_load_n(&blocks, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&blocks, &t->next, t, true,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+	__atomic_add_fetch(&nblocks, 1, __ATOMIC_RELAXED);
+	return adopt(t);
+}
+
+void ps_stats_release(void *block)
+{
+	struct ps_tstats *t = block;
+
+	if (ps_stats_tls == t)
+		ps_stats_tls = NULL;
+	__atomic_store_n(&t->in_use, 0, __ATOMIC_RELEASE);
+}
+
+void ps_stats_io(enum ps_call call, enum ps_fdkind kind, uint64_t request, long result,
+		 int err, uint64_t nsec)
+{
+	struct ps_tstats *t = ps_stats_mine();
+	if (ps_unlikely(!t))
+		return;
+	struct ps_counter *c = &t->c[call][kind];
+	PS_ADD(c->calls, 1);
+	if (result >= 0) {
+		PS_ADD(c->bytes, (uint64_t)result);
+	} else {
+		PS_ADD(c->errors, 1);
+		if (err == EAGAIN)
+			PS_ADD(c->eagain, 1);
+		if (err > 0 && err < PS_ERRNO_MAX)
+			PS_ADD(t->errnos[call][err], 1);
+	}
+	ps_hist_add(c->size_hist, PS_SIZE_BUCKETS, request);
+	if (nsec) {
+		PS_ADD(c->nsec, nsec);
+		ps_hist_add(c->lat_hist, PS_LAT_BUCKETS, nsec);
+	}
+}
+
+static void zero_counters(struct ps_tstats *t)
+{
+	memset(t->c, 0, sizeof(t->c));
+	memset(t->errnos, 0, sizeof(t->errnos));
+	memset(t->events, 0, sizeof(t->events));
+}
+
+void ps_stats_after_fork_child(void)
+{
+	/* Only the forking thread lives on; the child reports its own work. */
+	for (struct ps_tstats *t = blocks; t; t = t->next) {
+		zero_counters(t);
+		if (t != ps_stats_tls)
+			t->in_use = 0;
+	}
+}
+
+static void add_counter(struct ps_counter *dst, const struct ps_counter *src)
+{
+	dst->calls += PS_LOAD(src->calls);
+	dst->bytes += PS_LOAD(src->bytes);
+	dst->errors += PS_LOAD(src->errors);
+	dst->eagain += PS_LOAD(src->eagain);
+	dst->nsec += PS_LOAD(src->nsec);
+	for (int i = 0; i < PS_SIZE_BUCKETS; i++)
+		dst->size_hist[i] += PS_LOAD(src->size_hist[i]);
+	for (int i = 0; i < PS_LAT_BUCKETS; i++)
+		dst->lat_hist[i] += PS_LOAD(src->lat_hist[i]);
+}
+
+void ps_stats_merge(struct ps_tstats *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (struct ps_tstats *t = __atomic_load_n(&blocks, __ATOMIC_ACQUIRE); t; t = t->next) {
+		for (int call = 0; call < PS_CALL__COUNT; call++) {
+			for (int k = 0; k < PS_FD__COUNT; k++)
+				if (PS_LOAD(t->c[call][k].calls))
+					add_counter(&out->c[call][k], &t->c[call][k]);
+			for (int e = 0; e < PS_ERRNO_MAX; e++)
+				out->errnos[call][e] += PS_LOAD(t->errnos[call][e]);
+		}
+		for (int e = 0; e < PS_EV__COUNT; e++)
+			out->events[e] += PS_LOAD(t->events[e]);
+	}
+}
+
+int ps_stats_blocks(void)
+{
+	return __atomic_load_n(&nblocks, __ATOMIC_RELAXED);
+}
+
+void ps_stats_pool_used(int64_t delta)
+{
+	uint64_t now = __atomic_add_fetch(&ps_pool_in_use, (uint64_t)delta, __ATOMIC_RELAXED);
+	uint64_t peak = __atomic_load_n(&ps_pool_peak, __ATOMIC_RELAXED);
+	while (delta > 0 && now > peak &&
+	       !__atomic_compare_exchange_n(&ps_pool_peak, &peak, now, true,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-thread counters for every interposed call, merged when reporting.
+ * Each thread owns one block (struct ps_tstats), claimed on its first
+ * counted call from a lock-free list and handed back when it exits, so a
+ * storm of short-lived threads reuses blocks and loses no counts.
+ * Recording is a few relaxed stores into the caller's own block: no locks,
+ * no allocation, async-signal-safe.
+ */
+#ifndef PS_STATS_H
+#define PS_STATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compiler.h"
+
+#define PS_CALLS(X)                                                        \
+	X(MALLOC, "malloc") X(CALLOC, "calloc") X(REALLOC, "realloc")      \
+	X(REALLOCARRAY, "reallocarray") X(POSIX_MEMALIGN, "posix_memalign") \
+	X(ALIGNED_ALLOC, "aligned_alloc") X(MEMALIGN, "memalign")          \
+	X(VALLOC, "valloc") X(PVALLOC, "pvalloc") X(FREE, "free")          \
+	X(READ, "read") X(WRITE, "write") X(PREAD, "pread")                \
+	X(PWRITE, "pwrite") X(READV, "readv") X(WRITEV, "writev")          \
+	X(PREADV, "preadv") X(PWRITEV, "pwritev") X(PREADV2, "preadv2")    \
+	X(PWRITEV2, "pwritev2") X(RECV, "recv") X(RECVFROM, "recvfrom")    \
+	X(RECVMSG, "recvmsg") X(RECVMMSG, "recvmmsg") X(SEND, "send")      \
+	X(SENDTO, "sendto") X(SENDMSG, "sendmsg") X(SENDMMSG, "sendmmsg")  \
+	X(SENDFILE, "sendfile") X(SPLICE, "splice")
+
+enum ps_call {
+#define PS_CALL_ENUM(id, name) PS_CALL_##id,
+	PS_CALLS(PS_CALL_ENUM)
+#undef PS_CALL_ENUM
+	PS_CALL__COUNT
+};
+
+#define PS_FIRST_IO_CALL PS_CALL_READ
+
+/* What a descriptor is; allocation calls use PS_FD_NONE. */
+enum ps_fdkind {
+	PS_FD_NONE,
+	PS_FD_SOCKET,
+	PS_FD_FILE,
+	PS_FD_DIRECT,    /* regular file opened with O_DIRECT */
+	PS_FD_PIPE,
+	PS_FD_OTHER,
+	PS_FD__COUNT
+};
+
+#define PS_SIZE_BUCKETS 48   /* log2 of bytes: bucket k holds [2^k, 2^(k+1)) */
+#define PS_LAT_BUCKETS 40    /* log2 of nanoseconds */
+#define PS_ERRNO_MAX 134
+
+struct ps_counter {
+	uint64_t calls;
+	uint64_t bytes;
+	uint64_t errors;
+	uint64_t eagain;
+	uint64_t nsec;
+	uint64_t size_hist[PS_SIZE_BUCKETS];
+	uint64_t lat_hist[PS_LAT_BUCKETS];
+};
+
+/* Allocation-side events that are not calls. */
+enum ps_alloc_event {
+	PS_EV_POOL_ALLOC,        /* served from the pool */
+	PS_EV_POOL_FREE,         /* pooled pointer freed */
+	PS_EV_FB_POOL_FULL,      /* fallbacks to the ordinary arenas, by reason */
+	PS_EV_FB_TOO_LARGE,
+	PS_EV_FB_NO_MEMORY,
+	PS_EV_FB_NO_ADDRESS,
+	PS_EV_FB_NOT_READY,      /* during start-up, before the pool exists */
+	PS_EV__COUNT
+};
+
+struct ps_tstats {
+	struct ps_counter c[PS_CALL__COUNT][PS_FD__COUNT];
+	uint32_t errnos[PS_CALL__COUNT][PS_ERRNO_MAX];
+	uint64_t events[PS_EV__COUNT];
+	/* bookkeeping, not counters */
+	struct ps_tstats *next;
+	int in_use;
+};
+
+/* The calling thread's block, claiming one on first use; NULL only if mmap fails. */
+struct ps_tstats *ps_stats_claim(void);
+
+extern __thread struct ps_tstats *ps_stats_tls;
+
+static inline struct ps_tstats *ps_stats_mine(void)
+{
+	struct ps_tstats *t = ps_stats_tls;
+	return ps_likely(t != NULL) ? t : ps_stats_claim();
+}
+
+static inline unsigned ps_log2(uint64_t v)
+{
+	return v ? 63u - (unsigned)__builtin_clzll(v) : 0u;
+}
+
+static inline void ps_hist_add(uint64_t *hist, unsigned nbuckets, uint64_t v)
+{
+	unsigned k = ps_log2(v);
+	if (k >= nbuckets)
+		k = nbuckets - 1;
+	PS_ADD(hist[k], 1);
+}
+
+/* Count one call of size bytes (no timing, no error). */
+static inline void ps_stats_count(enum ps_call call, enum ps_fdkind kind, uint64_t bytes)
+{
+	struct ps_tstats *t = ps_stats_mine();
+	if (ps_unlikely(!t))
+		return;
+	struct ps_counter *c = &t->c[call][kind];
+	PS_ADD(c->calls, 1);
+	PS_ADD(c->bytes, bytes);
+	ps_hist_add(c->size_hist, PS_SIZE_BUCKETS, bytes);
+}
+
+/* Count one call that has no size (free). */
+static inline void ps_stats_call(enum ps_call call)
+{
+	struct ps_tstats *t = ps_stats_mine();
+	if (ps_likely(t != NULL))
+		PS_ADD(t->c[call][PS_FD_NONE].calls, 1);
+}
+
+static inline void ps_stats_event(enum ps_alloc_event ev)
+{
+	struct ps_tstats *t = ps_stats_mine();
+	if (ps_likely(t != NULL))
+		PS_ADD(t->events[ev], 1);
+}
+
+/*
+ * Count a finished I/O call: result is the call's return value (bytes or
+ * -1), err the errno when it failed, nsec its duration (0 = not timed).
+ */
+void ps_stats_io(enum ps_call call, enum ps_fdkind kind, uint64_t request, long result,
+		 int err, uint64_t nsec);
+
+/* Called with each newly claimed block (init.c ties it to thread exit). */
+extern void (*ps_stats_on_claim)(void *block);
+
+/* Thread exit: give the block back for reuse (its counts stay). */
+void ps_stats_release(void *block);
+
+/* In a fork child: zero every block and keep only the caller's. */
+void ps_stats_after_fork_child(void);
+
+/* Sum of every block, past and present, into out. */
+void ps_stats_merge(struct ps_tstats *out);
+
+/* Number of blocks ever created (threads seen at once, at most). */
+int ps_stats_blocks(void);
+
+const char *ps_call_name(enum ps_call call);
+const char *ps_fdkind_name(enum ps_fdkind kind);
+
+/* Gauges of pooled memory in use by live allocations. */
+extern uint64_t ps_pool_in_use, ps_pool_peak;
+void ps_stats_pool_used(int64_t delta);
+
+#endif

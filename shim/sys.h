@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Raw system calls for the shim's own I/O (messages, reports, /proc and
+ * /sys reads).  They bypass every interposed libc entry point, never touch
+ * errno of the caller's call in progress beyond the syscall itself, and are
+ * async-signal-safe.  Each returns the result or -errno.
+ */
+#ifndef PS_SYS_H
+#define PS_SYS_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+static inline long ps_sys_ret(long r)
+{
+	return r == -1 ? -errno : r;
+}
+
+/* Run a raw syscall without disturbing the caller's errno. */
+#define PS_SYSCALL(...)                                                    \
+	({                                                                 \
+		int ps_saved_errno_ = errno;                               \
+		long ps_r_ = ps_sys_ret(syscall(__VA_ARGS__));             \
+		errno = ps_saved_errno_;                                   \
+		ps_r_;                                                     \
+	})
+
+static inline long ps_sys_write(int fd, const void *buf, size_t len)
+{
+	return PS_SYSCALL(SYS_write, fd, buf, len);
+}
+
+static inline long ps_sys_read(int fd, void *buf, size_t len)
+{
+	return PS_SYSCALL(SYS_read, fd, buf, len);
+}
+
+static inline long ps_sys_openat(int dirfd, const char *path, int flags, int mode)
+{
+	return PS_SYSCALL(SYS_openat, dirfd, path, flags, mode);
+}
+
+static inline long ps_sys_close(int fd)
+{
+	return PS_SYSCALL(SYS_close, fd);
+}
+
+/* Write all of buf, retrying on EINTR and short writes: 0 or -errno. */
+static inline int ps_sys_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		long n = ps_sys_write(fd, p, len);
+		if (n == -EINTR)
+			continue;
+		if (n < 0)
+			return (int)n;
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+#endif

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+/* The unit test suites, one per area of the core; main.c runs them all. */
+#ifndef PST_SUITES_H
+#define PST_SUITES_H
+
+#include <check.h>
+
+Suite *suite_config(void);
+Suite *suite_fmt(void);
+Suite *suite_pool(void);
+Suite *suite_report(void);
+
+#endif

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: MIT
+/* Size, number and boolean parsing; the environment loader's messages and defaults. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "suites.h"
+
+START_TEST(test_parse_size)
+{
+	uint64_t v;
+
+	ck_assert_int_eq(ps_parse_size("64K", 0, UINT64_MAX, &v), 0);
+	ck_assert_uint_eq(v, 65536);
+	ck_assert_int_eq(ps_parse_size("3m", 0, UINT64_MAX, &v), 0);
+	ck_assert_uint_eq(v, 3u << 20);
+	ck_assert_int_eq(ps_parse_size("2G", 0, UINT64_MAX, &v), 0);
+	ck_assert_uint_eq(v, 2ULL << 30);
+	ck_assert_int_eq(ps_parse_size("1MiB", 0, UINT64_MAX, &v), 0);
+	ck_assert_uint_eq(v, 1u << 20);
+	ck_assert_int_eq(ps_parse_size("4096", 0, UINT64_MAX, &v), 0);
+	ck_assert_uint_eq(v, 4096);
+	ck_assert_int_eq(ps_parse_size("", 0, UINT64_MAX, &v), -EINVAL);
+	ck_assert_int_eq(ps_parse_size("K", 0, UINT64_MAX, &v), -EINVAL);
+	ck_assert_int_eq(ps_parse_size("-1", 0, UINT64_MAX, &v), -EINVAL);
+	ck_assert_int_eq(ps_parse_size(" 1", 0, UINT64_MAX, &v), -EINVAL);
+	ck_assert_int_eq(ps_parse_size("1T", 0, UINT64_MAX, &v), -EINVAL);
+	ck_assert_int_eq(ps_parse_size("12KX", 0, UINT64_MAX, &v), -EINVAL);
+	ck_assert_int_eq(ps_parse_size("99999999999999999999", 0, UINT64_MAX, &v), -ERANGE);
+	ck_assert_int_eq(ps_parse_size("17179869184G", 0, UINT64_MAX, &v), -ERANGE);
+	ck_assert_int_eq(ps_parse_size("1K", 4096, 8192, &v), -ERANGE);
+	ck_assert_int_eq(ps_parse_size("9K", 4096, 8192, &v), -ERANGE);
+}
+END_TEST
+
+START_TEST(test_parse_uint_and_bool)
+{
+	uint64_t v;
+	bool b;
+
+	ck_assert_int_eq(ps_parse_uint("16", 1, 256, &v), 0);
+	ck_assert_uint_eq(v, 16);
+	ck_assert_int_eq(ps_parse_uint("16K", 1, 1 << 20, &v), -EINVAL);
+	ck_assert_int_eq(ps_parse_uint("0", 1, 256, &v), -ERANGE);
+	const char *yes[] = { "1", "on", "YES", "true", "On" };
+	const char *no[] = { "0", "off", "no", "FALSE" };
+	for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++) {
+		b = false;
+		ck_assert_int_eq(ps_parse_bool(yes[i], &b), 0);
+		ck_assert(b);
+	}
+	for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++) {
+		b = true;
+		ck_assert_int_eq(ps_parse_bool(no[i], &b), 0);
+		ck_assert(!b);
+	}
+	ck_assert_int_eq(ps_parse_bool("maybe", &b), -EINVAL);
+	ck_assert_int_eq(ps_parse_bool("", &b), -EINVAL);
+}
+END_TEST
+
+/* A fake environment for ps_config_load(). */
+static const char *const *fake_env;
+
+static const char *fake_get(const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *const *e = fake_env; *e; e++)
+		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+			return *e + n + 1;
+	return NULL;
+}
+
+/* Run the loader with stderr captured into out[cap]; returns problems. */
+static int load_captured(struct ps_config *cfg, const char *const *env, char *out, size_t cap)
+{
+	char path[] = "/tmp/pst-config-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	int saved = dup(2);
+	dup2(fd, 2);
+	fake_env = env;
+	int problems = ps_config_load(cfg, fake_get, (char *const *)env);
+	dup2(saved, 2);
+	close(saved);
+	ssize_t n = pread(fd, out, cap - 1, 0);
+	out[n > 0 ? n : 0] = '\0';
+	close(fd);
+	return problems;
+}
+
+START_TEST(test_load_defaults)
+{
+	struct ps_config cfg;
+	char msgs[4096];
+	const char *env[] = { "PATH=/bin", NULL };
+
+	ck_assert_int_eq(load_captured(&cfg, env, msgs, sizeof(msgs)), 0);
+	ck_assert_str_eq(msgs, "");
+	ck_assert(cfg.enabled);
+	ck_assert_uint_eq(cfg.pool_min, 64 << 10);
+	ck_assert_uint_eq(cfg.pool_size, 4ULL << 30);
+	ck_assert_int_eq(cfg.hugepages, PS_HUGE_AUTO);
+	ck_assert(cfg.prefault);
+	ck_assert_str_eq(cfg.stats, "stderr");
+	ck_assert_int_eq(cfg.stats_format, PS_FORMAT_TEXT);
+	ck_assert(!cfg.verbose);
+	ck_assert_int_eq(cfg.uring, PS_URING_AUTO);
+	ck_assert(cfg.timing);
+}
+END_TEST
+
+START_TEST(test_load_values)
+{
+	struct ps_config cfg;
+	char msgs[4096];
+	const char *env[] = {
+		"POOLSHIM=on", "POOLSHIM_POOL_MIN=1M", "POOLSHIM_POOL_SIZE=256M",
+		"POOLSHIM_HUGEPAGES=THP", "POOLSHIM_PREFAULT=no",
+		"POOLSHIM_STATS=/tmp/r-%p.json", "POOLSHIM_VERBOSE=yes",
+		"POOLSHIM_URING_DEPTH=32", NULL,
+	};
+
+	ck_assert_int_eq(load_captured(&cfg, env, msgs, sizeof(msgs)), 0);
+	ck_assert_str_eq(msgs, "");
+	ck_assert_uint_eq(cfg.pool_min, 1 << 20);
+	ck_assert_uint_eq(cfg.pool_size, 256 << 20);
+	ck_assert_int_eq(cfg.hugepages, PS_HUGE_THP);
+	ck_assert(!cfg.prefault);
+	ck_assert_str_eq(cfg.stats, "/tmp/r-%p.json");
+	/* a .json path implies the JSON format */
+	ck_assert_int_eq(cfg.stats_format, PS_FORMAT_JSON);
+	ck_assert(cfg.verbose);
+	ck_assert_uint_eq(cfg.uring_depth, 32);
+}
+END_TEST
+
+START_TEST(test_load_explicit_format_wins)
+{
+	struct ps_config cfg;
+	char msgs[4096];
+	const char *env[] = { "POOLSHIM_STATS=/tmp/x.json", "POOLSHIM_STATS_FORMAT=text", NULL };
+
+	ck_assert_int_eq(load_captured(&cfg, env, msgs, sizeof(msgs)), 0);
+	ck_assert_int_eq(cfg.stats_format, PS_FORMAT_TEXT);
+}
+END_TEST
+
+/* Every bad value: one line naming variable, value and what is accepted; default kept. */
+START_TEST(test_load_bad_values)
+{
+	static const struct { const char *env; const char *accepted; } cases[] = {
+		{ "POOLSHIM=maybe", "1|0|on|off" },
+		{ "POOLSHIM_POOL_MIN=12Q", "K/M/G" },
+		{ "POOLSHIM_POOL_MIN=1", "4K..1G" },
+		{ "POOLSHIM_POOL_SIZE=-5", "2M..32G" },
+		{ "POOLSHIM_POOL_SIZE=99G", "2M..32G" },
+		{ "POOLSHIM_HUGEPAGES=giant", "auto|hugetlb|thp|none" },
+		{ "POOLSHIM_PREFAULT=2", "1|0|on|off" },
+		{ "POOLSHIM_STATS=", "stderr|off" },
+		{ "POOLSHIM_STATS_FORMAT=xml", "text|json" },
+		{ "POOLSHIM_VERBOSE=loud", "1|0|on|off" },
+		{ "POOLSHIM_URING=sometimes", "auto|off" },
+		{ "POOLSHIM_URING_MIN=0", "512..1G" },
+		{ "POOLSHIM_URING_CHUNK=1X", "K/M/G" },
+		{ "POOLSHIM_URING_DEPTH=1000", "1..256" },
+		{ "POOLSHIM_URING_DEPTH=8K", "1..256" },
+		{ "POOLSHIM_TIMING=sometimes", "1|0|on|off" },
+	};
+	struct ps_config cfg, defaults;
+
+	ps_config_defaults(&defaults);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		char msgs[4096];
+		const char *env[] = { cases[i].env, NULL };
+		char name[64];
+		const char *eq = strchr(cases[i].env, '=');
+		snprintf(name, sizeof(name), "%.*s='%s'", (int)(eq - cases[i].env), cases[i].env, eq + 1);
+
+		ck_assert_int_eq(load_captured(&cfg, env, msgs, sizeof(msgs)), 1);
+		ck_assert_msg(strstr(msgs, name), "message for %s lacks name/value: %s", cases[i].env, msgs);
+		ck_assert_msg(strstr(msgs, cases[i].accepted), "message for %s lacks '%s': %s",
+			      cases[i].env, cases[i].accepted, msgs);
+		ck_assert_msg(strstr(msgs, "default"), "no default named: %s", msgs);
+		ck_assert_msg(strchr(msgs, '\n') == msgs + strlen(msgs) - 1, "not one line: %s", msgs);
+		ck_assert_msg(memcmp(&cfg, &defaults, sizeof(cfg)) == 0, "%s changed the config",
+			      cases[i].env);
+	}
+}
+END_TEST
+
+START_TEST(test_load_unknown_name)
+{
+	struct ps_config cfg;
+	char msgs[4096];
+	const char *env[] = { "POOLSHIM_POOLSIZE=1G", "POOLSHIMMER=1", "XPOOLSHIM_A=1", NULL };
+
+	ck_assert_int_eq(load_captured(&cfg, env, msgs, sizeof(msgs)), 1);
+	ck_assert_ptr_nonnull(strstr(msgs, "unknown variable POOLSHIM_POOLSIZE=1G"));
+	ck_assert_ptr_null(strstr(msgs, "POOLSHIMMER"));
+	ck_assert_ptr_null(strstr(msgs, "XPOOLSHIM"));
+}
+END_TEST
+
+START_TEST(test_load_cross_check)
+{
+	struct ps_config cfg;
+	char msgs[4096];
+	const char *env[] = { "POOLSHIM_POOL_MIN=512M", "POOLSHIM_POOL_SIZE=64M", NULL };
+
+	ck_assert_int_eq(load_captured(&cfg, env, msgs, sizeof(msgs)), 1);
+	ck_assert_ptr_nonnull(strstr(msgs, "exceeds POOLSHIM_POOL_SIZE"));
+}
+END_TEST
+
+Suite *suite_config(void)
+{
+	Suite *s = suite_create("config");
+	TCase *tc = tcase_create("parse");
+
+	tcase_add_test(tc, test_parse_size);
+	tcase_add_test(tc, test_parse_uint_and_bool);
+	tcase_add_test(tc, test_load_defaults);
+	tcase_add_test(tc, test_load_values);
+	tcase_add_test(tc, test_load_explicit_format_wins);
+	tcase_add_test(tc, test_load_bad_values);
+	tcase_add_test(tc, test_load_unknown_name);
+	tcase_add_test(tc, test_load_cross_check);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Slabs without preloading: reservation, back-to-back carving, lookup by
+ * arithmetic, the cap, and the pool arena's routing through alloc.c (the
+ * private jemalloc is linked in, the malloc interposers are not).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "config.h"
+#include "pool.h"
+#include "stats.h"
+#include "suites.h"
+
+static void pool_setup(enum ps_hugepages mode, uint64_t size)
+{
+	struct ps_config cfg;
+
+	ps_config_defaults(&cfg);
+	cfg.hugepages = mode;
+	cfg.pool_size = size;
+	ps_pool_reset_for_tests();
+	ck_assert_int_eq(ps_pool_init(&cfg), 0);
+}
+
+START_TEST(test_reserve)
+{
+	pool_setup(PS_HUGE_NONE, 64 << 20);
+	ck_assert_uint_eq(ps_pool_lo % PS_UNIT, 0);
+	ck_assert_uint_eq(ps_pool_hi - ps_pool_lo, 128 << 20);
+	ck_assert(!ps_pool_contains((void *)(ps_pool_lo - 1)));
+	ck_assert(ps_pool_contains((void *)ps_pool_lo));
+	ck_assert(ps_pool_contains((void *)(ps_pool_hi - 1)));
+	ck_assert(!ps_pool_contains((void *)ps_pool_hi));
+	ck_assert(!ps_pool_contains(NULL));
+	ck_assert_int_eq(ps_pool_nslabs(), 0);
+	ck_assert_int_eq(ps_pool_slab_of((void *)ps_pool_lo), -1);
+}
+END_TEST
+
+START_TEST(test_take_and_lookup)
+{
+	bool zeroed = false;
+	enum ps_pool_fail why;
+
+	pool_setup(PS_HUGE_NONE, 64 << 20);
+	char *a = ps_pool_take(3 << 20, 4096, &zeroed, &why);
+	ck_assert_ptr_nonnull(a);
+	ck_assert(zeroed);
+	char *b = ps_pool_take(1 << 20, 4096, &zeroed, &why);
+	char *c = ps_pool_take(8192, 1 << 20, &zeroed, &why);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_ptr_nonnull(c);
+	/* back to back, alignment honoured */
+	ck_assert_ptr_eq(b, a + (3 << 20));
+	ck_assert_uint_eq((uintptr_t)c % (1 << 20), 0);
+	/* usable and zero */
+	for (size_t i = 0; i < (3u << 20); i += 4096)
+		ck_assert_int_eq(a[i], 0);
+	memset(a, 0xab, 3 << 20);
+	memset(b, 0xcd, 1 << 20);
+
+	ck_assert_int_eq(ps_pool_nslabs(), 3);
+	ck_assert_int_eq(ps_pool_slab_of(a), 0);
+	ck_assert_int_eq(ps_pool_slab_of(a + (3 << 20) - 1), 0);
+	ck_assert_int_eq(ps_pool_slab_of(b), 1);     /* shares a 2 MiB unit with a */
+	ck_assert_int_eq(ps_pool_slab_of(b + (1 << 20) - 1), 1);
+	ck_assert_int_eq(ps_pool_slab_of(c), 2);
+	ck_assert_int_eq(ps_pool_slab_of(c + 8192), -1);   /* past the last slab */
+	ck_assert(ps_pool_within_slab(a, 3 << 20));
+	ck_assert(!ps_pool_within_slab(a + 4096, 3 << 20));
+	ck_assert(!ps_pool_within_slab(a + (3 << 20) - 10, 20));
+
+	struct ps_slab s;
+	ck_assert(ps_pool_slab(1, &s));
+	ck_assert_uint_eq(s.base, (uintptr_t)b);
+	ck_assert_uint_eq(s.len, 1 << 20);
+	ck_assert_int_eq(s.backing, PS_BACK_4K);
+	ck_assert(!ps_pool_slab(3, &s));
+
+	struct ps_pool_info info;
+	ps_pool_get_info(&info);
+	ck_assert_uint_eq(info.slabs, 3);
+	/* 3M + 1M, then a 1M-aligned 8K slab: backed in whole 2 MiB units */
+	ck_assert_uint_eq(info.backed, 6 << 20);
+	ck_assert_uint_eq(info.backed_by[PS_BACK_4K], 6 << 20);
+}
+END_TEST
+
+START_TEST(test_cap_and_too_large)
+{
+	bool zeroed;
+	enum ps_pool_fail why;
+
+	pool_setup(PS_HUGE_NONE, 8 << 20);
+	ck_assert_ptr_nonnull(ps_pool_take(6 << 20, 4096, &zeroed, &why));
+	ck_assert_ptr_null(ps_pool_take(4 << 20, 4096, &zeroed, &why));
+	ck_assert_int_eq(why, PS_FAIL_POOL_FULL);
+	ck_assert_ptr_nonnull(ps_pool_take(2 << 20, 4096, &zeroed, &why));
+
+	pool_setup(PS_HUGE_NONE, 4ULL << 30);
+	ck_assert_ptr_null(ps_pool_take(PS_SLAB_MAX + 4096, 4096, &zeroed, &why));
+	ck_assert_int_eq(why, PS_FAIL_TOO_LARGE);
+
+	struct ps_pool_info info;
+	ps_pool_get_info(&info);
+	ck_assert_uint_eq(info.failures[PS_FAIL_TOO_LARGE], 1);
+}
+END_TEST
+
+START_TEST(test_mode_reasons)
+{
+	struct ps_pool_info info;
+	bool zeroed;
+	enum ps_pool_fail why;
+
+	pool_setup(PS_HUGE_NONE, 64 << 20);
+	ps_pool_get_info(&info);
+	ck_assert_ptr_nonnull(info.hugetlb_reason);
+	ck_assert_ptr_nonnull(strstr(info.thp_reason, "POOLSHIM_HUGEPAGES=none"));
+
+	pool_setup(PS_HUGE_THP, 64 << 20);
+	ck_assert_ptr_nonnull(ps_pool_take(2 << 20, 4096, &zeroed, &why));
+	ps_pool_get_info(&info);
+	ck_assert_ptr_nonnull(strstr(info.hugetlb_reason, "not requested"));
+	if (info.thp_reason == NULL)
+		ck_assert_uint_eq(info.backed_by[PS_BACK_THP], 2 << 20);
+}
+END_TEST
+
+/* The pool arena through alloc.c: threshold routing, reuse, zeroing. */
+START_TEST(test_arena_routing)
+{
+	struct ps_config cfg;
+
+	ps_config_defaults(&cfg);
+	cfg.hugepages = PS_HUGE_NONE;
+	cfg.pool_size = 256 << 20;
+	ps_pool_reset_for_tests();
+	ck_assert_int_eq(ps_alloc_init(&cfg), 0);
+	ck_assert(ps_alloc_pool_ready());
+
+	void *small = ps_malloc(1000);
+	void *big = ps_malloc(1 << 20);
+	ck_assert(!ps_pool_contains(small));
+	ck_assert(ps_pool_contains(big));
+	ck_assert(ps_pool_within_slab(big, 1 << 20));
+	memset(big, 0x5a, 1 << 20);
+	ps_free(big);
+	/* the same size comes back from the pool, and calloc zeroes it */
+	char *again = ps_calloc(1, 1 << 20);
+	ck_assert(ps_pool_contains(again));
+	for (size_t i = 0; i < (1u << 20); i++)
+		if (again[i] != 0)
+			ck_abort_msg("calloc left a non-zero byte at %zu", i);
+	/* realloc across the threshold keeps the contents both ways */
+	memset(again, 7, 1 << 20);
+	char *down = ps_realloc(again, 100);
+	ck_assert(!ps_pool_contains(down));
+	ck_assert_int_eq(down[99], 7);
+	char *up = ps_realloc(down, 200 << 10);
+	ck_assert(ps_pool_contains(up));
+	ck_assert_int_eq(up[0], 7);
+	ck_assert_int_eq(up[99], 7);
+	ps_free(up);
+	ps_free(small);
+	ck_assert_uint_eq(ps_pool_in_use, 0);
+	ck_assert_uint_ge(ps_pool_peak, 1 << 20);
+}
+END_TEST
+
+Suite *suite_pool(void)
+{
+	Suite *s = suite_create("pool");
+	TCase *tc = tcase_create("pool");
+
+	tcase_add_test(tc, test_reserve);
+	tcase_add_test(tc, test_take_and_lookup);
+	tcase_add_test(tc, test_cap_and_too_large);
+	tcase_add_test(tc, test_mode_reasons);
+	tcase_add_test(tc, test_arena_routing);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+/* Report rendering from known numbers (text and JSON) and path expansion. */
+#include <errno.h>
+#include <string.h>
+
+#include "fmt.h"
+#include "report.h"
+#include "suites.h"
+
+static struct ps_tstats totals;
+
+static void sample(struct ps_report_data *d)
+{
+	memset(&totals, 0, sizeof(totals));
+	memset(d, 0, sizeof(*d));
+	totals.c[PS_CALL_MALLOC][PS_FD_NONE].calls = 3;
+	totals.c[PS_CALL_MALLOC][PS_FD_NONE].bytes = (1 << 20) + 2 * 65536;
+	totals.c[PS_CALL_MALLOC][PS_FD_NONE].size_hist[16] = 2;
+	totals.c[PS_CALL_MALLOC][PS_FD_NONE].size_hist[20] = 1;
+	totals.c[PS_CALL_READ][PS_FD_SOCKET].calls = 10;
+	totals.c[PS_CALL_READ][PS_FD_SOCKET].errors = 4;
+	totals.c[PS_CALL_READ][PS_FD_SOCKET].eagain = 4;
+	totals.c[PS_CALL_READ][PS_FD_SOCKET].nsec = 10000;
+	totals.c[PS_CALL_READ][PS_FD_SOCKET].lat_hist[10] = 10;
+	totals.errnos[PS_CALL_READ][EAGAIN] = 4;
+	totals.events[PS_EV_POOL_ALLOC] = 3;
+	totals.events[PS_EV_FB_POOL_FULL] = 2;
+	d->pid = 4242;
+	d->program = "my\"prog";
+	d->totals = &totals;
+	d->pool_ready = true;
+	d->pool.requested = PS_HUGE_AUTO;
+	d->pool.first_mode = PS_BACK_HUGETLB;
+	d->pool.slabs = 2;
+	d->pool.backed = 4 << 20;
+	d->pool.backed_by[PS_BACK_HUGETLB] = 4 << 20;
+	d->pool.cap = 1 << 30;
+	d->pool_in_use = 1 << 20;
+	d->pool_peak = 3 << 20;
+	d->pool_min = 65536;
+	d->minflt = 77;
+	d->threads = 2;
+}
+
+START_TEST(test_text)
+{
+	struct ps_report_data d;
+	static char storage[16384];
+	struct ps_buf b;
+
+	sample(&d);
+	ps_buf_init(&b, storage, sizeof(storage), -1);
+	ps_report_render(&b, &d, PS_FORMAT_TEXT);
+	const char *s = ps_buf_str(&b);
+	ck_assert(!b.truncated);
+	ck_assert_ptr_nonnull(strstr(s, "pid 4242"));
+	ck_assert_ptr_nonnull(strstr(s, "mode hugetlb (requested auto); 2 slabs, 4M backed"));
+	ck_assert_ptr_nonnull(strstr(s, "in use 1M, peak 3M, cap 1G"));
+	ck_assert_ptr_nonnull(strstr(s, "3 allocations served"));
+	ck_assert_ptr_nonnull(strstr(s, "pool_full 2"));
+	ck_assert_ptr_nonnull(strstr(s, "page faults 77 minor"));
+	ck_assert_ptr_nonnull(strstr(s, "malloc          -                3       1.1M"));
+	ck_assert_ptr_nonnull(strstr(s, "read            socket          10"));
+	ck_assert_ptr_nonnull(strstr(s, "EAGAIN:4"));
+	ck_assert_ptr_nonnull(strstr(s, " 64K:2 1M:1"));
+	ck_assert_ptr_nonnull(strstr(s, " 1024:10"));
+}
+END_TEST
+
+START_TEST(test_json)
+{
+	struct ps_report_data d;
+	static char storage[16384];
+	struct ps_buf b;
+
+	sample(&d);
+	ps_buf_init(&b, storage, sizeof(storage), -1);
+	ps_report_render(&b, &d, PS_FORMAT_JSON);
+	const char *s = ps_buf_str(&b);
+	ck_assert(!b.truncated);
+	ck_assert_ptr_nonnull(strstr(s, "{\"schema\":\"poolshim-report\",\"version\":1,\"pid\":4242,"
+				       "\"program\":\"my\\\"prog\""));
+	ck_assert_ptr_nonnull(strstr(s, "\"mode\":\"hugetlb\""));
+	ck_assert_ptr_nonnull(strstr(s, "\"hugetlb_reason\":null"));
+	ck_assert_ptr_nonnull(strstr(s, "\"fallbacks\":{\"pool_full\":2,"));
+	ck_assert_ptr_nonnull(strstr(s, "{\"call\":\"malloc\",\"kind\":\"none\",\"calls\":3,"
+				       "\"bytes\":1179648"));
+	ck_assert_ptr_nonnull(strstr(s, "\"size_hist\":[[65536,2],[1048576,1]]"));
+	ck_assert_ptr_nonnull(strstr(s, "\"errnos\":{\"EAGAIN\":4}"));
+	ck_assert_ptr_nonnull(strstr(s, "\"lat_hist\":[[1024,10]]"));
+	/* balanced braces and brackets: a cheap structural check (python validates fully) */
+	int depth = 0;
+	bool in_str = false;
+	for (const char *p = s; *p; p++) {
+		if (*p == '\\' && in_str) {
+			p++;
+			continue;
+		}
+		if (*p == '"')
+			in_str = !in_str;
+		else if (!in_str && (*p == '{' || *p == '['))
+			depth++;
+		else if (!in_str && (*p == '}' || *p == ']'))
+			ck_assert_int_ge(--depth, 0);
+	}
+	ck_assert_int_eq(depth, 0);
+}
+END_TEST
+
+START_TEST(test_path)
+{
+	char out[64];
+
+	ck_assert_int_eq(ps_report_path(out, sizeof(out), "/tmp/r-%e-%p.json", 12, "nginx"), 0);
+	ck_assert_str_eq(out, "/tmp/r-nginx-12.json");
+	ck_assert_int_eq(ps_report_path(out, sizeof(out), "100%%", 1, "x"), 0);
+	ck_assert_str_eq(out, "100%");
+	ck_assert_int_eq(ps_report_path(out, sizeof(out), "%q", 1, "x"), -EINVAL);
+	ck_assert_int_eq(ps_report_path(out, 8, "/tmp/%e", 1, "averylongname"), -ENAMETOOLONG);
+}
+END_TEST
+
+Suite *suite_report(void)
+{
+	Suite *s = suite_create("report");
+	TCase *tc = tcase_create("report");
+
+	tcase_add_test(tc, test_text);
+	tcase_add_test(tc, test_json);
+	tcase_add_test(tc, test_path);
+	suite_add_tcase(s, tc);
+	return s;
+}
