@@ -329,8 +329,18 @@ int http_read_head(struct http_conn *c, int head_ms)
 			if (k < 0)
 				return -1;
 			c->rpos += k;
-			if (m->headers_done)
+			if (m->headers_done) {
+				/* The parser paused on the head's final LF: feed
+				 * that one byte so a body-less message completes
+				 * now, without touching any body bytes. */
+				if (c->rpos < c->rend) {
+					k = http_feed(c, c->rbuf + c->rpos, 1);
+					if (k < 0)
+						return -1;
+					c->rpos += k;
+				}
 				return 0;
+			}
 		}
 		if (c->eof)
 			return started ? -1 : 1;

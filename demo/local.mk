@@ -1,2 +1,18 @@
 # SPDX-License-Identifier: MIT
 # Build and test rules for the demo S3 stack (included from Makefile.am).
+# Three ordinary programs written the straightforward way (a fresh buffer
+# per request, no pooling of their own): the shim's test subjects.
+
+DEMO_COMMON = \
+	demo/util.c demo/util.h \
+	demo/http.c demo/http.h \
+	demo/s3.c demo/s3.h \
+	demo/sigv4.c demo/sigv4.h
+DEMO_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(SANITIZER_CFLAGS)
+DEMO_LDADD = $(CRYPTO_LIBS) $(HTTP_PARSER_LIBS)
+
+bin_PROGRAMS += demo/storaged
+demo_storaged_SOURCES = demo/storaged.c demo/server.c demo/server.h $(DEMO_COMMON)
+demo_storaged_CFLAGS = $(DEMO_CFLAGS)
+demo_storaged_LDADD = $(DEMO_LDADD)
+demo_storaged_LDFLAGS = $(SANITIZER_CFLAGS)

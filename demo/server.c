@@ -35,6 +35,11 @@ struct conn_arg {
 	int fd;
 };
 
+int server_active(void)
+{
+	return atomic_load(&active_conns);
+}
+
 static void on_signal(int sig)
 {
 	server_stopping = 1;

@@ -50,6 +50,9 @@ extern volatile int server_stopping;
  * waits for connections to finish.  Returns 0, or 1 when it cannot listen. */
 int server_run(const struct server_cfg *cfg);
 
+/* Connections still being served. */
+int server_active(void);
+
 /* Complete response with an in-memory body.  hdrs are extra header lines,
  * each ending in "\r\n" (may be NULL).  Returns 0 or -errno. */
 int s3_respond(struct s3_req *r, int status, const char *hdrs, const void *body, size_t len);

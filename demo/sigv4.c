@@ -321,6 +321,11 @@ void sigv4_signing_key(unsigned char key[32], const char *secret, const char *da
 	OPENSSL_cleanse(k0, sizeof(k0));
 }
 
+void md5_bin(unsigned char out[16], const void *p, size_t n)
+{
+	EVP_Digest(p, n, out, NULL, EVP_md5(), NULL);
+}
+
 void sha256_hex(char out[65], const void *p, size_t n)
 {
 	unsigned char h[32];

@@ -102,6 +102,8 @@ struct sigv4_stream {
 ssize_t sigv4_decode_chunked(struct sigv4_stream *st, const char *in, size_t n,
 			     char *out, size_t cap);
 
+/* Binary MD5 of a buffer. */
+void md5_bin(unsigned char out[16], const void *p, size_t n);
 /* Hex SHA-256 of a buffer. */
 void sha256_hex(char out[65], const void *p, size_t n);
 

@@ -1,0 +1,1929 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * storaged: a storage node speaking the S3 path-style API.
+ *
+ * Written the straightforward way on purpose: every request gets a fresh
+ * buffer from posix_memalign sized from Content-Length or the object size,
+ * objects are read and written with O_DIRECT, and nothing is pooled.  Each
+ * object is one file named by the SHA-256 of its key, so a key is never a
+ * path; the key itself lives in a 4 KiB header block in front of the data
+ * (which keeps the data block-aligned for O_DIRECT).  Writes go to a
+ * temporary file that is fsync'd and renamed into place.
+ *
+ * Layout under --dir:
+ *   tmp/                      files being written
+ *   buckets/NAME/HASH.obj     objects
+ *   uploads/ID/info, part.N   multipart uploads in progress
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+
+#include "http.h"
+#include "s3.h"
+#include "server.h"
+#include "sigv4.h"
+#include "util.h"
+
+#define BLK 4096
+#define HDR_SIZE 4096
+#define MAX_META 2048
+#define MAX_CT 256
+#define IO_CHUNK (16u << 20)
+#define OBJ_MAGIC "PSOBJ01\n"
+
+/* The header block in front of every object and part file. */
+struct obj_hdr {
+	char magic[8];
+	uint64_t size;
+	int64_t mtime;
+	uint32_t klen;
+	uint16_t ctlen;
+	uint16_t metalen;
+	char etag[48];
+	/* key, content type, metadata lines follow */
+};
+
+struct obj {
+	char *key;
+	uint32_t klen;
+	uint64_t size;
+	int64_t mtime;
+	char etag[48];
+};
+
+struct bucket {
+	char name[256];
+	int64_t ctime;
+	pthread_rwlock_t lock;
+	struct obj *v;          /* sorted by key */
+	size_t n, cap;
+	bool deleted;
+	struct bucket *next;
+};
+
+static struct {
+	const char *dir;
+	uint64_t max_object;
+	uint64_t min_part;
+	const char *region;
+	bool fsync;
+	int dfd;                /* --dir */
+	int bfd;                /* buckets/ */
+	int tfd;                /* tmp/ */
+	int ufd;                /* uploads/ */
+} opt = {
+	.max_object = 1ull << 30,
+	.min_part = 5u << 20,
+	.region = "us-east-1",
+	.fsync = true,
+};
+
+static pthread_rwlock_t buckets_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct bucket *buckets, *graveyard;
+static atomic_uint_fast64_t direct_fallbacks;
+static atomic_uint_fast64_t tmp_counter;
+
+/* ---------------------------------------------------------------------- */
+/* Index                                                                    */
+
+static int key_cmp(const char *a, size_t al, const char *b, size_t bl)
+{
+	int c = memcmp(a, b, al < bl ? al : bl);
+	if (c)
+		return c;
+	return (al > bl) - (al < bl);
+}
+
+/* First index with key >= k.  Caller holds the bucket lock. */
+static size_t idx_lower(const struct bucket *b, const char *k, size_t kl)
+{
+	size_t lo = 0, hi = b->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (key_cmp(b->v[mid].key, b->v[mid].klen, k, kl) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static struct obj *idx_find(struct bucket *b, const char *k, size_t kl)
+{
+	size_t i = idx_lower(b, k, kl);
+	if (i < b->n && !key_cmp(b->v[i].key, b->v[i].klen, k, kl))
+		return &b->v[i];
+	return NULL;
+}
+
+/* Inserts or replaces.  Caller holds the write lock.  Returns 0 or -ENOMEM. */
+static int idx_put(struct bucket *b, const char *k, size_t kl, uint64_t size,
+		   int64_t mtime, const char *etag)
+{
+	size_t i = idx_lower(b, k, kl);
+	struct obj *o;
+
+	if (i < b->n && !key_cmp(b->v[i].key, b->v[i].klen, k, kl)) {
+		o = &b->v[i];
+	} else {
+		if (b->n == b->cap) {
+			size_t cap = b->cap ? b->cap * 2 : 64;
+			struct obj *nv = realloc(b->v, cap * sizeof(*nv));
+			if (!nv)
+				return -ENOMEM;
+			b->v = nv;
+			b->cap = cap;
+		}
+		char *kc = malloc(kl + 1);
+		if (!kc)
+			return -ENOMEM;
+		memcpy(kc, k, kl);
+		kc[kl] = 0;
+		memmove(&b->v[i + 1], &b->v[i], (b->n - i) * sizeof(*b->v));
+		b->n++;
+		o = &b->v[i];
+		o->key = kc;
+		o->klen = kl;
+	}
+	o->size = size;
+	o->mtime = mtime;
+	snprintf(o->etag, sizeof(o->etag), "%s", etag);
+	return 0;
+}
+
+static void idx_del(struct bucket *b, const char *k, size_t kl)
+{
+	size_t i = idx_lower(b, k, kl);
+	if (i < b->n && !key_cmp(b->v[i].key, b->v[i].klen, k, kl)) {
+		free(b->v[i].key);
+		memmove(&b->v[i], &b->v[i + 1], (b->n - i - 1) * sizeof(*b->v));
+		b->n--;
+	}
+}
+
+static int obj_sort_cmp(const void *x, const void *y)
+{
+	const struct obj *a = x, *b = y;
+	return key_cmp(a->key, a->klen, b->key, b->klen);
+}
+
+/* Returns the live bucket with that name (locks nothing once returned:
+ * buckets are never freed while the process runs). */
+static struct bucket *bucket_get(const char *name)
+{
+	struct bucket *b;
+	pthread_rwlock_rdlock(&buckets_lock);
+	for (b = buckets; b; b = b->next)
+		if (!strcmp(b->name, name))
+			break;
+	pthread_rwlock_unlock(&buckets_lock);
+	return b;
+}
+
+static struct bucket *bucket_new(const char *name, int64_t ctime)
+{
+	struct bucket *b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	snprintf(b->name, sizeof(b->name), "%s", name);
+	b->ctime = ctime;
+	pthread_rwlock_init(&b->lock, NULL);
+	return b;
+}
+
+static void bucket_free(struct bucket *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		free(b->v[i].key);
+	free(b->v);
+	pthread_rwlock_destroy(&b->lock);
+	free(b);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Files                                                                    */
+
+static void obj_name(char out[72], const char *key, size_t kl)
+{
+	unsigned char h[32];
+	SHA256((const unsigned char *)key, kl, h);
+	hex_encode(out, h, 32);
+	strcat(out, ".obj");
+}
+
+/* Opens with O_DIRECT, falling back to buffered I/O where the filesystem
+ * refuses it (tmpfs, some overlay setups); the fallback is counted. */
+static int open_data(int dirfd, const char *name, int flags, mode_t mode)
+{
+	int fd = openat(dirfd, name, flags | O_DIRECT | O_CLOEXEC, mode);
+	if (fd < 0 && errno == EINVAL) {
+		if (atomic_fetch_add(&direct_fallbacks, 1) == 0)
+			logmsg("O_DIRECT refused by the filesystem under %s; using buffered I/O", opt.dir);
+		fd = openat(dirfd, name, flags | O_CLOEXEC, mode);
+	}
+	return fd;
+}
+
+/* O_DIRECT rejected at I/O time: drop it on this descriptor and retry. */
+static bool drop_direct(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || !(fl & O_DIRECT))
+		return false;
+	if (atomic_fetch_add(&direct_fallbacks, 1) == 0)
+		logmsg("O_DIRECT I/O refused under %s; using buffered I/O", opt.dir);
+	return fcntl(fd, F_SETFL, fl & ~O_DIRECT) == 0;
+}
+
+static ssize_t pread_full(int fd, void *buf, size_t n, off_t off)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = pread(fd, (char *)buf + got, n - got, off + got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == EINVAL && drop_direct(fd))
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			break;
+		got += r;
+		/* A short O_DIRECT read that is not block-aligned is EOF. */
+		if (r % BLK)
+			break;
+	}
+	return got;
+}
+
+static int pwrite_full(int fd, const void *buf, size_t n, off_t off)
+{
+	size_t done = 0;
+	while (done < n) {
+		ssize_t w = pwrite(fd, (const char *)buf + done, n - done, off + done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EINVAL && drop_direct(fd))
+			continue;
+		if (w < 0)
+			return -errno;
+		done += w;
+	}
+	return 0;
+}
+
+static int fsync_dir(int dfd)
+{
+	if (!opt.fsync)
+		return 0;
+	return fsync(dfd) ? -errno : 0;
+}
+
+static void tmp_name(char out[64])
+{
+	snprintf(out, 64, "t.%d.%llu", (int)getpid(),
+		 (unsigned long long)atomic_fetch_add(&tmp_counter, 1));
+}
+
+/* Creates a temporary file for writing.  Returns the fd or -errno. */
+static int tmp_create(char name[64])
+{
+	tmp_name(name);
+	int fd = open_data(opt.tfd, name, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Makes a written temporary file durable and moves it to dirfd/final. */
+static int tmp_commit(int fd, const char *tname, int dirfd, const char *final)
+{
+	if (opt.fsync && fsync(fd)) {
+		int e = -errno;
+		close(fd);
+		unlinkat(opt.tfd, tname, 0);
+		return e;
+	}
+	close(fd);
+	if (renameat(opt.tfd, tname, dirfd, final)) {
+		int e = -errno;
+		unlinkat(opt.tfd, tname, 0);
+		return e;
+	}
+	return 0;
+}
+
+static void tmp_abort(int fd, const char *tname)
+{
+	close(fd);
+	unlinkat(opt.tfd, tname, 0);
+}
+
+static size_t round_up(size_t n)
+{
+	return (n + BLK - 1) & ~(size_t)(BLK - 1);
+}
+
+/* Fills the header block at the front of buf. */
+static int fill_hdr(void *buf, const char *key, size_t kl, uint64_t size, int64_t mtime,
+		    const char *etag, const char *ct, size_t ctl, const char *meta, size_t ml)
+{
+	struct obj_hdr *h = buf;
+	if (sizeof(*h) + kl + ctl + ml > HDR_SIZE)
+		return -EOVERFLOW;
+	memset(buf, 0, HDR_SIZE);
+	memcpy(h->magic, OBJ_MAGIC, 8);
+	h->size = size;
+	h->mtime = mtime;
+	h->klen = kl;
+	h->ctlen = ctl;
+	h->metalen = ml;
+	snprintf(h->etag, sizeof(h->etag), "%s", etag);
+	char *p = (char *)buf + sizeof(*h);
+	memcpy(p, key, kl);
+	memcpy(p + kl, ct, ctl);
+	memcpy(p + kl + ctl, meta, ml);
+	return 0;
+}
+
+/* Validates a header block read from disk.  Returns 0 or -EIO. */
+static int check_hdr(const void *buf, size_t n)
+{
+	const struct obj_hdr *h = buf;
+	if (n < HDR_SIZE || memcmp(h->magic, OBJ_MAGIC, 8) ||
+	    h->klen > S3_MAX_KEY || h->ctlen > MAX_CT || h->metalen > MAX_META ||
+	    !memchr(h->etag, 0, sizeof(h->etag)))
+		return -EIO;
+	return 0;
+}
+
+static const char *hdr_key(const struct obj_hdr *h)
+{
+	return (const char *)(h + 1);
+}
+
+/*
+ * Writes header+data (buf holds HDR_SIZE + round_up(size) bytes, data at
+ * HDR_SIZE) to a new temporary file.  Returns the fd (still open, not yet
+ * synced) or -errno; *tname receives its name.
+ */
+static int write_new_file(void *buf, uint64_t size, char tname[64])
+{
+	int fd = tmp_create(tname);
+	if (fd < 0)
+		return fd;
+	size_t total = HDR_SIZE + size;
+	size_t padded = round_up(total);
+	memset((char *)buf + total, 0, padded - total);
+	int rc = pwrite_full(fd, buf, padded, 0);
+	if (!rc && padded != total && ftruncate(fd, total))
+		rc = -errno;
+	if (rc) {
+		tmp_abort(fd, tname);
+		return rc;
+	}
+	return fd;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Request helpers                                                          */
+
+static int64_t now_s(void)
+{
+	return time(NULL);
+}
+
+static void etag_header(char *out, size_t cap, const char *etag)
+{
+	snprintf(out, cap, "ETag: \"%s\"\r\n", etag);
+}
+
+/* Collects Content-Type and x-amz-meta-* for storing.  Returns 0 or -E2BIG. */
+static int collect_meta(struct s3_req *r, struct sbuf *ct, struct sbuf *meta)
+{
+	const struct http_msg *m = r->m;
+	for (int i = 0; i < m->nhdr; i++) {
+		const struct http_hdr *h = &m->hdr[i];
+		if (strn_ieq(h->name, h->nlen, "content-type")) {
+			sb_reset(ct);
+			sb_add(ct, h->value, h->vlen < MAX_CT ? h->vlen : MAX_CT);
+		} else if (h->nlen > 11 && !strncasecmp(h->name, "x-amz-meta-", 11)) {
+			for (size_t k = 0; k < h->nlen; k++)
+				sb_addc(meta, tolower((unsigned char)h->name[k]));
+			sb_adds(meta, ": ");
+			for (size_t k = 0; k < h->vlen; k++)
+				sb_addc(meta, h->value[k] == '\r' || h->value[k] == '\n' ? ' ' : h->value[k]);
+			sb_adds(meta, "\r\n");
+		}
+	}
+	return meta->len > MAX_META ? -E2BIG : 0;
+}
+
+/* Reads a small request body (XML) into a malloc'd buffer. */
+static char *read_small_body(struct s3_req *r, size_t max, size_t *len)
+{
+	if (r->m->content_length < 0 && !r->m->chunked) {
+		*len = 0;
+		return calloc(1, 1);
+	}
+	if (r->m->content_length > (int64_t)max) {
+		r->close_after = true;
+		s3_error(r, 400, "MalformedXML", "The XML you provided was too large.");
+		return NULL;
+	}
+	size_t cap = r->m->content_length >= 0 ? (size_t)r->m->content_length : max;
+	char *b = malloc(cap + 1);
+	if (!b) {
+		s3_error(r, 500, "InternalError", "Out of memory.");
+		return NULL;
+	}
+	s3_continue(r);
+	ssize_t n = http_read_body_all(r->c, b, cap);
+	if (n < 0) {
+		free(b);
+		r->close_after = true;
+		if (n == -2)
+			s3_error(r, 400, "MalformedXML", "The XML you provided was too large.");
+		else
+			s3_error(r, 400, "IncompleteBody", "The request body terminated unexpectedly.");
+		return NULL;
+	}
+	b[n] = 0;
+	*len = n;
+	return b;
+}
+
+/* Content-MD5 check.  Returns 0 when absent or matching, else responds. */
+static int check_content_md5(struct s3_req *r, const unsigned char md5[16])
+{
+	size_t n;
+	const char *v = http_hdr_get(r->m, "content-md5", &n);
+	unsigned char want[64];
+
+	if (!v)
+		return 0;
+	if (n > 64 || b64_decode(want, v, n) != 16) {
+		s3_error(r, 400, "InvalidDigest", "The Content-MD5 you specified was invalid.");
+		return -1;
+	}
+	if (memcmp(want, md5, 16)) {
+		s3_error(r, 400, "BadDigest", "The Content-MD5 you specified did not match what we received.");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Receives a body of exactly len bytes into a fresh aligned buffer with room
+ * for the header block in front.  Returns the buffer or NULL (responded).
+ */
+static void *receive_object_body(struct s3_req *r, uint64_t *len_out, unsigned char md5[16])
+{
+	const struct http_msg *m = r->m;
+	if (m->content_length < 0) {
+		r->close_after = true;
+		s3_error(r, 411, "MissingContentLength", "You must provide the Content-Length HTTP header.");
+		return NULL;
+	}
+	uint64_t len = m->content_length;
+	if (len > opt.max_object) {
+		r->close_after = true;
+		s3_error(r, 413, "EntityTooLarge",
+			 "Your proposed upload exceeds the maximum allowed object size.");
+		return NULL;
+	}
+	void *buf;
+	if (posix_memalign(&buf, BLK, HDR_SIZE + round_up(len) + BLK)) {
+		r->close_after = true;
+		s3_error(r, 503, "SlowDown", "Not enough memory for this request right now.");
+		return NULL;
+	}
+	s3_continue(r);
+	ssize_t n = http_read_body_all(r->c, (char *)buf + HDR_SIZE, len);
+	if (n != (ssize_t)len) {
+		free(buf);
+		r->close_after = true;
+		s3_error(r, 400, "IncompleteBody",
+			 "You did not provide the number of bytes specified by the Content-Length HTTP header.");
+		return NULL;
+	}
+	md5_bin(md5, (const char *)buf + HDR_SIZE, len);
+	if (check_content_md5(r, md5)) {
+		free(buf);
+		return NULL;
+	}
+	*len_out = len;
+	return buf;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Buckets                                                                  */
+
+static void list_buckets(struct s3_req *r)
+{
+	struct sbuf x;
+	char d[32];
+
+	sb_init(&x);
+	sb_adds(&x, S3_XML_HEAD "<ListAllMyBucketsResult " S3_XMLNS ">"
+		"<Owner><ID>poolshim</ID><DisplayName>poolshim</DisplayName></Owner><Buckets>");
+	pthread_rwlock_rdlock(&buckets_lock);
+	/* Sorted output: collect names first. */
+	size_t n = 0;
+	for (struct bucket *b = buckets; b; b = b->next)
+		n++;
+	struct bucket **v = calloc(n ? n : 1, sizeof(*v));
+	if (v) {
+		n = 0;
+		for (struct bucket *b = buckets; b; b = b->next)
+			v[n++] = b;
+	}
+	pthread_rwlock_unlock(&buckets_lock);
+	if (!v) {
+		sb_free(&x);
+		s3_error(r, 500, "InternalError", "Out of memory.");
+		return;
+	}
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && strcmp(v[j - 1]->name, v[j]->name) > 0; j--) {
+			struct bucket *t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	for (size_t i = 0; i < n; i++) {
+		fmt_iso_date(d, v[i]->ctime);
+		sb_printf(&x, "<Bucket><Name>%s</Name><CreationDate>%s</CreationDate></Bucket>",
+			  v[i]->name, d);
+	}
+	free(v);
+	sb_adds(&x, "</Buckets></ListAllMyBucketsResult>\n");
+	s3_respond_xml(r, 200, &x);
+	sb_free(&x);
+}
+
+static void create_bucket(struct s3_req *r)
+{
+	const char *name = r->t.bucket;
+	if (!s3_bucket_name_ok(name)) {
+		s3_error(r, 400, "InvalidBucketName", "The specified bucket is not valid.");
+		return;
+	}
+	/* A CreateBucketConfiguration body is accepted and ignored. */
+	size_t bl;
+	char *body = read_small_body(r, 64 * 1024, &bl);
+	if (!body)
+		return;
+	free(body);
+	pthread_rwlock_wrlock(&buckets_lock);
+	for (struct bucket *b = buckets; b; b = b->next) {
+		if (!strcmp(b->name, name)) {
+			pthread_rwlock_unlock(&buckets_lock);
+			s3_error(r, 409, "BucketAlreadyOwnedByYou",
+				 "Your previous request to create the named bucket succeeded and you already own it.");
+			return;
+		}
+	}
+	struct bucket *b = bucket_new(name, now_s());
+	if (!b || (mkdirat(opt.bfd, name, 0755) && errno != EEXIST)) {
+		int e = errno;
+		pthread_rwlock_unlock(&buckets_lock);
+		free(b);
+		s3_error(r, 500, "InternalError", strerror(e));
+		return;
+	}
+	fsync_dir(opt.bfd);
+	b->next = buckets;
+	buckets = b;
+	pthread_rwlock_unlock(&buckets_lock);
+	char loc[300];
+	snprintf(loc, sizeof(loc), "Location: /%s\r\n", name);
+	s3_respond(r, 200, loc, NULL, 0);
+}
+
+static void delete_bucket(struct s3_req *r)
+{
+	pthread_rwlock_wrlock(&buckets_lock);
+	struct bucket **pp = &buckets, *b;
+	for (; (b = *pp); pp = &b->next)
+		if (!strcmp(b->name, r->t.bucket))
+			break;
+	if (!b) {
+		pthread_rwlock_unlock(&buckets_lock);
+		s3_error(r, 404, "NoSuchBucket", "The specified bucket does not exist.");
+		return;
+	}
+	pthread_rwlock_wrlock(&b->lock);
+	if (b->n) {
+		pthread_rwlock_unlock(&b->lock);
+		pthread_rwlock_unlock(&buckets_lock);
+		s3_error(r, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty.");
+		return;
+	}
+	if (unlinkat(opt.bfd, b->name, AT_REMOVEDIR) && errno != ENOENT) {
+		int e = errno;
+		pthread_rwlock_unlock(&b->lock);
+		pthread_rwlock_unlock(&buckets_lock);
+		s3_error(r, 500, "InternalError", strerror(e));
+		return;
+	}
+	b->deleted = true;
+	*pp = b->next;
+	b->next = graveyard;
+	graveyard = b;
+	pthread_rwlock_unlock(&b->lock);
+	pthread_rwlock_unlock(&buckets_lock);
+	fsync_dir(opt.bfd);
+	s3_respond(r, 204, NULL, NULL, 0);
+}
+
+/* Adds a name to a listing, url-encoded when asked. */
+static void add_name(struct sbuf *x, const char *s, size_t n, bool url)
+{
+	if (url)
+		sb_add_uri(x, s, n, true);
+	else
+		sb_add_xml(x, s, n);
+}
+
+static void list_objects(struct s3_req *r, struct bucket *b)
+{
+	struct s3_list_params lp;
+	const char *code, *msg;
+
+	if (s3_list_params_parse(&r->q, &lp, &code, &msg)) {
+		s3_error(r, 400, code, msg);
+		return;
+	}
+	struct sbuf body, x;
+	sb_init(&body);
+	sb_init(&x);
+	const char *pfx = lp.prefix, *dl = lp.delimiter;
+	size_t pl = lp.prefix_len, dlen = lp.delimiter_len;
+	int count = 0;
+	bool truncated = false;
+	/* The last name emitted (key or common prefix), for the next token. */
+	const char *last = NULL;
+	size_t last_len = 0;
+	char *lastbuf = NULL;
+
+	pthread_rwlock_rdlock(&b->lock);
+	size_t i = idx_lower(b, pfx, pl);
+	if (lp.after && key_cmp(lp.after, lp.after_len, pfx, pl) > 0)
+		i = idx_lower(b, lp.after, lp.after_len);
+	for (; i < b->n; i++) {
+		const struct obj *o = &b->v[i];
+		if (o->klen < pl || memcmp(o->key, pfx, pl))
+			break;
+		/* Group under the delimiter after the prefix. */
+		size_t nl = o->klen;
+		bool group = false;
+		if (dlen) {
+			const char *d = memmem(o->key + pl, o->klen - pl, dl, dlen);
+			if (d) {
+				nl = d - o->key + dlen;
+				group = true;
+			}
+		}
+		if (lp.after && key_cmp(o->key, nl, lp.after, lp.after_len) <= 0)
+			continue;
+		if (group && last && last_len == nl && !memcmp(last, o->key, nl))
+			continue;
+		if (count >= lp.max_keys) {
+			truncated = true;
+			break;
+		}
+		if (group) {
+			sb_adds(&body, "<CommonPrefixes><Prefix>");
+			add_name(&body, o->key, nl, lp.url_encode);
+			sb_adds(&body, "</Prefix></CommonPrefixes>");
+		} else {
+			char d[32];
+			fmt_iso_date(d, o->mtime);
+			sb_adds(&body, "<Contents><Key>");
+			add_name(&body, o->key, o->klen, lp.url_encode);
+			sb_printf(&body, "</Key><LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>"
+				  "<Size>%llu</Size>", d, o->etag, (unsigned long long)o->size);
+			if (lp.version == 1 || lp.fetch_owner)
+				sb_adds(&body, "<Owner><ID>poolshim</ID><DisplayName>poolshim</DisplayName></Owner>");
+			sb_adds(&body, "<StorageClass>STANDARD</StorageClass></Contents>");
+		}
+		last = o->key;
+		last_len = nl;
+		count++;
+	}
+	if (last) {
+		lastbuf = malloc(last_len + 1);
+		if (lastbuf)
+			memcpy(lastbuf, last, last_len);
+	}
+	pthread_rwlock_unlock(&b->lock);
+
+	sb_adds(&x, S3_XML_HEAD "<ListBucketResult " S3_XMLNS "><Name>");
+	sb_adds(&x, b->name);
+	sb_adds(&x, "</Name><Prefix>");
+	add_name(&x, pfx, pl, lp.url_encode);
+	sb_adds(&x, "</Prefix>");
+	if (lp.version == 2) {
+		sb_printf(&x, "<KeyCount>%d</KeyCount>", count);
+		if (lp.token_raw) {
+			sb_adds(&x, "<ContinuationToken>");
+			sb_add_xml(&x, lp.token_raw, lp.token_raw_len);
+			sb_adds(&x, "</ContinuationToken>");
+		}
+		if (lp.marker_raw) {
+			sb_adds(&x, "<StartAfter>");
+			add_name(&x, lp.marker_raw, lp.marker_raw_len, lp.url_encode);
+			sb_adds(&x, "</StartAfter>");
+		}
+		if (truncated && lastbuf) {
+			sb_adds(&x, "<NextContinuationToken>");
+			s3_list_token(&x, lastbuf, last_len);
+			sb_adds(&x, "</NextContinuationToken>");
+		}
+	} else {
+		sb_adds(&x, "<Marker>");
+		if (lp.marker_raw)
+			add_name(&x, lp.marker_raw, lp.marker_raw_len, lp.url_encode);
+		sb_adds(&x, "</Marker>");
+		if (truncated && lastbuf) {
+			sb_adds(&x, "<NextMarker>");
+			add_name(&x, lastbuf, last_len, lp.url_encode);
+			sb_adds(&x, "</NextMarker>");
+		}
+	}
+	sb_printf(&x, "<MaxKeys>%d</MaxKeys>", lp.max_keys);
+	if (dlen) {
+		sb_adds(&x, "<Delimiter>");
+		add_name(&x, dl, dlen, lp.url_encode);
+		sb_adds(&x, "</Delimiter>");
+	}
+	if (lp.url_encode)
+		sb_adds(&x, "<EncodingType>url</EncodingType>");
+	sb_printf(&x, "<IsTruncated>%s</IsTruncated>", truncated ? "true" : "false");
+	sb_add(&x, body.p ? body.p : "", body.len);
+	sb_adds(&x, "</ListBucketResult>\n");
+	s3_respond_xml(r, 200, &x);
+	free(lastbuf);
+	sb_free(&x);
+	sb_free(&body);
+	s3_list_params_free(&lp);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Objects                                                                  */
+
+static void put_object(struct s3_req *r, struct bucket *b)
+{
+	struct sbuf ct, meta;
+	unsigned char md5[16];
+	char etag[48], tname[64], fname[72], eh[96];
+	uint64_t len;
+
+	if (http_hdr_get(r->m, "x-amz-copy-source", NULL)) {
+		s3_error(r, 501, "NotImplemented", "CopyObject is not implemented by this server.");
+		return;
+	}
+	sb_init(&ct);
+	sb_init(&meta);
+	if (collect_meta(r, &ct, &meta)) {
+		sb_free(&ct);
+		sb_free(&meta);
+		s3_error(r, 400, "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size.");
+		return;
+	}
+	void *buf = receive_object_body(r, &len, md5);
+	if (!buf) {
+		sb_free(&ct);
+		sb_free(&meta);
+		return;
+	}
+	hex_encode(etag, md5, 16);
+	int64_t mt = now_s();
+	fill_hdr(buf, r->t.key, r->t.key_len, len, mt, etag, ct.p ? ct.p : "", ct.len,
+		 meta.p ? meta.p : "", meta.len);
+	sb_free(&ct);
+	sb_free(&meta);
+	int fd = write_new_file(buf, len, tname);
+	free(buf);
+	if (fd < 0) {
+		s3_error(r, 500, "InternalError", strerror(-fd));
+		return;
+	}
+	obj_name(fname, r->t.key, r->t.key_len);
+	int dfd = openat(opt.bfd, b->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		tmp_abort(fd, tname);
+		s3_error(r, 404, "NoSuchBucket", "The specified bucket does not exist.");
+		return;
+	}
+	if (opt.fsync && fsync(fd)) {
+		int e = errno;
+		close(dfd);
+		tmp_abort(fd, tname);
+		s3_error(r, 500, "InternalError", strerror(e));
+		return;
+	}
+	close(fd);
+	/* Rename and index update together, so the index always describes the
+	 * file that is in place. */
+	pthread_rwlock_wrlock(&b->lock);
+	int rc = b->deleted ? -ENOENT : 0;
+	if (!rc && renameat(opt.tfd, tname, dfd, fname))
+		rc = -errno;
+	if (!rc)
+		rc = idx_put(b, r->t.key, r->t.key_len, len, mt, etag);
+	pthread_rwlock_unlock(&b->lock);
+	if (rc) {
+		unlinkat(opt.tfd, tname, 0);
+		close(dfd);
+		if (rc == -ENOENT)
+			s3_error(r, 404, "NoSuchBucket", "The specified bucket does not exist.");
+		else
+			s3_error(r, 500, "InternalError", strerror(-rc));
+		return;
+	}
+	fsync_dir(dfd);
+	close(dfd);
+	etag_header(eh, sizeof(eh), etag);
+	s3_respond(r, 200, eh, NULL, 0);
+}
+
+static void add_meta_headers(struct sbuf *h, const struct obj_hdr *oh)
+{
+	const char *p = hdr_key(oh) + oh->klen;
+	char d[32];
+
+	if (oh->ctlen) {
+		sb_adds(h, "Content-Type: ");
+		sb_add(h, p, oh->ctlen);
+		sb_adds(h, "\r\n");
+	} else {
+		sb_adds(h, "Content-Type: binary/octet-stream\r\n");
+	}
+	sb_add(h, p + oh->ctlen, oh->metalen);
+	fmt_http_date(d, oh->mtime);
+	sb_printf(h, "Last-Modified: %s\r\nETag: \"%s\"\r\nAccept-Ranges: bytes\r\n", d, oh->etag);
+}
+
+static void get_object(struct s3_req *r, struct bucket *b)
+{
+	char fname[72], path[340];
+	void *hb = NULL, *buf = NULL;
+	struct sbuf h;
+
+	pthread_rwlock_rdlock(&b->lock);
+	bool known = idx_find(b, r->t.key, r->t.key_len) != NULL;
+	pthread_rwlock_unlock(&b->lock);
+	if (!known) {
+		s3_error(r, 404, "NoSuchKey", "The specified key does not exist.");
+		return;
+	}
+	obj_name(fname, r->t.key, r->t.key_len);
+	snprintf(path, sizeof(path), "%s/%s", b->name, fname);
+	int fd = open_data(opt.bfd, path, O_RDONLY, 0);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			s3_error(r, 404, "NoSuchKey", "The specified key does not exist.");
+		else
+			s3_error(r, 500, "InternalError", strerror(errno));
+		return;
+	}
+	sb_init(&h);
+	if (posix_memalign(&hb, BLK, HDR_SIZE)) {
+		hb = NULL;
+		s3_error(r, 503, "SlowDown", "Not enough memory for this request right now.");
+		goto out;
+	}
+	ssize_t n = pread_full(fd, hb, HDR_SIZE, 0);
+	const struct obj_hdr *oh = hb;
+	if (n < 0 || check_hdr(hb, n) ||
+	    key_cmp(hdr_key(oh), oh->klen, r->t.key, r->t.key_len)) {
+		s3_error(r, 500, "InternalError", "The stored object is damaged.");
+		goto out;
+	}
+	uint64_t size = oh->size, first = 0, last = size ? size - 1 : 0;
+	int status = 200;
+	size_t rl;
+	const char *rv = http_hdr_get(r->m, "range", &rl);
+	if (rv) {
+		int k = s3_range_parse(rv, rl, size, &first, &last);
+		if (k < 0) {
+			char cr[64];
+			snprintf(cr, sizeof(cr), "%llu", (unsigned long long)size);
+			s3_error(r, 416, "InvalidRange", "The requested range is not satisfiable");
+			goto out;
+		}
+		if (k > 0) {
+			status = 206;
+			sb_printf(&h, "Content-Range: bytes %llu-%llu/%llu\r\n", (unsigned long long)first,
+				  (unsigned long long)last, (unsigned long long)size);
+		}
+	}
+	add_meta_headers(&h, oh);
+	uint64_t len = size ? last - first + 1 : 0;
+	if (h.failed) {
+		s3_error(r, 500, "InternalError", "Out of memory.");
+		goto out;
+	}
+	if (r->is_head) {
+		s3_send_head(r, status, h.p, len);
+		goto out;
+	}
+	/* A fresh read buffer for this response, sized from the object. */
+	uint64_t off = HDR_SIZE + first;
+	uint64_t aoff = off & ~(uint64_t)(BLK - 1);
+	size_t skip = off - aoff;
+	size_t bsz = round_up(len + skip);
+	if (bsz > IO_CHUNK)
+		bsz = IO_CHUNK;
+	if (bsz < BLK)
+		bsz = BLK;
+	if (posix_memalign(&buf, BLK, bsz)) {
+		buf = NULL;
+		s3_error(r, 503, "SlowDown", "Not enough memory for this request right now.");
+		goto out;
+	}
+	if (s3_send_head(r, status, h.p, len))
+		goto out;
+	uint64_t left = len;
+	while (left) {
+		n = pread_full(fd, buf, bsz, aoff);
+		if (n <= (ssize_t)skip) {
+			logmsg("short read on %s/%s", b->name, fname);
+			r->close_after = true;
+			break;
+		}
+		size_t avail = n - skip;
+		if (avail > left)
+			avail = left;
+		if (http_write_all(r->c->fd, (char *)buf + skip, avail)) {
+			r->close_after = true;
+			break;
+		}
+		left -= avail;
+		if (left && (n % BLK)) {
+			r->close_after = true;
+			break;
+		}
+		aoff += n;
+		skip = 0;
+	}
+out:
+	free(buf);
+	free(hb);
+	sb_free(&h);
+	close(fd);
+}
+
+static void delete_object(struct s3_req *r, struct bucket *b)
+{
+	char fname[72], path[340];
+
+	obj_name(fname, r->t.key, r->t.key_len);
+	snprintf(path, sizeof(path), "%s/%s", b->name, fname);
+	pthread_rwlock_wrlock(&b->lock);
+	int rc = unlinkat(opt.bfd, path, 0) ? -errno : 0;
+	idx_del(b, r->t.key, r->t.key_len);
+	pthread_rwlock_unlock(&b->lock);
+	if (rc && rc != -ENOENT) {
+		s3_error(r, 500, "InternalError", strerror(-rc));
+		return;
+	}
+	s3_respond(r, 204, NULL, NULL, 0);
+}
+
+static void delete_objects(struct s3_req *r, struct bucket *b)
+{
+	size_t len;
+	char *body = read_small_body(r, 2u << 20, &len);
+	if (!body)
+		return;
+	unsigned char md5[16];
+	md5_bin(md5, body, len);
+	if (check_content_md5(r, md5)) {
+		free(body);
+		return;
+	}
+	struct s3_delete_key *keys;
+	bool quiet;
+	int n = s3_parse_delete(body, len, &keys, &quiet);
+	free(body);
+	if (n < 0) {
+		s3_error(r, 400, "MalformedXML", "The XML you provided was not well-formed or did not validate against our published schema.");
+		return;
+	}
+	struct sbuf x;
+	sb_init(&x);
+	sb_adds(&x, S3_XML_HEAD "<DeleteResult " S3_XMLNS ">");
+	int dfd = openat(opt.bfd, b->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (int i = 0; i < n; i++) {
+		char fname[72];
+		obj_name(fname, keys[i].key, keys[i].len);
+		pthread_rwlock_wrlock(&b->lock);
+		int rc = dfd < 0 ? -ENOENT : unlinkat(dfd, fname, 0) ? -errno : 0;
+		idx_del(b, keys[i].key, keys[i].len);
+		pthread_rwlock_unlock(&b->lock);
+		if (rc && rc != -ENOENT) {
+			sb_adds(&x, "<Error><Key>");
+			sb_add_xml(&x, keys[i].key, keys[i].len);
+			sb_printf(&x, "</Key><Code>InternalError</Code><Message>%s</Message></Error>",
+				  strerror(-rc));
+		} else if (!quiet) {
+			sb_adds(&x, "<Deleted><Key>");
+			sb_add_xml(&x, keys[i].key, keys[i].len);
+			sb_adds(&x, "</Key></Deleted>");
+		}
+	}
+	if (dfd >= 0)
+		close(dfd);
+	sb_adds(&x, "</DeleteResult>\n");
+	s3_delete_keys_free(keys, n);
+	s3_respond_xml(r, 200, &x);
+	sb_free(&x);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Multipart uploads                                                        */
+
+static bool upload_id_ok(const char *id)
+{
+	size_t n = strlen(id);
+	if (n != 32)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!strchr("0123456789abcdef", id[i]))
+			return false;
+	return true;
+}
+
+/* Reads an upload's info header; checks it belongs to bucket/key.  Returns
+ * a malloc'd aligned header block or NULL. */
+static void *upload_info(const char *id, const char *bucket, const char *key, size_t kl)
+{
+	char path[128];
+	void *hb;
+
+	if (!upload_id_ok(id))
+		return NULL;
+	snprintf(path, sizeof(path), "%s/info", id);
+	int fd = open_data(opt.ufd, path, O_RDONLY, 0);
+	if (fd < 0)
+		return NULL;
+	if (posix_memalign(&hb, BLK, HDR_SIZE)) {
+		close(fd);
+		return NULL;
+	}
+	ssize_t n = pread_full(fd, hb, HDR_SIZE, 0);
+	close(fd);
+	const struct obj_hdr *h = hb;
+	/* The info block stores "bucket/key" as its key. */
+	size_t bl = strlen(bucket);
+	if (n < 0 || check_hdr(hb, n) || h->klen != bl + 1 + kl ||
+	    memcmp(hdr_key(h), bucket, bl) || hdr_key(h)[bl] != '/' ||
+	    memcmp(hdr_key(h) + bl + 1, key, kl)) {
+		free(hb);
+		return NULL;
+	}
+	return hb;
+}
+
+static void initiate_upload(struct s3_req *r, struct bucket *b)
+{
+	unsigned char rnd[16];
+	char id[33], tname[64];
+	struct sbuf ct, meta, bk;
+	void *hb;
+
+	random_bytes(rnd, sizeof(rnd));
+	hex_encode(id, rnd, 16);
+	sb_init(&ct);
+	sb_init(&meta);
+	sb_init(&bk);
+	if (collect_meta(r, &ct, &meta)) {
+		s3_error(r, 400, "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size.");
+		goto out;
+	}
+	sb_printf(&bk, "%s/", b->name);
+	sb_add(&bk, r->t.key, r->t.key_len);
+	if (posix_memalign(&hb, BLK, HDR_SIZE + BLK)) {
+		s3_error(r, 503, "SlowDown", "Not enough memory for this request right now.");
+		goto out;
+	}
+	if (fill_hdr(hb, bk.p, bk.len, 0, now_s(), "", ct.p ? ct.p : "", ct.len,
+		     meta.p ? meta.p : "", meta.len)) {
+		free(hb);
+		s3_error(r, 400, "KeyTooLongError", "Your key is too long.");
+		goto out;
+	}
+	if (mkdirat(opt.ufd, id, 0755)) {
+		free(hb);
+		s3_error(r, 500, "InternalError", strerror(errno));
+		goto out;
+	}
+	int fd = write_new_file(hb, 0, tname);
+	free(hb);
+	int udfd = openat(opt.ufd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || udfd < 0 || tmp_commit(fd, tname, udfd, "info")) {
+		if (fd >= 0 && udfd < 0)
+			tmp_abort(fd, tname);
+		if (udfd >= 0)
+			close(udfd);
+		unlinkat(opt.ufd, id, AT_REMOVEDIR);
+		s3_error(r, 500, "InternalError", "Could not create the upload.");
+		goto out;
+	}
+	fsync_dir(udfd);
+	close(udfd);
+	fsync_dir(opt.ufd);
+	struct sbuf x;
+	sb_init(&x);
+	sb_adds(&x, S3_XML_HEAD "<InitiateMultipartUploadResult " S3_XMLNS "><Bucket>");
+	sb_adds(&x, b->name);
+	sb_adds(&x, "</Bucket><Key>");
+	sb_add_xml(&x, r->t.key, r->t.key_len);
+	sb_printf(&x, "</Key><UploadId>%s</UploadId></InitiateMultipartUploadResult>\n", id);
+	s3_respond_xml(r, 200, &x);
+	sb_free(&x);
+out:
+	sb_free(&ct);
+	sb_free(&meta);
+	sb_free(&bk);
+}
+
+static void upload_part(struct s3_req *r, struct bucket *b, const char *id)
+{
+	long pn;
+	const char *pv = s3_query_get(&r->q, "partNumber", NULL);
+	if (!pv || parse_long(pv, 1, 10000, &pn)) {
+		s3_error(r, 400, "InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive.");
+		return;
+	}
+	void *info = upload_info(id, b->name, r->t.key, r->t.key_len);
+	if (!info) {
+		s3_error(r, 404, "NoSuchUpload", "The specified multipart upload does not exist.");
+		return;
+	}
+	free(info);
+	uint64_t len;
+	unsigned char md5[16];
+	char etag[48], tname[64], pname[32], eh[96];
+	void *buf = receive_object_body(r, &len, md5);
+	if (!buf)
+		return;
+	hex_encode(etag, md5, 16);
+	fill_hdr(buf, "", 0, len, now_s(), etag, "", 0, "", 0);
+	int fd = write_new_file(buf, len, tname);
+	free(buf);
+	if (fd < 0) {
+		s3_error(r, 500, "InternalError", strerror(-fd));
+		return;
+	}
+	snprintf(pname, sizeof(pname), "part.%05ld", pn);
+	int udfd = openat(opt.ufd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (udfd < 0) {
+		tmp_abort(fd, tname);
+		s3_error(r, 404, "NoSuchUpload", "The specified multipart upload does not exist.");
+		return;
+	}
+	int rc = tmp_commit(fd, tname, udfd, pname);
+	if (!rc)
+		fsync_dir(udfd);
+	close(udfd);
+	if (rc) {
+		s3_error(r, 500, "InternalError", strerror(-rc));
+		return;
+	}
+	etag_header(eh, sizeof(eh), etag);
+	s3_respond(r, 200, eh, NULL, 0);
+}
+
+static void remove_upload(const char *id)
+{
+	int udfd = openat(opt.ufd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (udfd >= 0) {
+		DIR *d = fdopendir(udfd);
+		if (d) {
+			struct dirent *e;
+			while ((e = readdir(d)))
+				if (e->d_name[0] != '.')
+					unlinkat(dirfd(d), e->d_name, 0);
+			closedir(d);
+		} else {
+			close(udfd);
+		}
+	}
+	unlinkat(opt.ufd, id, AT_REMOVEDIR);
+}
+
+static void abort_upload(struct s3_req *r, struct bucket *b, const char *id)
+{
+	void *info = upload_info(id, b->name, r->t.key, r->t.key_len);
+	if (!info) {
+		s3_error(r, 404, "NoSuchUpload", "The specified multipart upload does not exist.");
+		return;
+	}
+	free(info);
+	remove_upload(id);
+	s3_respond(r, 204, NULL, NULL, 0);
+}
+
+static void list_parts(struct s3_req *r, struct bucket *b, const char *id)
+{
+	void *info = upload_info(id, b->name, r->t.key, r->t.key_len);
+	if (!info) {
+		s3_error(r, 404, "NoSuchUpload", "The specified multipart upload does not exist.");
+		return;
+	}
+	free(info);
+	struct sbuf x;
+	sb_init(&x);
+	sb_adds(&x, S3_XML_HEAD "<ListPartsResult " S3_XMLNS "><Bucket>");
+	sb_adds(&x, b->name);
+	sb_adds(&x, "</Bucket><Key>");
+	sb_add_xml(&x, r->t.key, r->t.key_len);
+	sb_printf(&x, "</Key><UploadId>%s</UploadId><MaxParts>10000</MaxParts><IsTruncated>false</IsTruncated>", id);
+	void *hb;
+	if (posix_memalign(&hb, BLK, HDR_SIZE)) {
+		sb_free(&x);
+		s3_error(r, 503, "SlowDown", "Not enough memory for this request right now.");
+		return;
+	}
+	for (int pn = 1; pn <= 10000; pn++) {
+		char path[96];
+		snprintf(path, sizeof(path), "%s/part.%05d", id, pn);
+		int fd = open_data(opt.ufd, path, O_RDONLY, 0);
+		if (fd < 0)
+			continue;
+		ssize_t n = pread_full(fd, hb, HDR_SIZE, 0);
+		close(fd);
+		const struct obj_hdr *h = hb;
+		if (n < 0 || check_hdr(hb, n))
+			continue;
+		char d[32];
+		fmt_iso_date(d, h->mtime);
+		sb_printf(&x, "<Part><PartNumber>%d</PartNumber><LastModified>%s</LastModified>"
+			  "<ETag>&quot;%s&quot;</ETag><Size>%llu</Size></Part>", pn, d, h->etag,
+			  (unsigned long long)h->size);
+	}
+	free(hb);
+	sb_adds(&x, "</ListPartsResult>\n");
+	s3_respond_xml(r, 200, &x);
+	sb_free(&x);
+}
+
+static void list_uploads(struct s3_req *r, struct bucket *b)
+{
+	struct sbuf x;
+	sb_init(&x);
+	sb_adds(&x, S3_XML_HEAD "<ListMultipartUploadsResult " S3_XMLNS "><Bucket>");
+	sb_adds(&x, b->name);
+	sb_adds(&x, "</Bucket><MaxUploads>1000</MaxUploads><IsTruncated>false</IsTruncated>");
+	int fd = dup(opt.ufd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	void *hb = NULL;
+	if (d && !posix_memalign(&hb, BLK, HDR_SIZE)) {
+		struct dirent *e;
+		rewinddir(d);
+		while ((e = readdir(d))) {
+			char path[96];
+			if (!upload_id_ok(e->d_name))
+				continue;
+			snprintf(path, sizeof(path), "%s/info", e->d_name);
+			int ifd = open_data(opt.ufd, path, O_RDONLY, 0);
+			if (ifd < 0)
+				continue;
+			ssize_t n = pread_full(ifd, hb, HDR_SIZE, 0);
+			close(ifd);
+			const struct obj_hdr *h = hb;
+			size_t bl = strlen(b->name);
+			if (n < 0 || check_hdr(hb, n) || h->klen <= bl ||
+			    memcmp(hdr_key(h), b->name, bl) || hdr_key(h)[bl] != '/')
+				continue;
+			char dt[32];
+			fmt_iso_date(dt, h->mtime);
+			sb_adds(&x, "<Upload><Key>");
+			sb_add_xml(&x, hdr_key(h) + bl + 1, h->klen - bl - 1);
+			sb_printf(&x, "</Key><UploadId>%s</UploadId><Initiated>%s</Initiated></Upload>",
+				  e->d_name, dt);
+		}
+	}
+	free(hb);
+	if (d)
+		closedir(d);
+	else if (fd >= 0)
+		close(fd);
+	sb_adds(&x, "</ListMultipartUploadsResult>\n");
+	s3_respond_xml(r, 200, &x);
+	sb_free(&x);
+}
+
+static void complete_upload(struct s3_req *r, struct bucket *b, const char *id)
+{
+	void *info = upload_info(id, b->name, r->t.key, r->t.key_len);
+	if (!info) {
+		s3_error(r, 404, "NoSuchUpload", "The specified multipart upload does not exist.");
+		return;
+	}
+	size_t blen;
+	char *body = read_small_body(r, 4u << 20, &blen);
+	if (!body) {
+		free(info);
+		return;
+	}
+	struct s3_part_ref *parts = NULL;
+	int np = s3_parse_complete(body, blen, &parts);
+	free(body);
+	void *ob = NULL, *ib = NULL, *hb = NULL;
+	int *pfd = NULL;
+	uint64_t *psize = NULL;
+	int out_fd = -1;
+	char tname[64];
+	EVP_MD_CTX *md = NULL;
+
+	if (np < 0) {
+		s3_error(r, 400, "MalformedXML", "The XML you provided was not well-formed or did not validate against our published schema.");
+		goto out;
+	}
+	pfd = malloc(np * sizeof(*pfd));
+	psize = malloc(np * sizeof(*psize));
+	md = EVP_MD_CTX_new();
+	if (!pfd || !psize || !md || posix_memalign(&hb, BLK, HDR_SIZE)) {
+		hb = NULL;
+		s3_error(r, 503, "SlowDown", "Not enough memory for this request right now.");
+		goto out;
+	}
+	for (int i = 0; i < np; i++)
+		pfd[i] = -1;
+	EVP_DigestInit_ex(md, EVP_md5(), NULL);
+	/* Check every part before writing anything. */
+	uint64_t total = 0;
+	for (int i = 0; i < np; i++) {
+		char path[96];
+		if (i && parts[i].number <= parts[i - 1].number) {
+			s3_error(r, 400, "InvalidPartOrder", "The list of parts was not in ascending order.");
+			goto out;
+		}
+		snprintf(path, sizeof(path), "%s/part.%05d", id, parts[i].number);
+		pfd[i] = open_data(opt.ufd, path, O_RDONLY, 0);
+		ssize_t n = pfd[i] < 0 ? -1 : pread_full(pfd[i], hb, HDR_SIZE, 0);
+		const struct obj_hdr *h = hb;
+		if (n < 0 || check_hdr(hb, n) || strcasecmp(h->etag, parts[i].etag)) {
+			s3_error(r, 400, "InvalidPart", "One or more of the specified parts could not be found or the specified entity tag did not match.");
+			goto out;
+		}
+		if (i < np - 1 && h->size < opt.min_part) {
+			s3_error(r, 400, "EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object size.");
+			goto out;
+		}
+		psize[i] = h->size;
+		total += h->size;
+		unsigned char bin[16];
+		hex_decode(bin, 16, h->etag, 32);
+		EVP_DigestUpdate(md, bin, 16);
+	}
+	if (total > opt.max_object * 16) {
+		s3_error(r, 400, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed object size.");
+		goto out;
+	}
+	unsigned char fin[16];
+	char etag[48];
+	EVP_DigestFinal_ex(md, fin, NULL);
+	hex_encode(etag, fin, 16);
+	snprintf(etag + 32, sizeof(etag) - 32, "-%d", np);
+
+	/* Concatenate: header block, then each part, through one output
+	 * buffer written with O_DIRECT in aligned pieces. */
+	const struct obj_hdr *ih = info;
+	const char *ip = hdr_key(ih) + ih->klen;
+	size_t osz = IO_CHUNK;
+	int64_t mt = now_s();
+	if (posix_memalign(&ob, BLK, osz)) {
+		ob = NULL;
+		s3_error(r, 503, "SlowDown", "Not enough memory for this request right now.");
+		goto out;
+	}
+	fill_hdr(ob, r->t.key, r->t.key_len, total, mt, etag, ip, ih->ctlen, ip + ih->ctlen, ih->metalen);
+	size_t fill = HDR_SIZE;
+	uint64_t woff = 0;
+	out_fd = tmp_create(tname);
+	if (out_fd < 0) {
+		s3_error(r, 500, "InternalError", strerror(-out_fd));
+		goto out;
+	}
+	for (int i = 0; i < np; i++) {
+		size_t isz = round_up(psize[i]) < IO_CHUNK ? round_up(psize[i]) : IO_CHUNK;
+		if (isz < BLK)
+			isz = BLK;
+		free(ib);
+		if (posix_memalign(&ib, BLK, isz)) {
+			ib = NULL;
+			s3_error(r, 503, "SlowDown", "Not enough memory for this request right now.");
+			goto fail_out;
+		}
+		uint64_t done = 0;
+		while (done < psize[i]) {
+			ssize_t n = pread_full(pfd[i], ib, isz, HDR_SIZE + done);
+			if (n <= 0) {
+				s3_error(r, 500, "InternalError", "A part could not be read.");
+				goto fail_out;
+			}
+			size_t take = n;
+			if (take > psize[i] - done)
+				take = psize[i] - done;
+			size_t p = 0;
+			while (p < take) {
+				size_t c = take - p < osz - fill ? take - p : osz - fill;
+				memcpy((char *)ob + fill, (char *)ib + p, c);
+				fill += c;
+				p += c;
+				if (fill == osz) {
+					int rc = pwrite_full(out_fd, ob, osz, woff);
+					if (rc) {
+						s3_error(r, 500, "InternalError", strerror(-rc));
+						goto fail_out;
+					}
+					woff += osz;
+					fill = 0;
+				}
+			}
+			done += take;
+		}
+	}
+	if (fill) {
+		size_t pad = round_up(fill);
+		memset((char *)ob + fill, 0, pad - fill);
+		int rc = pwrite_full(out_fd, ob, pad, woff);
+		if (rc) {
+			s3_error(r, 500, "InternalError", strerror(-rc));
+			goto fail_out;
+		}
+	}
+	if (ftruncate(out_fd, HDR_SIZE + total)) {
+		s3_error(r, 500, "InternalError", strerror(errno));
+		goto fail_out;
+	}
+	if (opt.fsync && fsync(out_fd)) {
+		s3_error(r, 500, "InternalError", strerror(errno));
+		goto fail_out;
+	}
+	close(out_fd);
+	out_fd = -1;
+	char fname[72];
+	obj_name(fname, r->t.key, r->t.key_len);
+	int dfd = openat(opt.bfd, b->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	pthread_rwlock_wrlock(&b->lock);
+	int rc = b->deleted || dfd < 0 ? -ENOENT : 0;
+	if (!rc && renameat(opt.tfd, tname, dfd, fname))
+		rc = -errno;
+	if (!rc)
+		rc = idx_put(b, r->t.key, r->t.key_len, total, mt, etag);
+	pthread_rwlock_unlock(&b->lock);
+	if (rc) {
+		unlinkat(opt.tfd, tname, 0);
+		if (dfd >= 0)
+			close(dfd);
+		s3_error(r, rc == -ENOENT ? 404 : 500, rc == -ENOENT ? "NoSuchBucket" : "InternalError",
+			 strerror(-rc));
+		goto out;
+	}
+	fsync_dir(dfd);
+	close(dfd);
+	remove_upload(id);
+	struct sbuf x;
+	sb_init(&x);
+	sb_adds(&x, S3_XML_HEAD "<CompleteMultipartUploadResult " S3_XMLNS "><Location>/");
+	sb_adds(&x, b->name);
+	sb_addc(&x, '/');
+	sb_add_uri(&x, r->t.key, r->t.key_len, true);
+	sb_adds(&x, "</Location><Bucket>");
+	sb_adds(&x, b->name);
+	sb_adds(&x, "</Bucket><Key>");
+	sb_add_xml(&x, r->t.key, r->t.key_len);
+	sb_printf(&x, "</Key><ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>\n", etag);
+	s3_respond_xml(r, 200, &x);
+	sb_free(&x);
+	goto out;
+fail_out:
+	if (out_fd >= 0)
+		tmp_abort(out_fd, tname);
+	out_fd = -1;
+out:
+	if (pfd)
+		for (int i = 0; i < np; i++)
+			if (pfd[i] >= 0)
+				close(pfd[i]);
+	free(pfd);
+	free(psize);
+	free(parts);
+	free(info);
+	free(ob);
+	free(ib);
+	free(hb);
+	EVP_MD_CTX_free(md);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Dispatch                                                                 */
+
+static bool has_param(struct s3_req *r, const char *name)
+{
+	return s3_query_get(&r->q, name, NULL) != NULL;
+}
+
+static void bucket_location(struct s3_req *r)
+{
+	struct sbuf x;
+	sb_init(&x);
+	sb_adds(&x, S3_XML_HEAD "<LocationConstraint " S3_XMLNS ">");
+	if (strcmp(opt.region, "us-east-1"))
+		sb_adds(&x, opt.region);
+	sb_adds(&x, "</LocationConstraint>\n");
+	s3_respond_xml(r, 200, &x);
+	sb_free(&x);
+}
+
+static const char *unsupported_subresource(struct s3_req *r)
+{
+	static const char *const names[] = {
+		"acl", "policy", "cors", "lifecycle", "versioning", "versions", "tagging",
+		"website", "logging", "notification", "replication", "encryption",
+		"object-lock", "retention", "legal-hold", "torrent", "accelerate",
+		"requestPayment", "inventory", "metrics", "analytics", "ownershipControls",
+		"publicAccessBlock", "intelligent-tiering", "restore", "select", "attributes",
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (has_param(r, names[i]))
+			return names[i];
+	return NULL;
+}
+
+static void handle(struct s3_req *r, void *arg)
+{
+	int m = r->m->method;
+
+	if (!r->t.bucket[0]) {
+		if (m == HTTP_GET || m == HTTP_HEAD)
+			list_buckets(r);
+		else
+			s3_error(r, 405, "MethodNotAllowed", "The specified method is not allowed against this resource.");
+		return;
+	}
+	if (unsupported_subresource(r)) {
+		s3_error(r, 501, "NotImplemented", "A header or query you provided implies functionality that is not implemented.");
+		return;
+	}
+	if (!r->t.has_key) {
+		if (m == HTTP_PUT) {
+			create_bucket(r);
+			return;
+		}
+		if (m == HTTP_DELETE) {
+			delete_bucket(r);
+			return;
+		}
+	}
+	struct bucket *b = bucket_get(r->t.bucket);
+	if (!b) {
+		s3_error(r, 404, "NoSuchBucket", "The specified bucket does not exist.");
+		return;
+	}
+	if (!r->t.has_key) {
+		if (m == HTTP_HEAD)
+			s3_respond(r, 200, NULL, NULL, 0);
+		else if (m == HTTP_GET && has_param(r, "location"))
+			bucket_location(r);
+		else if (m == HTTP_GET && has_param(r, "uploads"))
+			list_uploads(r, b);
+		else if (m == HTTP_GET)
+			list_objects(r, b);
+		else if (m == HTTP_POST && has_param(r, "delete"))
+			delete_objects(r, b);
+		else
+			s3_error(r, 405, "MethodNotAllowed", "The specified method is not allowed against this resource.");
+		return;
+	}
+	const char *upload = s3_query_get(&r->q, "uploadId", NULL);
+	switch (m) {
+	case HTTP_PUT:
+		if (upload)
+			upload_part(r, b, upload);
+		else
+			put_object(r, b);
+		break;
+	case HTTP_GET:
+		if (upload)
+			list_parts(r, b, upload);
+		else
+			get_object(r, b);
+		break;
+	case HTTP_HEAD:
+		get_object(r, b);
+		break;
+	case HTTP_DELETE:
+		if (upload)
+			abort_upload(r, b, upload);
+		else
+			delete_object(r, b);
+		break;
+	case HTTP_POST:
+		if (has_param(r, "uploads"))
+			initiate_upload(r, b);
+		else if (upload)
+			complete_upload(r, b, upload);
+		else
+			s3_error(r, 405, "MethodNotAllowed", "The specified method is not allowed against this resource.");
+		break;
+	default:
+		s3_error(r, 405, "MethodNotAllowed", "The specified method is not allowed against this resource.");
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Startup                                                                  */
+
+static int open_subdir(const char *name)
+{
+	if (mkdirat(opt.dfd, name, 0755) && errno != EEXIST)
+		return -1;
+	return openat(opt.dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* Drops temporary files a crash left behind: they were never visible. */
+static void clean_tmp(void)
+{
+	int fd = dup(opt.tfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && !unlinkat(opt.tfd, e->d_name, 0))
+			n++;
+	closedir(d);
+	if (n)
+		logmsg("removed %d unfinished temporary file(s)", n);
+}
+
+static int load_bucket(const char *name)
+{
+	struct stat st;
+	if (fstatat(opt.bfd, name, &st, 0) || !S_ISDIR(st.st_mode))
+		return 0;
+	if (!s3_bucket_name_ok(name)) {
+		logmsg("ignoring %s/buckets/%s: not a valid bucket name", opt.dir, name);
+		return 0;
+	}
+	struct bucket *b = bucket_new(name, st.st_mtime);
+	if (!b)
+		return -ENOMEM;
+	int fd = openat(opt.bfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		bucket_free(b);
+		return -errno;
+	}
+	char hb[HDR_SIZE];
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t nl = strlen(e->d_name);
+		if (nl != 68 || strcmp(e->d_name + 64, ".obj"))
+			continue;
+		int ofd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC);
+		if (ofd < 0)
+			continue;
+		ssize_t n = pread(ofd, hb, sizeof(hb), 0);
+		close(ofd);
+		const struct obj_hdr *h = (const void *)hb;
+		char want[72];
+		if (n != HDR_SIZE || check_hdr(hb, n))
+			goto bad;
+		obj_name(want, hdr_key(h), h->klen);
+		if (strcmp(want, e->d_name))
+			goto bad;
+		if (b->n == b->cap) {
+			size_t cap = b->cap ? b->cap * 2 : 64;
+			struct obj *nv = realloc(b->v, cap * sizeof(*nv));
+			if (!nv)
+				break;
+			b->v = nv;
+			b->cap = cap;
+		}
+		struct obj *o = &b->v[b->n];
+		o->key = malloc(h->klen + 1);
+		if (!o->key)
+			break;
+		memcpy(o->key, hdr_key(h), h->klen);
+		o->key[h->klen] = 0;
+		o->klen = h->klen;
+		o->size = h->size;
+		o->mtime = h->mtime;
+		memcpy(o->etag, h->etag, sizeof(o->etag));
+		b->n++;
+		continue;
+bad:
+		logmsg("ignoring damaged object file buckets/%s/%s", name, e->d_name);
+	}
+	closedir(d);
+	qsort(b->v, b->n, sizeof(*b->v), obj_sort_cmp);
+	b->next = buckets;
+	buckets = b;
+	return 0;
+}
+
+static int load_all(void)
+{
+	int fd = dup(opt.bfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	int nb = 0;
+	size_t no = 0;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		int rc = load_bucket(e->d_name);
+		if (rc) {
+			closedir(d);
+			return rc;
+		}
+	}
+	closedir(d);
+	for (struct bucket *b = buckets; b; b = b->next) {
+		nb++;
+		no += b->n;
+	}
+	logmsg("data in %s: %d bucket(s), %zu object(s)", opt.dir, nb, no);
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: storaged --dir DIR [options]\n"
+		"A storage node speaking the S3 path-style API (no authentication:\n"
+		"run it behind s3proxy).\n\n"
+		"  -d, --dir DIR            data directory (created if missing; required)\n"
+		"  -H, --host ADDR          listen address (default 127.0.0.1)\n"
+		"  -p, --port N             listen port, 0 for any free one (default 9100)\n"
+		"      --max-conns N        connection cap (default 512)\n"
+		"      --max-object-size S  largest single PUT or part (default 1GiB)\n"
+		"      --min-part-size S    smallest non-final multipart part (default 5MiB)\n"
+		"      --max-header S       largest request head (default 16KiB)\n"
+		"      --idle-timeout T     keep-alive idle and read inactivity (default 30s)\n"
+		"      --header-timeout T   a request head must arrive within T (default 10s)\n"
+		"      --region R           region reported by GetBucketLocation (default us-east-1)\n"
+		"      --no-fsync           skip fsync (unsafe; for benchmarks only)\n"
+		"  -v, --verbose            log every error response\n"
+		"  -h, --help               this text\n\n"
+		"Sizes take K/M/G suffixes (KiB, MiB also accepted); times take ms/s/m.\n"
+		"Prints \"listening on ADDR:PORT\" on stdout once ready; SIGTERM stops it.\n");
+}
+
+static int bad_flag(const char *flag, const char *val, const char *what)
+{
+	fprintf(stderr, "storaged: invalid value '%s' for %s: expected %s\n", val, flag, what);
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "dir", required_argument, NULL, 'd' },
+		{ "host", required_argument, NULL, 'H' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "max-conns", required_argument, NULL, 1 },
+		{ "max-object-size", required_argument, NULL, 2 },
+		{ "min-part-size", required_argument, NULL, 3 },
+		{ "max-header", required_argument, NULL, 4 },
+		{ "idle-timeout", required_argument, NULL, 5 },
+		{ "header-timeout", required_argument, NULL, 6 },
+		{ "region", required_argument, NULL, 7 },
+		{ "no-fsync", no_argument, NULL, 8 },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct server_cfg cfg = {
+		.name = "storaged", .host = "127.0.0.1", .port = 9100, .max_conns = 512,
+		.idle_ms = 30000, .head_ms = 10000, .max_header = 16384, .handler = handle,
+	};
+	int c;
+	long l;
+	uint64_t u;
+
+	log_init("storaged");
+	while ((c = getopt_long(argc, argv, "d:H:p:vh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'd': opt.dir = optarg; break;
+		case 'H': cfg.host = optarg; break;
+		case 'p':
+			if (parse_long(optarg, 0, 65535, &l))
+				return bad_flag("--port", optarg, "a port number 0-65535");
+			cfg.port = l;
+			break;
+		case 1:
+			if (parse_long(optarg, 1, 100000, &l))
+				return bad_flag("--max-conns", optarg, "a number 1-100000");
+			cfg.max_conns = l;
+			break;
+		case 2:
+			if (parse_size(optarg, &u) || u == 0 || u > (64ull << 30))
+				return bad_flag("--max-object-size", optarg, "a size between 1 and 64GiB");
+			opt.max_object = u;
+			break;
+		case 3:
+			if (parse_size(optarg, &u) || u > (5ull << 30))
+				return bad_flag("--min-part-size", optarg, "a size up to 5GiB");
+			opt.min_part = u;
+			break;
+		case 4:
+			if (parse_size(optarg, &u) || u < 1024 || u > (1u << 20))
+				return bad_flag("--max-header", optarg, "a size between 1KiB and 1MiB");
+			cfg.max_header = u;
+			break;
+		case 5:
+			if (parse_duration_ms(optarg, &u) || u < 10 || u > 86400000)
+				return bad_flag("--idle-timeout", optarg, "a duration like 30s or 500ms");
+			cfg.idle_ms = u;
+			break;
+		case 6:
+			if (parse_duration_ms(optarg, &u) || u < 10 || u > 86400000)
+				return bad_flag("--header-timeout", optarg, "a duration like 10s or 500ms");
+			cfg.head_ms = u;
+			break;
+		case 7: opt.region = optarg; break;
+		case 8: opt.fsync = false; break;
+		case 'v': log_verbose = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "storaged: unexpected argument '%s' (see --help)\n", argv[optind]);
+		return 2;
+	}
+	if (!opt.dir) {
+		fprintf(stderr, "storaged: --dir is required (see --help)\n");
+		return 2;
+	}
+	if (mkdir(opt.dir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "storaged: cannot create %s: %s\n", opt.dir, strerror(errno));
+		return 1;
+	}
+	opt.dfd = open(opt.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (opt.dfd < 0 || (opt.bfd = open_subdir("buckets")) < 0 ||
+	    (opt.tfd = open_subdir("tmp")) < 0 || (opt.ufd = open_subdir("uploads")) < 0) {
+		fprintf(stderr, "storaged: cannot use data directory %s: %s\n", opt.dir, strerror(errno));
+		return 1;
+	}
+	clean_tmp();
+	if (load_all()) {
+		fprintf(stderr, "storaged: cannot read %s: %s\n", opt.dir, strerror(errno));
+		return 1;
+	}
+	int rc = server_run(&cfg);
+	uint64_t fb = atomic_load(&direct_fallbacks);
+	if (fb)
+		logmsg("%llu O_DIRECT fallback(s) to buffered I/O", (unsigned long long)fb);
+	if (server_active() == 0) {
+		/* Nothing can still touch the index: free it for leak checkers. */
+		while (buckets) {
+			struct bucket *b = buckets;
+			buckets = b->next;
+			bucket_free(b);
+		}
+		while (graveyard) {
+			struct bucket *b = graveyard;
+			graveyard = b->next;
+			bucket_free(b);
+		}
+	}
+	close(opt.bfd);
+	close(opt.tfd);
+	close(opt.ufd);
+	close(opt.dfd);
+	return rc;
+}
