@@ -16,3 +16,10 @@ demo_storaged_SOURCES = demo/storaged.c demo/server.c demo/server.h $(DEMO_COMMO
 demo_storaged_CFLAGS = $(DEMO_CFLAGS)
 demo_storaged_LDADD = $(DEMO_LDADD)
 demo_storaged_LDFLAGS = $(SANITIZER_CFLAGS)
+
+bin_PROGRAMS += demo/s3proxy
+demo_s3proxy_SOURCES = demo/s3proxy.c demo/server.c demo/server.h \
+	demo/client.c demo/client.h $(DEMO_COMMON)
+demo_s3proxy_CFLAGS = $(DEMO_CFLAGS)
+demo_s3proxy_LDADD = $(DEMO_LDADD)
+demo_s3proxy_LDFLAGS = $(SANITIZER_CFLAGS)
