@@ -23,3 +23,9 @@ demo_s3proxy_SOURCES = demo/s3proxy.c demo/server.c demo/server.h \
 demo_s3proxy_CFLAGS = $(DEMO_CFLAGS)
 demo_s3proxy_LDADD = $(DEMO_LDADD)
 demo_s3proxy_LDFLAGS = $(SANITIZER_CFLAGS)
+
+bin_PROGRAMS += demo/loadgen
+demo_loadgen_SOURCES = demo/loadgen.c demo/client.c demo/client.h $(DEMO_COMMON)
+demo_loadgen_CFLAGS = $(DEMO_CFLAGS)
+demo_loadgen_LDADD = $(DEMO_LDADD) -lm
+demo_loadgen_LDFLAGS = $(SANITIZER_CFLAGS)
