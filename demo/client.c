@@ -128,12 +128,21 @@ int endpoint_connect(struct endpoint *e, int timeout_ms)
 
 int endpoint_get(struct endpoint *e, int timeout_ms, bool *reused)
 {
-	int fd = -1;
-	pthread_mutex_lock(&e->mu);
-	if (e->nidle)
-		fd = e->idle[--e->nidle];
-	pthread_mutex_unlock(&e->mu);
-	if (fd >= 0) {
+	for (;;) {
+		int fd = -1;
+		pthread_mutex_lock(&e->mu);
+		if (e->nidle)
+			fd = e->idle[--e->nidle];
+		pthread_mutex_unlock(&e->mu);
+		if (fd < 0)
+			break;
+		/* An idle connection with something to read has been closed
+		 * (or broken) by the server: drop it. */
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		if (poll(&pfd, 1, 0) != 0) {
+			close(fd);
+			continue;
+		}
 		*reused = true;
 		return fd;
 	}

@@ -133,6 +133,22 @@ static void trim(const char **v, size_t *n)
 		(*n)--;
 }
 
+/* RFC 9110 token characters: anything else in a field name (a space
+ * before the colon, say) is a classic smuggling vector and is refused. */
+static bool is_token(const char *s, size_t n)
+{
+	static const char extra[] = "!#$%&'*+-.^_`|~";
+	if (!n)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = s[i];
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c && strchr(extra, c))))
+			return false;
+	}
+	return true;
+}
+
 static int on_headers_complete(http_parser *p)
 {
 	struct http_conn *c = p->data;
@@ -151,6 +167,8 @@ static int on_headers_complete(http_parser *p)
 		h->name = c->hstore + (uintptr_t)h->name;
 		h->value = c->hstore + (uintptr_t)h->value;
 		trim(&h->value, &h->vlen);
+		if (!is_token(h->name, h->nlen))
+			set_err(m, 400, "InvalidRequest", "Malformed header field name.");
 		if (strn_ieq(h->name, h->nlen, "content-length"))
 			ncl++;
 		else if (strn_ieq(h->name, h->nlen, "transfer-encoding")) {

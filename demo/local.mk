@@ -29,3 +29,11 @@ demo_loadgen_SOURCES = demo/loadgen.c demo/client.c demo/client.h $(DEMO_COMMON)
 demo_loadgen_CFLAGS = $(DEMO_CFLAGS)
 demo_loadgen_LDADD = $(DEMO_LDADD) -lm
 demo_loadgen_LDFLAGS = $(SANITIZER_CFLAGS)
+
+# ---------------------------------------------------------------------------
+# Tests: each starts two storaged nodes and an s3proxy on ephemeral loopback
+# ports and stops them whatever happens.
+# ---------------------------------------------------------------------------
+TESTS += tests/demo/stack.sh tests/demo/s3cmd.sh tests/demo/abuse.sh
+EXTRA_DIST += tests/demo/lib.sh tests/demo/stack.sh tests/demo/s3cmd.sh \
+	tests/demo/abuse.sh tests/demo/s3req.py tests/demo/rawhttp.py

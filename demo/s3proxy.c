@@ -645,8 +645,10 @@ static int out_send(struct outreq *o, struct endpoint *e, int fd)
 static int exchange(struct outreq *o, struct endpoint *e, struct http_conn *rc, bool head_req)
 {
 	for (int attempt = 0; attempt < 2; attempt++) {
-		bool reused;
-		int fd = endpoint_get(e, cfg.backend_ms, &reused);
+		bool reused = false;
+		/* The retry always uses a fresh connection. */
+		int fd = attempt ? endpoint_connect(e, cfg.backend_ms) :
+			 endpoint_get(e, cfg.backend_ms, &reused);
 		if (fd < 0)
 			return fd;
 		int err = http_conn_init(rc, fd, HTTP_RESPONSE, 64 * 1024, cfg.backend_ms);

@@ -1,0 +1,127 @@
+# SPDX-License-Identifier: MIT
+# Shared helpers for the demo stack tests: start storaged nodes and an
+# s3proxy on ephemeral loopback ports, and always stop everything they
+# started, however the test ends.  Source it; it sets S3_ENDPOINT, the
+# credentials, and DEMO_TMP (removed at exit).
+
+set -u
+: "${PS_TOP_BUILDDIR:?PS_TOP_BUILDDIR must be set (make check does it)}"
+: "${PS_TOP_SRCDIR:?PS_TOP_SRCDIR must be set (make check does it)}"
+
+STORAGED=$PS_TOP_BUILDDIR/demo/storaged
+S3PROXY=$PS_TOP_BUILDDIR/demo/s3proxy
+LOADGEN=$PS_TOP_BUILDDIR/demo/loadgen
+# Debian's interpreter directly when there is one: version-manager shims
+# on PATH can cost most of a second per call.
+PYTHON=python3
+[ -x /usr/bin/python3 ] && PYTHON=/usr/bin/python3
+S3REQ="$PYTHON $PS_TOP_SRCDIR/tests/demo/s3req.py"
+RAWHTTP="$PYTHON $PS_TOP_SRCDIR/tests/demo/rawhttp.py"
+
+for p in "$STORAGED" "$S3PROXY" "$LOADGEN"; do
+	if [ ! -x "$p" ]; then
+		echo "missing $p: build it first" >&2
+		exit 99
+	fi
+done
+
+DEMO_TMP=$(mktemp -d "${TMPDIR:-/tmp}/psdemo.XXXXXX")
+DEMO_PIDS=""
+FAILS=0
+
+demo_cleanup() {
+	for pid in $DEMO_PIDS; do
+		kill "$pid" 2>/dev/null
+	done
+	for pid in $DEMO_PIDS; do
+		# Give each a moment for a clean SIGTERM shutdown, then insist.
+		for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -9 "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	DEMO_PIDS=""
+	rm -rf "$DEMO_TMP"
+}
+trap 'demo_cleanup' EXIT
+trap 'exit 130' INT TERM
+
+# start_bg NAME CMD... : runs CMD in the background, output in
+# $DEMO_TMP/NAME.out/.err, and waits for its "listening on" line; sets
+# PORT_<NAME> and PID_<NAME>.
+start_bg() {
+	name=$1
+	shift
+	"$@" >"$DEMO_TMP/$name.out" 2>"$DEMO_TMP/$name.err" &
+	pid=$!
+	DEMO_PIDS="$DEMO_PIDS $pid"
+	eval "PID_$name=$pid"
+	i=0
+	while ! grep -q '^listening on ' "$DEMO_TMP/$name.out" 2>/dev/null; do
+		if ! kill -0 "$pid" 2>/dev/null || [ $i -ge 100 ]; then
+			echo "FAIL: $name did not start:" >&2
+			cat "$DEMO_TMP/$name.err" >&2
+			exit 1
+		fi
+		sleep 0.1
+		i=$((i + 1))
+	done
+	port=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' "$DEMO_TMP/$name.out")
+	eval "PORT_$name=$port"
+}
+
+DEMO_AK=AKDEMOTEST0001
+DEMO_SK=demo-secret-key-for-tests
+
+# start_stack [extra s3proxy flags...]: two nodes and a proxy.
+start_stack() {
+	start_bg node1 "$STORAGED" --dir "$DEMO_TMP/data1" --port 0 --no-fsync
+	start_bg node2 "$STORAGED" --dir "$DEMO_TMP/data2" --port 0 --no-fsync
+	printf '# test credentials\n%s %s\n' "$DEMO_AK" "$DEMO_SK" >"$DEMO_TMP/creds"
+	start_bg proxy "$S3PROXY" --port 0 --credentials "$DEMO_TMP/creds" \
+		--backend "http://127.0.0.1:$PORT_node1" --backend "http://127.0.0.1:$PORT_node2" "$@"
+	S3_ENDPOINT=http://127.0.0.1:$PORT_proxy
+	AWS_ACCESS_KEY_ID=$DEMO_AK
+	AWS_SECRET_ACCESS_KEY=$DEMO_SK
+	AWS_DEFAULT_REGION=us-east-1
+	export S3_ENDPOINT AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_DEFAULT_REGION
+}
+
+pass() { echo "ok: $*"; }
+fail() {
+	echo "FAIL: $*" >&2
+	FAILS=$((FAILS + 1))
+}
+
+# expect_eq WHAT GOT WANT
+expect_eq() {
+	if [ "$2" = "$3" ]; then
+		pass "$1"
+	else
+		fail "$1: got '$2', want '$3'"
+	fi
+}
+
+# expect_match WHAT TEXT REGEX
+expect_match() {
+	if printf '%s' "$2" | tr '\n' ' ' | grep -Eq -- "$3"; then
+		pass "$1"
+	else
+		fail "$1: '$2' does not match /$3/"
+	fi
+}
+
+finish() {
+	if [ "$FAILS" -ne 0 ]; then
+		echo "$FAILS check(s) failed; server logs:" >&2
+		for f in "$DEMO_TMP"/*.err; do
+			[ -f "$f" ] || continue
+			echo "--- $f" >&2
+			tail -n 40 "$f" >&2
+		done
+		exit 1
+	fi
+	exit 0
+}
