@@ -29,7 +29,6 @@ static bool pool_ready;
 static int pool_flags;           /* MALLOCX_ARENA(ind) | MALLOCX_TCACHE_NONE */
 static int pool_arena = -1;
 static size_t pool_min = SIZE_MAX;
-static size_t glibc_min_align = 16;
 
 /* Why the last slab request on this thread failed (set by the hook). */
 static __thread enum ps_pool_fail hook_fail;
@@ -335,7 +334,8 @@ static bool power_of_two(size_t v)
 /* glibc's memalign: round a bad alignment up to a power of two. */
 static void *memalign_common(size_t align, size_t size)
 {
-	if (align <= glibc_min_align)
+	/* jemalloc's smallest classes are only 8-byte aligned. */
+	if (align <= 8)
 		return alloc_flags(size ? size : 1, 0);
 	if (align > SIZE_MAX / 2 + 1) {
 		errno = EINVAL;

@@ -171,7 +171,10 @@ static void render_text(struct ps_buf *b, const struct ps_report_data *d)
 	for (int call = 0; call < PS_CALL__COUNT; call++) {
 		for (int k = 0; k < PS_FD__COUNT; k++) {
 			const struct ps_counter *c = &t->c[call][k];
-			if (!c->calls)
+			uint64_t in_hist = 0;
+			for (int i = 0; i < PS_SIZE_BUCKETS; i++)
+				in_hist += c->size_hist[i];
+			if (!in_hist)
 				continue;
 			ps_buf_pad(b, ps_call_name((enum ps_call)call), 16, false);
 			ps_buf_pad(b, ps_fdkind_name((enum ps_fdkind)k), 8, false);

@@ -7,6 +7,9 @@
 set -u
 prog="$1"; shift
 lib="${PS_TOP_BUILDDIR:-.}/.libs/libpoolshim.so"
+# The C tests fork per test case; each child would print a report.
+POOLSHIM_STATS=${POOLSHIM_STATS:-off}
+export POOLSHIM_STATS
 [ -r "$lib" ] || { echo "run-test: $lib missing" >&2; exit 99; }
 
 # Each entry: a label and the POOLSHIM_* settings for that run.

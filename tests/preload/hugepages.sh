@@ -1,0 +1,77 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Page kinds behind the pool, as root: hugetlb when reserved, THP when
+# there are none, a mixed pool when hugetlb pages run out mid-run, 4 KiB
+# pages with POOLSHIM_HUGEPAGES=none or THP disabled, and the pool cap.
+# Each case checks the data and the mode and reason in the JSON report.
+# System settings are restored on every exit path.
+. "$PS_TOP_SRCDIR/tests/lib.sh"
+H="$PRELOAD_BIN/alloc_helper"
+NR=/proc/sys/vm/nr_hugepages
+THP=/sys/kernel/mm/transparent_hugepage/enabled
+
+report() {  # report NAME VAR=VAL ... -- helper args: run and keep NAME.json
+	name=$1; shift
+	vars=
+	while [ "$1" != -- ]; do vars="$vars $1"; shift; done
+	shift
+	# shellcheck disable=SC2086
+	shim POOLSHIM_STATS="$PST_TMP/$name.json" $vars -- "$H" "$@" >"$PST_TMP/$name.out" 2>&1 ||
+		fail "$name: helper failed: $(cat "$PST_TMP/$name.out")"
+	python3 "$PS_TOP_SRCDIR/tests/report_schema.py" "$PST_TMP/$name.json" || fail "$name: schema"
+}
+get() { json_get "$PST_TMP/$1.json" "$2"; }
+
+# Without root: only the user-selectable cases.
+report none POOLSHIM_HUGEPAGES=none -- --count 16 --size 3000000 --live 4
+[ "$(get none "r['pool']['mode']")" = 4k ] && pass "HUGEPAGES=none -> 4k" || fail "none: mode $(get none "r['pool']['mode']")"
+
+report cap POOLSHIM_POOL_SIZE=8M -- --count 64 --size 1048576 --live 20
+[ "$(get cap "r['pool']['fallbacks']['pool_full'] > 0 and r['pool']['backed'] <= 8<<20")" = True ] &&
+	pass "pool cap: fallbacks $(get cap "r['pool']['fallbacks']['pool_full']"), backed $(get cap "r['pool']['backed']")" ||
+	fail "pool cap: $(get cap "r['pool']")"
+
+if [ "$(id -u)" != 0 ] || [ ! -w "$NR" ]; then
+	echo "not root: hugetlb cases skipped"
+	finish
+fi
+old_nr=$(cat "$NR")
+at_exit "echo $old_nr > $NR"
+
+# no hugetlb pages at all
+echo 0 > "$NR"
+report nohuge -- --count 16 --size 3000000 --live 4
+mode=$(get nohuge "r['pool']['mode']")
+[ "$mode" = thp ] || [ "$mode" = 4k ] && pass "no hugetlb -> $mode" || fail "no hugetlb: mode $mode"
+get nohuge "r['pool']['hugetlb_reason']" | grep -q "nr_hugepages=0" && pass "reason: nr_hugepages=0" || fail "no reason"
+report nohuge_forced POOLSHIM_HUGEPAGES=hugetlb -- --count 16 --size 3000000 --live 4
+[ "$(get nohuge_forced "r['pool']['backed_by']['hugetlb']")" = 0 ] && pass "HUGEPAGES=hugetlb without pages falls back" || fail "forced hugetlb"
+
+# plenty of hugetlb pages
+echo 64 > "$NR"
+if [ "$(cat "$NR")" -lt 16 ]; then
+	echo "kernel gave only $(cat "$NR") hugetlb pages: hugetlb cases skipped"
+	finish
+fi
+report huge POOLSHIM_POOL_SIZE=64M -- --count 16 --size 3000000 --live 4
+[ "$(get huge "r['pool']['backed_by']['hugetlb'] > 0")" = True ] && pass "hugetlb used: mode $(get huge "r['pool']['mode']")" || fail "hugetlb not used: $(get huge "r['pool']")"
+
+# hugetlb pages running out mid-run: 4 pages (8 MiB) for 40 MiB of live buffers
+echo 4 > "$NR"
+report short -- --count 40 --size 4000000 --live 10
+[ "$(get short "r['pool']['backed_by']['hugetlb'] > 0 and r['pool']['backed_by']['hugetlb'] < r['pool']['backed']")" = True ] &&
+	pass "hugetlb ran out -> mixed pool ($(get short "r['pool']['hugetlb_reason']"))" || fail "short: $(get short "r['pool']")"
+grep -q "helper ok allocations=40 pooled=40" "$PST_TMP/short.out" && pass "data intact" || fail "short: $(cat "$PST_TMP/short.out")"
+
+# THP disabled
+if [ -w "$THP" ]; then
+	old_thp=$(sed 's/.*\[\(.*\)\].*/\1/' "$THP")
+	at_exit "echo $old_thp > $THP"
+	echo 0 > "$NR"
+	echo never > "$THP"
+	report nothp -- --count 16 --size 3000000 --live 4
+	[ "$(get nothp "r['pool']['mode']")" = 4k ] && pass "THP never -> 4k" || fail "THP never: $(get nothp "r['pool']['mode']")"
+	get nothp "r['pool']['thp_reason']" | grep -q never && pass "reason: THP never" || fail "no THP reason"
+	echo "$old_thp" > "$THP"
+fi
+finish

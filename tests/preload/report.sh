@@ -1,0 +1,71 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The exit report and the configuration contract, seen from outside:
+# text on stderr by default, JSON to a per-process path (validated against
+# the schema in docs/report-schema.md by tests/report_schema.py), "off",
+# POOLSHIM=off, every bad value answered with one line, and report files
+# that are never written through a symlink.
+. "$PS_TOP_SRCDIR/tests/lib.sh"
+H="$PRELOAD_BIN/alloc_helper"
+
+# 1. default: text report on stderr
+shim -- "$H" --count 20 --size 1048576 >"$PST_TMP/out" 2>"$PST_TMP/err" || fail "helper failed"
+grep -q "helper ok allocations=20 pooled=20" "$PST_TMP/out" && pass "20 of 20 pooled" || fail "pooling: $(cat "$PST_TMP/out")"
+grep -q "==== poolshim report: pid [0-9]* (alloc_helper) ====" "$PST_TMP/err" && pass "text report" || fail "no text report"
+grep -Eq "^malloc +- +[0-9]+ " "$PST_TMP/err" && pass "malloc row" || fail "no malloc row"
+
+# 2. JSON to a per-process path, validated against the schema
+shim "POOLSHIM_STATS=$PST_TMP/r-%e-%p.json" -- "$H" --count 40 --size 200000 --live 4 >/dev/null 2>"$PST_TMP/err" || fail "helper failed (json)"
+set -- "$PST_TMP"/r-alloc_helper-*.json
+if [ -f "$1" ]; then
+	pass "json written to $(basename "$1")"
+	python3 "$PS_TOP_SRCDIR/tests/report_schema.py" "$1" && pass "schema" || fail "schema"
+	[ "$(json_get "$1" "r['pool']['allocations'] >= 40")" = True ] && pass "40 pooled allocations counted" || fail "pool allocations: $(json_get "$1" "r['pool']")"
+	[ "$(json_get "$1" "sum(c['calls'] for c in r['calls'] if c['call']=='malloc') >= 40")" = True ] && pass "malloc calls counted" || fail "malloc calls"
+else
+	fail "no json report in $PST_TMP"
+fi
+[ -s "$PST_TMP/err" ] && fail "stderr not empty with a file report: $(cat "$PST_TMP/err")"
+
+# 3. STATS_FORMAT=json to stderr
+shim POOLSHIM_STATS_FORMAT=json -- "$H" --count 2 >/dev/null 2>"$PST_TMP/err.json"
+python3 "$PS_TOP_SRCDIR/tests/report_schema.py" "$PST_TMP/err.json" && pass "json on stderr" || fail "json on stderr"
+
+# 4. off, and POOLSHIM=off (everything off: glibc's allocator, no report)
+shim POOLSHIM_STATS=off -- "$H" --count 3 >/dev/null 2>"$PST_TMP/err"
+[ -s "$PST_TMP/err" ] && fail "report with STATS=off" || pass "STATS=off is silent"
+shim POOLSHIM=off -- "$H" --count 5 >"$PST_TMP/out" 2>"$PST_TMP/err" || fail "helper failed (off)"
+grep -q "pooled=0" "$PST_TMP/out" && [ ! -s "$PST_TMP/err" ] && pass "POOLSHIM=off" || fail "POOLSHIM=off: $(cat "$PST_TMP/out" "$PST_TMP/err")"
+
+# 5. every bad value: exactly one line naming it, the program still correct
+for kv in POOLSHIM=perhaps POOLSHIM_POOL_MIN=64X POOLSHIM_POOL_MIN=1 POOLSHIM_POOL_SIZE=1T \
+	POOLSHIM_HUGEPAGES=maybe POOLSHIM_PREFAULT=2 POOLSHIM_STATS= POOLSHIM_STATS_FORMAT=yaml \
+	POOLSHIM_VERBOSE=very POOLSHIM_URING=fast POOLSHIM_URING_MIN=abc POOLSHIM_URING_CHUNK=0 \
+	POOLSHIM_URING_DEPTH=0 POOLSHIM_TIMING=2 POOLSHIM_UNKNOWN=1; do
+	shim POOLSHIM_STATS=off "$kv" -- "$H" --count 4 >"$PST_TMP/out" 2>"$PST_TMP/err"
+	rc=$?
+	name=${kv%%=*}
+	lines=$(grep -c . "$PST_TMP/err")
+	if [ "$name" = POOLSHIM_STATS ]; then
+		# the bad STATS value falls back to stderr, where the report then goes
+		lines=$(grep -c "^poolshim: " "$PST_TMP/err")
+	fi
+	if [ $rc -eq 0 ] && grep -q "helper ok" "$PST_TMP/out" && [ "$lines" = 1 ] &&
+	   grep -q "^poolshim: .*$name" "$PST_TMP/err"; then
+		pass "bad $kv: $(head -1 "$PST_TMP/err")"
+	else
+		fail "bad $kv: rc=$rc lines=$lines: $(cat "$PST_TMP/err")"
+	fi
+done
+
+# 6. a symlink at the report path is not followed; the program is unharmed
+ln -s "$PST_TMP/target" "$PST_TMP/link.json"
+shim "POOLSHIM_STATS=$PST_TMP/link.json" -- "$H" --count 2 >"$PST_TMP/out" 2>"$PST_TMP/err" || fail "helper failed (symlink)"
+[ -e "$PST_TMP/target" ] && fail "report followed a symlink" || pass "symlink not followed"
+grep -q "cannot write the report" "$PST_TMP/err" && pass "symlink refusal reported" || fail "no refusal message"
+
+# 7. a program that closes its stderr before exit still gets a report
+shim -- bash -c 'exec 2>&-; exit 0' 2>"$PST_TMP/err"
+grep -q "poolshim report" "$PST_TMP/err" && pass "report after fd 2 closed" || fail "no report after fd 2 closed"
+
+finish

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Validate a poolshim JSON report against the schema in docs/report-schema.md.
+
+Checks that every documented field is present with the right type, that no
+undocumented top-level field appears, and that the totals are consistent
+(histogram counts add up to call counts, pool frees never exceed
+allocations, backed_by adds up to backed).  Exit 0 when valid.
+"""
+import json
+import sys
+
+U = int  # non-negative integers, checked below
+
+SCHEMA = {
+    "schema": str, "version": int, "pid": int, "program": str,
+    "pool": {
+        "mode": str, "requested": str, "hugetlb_reason": (str, type(None)),
+        "thp_reason": (str, type(None)), "slabs": U, "backed": U,
+        "backed_by": {"hugetlb": U, "thp": U, "4k": U},
+        "in_use": U, "peak": U, "cap": U, "threshold": U, "reserve": U,
+        "allocations": U, "frees": U,
+        "fallbacks": {"pool_full": U, "too_large": U, "no_memory": U,
+                      "no_address_space": U, "not_ready": U},
+    },
+    "process": {"minflt": U, "majflt": U, "utime_us": U, "stime_us": U, "threads": U},
+    "calls": list,
+}
+CALL = {"call": str, "kind": str, "calls": U, "bytes": U, "errors": U, "eagain": U,
+        "nsec": U, "size_hist": list, "lat_hist": list, "errnos": dict}
+MODES = {"hugetlb", "thp", "4k", "mixed", "unused", "unavailable"}
+KINDS = {"none", "socket", "file", "direct", "pipe", "other"}
+
+
+def check(obj, schema, path, errors):
+    for key, want in schema.items():
+        if key not in obj:
+            errors.append(f"{path}.{key}: missing")
+            continue
+        val = obj[key]
+        if isinstance(want, dict):
+            if not isinstance(val, dict):
+                errors.append(f"{path}.{key}: not an object")
+            else:
+                check(val, want, f"{path}.{key}", errors)
+        elif not isinstance(val, want) or (want is int and isinstance(val, bool)):
+            errors.append(f"{path}.{key}: {type(val).__name__}, want {want}")
+        elif want is int and val < 0:
+            errors.append(f"{path}.{key}: negative")
+    extra = set(obj) - set(schema)
+    if extra:
+        errors.append(f"{path}: undocumented fields {sorted(extra)}")
+
+
+def validate(report):
+    errors = []
+    check(report, SCHEMA, "$", errors)
+    if errors:
+        return errors
+    if report["schema"] != "poolshim-report" or report["version"] != 1:
+        errors.append("schema/version")
+    pool = report["pool"]
+    if pool["mode"] not in MODES:
+        errors.append(f"pool.mode {pool['mode']}")
+    if sum(pool["backed_by"].values()) != pool["backed"]:
+        errors.append("pool.backed_by does not add up to pool.backed")
+    if pool["frees"] > pool["allocations"] + 0:
+        errors.append("more pool frees than allocations")
+    if pool["peak"] < pool["in_use"]:
+        errors.append("pool.peak below pool.in_use")
+    for i, c in enumerate(report["calls"]):
+        check(c, CALL, f"$.calls[{i}]", errors)
+        if errors:
+            continue
+        if c["kind"] not in KINDS:
+            errors.append(f"calls[{i}].kind {c['kind']}")
+        for hist in ("size_hist", "lat_hist"):
+            for pair in c[hist]:
+                if (not isinstance(pair, list) or len(pair) != 2 or
+                        pair[0] & (pair[0] - 1)):
+                    errors.append(f"calls[{i}].{hist}: bad bucket {pair}")
+        total = sum(n for _, n in c["size_hist"])
+        if c["call"] != "free" and total != c["calls"]:
+            errors.append(f"calls[{i}] ({c['call']}): size_hist adds to {total}, calls {c['calls']}")
+        if c["lat_hist"] and sum(n for _, n in c["lat_hist"]) != c["calls"]:
+            errors.append(f"calls[{i}] ({c['call']}): lat_hist does not add up")
+        if c["errors"] > c["calls"] or c["eagain"] > c["errors"]:
+            errors.append(f"calls[{i}]: errors/eagain exceed calls")
+    return errors
+
+
+def main():
+    if len(sys.argv) != 2:
+        print("usage: report_schema.py REPORT.json", file=sys.stderr)
+        return 2
+    with open(sys.argv[1]) as f:
+        report = json.load(f)
+    errors = validate(report)
+    for e in errors:
+        print(f"{sys.argv[1]}: {e}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
