@@ -37,3 +37,36 @@ demo_loadgen_LDFLAGS = $(SANITIZER_CFLAGS)
 TESTS += tests/demo/stack.sh tests/demo/s3cmd.sh tests/demo/abuse.sh
 EXTRA_DIST += tests/demo/lib.sh tests/demo/stack.sh tests/demo/s3cmd.sh \
 	tests/demo/abuse.sh tests/demo/s3req.py tests/demo/rawhttp.py
+
+# ---------------------------------------------------------------------------
+# Fuzz targets (libFuzzer): the request parser, SigV4 and the list/XML
+# parameter parsers, linked against the same sources as the programs.  Built
+# with clang whatever CC is, so they are plain rules listed in check_SCRIPTS
+# (built before the tests run) rather than automake programs.
+# ---------------------------------------------------------------------------
+DEMO_FUZZ_LIBSRC = $(top_srcdir)/demo/util.c $(top_srcdir)/demo/http.c \
+	$(top_srcdir)/demo/s3.c $(top_srcdir)/demo/sigv4.c
+DEMO_FUZZ_HDRS = $(top_srcdir)/demo/util.h $(top_srcdir)/demo/http.h \
+	$(top_srcdir)/demo/s3.h $(top_srcdir)/demo/sigv4.h
+DEMO_FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer \
+	-Wall -Wextra -Wno-unused-parameter -Wno-deprecated-declarations \
+	-I$(top_srcdir)/demo $(CRYPTO_CFLAGS)
+DEMO_FUZZERS = tests/demo/fuzz/fuzz_request tests/demo/fuzz/fuzz_sigv4 \
+	tests/demo/fuzz/fuzz_listparams
+if HAVE_CLANG
+check_SCRIPTS = $(DEMO_FUZZERS)
+endif
+DEMO_FUZZ_BUILD = $(AM_V_GEN)mkdir -p tests/demo/fuzz && \
+	clang $(DEMO_FUZZ_FLAGS) -o $@ $(top_srcdir)/tests/demo/fuzz/$(@F).c \
+	$(DEMO_FUZZ_LIBSRC) $(CRYPTO_LIBS) $(HTTP_PARSER_LIBS)
+tests/demo/fuzz/fuzz_request: $(top_srcdir)/tests/demo/fuzz/fuzz_request.c $(DEMO_FUZZ_LIBSRC) $(DEMO_FUZZ_HDRS)
+	$(DEMO_FUZZ_BUILD)
+tests/demo/fuzz/fuzz_sigv4: $(top_srcdir)/tests/demo/fuzz/fuzz_sigv4.c $(DEMO_FUZZ_LIBSRC) $(DEMO_FUZZ_HDRS)
+	$(DEMO_FUZZ_BUILD)
+tests/demo/fuzz/fuzz_listparams: $(top_srcdir)/tests/demo/fuzz/fuzz_listparams.c $(DEMO_FUZZ_LIBSRC) $(DEMO_FUZZ_HDRS)
+	$(DEMO_FUZZ_BUILD)
+CLEANFILES += $(DEMO_FUZZERS)
+TESTS += tests/demo/fuzz.sh
+EXTRA_DIST += tests/demo/fuzz.sh tests/demo/fuzz/fuzz_request.c \
+	tests/demo/fuzz/fuzz_sigv4.c tests/demo/fuzz/fuzz_listparams.c \
+	tests/demo/fuzz/seeds

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer target: the request side of demo/http.c (head limits, framing
+ * checks, pipelining, body delivery) and the S3 request-target, query and
+ * Range parsing that follows it in storaged and s3proxy.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+#include "s3.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void after_head(struct http_conn *c)
+{
+	struct s3_target t;
+	struct s3_query q;
+	const char *v;
+	size_t n;
+	uint64_t a, b;
+
+	if (s3_target_parse(c->msg.url, c->msg.url_len, &t) == 0) {
+		if (s3_query_parse(t.raw_query, t.raw_query_len, &q) == 0) {
+			struct s3_list_params lp;
+			const char *code, *msg;
+			if (s3_list_params_parse(&q, &lp, &code, &msg) == 0)
+				s3_list_params_free(&lp);
+			s3_query_free(&q);
+		}
+		s3_target_free(&t);
+	}
+	v = http_hdr_get(&c->msg, "range", &n);
+	if (v) {
+		s3_range_parse(v, n, 0, &a, &b);
+		s3_range_parse(v, n, 10, &a, &b);
+		s3_range_parse(v, n, UINT64_MAX, &a, &b);
+	}
+	http_hdr_count(&c->msg, "content-length");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct http_conn c;
+	char body[4096];
+
+	if (size < 1)
+		return 0;
+	/* The first byte picks how the input is split into reads. */
+	size_t step = data[0] ? data[0] : 1;
+	data++;
+	size--;
+	if (http_conn_init(&c, -1, HTTP_REQUEST, 2048, 1000))
+		return 0;
+	size_t pos = 0;
+	int messages = 0;
+	while (pos < size && messages < 64) {
+		size_t n = size - pos < step ? size - pos : step;
+		if (c.msg.headers_done && !c.msg.complete) {
+			if (!c.sink) {
+				c.sink = body;
+				c.sink_cap = sizeof(body);
+				c.sink_len = 0;
+			}
+			if (c.sink_len == c.sink_cap)
+				c.sink_len = 0;
+			if (n > c.sink_cap - c.sink_len)
+				n = c.sink_cap - c.sink_len;
+		}
+		bool was_done = c.msg.headers_done;
+		ssize_t k = http_feed(&c, (const char *)data + pos, n);
+		if (k < 0)
+			break;
+		pos += k;
+		if (!was_done && c.msg.headers_done)
+			after_head(&c);
+		if (c.msg.complete) {
+			http_conn_next(&c);
+			messages++;
+		} else if (k == 0 && !c.msg.headers_done) {
+			break;
+		}
+	}
+	http_conn_free(&c);
+	return 0;
+}
