@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+# I/O benchmark (included from Makefile.am).

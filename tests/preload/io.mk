@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+# I/O preload tests (included from tests/preload/local.mk).

@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: MIT
+# Preload tests: small programs run under libpoolshim.so (included from
+# Makefile.am).  C programs run through tests/run-test.sh once per
+# configuration of the matrix there; .sh tests run their own scenarios.
+
+pst_programs = \
+	tests/preload/alloc_api \
+	tests/preload/alloc_threads \
+	tests/preload/alloc_lifecycle \
+	tests/preload/alloc_cxx
+check_PROGRAMS += $(pst_programs) tests/preload/alloc_helper
+TESTS += $(pst_programs) tests/preload/report.sh tests/preload/hugepages.sh
+EXTRA_DIST += tests/preload/report.sh tests/preload/hugepages.sh tests/report_schema.py
+
+tests_preload_alloc_api_SOURCES = tests/preload/alloc_api.c
+tests_preload_alloc_api_CFLAGS = $(PST_CFLAGS_ALL)
+tests_preload_alloc_api_LDADD = $(PST_LIBS_ALL)
+tests_preload_alloc_threads_SOURCES = tests/preload/alloc_threads.c
+tests_preload_alloc_threads_CFLAGS = $(PST_CFLAGS_ALL)
+tests_preload_alloc_threads_LDADD = $(PST_LIBS_ALL)
+tests_preload_alloc_lifecycle_SOURCES = tests/preload/alloc_lifecycle.c
+tests_preload_alloc_lifecycle_CFLAGS = $(PST_CFLAGS_ALL)
+tests_preload_alloc_lifecycle_LDADD = $(PST_LIBS_ALL)
+tests_preload_alloc_cxx_SOURCES = tests/preload/alloc_cxx.cc
+tests_preload_alloc_cxx_LDADD = -ldl
+tests_preload_alloc_helper_SOURCES = tests/preload/alloc_helper.c
+tests_preload_alloc_helper_CFLAGS = $(PST_CFLAGS_ALL)
+tests_preload_alloc_helper_LDADD = $(PST_LIBS_ALL)
+
+# I/O tests (tests/preload/io.mk)
+include tests/preload/io.mk
