@@ -1727,8 +1727,8 @@ static void usage(FILE *f)
 		"      --max-skew T         allowed client clock skew (default 15m)\n"
 		"  -v, --verbose            log every error response\n"
 		"  -h, --help               this text\n\n"
-		"Credentials also come from the environment: POOLSHIM_DEMO_ACCESS_KEY and\n"
-		"POOLSHIM_DEMO_SECRET_KEY, else AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.\n"
+		"Credentials also come from the environment: S3PROXY_ACCESS_KEY and\n"
+		"S3PROXY_SECRET_KEY, else AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.\n"
 		"Prints \"listening on ADDR:PORT\" on stdout once ready; SIGTERM stops it.\n");
 }
 
@@ -1867,8 +1867,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "s3proxy: at least one --backend is required (see --help)\n");
 		return 2;
 	}
-	const char *ak = getenv("POOLSHIM_DEMO_ACCESS_KEY"), *sk = getenv("POOLSHIM_DEMO_SECRET_KEY");
-	const char *src = "POOLSHIM_DEMO_ACCESS_KEY/POOLSHIM_DEMO_SECRET_KEY";
+	const char *ak = getenv("S3PROXY_ACCESS_KEY"), *sk = getenv("S3PROXY_SECRET_KEY");
+	const char *src = "S3PROXY_ACCESS_KEY/S3PROXY_SECRET_KEY";
 	if (!ak && !sk) {
 		ak = getenv("AWS_ACCESS_KEY_ID");
 		sk = getenv("AWS_SECRET_ACCESS_KEY");
@@ -1884,7 +1884,7 @@ int main(int argc, char **argv)
 	}
 	if (!cfg.ncreds) {
 		fprintf(stderr, "s3proxy: no client credentials: use --credentials FILE or set "
-			"POOLSHIM_DEMO_ACCESS_KEY/POOLSHIM_DEMO_SECRET_KEY (see --help)\n");
+			"S3PROXY_ACCESS_KEY/S3PROXY_SECRET_KEY (see --help)\n");
 		return 2;
 	}
 	logmsg("%d backend(s), %d credential(s), region %s%s", cfg.nbe, cfg.ncreds, cfg.region,

@@ -165,7 +165,7 @@ void sb_add_hex(struct sbuf *b, const unsigned char *s, size_t n)
 void log_init(const char *prog)
 {
 	log_prog = prog;
-	const char *v = getenv("POOLSHIM_DEMO_VERBOSE");
+	const char *v = getenv("DEMO_VERBOSE");
 	if (v && *v && strcmp(v, "0"))
 		log_verbose = 1;
 }
