@@ -748,14 +748,17 @@ static uint64_t report(struct worker *ws)
 	struct opstats all;
 	memset(&all, 0, sizeof(all));
 	for (int o = 0; o < NOPS; o++) {
-		qsort(tot[o].lat.v, tot[o].lat.n, sizeof(uint32_t), cmp_u32);
-		qsort(tot[o].ttfb.v, tot[o].ttfb.n, sizeof(uint32_t), cmp_u32);
+		if (tot[o].lat.n)
+			qsort(tot[o].lat.v, tot[o].lat.n, sizeof(uint32_t), cmp_u32);
+		if (tot[o].ttfb.n)
+			qsort(tot[o].ttfb.v, tot[o].ttfb.n, sizeof(uint32_t), cmp_u32);
 		all.count += tot[o].count;
 		all.errors += tot[o].errors;
 		all.bytes += tot[o].bytes;
 		lat_merge(&all.lat, &tot[o].lat);
 	}
-	qsort(all.lat.v, all.lat.n, sizeof(uint32_t), cmp_u32);
+	if (all.lat.n)
+		qsort(all.lat.v, all.lat.n, sizeof(uint32_t), cmp_u32);
 	all_errors = all.errors;
 
 	FILE *o = stdout;

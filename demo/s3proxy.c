@@ -1022,7 +1022,8 @@ static void list_buckets(struct s3_req *r)
 			n++;
 		}
 	}
-	qsort(v, n, sizeof(*v), cmp_name);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_name);
 	struct sbuf x;
 	sb_init(&x);
 	sb_adds(&x, S3_XML_HEAD "<ListAllMyBucketsResult " S3_XMLNS ">"
@@ -1306,7 +1307,8 @@ static void list_objects(struct s3_req *r)
 			}
 		}
 	}
-	qsort(v, n, sizeof(*v), cmp_name);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_name);
 
 	struct sbuf body, x;
 	sb_init(&body);

@@ -1302,7 +1302,7 @@ static void list_uploads(struct s3_req *r, struct bucket *b)
 		struct dirent *e;
 		rewinddir(d);
 		while ((e = readdir(d))) {
-			char path[96];
+			char path[300];
 			if (!upload_id_ok(e->d_name))
 				continue;
 			snprintf(path, sizeof(path), "%s/info", e->d_name);
@@ -1745,7 +1745,8 @@ bad:
 		logmsg("ignoring damaged object file buckets/%s/%s", name, e->d_name);
 	}
 	closedir(d);
-	qsort(b->v, b->n, sizeof(*b->v), obj_sort_cmp);
+	if (b->n)
+		qsort(b->v, b->n, sizeof(*b->v), obj_sort_cmp);
 	b->next = buckets;
 	buckets = b;
 	return 0;

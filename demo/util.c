@@ -60,7 +60,7 @@ static bool sb_grow(struct sbuf *b, size_t need)
 
 void sb_add(struct sbuf *b, const void *s, size_t n)
 {
-	if (!sb_grow(b, n))
+	if (!sb_grow(b, n) || !n)
 		return;
 	memcpy(b->p + b->len, s, n);
 	b->len += n;

@@ -30,20 +30,41 @@ DEMO_PIDS=""
 FAILS=0
 
 demo_cleanup() {
+	status=$?
 	for pid in $DEMO_PIDS; do
 		kill "$pid" 2>/dev/null
 	done
 	for pid in $DEMO_PIDS; do
-		# Give each a moment for a clean SIGTERM shutdown, then insist.
-		for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
-			kill -0 "$pid" 2>/dev/null || break
+		# A clean SIGTERM shutdown is part of the contract: give each a
+		# few seconds, then insist and count it as a failure.
+		i=0
+		while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do
 			sleep 0.1
+			i=$((i + 1))
 		done
-		kill -9 "$pid" 2>/dev/null
+		if kill -0 "$pid" 2>/dev/null; then
+			echo "FAIL: pid $pid ignored SIGTERM" >&2
+			kill -9 "$pid" 2>/dev/null
+			status=1
+		fi
 		wait "$pid" 2>/dev/null
+		rc=$?
+		if [ $rc -ne 0 ]; then
+			echo "FAIL: pid $pid exited with status $rc after SIGTERM" >&2
+			status=1
+		fi
 	done
 	DEMO_PIDS=""
+	# Sanitizer reports (an --enable-sanitizers build) fail the test.
+	if grep -l -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$DEMO_TMP"/*.err >/dev/null 2>&1; then
+		for f in $(grep -l -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$DEMO_TMP"/*.err); do
+			echo "FAIL: sanitizer report in $(basename "$f"):" >&2
+			grep -A 40 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$f" | head -60 >&2
+		done
+		status=1
+	fi
 	rm -rf "$DEMO_TMP"
+	exit $status
 }
 trap 'demo_cleanup' EXIT
 trap 'exit 130' INT TERM
