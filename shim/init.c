@@ -23,6 +23,9 @@
 #include "alloc.h"
 #include "config.h"
 #include "fmt.h"
+#include "io.h"
+#include "pool.h"
+#include "uring.h"
 #include "report.h"
 #include "stats.h"
 
@@ -53,6 +56,7 @@ static bool decide_enabled(void)
 static void after_fork_child(void)
 {
 	ps_stats_after_fork_child();
+	ps_uring_after_fork_child();
 }
 
 static void thread_exit(void *block)
@@ -95,7 +99,11 @@ static void start(void)
 	if (!decided_on) {
 		ps_config_defaults(&ps_cfg);
 		ps_cfg.enabled = false;
+		ps_cfg.uring = PS_URING_OFF;
+		ps_cfg.timing = false;
 		__atomic_store_n(&ps_state, PS_STATE_OFF, __ATOMIC_RELEASE);
+		/* The I/O wrappers still need the real functions. */
+		ps_io_init(&ps_cfg);
 		errno = saved_errno;
 		return;
 	}
@@ -106,6 +114,7 @@ static void start(void)
 	if (r < 0)
 		ps_log("the pool could not be created (%s); large buffers use jemalloc's "
 		       "ordinary arenas", ps_errno_name(-r) ? ps_errno_name(-r) : "error");
+	ps_io_init(&ps_cfg);
 	if (strcmp(ps_cfg.stats, "stderr") == 0)
 		ps_report_keep_stderr();
 	__atomic_store_n(&ps_state, PS_STATE_ON, __ATOMIC_RELEASE);

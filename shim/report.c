@@ -17,6 +17,7 @@
 #include "alloc.h"
 #include "fmt.h"
 #include "sys.h"
+#include "uring.h"
 
 static const char *const event_names[PS_EV__COUNT] = {
 	"pool_alloc", "pool_free", "pool_full", "too_large", "no_memory",
@@ -58,7 +59,15 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch)
 		d->stime_us = (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
 	}
 	d->threads = ps_stats_blocks();
+	d->uring_state = ps_uring_state();
+	d->uring_reason = ps_uring_reason();
+	d->uring_rings = ps_uring_rings();
 }
+
+static const char *const uring_state_names[] = { "ok", "off", "unavailable" };
+static const char *const uring_fb_names[PS_UFB__COUNT] = {
+	"setup", "register", "not_pooled", "small", "error",
+};
 
 /* The errno with the most failures for a call, or 0. */
 static int top_errno(const struct ps_tstats *t, int call, uint32_t *count)
@@ -137,6 +146,22 @@ static void render_text(struct ps_buf *b, const struct ps_report_data *d)
 	ps_buf_puts(b, " user, ");
 	put_us(b, d->stime_us);
 	ps_buf_printf(b, " sys; %d thread counter blocks\n", d->threads);
+	const struct ps_uring_counts *u = &t->uring;
+	ps_buf_printf(b, "io_uring %s%s%s; %lu rings, %lu enters, %lu SQEs (%lu fixed), %lu split calls;"
+		      " fallbacks:", uring_state_names[d->uring_state],
+		      d->uring_reason ? ": " : "", d->uring_reason ? d->uring_reason : "",
+		      (unsigned long)d->uring_rings, (unsigned long)u->enters,
+		      (unsigned long)u->sqes, (unsigned long)u->fixed, (unsigned long)u->split_calls);
+	for (int i = 0; i < PS_UFB__COUNT; i++)
+		ps_buf_printf(b, " %s %lu", uring_fb_names[i], (unsigned long)u->fallbacks[i]);
+	ps_buf_putc(b, '\n');
+	if (u->enters) {
+		ps_buf_puts(b, "io_uring SQEs per enter:");
+		for (int i = 0; i < PS_SQE_BUCKETS; i++)
+			if (u->sqes_per_enter[i])
+				ps_buf_printf(b, " %lu:%lu", 1UL << i, (unsigned long)u->sqes_per_enter[i]);
+		ps_buf_putc(b, '\n');
+	}
 
 	ps_buf_puts(b, "call            kind         calls      bytes   errors   eagain   avg-ns  top-errno\n");
 	for (int call = 0; call < PS_CALL__COUNT; call++) {
@@ -266,6 +291,19 @@ static void render_json(struct ps_buf *b, const struct ps_report_data *d)
 		      "\"stime_us\":%lu,\"threads\":%d}",
 		      (unsigned long)d->minflt, (unsigned long)d->majflt,
 		      (unsigned long)d->utime_us, (unsigned long)d->stime_us, d->threads);
+
+	const struct ps_uring_counts *u = &t->uring;
+	ps_buf_printf(b, ",\"uring\":{\"state\":\"%s\"", uring_state_names[d->uring_state]);
+	json_reason(b, "reason", d->uring_reason);
+	ps_buf_printf(b, ",\"rings\":%lu,\"enters\":%lu,\"sqes\":%lu,\"fixed\":%lu,\"split_calls\":%lu",
+		      (unsigned long)d->uring_rings, (unsigned long)u->enters, (unsigned long)u->sqes,
+		      (unsigned long)u->fixed, (unsigned long)u->split_calls);
+	json_hist(b, "sqes_per_enter", u->sqes_per_enter, PS_SQE_BUCKETS);
+	ps_buf_puts(b, ",\"fallbacks\":{");
+	for (int i = 0; i < PS_UFB__COUNT; i++)
+		ps_buf_printf(b, "%s\"%s\":%lu", i ? "," : "", uring_fb_names[i],
+			      (unsigned long)u->fallbacks[i]);
+	ps_buf_puts(b, "}}");
 
 	ps_buf_puts(b, ",\"calls\":[");
 	bool first = true;

@@ -32,6 +32,9 @@ struct ps_report_data {
 	uint64_t minflt, majflt;
 	uint64_t utime_us, stime_us;
 	int threads;                      /* counter blocks ever created */
+	int uring_state;                  /* enum ps_uring_state */
+	const char *uring_reason;
+	uint64_t uring_rings;
 };
 
 /* Fill d from the live process; scratch receives the merged counters. */

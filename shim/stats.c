@@ -11,6 +11,9 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
+
+#include "sys.h"
 
 static struct ps_tstats *blocks;
 static int nblocks;
@@ -112,6 +115,7 @@ static void zero_counters(struct ps_tstats *t)
 	memset(t->c, 0, sizeof(t->c));
 	memset(t->errnos, 0, sizeof(t->errnos));
 	memset(t->events, 0, sizeof(t->events));
+	memset(&t->uring, 0, sizeof(t->uring));
 }
 
 void ps_stats_after_fork_child(void)
@@ -150,6 +154,14 @@ void ps_stats_merge(struct ps_tstats *out)
 		}
 		for (int e = 0; e < PS_EV__COUNT; e++)
 			out->events[e] += PS_LOAD(t->events[e]);
+		out->uring.enters += PS_LOAD(t->uring.enters);
+		out->uring.sqes += PS_LOAD(t->uring.sqes);
+		out->uring.fixed += PS_LOAD(t->uring.fixed);
+		out->uring.split_calls += PS_LOAD(t->uring.split_calls);
+		for (int i = 0; i < PS_SQE_BUCKETS; i++)
+			out->uring.sqes_per_enter[i] += PS_LOAD(t->uring.sqes_per_enter[i]);
+		for (int i = 0; i < PS_UFB__COUNT; i++)
+			out->uring.fallbacks[i] += PS_LOAD(t->uring.fallbacks[i]);
 	}
 }
 
@@ -166,4 +178,36 @@ void ps_stats_pool_used(int64_t delta)
 	       !__atomic_compare_exchange_n(&ps_pool_peak, &peak, now, true,
 					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
+}
+
+static uint64_t anchor_ticks, anchor_ns;
+static double ns_per_tick;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void ps_clock_init(void)
+{
+	anchor_ns = mono_ns();
+	anchor_ticks = ps_ticks();
+}
+
+uint64_t ps_ticks_to_ns(uint64_t ticks)
+{
+	double rate = ns_per_tick;    /* written once; a stale 0 only recomputes */
+
+	if (rate == 0) {
+		/* Measure the rate once at least a millisecond has passed. */
+		uint64_t ns = mono_ns(), t = ps_ticks();
+		if (!anchor_ticks || t <= anchor_ticks || ns <= anchor_ns)
+			return ticks;
+		rate = (double)(ns - anchor_ns) / (double)(t - anchor_ticks);
+		if (ns - anchor_ns >= 1000000)
+			ns_per_tick = rate;
+	}
+	return (uint64_t)((double)ticks * rate);
 }

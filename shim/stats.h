@@ -75,10 +75,32 @@ enum ps_alloc_event {
 	PS_EV__COUNT
 };
 
+/* io_uring counters and the reasons eligible-looking calls went to libc. */
+enum ps_uring_fb {
+	PS_UFB_SETUP,        /* no ring: io_uring_setup refused */
+	PS_UFB_REGISTER,     /* the buffer's slab could not be registered */
+	PS_UFB_NOT_POOLED,   /* O_DIRECT call on a buffer outside the pool */
+	PS_UFB_SMALL,        /* below POOLSHIM_URING_MIN */
+	PS_UFB_ERROR,        /* submission failed; the call was redone by libc */
+	PS_UFB__COUNT
+};
+
+#define PS_SQE_BUCKETS 10    /* log2 of SQEs per io_uring_enter */
+
+struct ps_uring_counts {
+	uint64_t enters;
+	uint64_t sqes;
+	uint64_t fixed;      /* SQEs that used a registered buffer */
+	uint64_t split_calls;   /* calls split into more than one SQE */
+	uint64_t sqes_per_enter[PS_SQE_BUCKETS];
+	uint64_t fallbacks[PS_UFB__COUNT];
+};
+
 struct ps_tstats {
 	struct ps_counter c[PS_CALL__COUNT][PS_FD__COUNT];
 	uint32_t errnos[PS_CALL__COUNT][PS_ERRNO_MAX];
 	uint64_t events[PS_EV__COUNT];
+	struct ps_uring_counts uring;
 	/* bookkeeping, not counters */
 	struct ps_tstats *next;
 	int in_use;
@@ -108,6 +130,19 @@ static inline void ps_hist_add(uint64_t *hist, unsigned nbuckets, uint64_t v)
 	PS_ADD(hist[k], 1);
 }
 
+/*
+ * Timing with the TSC: two clock_gettime() calls would cost more than the
+ * 2% budget of a 1 us syscall on a VM.  Ticks are converted to nanoseconds
+ * with the rate measured between ps_clock_init() and the conversion.
+ */
+static inline uint64_t ps_ticks(void)
+{
+	return __builtin_ia32_rdtsc();
+}
+
+void ps_clock_init(void);
+uint64_t ps_ticks_to_ns(uint64_t ticks);
+
 /* Count one call of size bytes (no timing, no error). */
 static inline void ps_stats_count(enum ps_call call, enum ps_fdkind kind, uint64_t bytes)
 {
@@ -126,6 +161,13 @@ static inline void ps_stats_call(enum ps_call call)
 	struct ps_tstats *t = ps_stats_mine();
 	if (ps_likely(t != NULL))
 		PS_ADD(t->c[call][PS_FD_NONE].calls, 1);
+}
+
+static inline void ps_stats_uring_fallback(enum ps_uring_fb why)
+{
+	struct ps_tstats *t = ps_stats_mine();
+	if (ps_likely(t != NULL))
+		PS_ADD(t->uring.fallbacks[why], 1);
 }
 
 static inline void ps_stats_event(enum ps_alloc_event ev)

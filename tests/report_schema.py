@@ -24,6 +24,11 @@ SCHEMA = {
                       "no_address_space": U, "not_ready": U},
     },
     "process": {"minflt": U, "majflt": U, "utime_us": U, "stime_us": U, "threads": U},
+    "uring": {
+        "state": str, "reason": (str, type(None)), "rings": U, "enters": U, "sqes": U,
+        "fixed": U, "split_calls": U, "sqes_per_enter": list,
+        "fallbacks": {"setup": U, "register": U, "not_pooled": U, "small": U, "error": U},
+    },
     "calls": list,
 }
 CALL = {"call": str, "kind": str, "calls": U, "bytes": U, "errors": U, "eagain": U,
@@ -68,6 +73,13 @@ def validate(report):
         errors.append("more pool frees than allocations")
     if pool["peak"] < pool["in_use"]:
         errors.append("pool.peak below pool.in_use")
+    uring = report["uring"]
+    if uring["state"] not in ("ok", "off", "unavailable"):
+        errors.append(f"uring.state {uring['state']}")
+    if sum(n for _, n in uring["sqes_per_enter"]) != uring["enters"]:
+        errors.append("uring.sqes_per_enter does not add up to uring.enters")
+    if uring["fixed"] > uring["sqes"] or uring["split_calls"] > uring["enters"] + uring["sqes"]:
+        errors.append("uring counters inconsistent")
     for i, c in enumerate(report["calls"]):
         check(c, CALL, f"$.calls[{i}]", errors)
         if errors:

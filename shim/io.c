@@ -1,0 +1,713 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The I/O interposers.  Each one either hands an eligible O_DIRECT request
+ * on a pooled buffer to uring.c, or calls the real libc function and counts
+ * the call (size, result, errno, time) against the descriptor's kind.  The
+ * pass-through path takes no lock, allocates nothing and leaves errno as
+ * the real call set it, so it is as async-signal-safe as the call itself.
+ * Calls that create, close, duplicate or re-flag descriptors are wrapped
+ * only to keep the descriptor-kind cache true.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "compiler.h"
+#include "fdinfo.h"
+#include "fmt.h"
+#include "init.h"
+#include "io.h"
+#include "stats.h"
+#include "uring.h"
+
+extern void __chk_fail(void) __attribute__((noreturn));
+
+/* The fortified entry points a -D_FORTIFY_SOURCE build calls. */
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
+ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+		       struct sockaddr *addr, socklen_t *alen);
+
+#define REAL_FUNCS(X)                                                              \
+	X(ssize_t, read, (int, void *, size_t))                                     \
+	X(ssize_t, write, (int, const void *, size_t))                              \
+	X(ssize_t, pread, (int, void *, size_t, off_t))                             \
+	X(ssize_t, pwrite, (int, const void *, size_t, off_t))                      \
+	X(ssize_t, readv, (int, const struct iovec *, int))                         \
+	X(ssize_t, writev, (int, const struct iovec *, int))                        \
+	X(ssize_t, preadv, (int, const struct iovec *, int, off_t))                 \
+	X(ssize_t, pwritev, (int, const struct iovec *, int, off_t))                \
+	X(ssize_t, preadv2, (int, const struct iovec *, int, off_t, int))           \
+	X(ssize_t, pwritev2, (int, const struct iovec *, int, off_t, int))          \
+	X(ssize_t, recv, (int, void *, size_t, int))                                \
+	X(ssize_t, recvfrom, (int, void *, size_t, int, struct sockaddr *, socklen_t *)) \
+	X(ssize_t, recvmsg, (int, struct msghdr *, int))                            \
+	X(int, recvmmsg, (int, struct mmsghdr *, unsigned, int, struct timespec *)) \
+	X(ssize_t, send, (int, const void *, size_t, int))                          \
+	X(ssize_t, sendto, (int, const void *, size_t, int, const struct sockaddr *, socklen_t)) \
+	X(ssize_t, sendmsg, (int, const struct msghdr *, int))                      \
+	X(int, sendmmsg, (int, struct mmsghdr *, unsigned, int))                    \
+	X(ssize_t, sendfile, (int, int, off_t *, size_t))                           \
+	X(ssize_t, splice, (int, off_t *, int, off_t *, size_t, unsigned))          \
+	X(int, close, (int))                                                        \
+	X(int, fclose, (FILE *))                                                    \
+	X(int, dup, (int))                                                          \
+	X(int, dup2, (int, int))                                                    \
+	X(int, dup3, (int, int, int))                                               \
+	X(int, fcntl, (int, int, ...))                                              \
+	X(int, close_range, (unsigned, unsigned, int))                              \
+	X(int, open, (const char *, int, ...))                                      \
+	X(int, openat, (int, const char *, int, ...))                               \
+	X(int, socket, (int, int, int))                                             \
+	X(int, accept, (int, struct sockaddr *, socklen_t *))                       \
+	X(int, accept4, (int, struct sockaddr *, socklen_t *, int))                 \
+	X(int, pipe, (int *))                                                       \
+	X(int, pipe2, (int *, int))                                                 \
+	X(int, socketpair, (int, int, int, int *))
+
+#define DECLARE_REAL(ret, name, params) static ret(*real_##name) params;
+REAL_FUNCS(DECLARE_REAL)
+
+static bool timing;
+
+void ps_io_init(const struct ps_config *cfg)
+{
+	bool missing = false;
+
+#define RESOLVE(ret, name, params)                                                  \
+	real_##name = (ret(*) params)dlsym(RTLD_NEXT, #name);                       \
+	missing |= real_##name == NULL;
+	REAL_FUNCS(RESOLVE)
+#undef RESOLVE
+	if (missing)
+		ps_log("some libc I/O functions were not found; calls to them fail with ENOSYS");
+	timing = cfg->timing;
+	ps_clock_init();
+	ps_uring_init(cfg);
+}
+
+/*
+ * Resolve a real function on first use when it was called before
+ * ps_io_init() (another library's constructor may do I/O before ours).
+ */
+static void *resolve(void **slot, const char *name)
+{
+	void *f = dlsym(RTLD_NEXT, name);
+	if (f)
+		__atomic_store_n(slot, f, __ATOMIC_RELEASE);
+	return f;
+}
+
+/*
+ * A missing real function (never seen with glibc) fails with ENOSYS instead
+ * of crashing.  Every wrapped function returns -1 for failure in a register
+ * wide enough for a long, so one stub serves them all.
+ */
+static long missing(void)
+{
+	errno = ENOSYS;
+	return -1;
+}
+
+#define REAL(name)                                                                   \
+	(ps_likely(real_##name != NULL) ? real_##name                               \
+	 : resolve((void **)&real_##name, #name) ? real_##name                      \
+	 : (__typeof__(real_##name))(void (*)(void))missing)
+
+static inline uint64_t begin(void)
+{
+	return timing ? ps_ticks() : 0;
+}
+
+/* Count a finished call; done is the byte count when result is not it. */
+static inline void end(enum ps_call call, int fd, uint64_t request, long result, long done,
+		       uint64_t t0)
+{
+	int err = errno;
+	uint64_t ns = 0;
+
+	/* A timed call shorter than a nanosecond still counts as timed. */
+	if (t0) {
+		ns = ps_ticks_to_ns(ps_ticks() - t0);
+		ns = ns ? ns : 1;
+	}
+	ps_stats_io(call, ps_fd_kind(fd), request, result < 0 ? result : done, err, ns);
+	errno = err;
+}
+
+static size_t iov_bytes(const struct iovec *iov, int n)
+{
+	size_t total = 0;
+	for (int i = 0; iov && i < n; i++)
+		total += iov[i].iov_len;
+	return total;
+}
+
+/* An O_DIRECT request on a pooled buffer through io_uring; -2 = not taken. */
+static ssize_t try_uring(enum ps_call call, int fd, void *buf, size_t len, off_t off, bool write)
+{
+	if (ps_fd_kind(fd) != PS_FD_DIRECT || !ps_uring_eligible(buf, len, off, off != -1))
+		return -2;
+	/*
+	 * The cache can be stale if libc closed and reused the number behind
+	 * our back; and O_APPEND writes must not be split or reordered.
+	 */
+	if (!ps_fd_is_direct_now(fd, write)) {
+		ps_fd_forget(fd);
+		return -2;
+	}
+	int saved = errno;
+	uint64_t t0 = begin();
+	ssize_t r = ps_uring_rw(fd, buf, len, off, write);
+	if (r == -2) {
+		errno = saved;
+		return -2;
+	}
+	if (r >= 0)
+		errno = saved;
+	end(call, fd, len, r, r, t0);
+	return r;
+}
+
+static ssize_t try_uring_v(enum ps_call call, int fd, const struct iovec *iov, int n, off_t off,
+			   bool write)
+{
+	if (off < 0 || ps_fd_kind(fd) != PS_FD_DIRECT || n < 1)
+		return -2;
+	size_t len = iov_bytes(iov, n);
+	if (!ps_uring_eligible(iov[0].iov_base, iov[0].iov_len, off, true) ||
+	    !ps_fd_is_direct_now(fd, write))
+		return -2;
+	int saved = errno;
+	uint64_t t0 = begin();
+	ssize_t r = ps_uring_rwv(fd, iov, n, off, write);
+	if (r == -2) {
+		errno = saved;
+		return -2;
+	}
+	if (r >= 0)
+		errno = saved;
+	end(call, fd, len, r, r, t0);
+	return r;
+}
+
+/* ---- read and write families ------------------------------------------ */
+
+static ssize_t do_read(int fd, void *buf, size_t n)
+{
+	if (ps_unlikely(!ps_enabled()))
+		return REAL(read)(fd, buf, n);
+	/*
+	 * read/write on the file position stay plain: io_uring does not keep
+	 * the position exactly right for O_DIRECT (async completions), and
+	 * emulating it with lseek would not be atomic.
+	 */
+	uint64_t t0 = begin();
+	ssize_t r = REAL(read)(fd, buf, n);
+	end(PS_CALL_READ, fd, n, r, r, t0);
+	return r;
+}
+
+static ssize_t do_pread(int fd, void *buf, size_t n, off_t off)
+{
+	if (ps_unlikely(!ps_enabled()))
+		return REAL(pread)(fd, buf, n, off);
+	ssize_t r = off >= 0 ? try_uring(PS_CALL_PREAD, fd, buf, n, off, false) : -2;
+	if (r != -2)
+		return r;
+	uint64_t t0 = begin();
+	r = REAL(pread)(fd, buf, n, off);
+	end(PS_CALL_PREAD, fd, n, r, r, t0);
+	return r;
+}
+
+static ssize_t do_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	if (ps_unlikely(!ps_enabled()))
+		return REAL(pwrite)(fd, buf, n, off);
+	ssize_t r = off >= 0 ? try_uring(PS_CALL_PWRITE, fd, (void *)buf, n, off, true) : -2;
+	if (r != -2)
+		return r;
+	uint64_t t0 = begin();
+	r = REAL(pwrite)(fd, buf, n, off);
+	end(PS_CALL_PWRITE, fd, n, r, r, t0);
+	return r;
+}
+
+PS_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	return do_read(fd, buf, n);
+}
+
+PS_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	if (ps_unlikely(!ps_enabled()))
+		return REAL(write)(fd, buf, n);
+	uint64_t t0 = begin();
+	ssize_t r = REAL(write)(fd, buf, n);
+	end(PS_CALL_WRITE, fd, n, r, r, t0);
+	return r;
+}
+
+PS_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	return do_pread(fd, buf, n, off);
+}
+
+PS_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off)
+{
+	return do_pread(fd, buf, n, off);
+}
+
+PS_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	return do_pwrite(fd, buf, n, off);
+}
+
+PS_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
+{
+	return do_pwrite(fd, buf, n, off);
+}
+
+PS_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
+{
+	if (ps_unlikely(!ps_enabled()))
+		return REAL(readv)(fd, iov, n);
+	uint64_t t0 = begin();
+	ssize_t r = REAL(readv)(fd, iov, n);
+	end(PS_CALL_READV, fd, iov_bytes(iov, n), r, r, t0);
+	return r;
+}
+
+PS_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
+{
+	if (ps_unlikely(!ps_enabled()))
+		return REAL(writev)(fd, iov, n);
+	uint64_t t0 = begin();
+	ssize_t r = REAL(writev)(fd, iov, n);
+	end(PS_CALL_WRITEV, fd, iov_bytes(iov, n), r, r, t0);
+	return r;
+}
+
+static ssize_t do_preadv(enum ps_call call, int fd, const struct iovec *iov, int n, off_t off,
+			 int flags)
+{
+	ssize_t r = flags == 0 ? try_uring_v(call, fd, iov, n, off, false) : -2;
+	if (r != -2)
+		return r;
+	uint64_t t0 = begin();
+	r = call == PS_CALL_PREADV ? REAL(preadv)(fd, iov, n, off)
+				   : REAL(preadv2)(fd, iov, n, off, flags);
+	end(call, fd, iov_bytes(iov, n), r, r, t0);
+	return r;
+}
+
+static ssize_t do_pwritev(enum ps_call call, int fd, const struct iovec *iov, int n, off_t off,
+			  int flags)
+{
+	ssize_t r = flags == 0 ? try_uring_v(call, fd, iov, n, off, true) : -2;
+	if (r != -2)
+		return r;
+	uint64_t t0 = begin();
+	r = call == PS_CALL_PWRITEV ? REAL(pwritev)(fd, iov, n, off)
+				    : REAL(pwritev2)(fd, iov, n, off, flags);
+	end(call, fd, iov_bytes(iov, n), r, r, t0);
+	return r;
+}
+
+PS_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int n, off_t off)
+{
+	if (ps_unlikely(!ps_enabled()))
+		return REAL(preadv)(fd, iov, n, off);
+	return do_preadv(PS_CALL_PREADV, fd, iov, n, off, 0);
+}
+
+PS_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int n, off_t off)
+{
+	return preadv(fd, iov, n, off);
+}
+
+PS_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int n, off_t off)
+{
+	if (ps_unlikely(!ps_enabled()))
+		return REAL(pwritev)(fd, iov, n, off);
+	return do_pwritev(PS_CALL_PWRITEV, fd, iov, n, off, 0);
+}
+
+PS_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int n, off_t off)
+{
+	return pwritev(fd, iov, n, off);
+}
+
+PS_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int n, off_t off, int flags)
+{
+	if (ps_unlikely(!ps_enabled()))
+		return REAL(preadv2)(fd, iov, n, off, flags);
+	return do_preadv(PS_CALL_PREADV2, fd, iov, n, off, flags);
+}
+
+PS_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int n, off_t off, int flags)
+{
+	return preadv2(fd, iov, n, off, flags);
+}
+
+PS_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int n, off_t off, int flags)
+{
+	if (ps_unlikely(!ps_enabled()))
+		return REAL(pwritev2)(fd, iov, n, off, flags);
+	return do_pwritev(PS_CALL_PWRITEV2, fd, iov, n, off, flags);
+}
+
+PS_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int n, off_t off, int flags)
+{
+	return pwritev2(fd, iov, n, off, flags);
+}
+
+/* ---- sockets ------------------------------------------------------------ */
+
+static ssize_t do_recvfrom(enum ps_call call, int fd, void *buf, size_t n, int flags,
+			   struct sockaddr *addr, socklen_t *alen)
+{
+	if (ps_unlikely(!ps_enabled()))
+		return REAL(recvfrom)(fd, buf, n, flags, addr, alen);
+	uint64_t t0 = begin();
+	ssize_t r = call == PS_CALL_RECV ? REAL(recv)(fd, buf, n, flags)
+					 : REAL(recvfrom)(fd, buf, n, flags, addr, alen);
+	end(call, fd, n, r, r, t0);
+	return r;
+}
+
+PS_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+	return do_recvfrom(PS_CALL_RECV, fd, buf, n, flags, NULL, NULL);
+}
+
+PS_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr,
+			   socklen_t *alen)
+{
+	return do_recvfrom(PS_CALL_RECVFROM, fd, buf, n, flags, addr, alen);
+}
+
+PS_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	if (ps_unlikely(!ps_enabled()))
+		return REAL(recvmsg)(fd, msg, flags);
+	size_t want = msg ? iov_bytes(msg->msg_iov, (int)msg->msg_iovlen) : 0;
+	uint64_t t0 = begin();
+	ssize_t r = REAL(recvmsg)(fd, msg, flags);
+	end(PS_CALL_RECVMSG, fd, want, r, r, t0);
+	return r;
+}
+
+static size_t mmsg_bytes(const struct mmsghdr *v, int n, bool done)
+{
+	size_t total = 0;
+	for (int i = 0; v && i < n; i++)
+		total += done ? v[i].msg_len
+			      : iov_bytes(v[i].msg_hdr.msg_iov, (int)v[i].msg_hdr.msg_iovlen);
+	return total;
+}
+
+PS_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned n, int flags, struct timespec *tmo)
+{
+	if (ps_unlikely(!ps_enabled()))
+		return REAL(recvmmsg)(fd, vec, n, flags, tmo);
+	uint64_t t0 = begin();
+	int r = REAL(recvmmsg)(fd, vec, n, flags, tmo);
+	end(PS_CALL_RECVMMSG, fd, mmsg_bytes(vec, (int)n, false), r,
+	    r > 0 ? (long)mmsg_bytes(vec, r, true) : r, t0);
+	return r;
+}
+
+PS_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+	if (ps_unlikely(!ps_enabled()))
+		return REAL(send)(fd, buf, n, flags);
+	uint64_t t0 = begin();
+	ssize_t r = REAL(send)(fd, buf, n, flags);
+	end(PS_CALL_SEND, fd, n, r, r, t0);
+	return r;
+}
+
+PS_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
+			 const struct sockaddr *addr, socklen_t alen)
+{
+	if (ps_unlikely(!ps_enabled()))
+		return REAL(sendto)(fd, buf, n, flags, addr, alen);
+	uint64_t t0 = begin();
+	ssize_t r = REAL(sendto)(fd, buf, n, flags, addr, alen);
+	end(PS_CALL_SENDTO, fd, n, r, r, t0);
+	return r;
+}
+
+PS_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	if (ps_unlikely(!ps_enabled()))
+		return REAL(sendmsg)(fd, msg, flags);
+	size_t want = msg ? iov_bytes(msg->msg_iov, (int)msg->msg_iovlen) : 0;
+	uint64_t t0 = begin();
+	ssize_t r = REAL(sendmsg)(fd, msg, flags);
+	end(PS_CALL_SENDMSG, fd, want, r, r, t0);
+	return r;
+}
+
+PS_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned n, int flags)
+{
+	if (ps_unlikely(!ps_enabled()))
+		return REAL(sendmmsg)(fd, vec, n, flags);
+	uint64_t t0 = begin();
+	int r = REAL(sendmmsg)(fd, vec, n, flags);
+	end(PS_CALL_SENDMMSG, fd, mmsg_bytes(vec, (int)n, false), r,
+	    r > 0 ? (long)mmsg_bytes(vec, r, true) : r, t0);
+	return r;
+}
+
+PS_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n)
+{
+	if (ps_unlikely(!ps_enabled()))
+		return REAL(sendfile)(out, in, off, n);
+	uint64_t t0 = begin();
+	ssize_t r = REAL(sendfile)(out, in, off, n);
+	end(PS_CALL_SENDFILE, out, n, r, r, t0);
+	return r;
+}
+
+PS_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t n)
+{
+	return sendfile(out, in, off, n);
+}
+
+PS_EXPORT ssize_t splice(int in, off_t *in_off, int out, off_t *out_off, size_t n,
+			 unsigned flags)
+{
+	if (ps_unlikely(!ps_enabled()))
+		return REAL(splice)(in, in_off, out, out_off, n, flags);
+	uint64_t t0 = begin();
+	ssize_t r = REAL(splice)(in, in_off, out, out_off, n, flags);
+	end(PS_CALL_SPLICE, in, n, r, r, t0);
+	return r;
+}
+
+/* ---- fortified entry points (-D_FORTIFY_SOURCE) --------------------------- */
+
+PS_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+	if (n > buflen)
+		__chk_fail();
+	return do_read(fd, buf, n);
+}
+
+PS_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+{
+	if (n > buflen)
+		__chk_fail();
+	return do_pread(fd, buf, n, off);
+}
+
+PS_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+{
+	if (n > buflen)
+		__chk_fail();
+	return do_pread(fd, buf, n, off);
+}
+
+PS_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+{
+	if (n > buflen)
+		__chk_fail();
+	return do_recvfrom(PS_CALL_RECV, fd, buf, n, flags, NULL, NULL);
+}
+
+PS_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+				 struct sockaddr *addr, socklen_t *alen)
+{
+	if (n > buflen)
+		__chk_fail();
+	return do_recvfrom(PS_CALL_RECVFROM, fd, buf, n, flags, addr, alen);
+}
+
+/* ---- descriptor bookkeeping ------------------------------------------- */
+
+static int forget_result(int fd)
+{
+	if (fd >= 0)
+		ps_fd_forget(fd);
+	return fd;
+}
+
+PS_EXPORT int close(int fd)
+{
+	ps_fd_forget(fd);
+	int r = REAL(close)(fd);
+	ps_fd_forget(fd);
+	return r;
+}
+
+PS_EXPORT int fclose(FILE *f)
+{
+	int fd = f ? fileno(f) : -1;
+	ps_fd_forget(fd);
+	int r = REAL(fclose)(f);
+	ps_fd_forget(fd);
+	return r;
+}
+
+PS_EXPORT int dup(int fd)
+{
+	return forget_result(REAL(dup)(fd));
+}
+
+PS_EXPORT int dup2(int fd, int to)
+{
+	int r = REAL(dup2)(fd, to);
+	ps_fd_forget(to);
+	return r;
+}
+
+PS_EXPORT int dup3(int fd, int to, int flags)
+{
+	int r = REAL(dup3)(fd, to, flags);
+	ps_fd_forget(to);
+	return r;
+}
+
+PS_EXPORT int close_range(unsigned lo, unsigned hi, int flags)
+{
+	int r = REAL(close_range)(lo, hi, flags);
+	ps_fd_forget_range(lo, hi);
+	return r;
+}
+
+/* fcntl's third argument is an int, a long or a pointer: pass the register on. */
+static int do_fcntl(int fd, int cmd, void *arg)
+{
+	int r = REAL(fcntl)(fd, cmd, arg);
+	if (cmd == F_SETFL)
+		ps_fd_forget(fd);
+	else if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+		forget_result(r);
+	return r;
+}
+
+PS_EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	return do_fcntl(fd, cmd, arg);
+}
+
+PS_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	return do_fcntl(fd, cmd, arg);
+}
+
+/* open's mode is read only when the flags ask for one, as libc does. */
+static mode_t open_mode(int flags, va_list ap)
+{
+	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(ap, int) : 0;
+}
+
+PS_EXPORT int open(const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = open_mode(flags, ap);
+	va_end(ap);
+	return forget_result(REAL(open)(path, flags, mode));
+}
+
+PS_EXPORT int open64(const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = open_mode(flags, ap);
+	va_end(ap);
+	return forget_result(REAL(open)(path, flags, mode));
+}
+
+PS_EXPORT int openat(int dir, const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = open_mode(flags, ap);
+	va_end(ap);
+	return forget_result(REAL(openat)(dir, path, flags, mode));
+}
+
+PS_EXPORT int openat64(int dir, const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = open_mode(flags, ap);
+	va_end(ap);
+	return forget_result(REAL(openat)(dir, path, flags, mode));
+}
+
+PS_EXPORT int creat(const char *path, mode_t mode)
+{
+	return forget_result(REAL(open)(path, O_CREAT | O_WRONLY | O_TRUNC, mode));
+}
+
+PS_EXPORT int creat64(const char *path, mode_t mode)
+{
+	return creat(path, mode);
+}
+
+PS_EXPORT int socket(int domain, int type, int proto)
+{
+	return forget_result(REAL(socket)(domain, type, proto));
+}
+
+PS_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *alen)
+{
+	return forget_result(REAL(accept)(fd, addr, alen));
+}
+
+PS_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *alen, int flags)
+{
+	return forget_result(REAL(accept4)(fd, addr, alen, flags));
+}
+
+PS_EXPORT int pipe(int fds[2])
+{
+	int r = REAL(pipe)(fds);
+	if (r == 0) {
+		ps_fd_forget(fds[0]);
+		ps_fd_forget(fds[1]);
+	}
+	return r;
+}
+
+PS_EXPORT int pipe2(int fds[2], int flags)
+{
+	int r = REAL(pipe2)(fds, flags);
+	if (r == 0) {
+		ps_fd_forget(fds[0]);
+		ps_fd_forget(fds[1]);
+	}
+	return r;
+}
+
+PS_EXPORT int socketpair(int domain, int type, int proto, int fds[2])
+{
+	int r = REAL(socketpair)(domain, type, proto, fds);
+	if (r == 0) {
+		ps_fd_forget(fds[0]);
+		ps_fd_forget(fds[1]);
+	}
+	return r;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The io_uring backend for O_DIRECT file I/O on pooled buffers.  One ring
+ * per thread, created on the first eligible call and never inherited across
+ * fork; pool slabs are registered as fixed buffers (a sparse table, filled
+ * in as slabs appear).  A positional request is split into chunks of
+ * POOLSHIM_URING_CHUNK submitted together, at most POOLSHIM_URING_DEPTH in
+ * flight, and the call returns the contiguous successful prefix, as
+ * pread/pwrite would.
+ */
+#ifndef PS_URING_H
+#define PS_URING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "config.h"
+
+enum ps_uring_state {
+	PS_URING_STATE_OK,           /* available (or not yet tried) */
+	PS_URING_STATE_OFF,          /* POOLSHIM_URING=off */
+	PS_URING_STATE_UNAVAILABLE,  /* io_uring_setup refused */
+};
+
+/* Read the configuration.  Call once at start. */
+void ps_uring_init(const struct ps_config *cfg);
+
+/*
+ * Whether a call of len bytes at buf (and off, when positional) on an
+ * O_DIRECT descriptor can go through io_uring: on, large enough, buffer in
+ * one pool slab, everything 4 KiB aligned.  Counts the reason when not.
+ */
+bool ps_uring_eligible(const void *buf, size_t len, off_t off, bool positional);
+
+/*
+ * Do the I/O.  write selects WRITE_FIXED.  off == -1 uses and advances the
+ * file position (one SQE, never split).  Returns what the syscall would:
+ * bytes, or -1 with errno.  Returns -2 (errno untouched) when the ring is
+ * unavailable and the caller must use the real call.
+ */
+ssize_t ps_uring_rw(int fd, void *buf, size_t len, off_t off, bool write);
+
+/*
+ * Vectored positional I/O, one SQE per segment.  Same returns as
+ * ps_uring_rw(); -2 also when a segment is not eligible.
+ */
+ssize_t ps_uring_rwv(int fd, const struct iovec *iov, int iovcnt, off_t off, bool write);
+
+/* In a fork child: forget the inherited ring. */
+void ps_uring_after_fork_child(void);
+
+/* For the report. */
+enum ps_uring_state ps_uring_state(void);
+const char *ps_uring_reason(void);
+uint64_t ps_uring_rings(void);
+
+#endif
