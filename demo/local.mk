@@ -36,7 +36,8 @@ demo_loadgen_LDFLAGS = $(SANITIZER_CFLAGS)
 # ---------------------------------------------------------------------------
 TESTS += tests/demo/stack.sh tests/demo/s3cmd.sh tests/demo/abuse.sh
 EXTRA_DIST += tests/demo/lib.sh tests/demo/stack.sh tests/demo/s3cmd.sh \
-	tests/demo/abuse.sh tests/demo/s3req.py tests/demo/rawhttp.py
+	tests/demo/abuse.sh tests/demo/s3req.py tests/demo/rawhttp.py \
+	tests/demo/listing.py
 
 # ---------------------------------------------------------------------------
 # Fuzz targets (libFuzzer): the request parser, SigV4 and the list/XML

@@ -90,6 +90,15 @@ expect_eq "data directories hold only hashed object files" "$stray" ""
 out=$($S3REQ PUT demo "$(head -c 1025 /dev/zero | tr '\0' k)" --data x)
 expect_match "1025-byte key refused" "$out" '^400.*KeyTooLongError'
 
+# --- listings merged across backends, DeleteObjects ---------------------
+if $PYTHON "$PS_TOP_SRCDIR/tests/demo/listing.py" "$DEMO_TMP/data1" "$DEMO_TMP/data2" \
+	>"$DEMO_TMP/listing.out" 2>&1; then
+	pass "listing and bulk delete ($(grep -c '^ok' "$DEMO_TMP/listing.out") checks)"
+else
+	fail "listing and bulk delete:"
+	grep -v '^ok' "$DEMO_TMP/listing.out" >&2
+fi
+
 # --- Range ------------------------------------------------------------------
 $S3REQ PUT demo range --data 0123456789 >/dev/null
 r() { $CURL -H "Range: $1" -w ' %{http_code}' "$E/demo/range"; }
