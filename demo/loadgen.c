@@ -564,7 +564,7 @@ static enum op pick_op(struct worker *w)
 /* Runs one operation; records it when rec. */
 static void run_op(struct worker *w, enum op op, bool rec)
 {
-	struct result res;
+	struct result res = { 0 };
 	uint64_t bytes = 0, t0 = now_ns();
 	bool ok;
 	size_t li = 0;
@@ -601,6 +601,9 @@ static void run_op(struct worker *w, enum op op, bool rec)
 	if (!ok) {
 		s->errors++;
 		record_failure(w, op, &res);
+		/* Do not spin on a server that is down. */
+		if (res.err == -ECONNREFUSED || res.err == -ETIMEDOUT)
+			usleep(10000);
 		return;
 	}
 	s->bytes += bytes;

@@ -67,7 +67,7 @@ demo_cleanup() {
 	exit $status
 }
 trap 'demo_cleanup' EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT TERM HUP PIPE
 
 # start_bg NAME CMD... : runs CMD in the background, output in
 # $DEMO_TMP/NAME.out/.err, and waits for its "listening on" line; sets
