@@ -1374,12 +1374,14 @@ static void complete_upload(struct s3_req *r, struct bucket *b, const char *id)
 	EVP_DigestInit_ex(md, EVP_md5(), NULL);
 	/* Check every part before writing anything. */
 	uint64_t total = 0;
-	for (int i = 0; i < np; i++) {
-		char path[96];
-		if (i && parts[i].number <= parts[i - 1].number) {
+	for (int i = 1; i < np; i++) {
+		if (parts[i].number <= parts[i - 1].number) {
 			s3_error(r, 400, "InvalidPartOrder", "The list of parts was not in ascending order.");
 			goto out;
 		}
+	}
+	for (int i = 0; i < np; i++) {
+		char path[96];
 		snprintf(path, sizeof(path), "%s/part.%05d", id, parts[i].number);
 		pfd[i] = open_data(opt.ufd, path, O_RDONLY, 0);
 		ssize_t n = pfd[i] < 0 ? -1 : pread_full(pfd[i], hb, HDR_SIZE, 0);
@@ -1388,15 +1390,17 @@ static void complete_upload(struct s3_req *r, struct bucket *b, const char *id)
 			s3_error(r, 400, "InvalidPart", "One or more of the specified parts could not be found or the specified entity tag did not match.");
 			goto out;
 		}
-		if (i < np - 1 && h->size < opt.min_part) {
-			s3_error(r, 400, "EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object size.");
-			goto out;
-		}
 		psize[i] = h->size;
 		total += h->size;
 		unsigned char bin[16];
 		hex_decode(bin, 16, h->etag, 32);
 		EVP_DigestUpdate(md, bin, 16);
+	}
+	for (int i = 0; i < np - 1; i++) {
+		if (psize[i] < opt.min_part) {
+			s3_error(r, 400, "EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object size.");
+			goto out;
+		}
 	}
 	if (total > opt.max_object * 16) {
 		s3_error(r, 400, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed object size.");

@@ -153,7 +153,77 @@ def main():
     check("delete empty bucket -> 204", st == 204, st)
     st, _, _ = req("HEAD", b)
     check("deleted bucket -> 404", st == 404, st)
+    multipart()
     return 1 if fails else 0
+
+
+def multipart():
+    """Multipart upload corner cases that s3cmd does not reach."""
+    b = "mpu"
+    req("PUT", b)
+    p1 = os.urandom(5 * 1024 * 1024)
+    p2 = os.urandom(1000)
+    st, _, x = req("POST", b, "obj", query="uploads", headers=["x-amz-meta-color: blue",
+                                                                 "Content-Type: text/plain"])
+    uid = tag(x.decode(), "UploadId")
+    check("initiate multipart upload", st == 200 and uid, st)
+    st, h1, _ = req("PUT", b, "obj", p1, query=f"partNumber=1&uploadId={uid}")
+    st2, h2, _ = req("PUT", b, "obj", p2, query=f"partNumber=2&uploadId={uid}")
+    e1, e2 = h1.get("etag", ""), h2.get("etag", "")
+    check("upload two parts", st == 200 and st2 == 200 and e1 and e2, (st, st2))
+    check("part ETag is the part's MD5", e1 == '"' + hashlib.md5(p1).hexdigest() + '"', e1)
+    st, _, x = req("GET", b, "obj", query=f"uploadId={uid}")
+    check("ListParts shows both parts", st == 200 and x.count(b"<Part>") == 2, st)
+    st, _, x = req("GET", b, query="uploads")
+    check("ListMultipartUploads shows the upload", st == 200 and uid.encode() in x, st)
+
+    def complete(parts):
+        doc = "<CompleteMultipartUpload>" + "".join(
+            f"<Part><PartNumber>{n}</PartNumber><ETag>{e}</ETag></Part>" for n, e in parts) + \
+            "</CompleteMultipartUpload>"
+        return req("POST", b, "obj", doc.encode(), query=f"uploadId={uid}")
+
+    st, _, x = complete([(1, e1), (2, '"00000000000000000000000000000000"')])
+    check("wrong part ETag -> 400 InvalidPart", st == 400 and b"InvalidPart" in x, st)
+    st, _, x = complete([(2, e2), (1, e1)])
+    check("parts out of order -> 400 InvalidPartOrder", st == 400 and b"InvalidPartOrder" in x, st)
+    st, _, x = complete([(2, e2), (3, e2)])
+    check("missing part -> 400 InvalidPart", st == 400 and b"InvalidPart" in x, st)
+    st, _, x = req("POST", b, "obj", b"<Complete", query=f"uploadId={uid}")
+    check("malformed XML -> 400 MalformedXML", st == 400 and b"MalformedXML" in x, st)
+    st, _, x = complete([(1, e1), (2, e2)])
+    want = hashlib.md5(bytes.fromhex(e1.strip('"')) + bytes.fromhex(e2.strip('"'))).hexdigest() + "-2"
+    check("complete -> md5-of-md5s-2 ETag", st == 200 and want.encode() in x, f"{st} {x[:300]}")
+    st, h, body = req("GET", b, "obj")
+    check("completed object reads back", st == 200 and body == p1 + p2, st)
+    check("metadata and content type kept", h.get("x-amz-meta-color") == "blue"
+          and h.get("content-type") == "text/plain", h)
+    st, h, body = req("HEAD", b, "obj")
+    check("HEAD gives the size and ETag", st == 200 and h.get("content-length") == str(len(p1) + len(p2))
+          and h.get("etag") == f'"{want}"' and body == b"", h)
+    st, _, x = req("PUT", b, "obj", p2, query=f"partNumber=1&uploadId={uid}")
+    check("completed upload is gone -> 404 NoSuchUpload", st == 404 and b"NoSuchUpload" in x, st)
+    st, _, x = req("POST", b, "small", query="uploads")
+    uid = tag(x.decode(), "UploadId")
+    st, h1, _ = req("PUT", b, "small", b"tiny", query=f"partNumber=1&uploadId={uid}")
+    st, h2, _ = req("PUT", b, "small", b"tiny", query=f"partNumber=2&uploadId={uid}")
+    doc = ("<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>" + h1["etag"] +
+           "</ETag></Part><Part><PartNumber>2</PartNumber><ETag>" + h2["etag"] +
+           "</ETag></Part></CompleteMultipartUpload>")
+    st, _, x = req("POST", b, "small", doc.encode(), query=f"uploadId={uid}")
+    check("part under 5 MiB before the last -> 400 EntityTooSmall", st == 400 and b"EntityTooSmall" in x, st)
+    st, _, _ = req("DELETE", b, "small", query=f"uploadId={uid}")
+    check("abort -> 204", st == 204, st)
+    st, _, x = req("DELETE", b, "small", query=f"uploadId={uid}")
+    check("aborted upload -> 404 NoSuchUpload", st == 404 and b"NoSuchUpload" in x, st)
+    st, _, x = req("PUT", b, "small", b"x", query="partNumber=1&uploadId=../../etc")
+    check("bogus upload id -> 404 NoSuchUpload", st == 404 and b"NoSuchUpload" in x, st)
+    st, _, x = req("PUT", b, "md5", b"hello", headers=["Content-MD5: XUFAKrxLKna5cZ2REBfFkg=="])
+    check("matching Content-MD5 accepted", st == 200, st)
+    st, _, x = req("PUT", b, "md5", b"hellO", headers=["Content-MD5: XUFAKrxLKna5cZ2REBfFkg=="])
+    check("Content-MD5 mismatch -> 400 BadDigest", st == 400 and b"BadDigest" in x, st)
+    st, _, x = req("PUT", b, "md5", b"hello", headers=["Content-MD5: nonsense"])
+    check("malformed Content-MD5 -> 400 InvalidDigest", st == 400 and b"InvalidDigest" in x, st)
 
 
 if __name__ == "__main__":
