@@ -72,10 +72,21 @@ trap 'exit 130' INT TERM HUP PIPE
 # start_bg NAME CMD... : runs CMD in the background, output in
 # $DEMO_TMP/NAME.out/.err, and waits for its "listening on" line; sets
 # PORT_<NAME> and PID_<NAME>.
+# DEMO_SHIM=1 runs the servers under the build's libpoolshim.so.
+DEMO_PRELOAD=
+if [ "${DEMO_SHIM:-0}" = 1 ]; then
+	DEMO_PRELOAD=$PS_TOP_BUILDDIR/.libs/libpoolshim.so
+	[ -f "$DEMO_PRELOAD" ] || { echo "DEMO_SHIM=1: $DEMO_PRELOAD not built" >&2; exit 99; }
+fi
+
 start_bg() {
 	name=$1
 	shift
-	"$@" >"$DEMO_TMP/$name.out" 2>"$DEMO_TMP/$name.err" &
+	if [ -n "$DEMO_PRELOAD" ]; then
+		LD_PRELOAD=$DEMO_PRELOAD "$@" >"$DEMO_TMP/$name.out" 2>"$DEMO_TMP/$name.err" &
+	else
+		"$@" >"$DEMO_TMP/$name.out" 2>"$DEMO_TMP/$name.err" &
+	fi
 	pid=$!
 	DEMO_PIDS="$DEMO_PIDS $pid"
 	eval "PID_$name=$pid"
