@@ -14,6 +14,7 @@
  *   tmp/                      files being written
  *   buckets/NAME/HASH.obj     objects
  *   uploads/ID/info, part.N   multipart uploads in progress
+ *   storaged.lock             held while a storaged serves the directory
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -29,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -1899,7 +1901,19 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	opt.dfd = open(opt.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (opt.dfd < 0 || (opt.bfd = open_subdir("buckets")) < 0 ||
+	if (opt.dfd < 0) {
+		fprintf(stderr, "storaged: cannot open %s: %s\n", opt.dir, strerror(errno));
+		return 1;
+	}
+	/* One storaged per directory: a second one would delete the first
+	 * one's temporary files at start. */
+	int lfd = openat(opt.dfd, "storaged.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (lfd < 0 || flock(lfd, LOCK_EX | LOCK_NB)) {
+		fprintf(stderr, "storaged: %s is %s\n", opt.dir,
+			lfd < 0 ? strerror(errno) : "in use by another storaged");
+		return 1;
+	}
+	if ((opt.bfd = open_subdir("buckets")) < 0 ||
 	    (opt.tfd = open_subdir("tmp")) < 0 || (opt.ufd = open_subdir("uploads")) < 0) {
 		fprintf(stderr, "storaged: cannot use data directory %s: %s\n", opt.dir, strerror(errno));
 		return 1;
@@ -1930,5 +1944,6 @@ int main(int argc, char **argv)
 	close(opt.tfd);
 	close(opt.ufd);
 	close(opt.dfd);
+	close(lfd);
 	return rc;
 }
