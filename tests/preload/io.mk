@@ -1,2 +1,47 @@
 # SPDX-License-Identifier: MIT
-# I/O preload tests (included from tests/preload/local.mk).
+# I/O preload tests (included from tests/preload/local.mk).  The Check
+# programs run through tests/run-test.sh; the expensive one (io_direct) and
+# the scenarios that need a report, a sandbox or root run from .sh wrappers
+# that choose their own configuration matrix.  io_baseline.sh runs every
+# program without the shim: the expectations are the kernel's.
+
+pst_io_programs = \
+	tests/preload/io_fork \
+	tests/preload/io_signals \
+	tests/preload/io_sockets \
+	tests/preload/io_errno
+pst_io_scripts = \
+	tests/preload/io_direct.sh \
+	tests/preload/io_nouring.sh \
+	tests/preload/io_fortify.sh \
+	tests/preload/io_baseline.sh
+check_PROGRAMS += $(pst_io_programs) tests/preload/io_direct \
+	tests/preload/io_sandbox tests/preload/io_fortify
+TESTS += $(pst_io_programs) $(pst_io_scripts)
+EXTRA_DIST += $(pst_io_scripts)
+
+pst_io_common = tests/preload/io_common.c tests/preload/io_common.h
+
+tests_preload_io_direct_SOURCES = tests/preload/io_direct.c $(pst_io_common)
+tests_preload_io_direct_CFLAGS = $(PST_CFLAGS_ALL)
+tests_preload_io_direct_LDADD = $(PST_LIBS_ALL)
+tests_preload_io_fork_SOURCES = tests/preload/io_fork.c $(pst_io_common)
+tests_preload_io_fork_CFLAGS = $(PST_CFLAGS_ALL)
+tests_preload_io_fork_LDADD = $(PST_LIBS_ALL)
+tests_preload_io_signals_SOURCES = tests/preload/io_signals.c $(pst_io_common)
+tests_preload_io_signals_CFLAGS = $(PST_CFLAGS_ALL)
+tests_preload_io_signals_LDADD = $(PST_LIBS_ALL)
+tests_preload_io_sockets_SOURCES = tests/preload/io_sockets.c $(pst_io_common)
+tests_preload_io_sockets_CFLAGS = $(PST_CFLAGS_ALL)
+tests_preload_io_sockets_LDADD = $(PST_LIBS_ALL)
+tests_preload_io_errno_SOURCES = tests/preload/io_errno.c $(pst_io_common)
+tests_preload_io_errno_CFLAGS = $(PST_CFLAGS_ALL)
+tests_preload_io_errno_LDADD = $(PST_LIBS_ALL)
+
+# Runs a command in a sandbox: a seccomp filter on io_uring_setup, a tiny
+# RLIMIT_MEMLOCK, CAP_IPC_LOCK dropped.
+tests_preload_io_sandbox_SOURCES = tests/preload/io_sandbox.c
+
+# Built fortified, so that it calls __read_chk and friends.
+tests_preload_io_fortify_SOURCES = tests/preload/io_fortify.c
+tests_preload_io_fortify_CFLAGS = $(AM_CFLAGS) -U_FORTIFY_SOURCE -O2 -D_FORTIFY_SOURCE=2

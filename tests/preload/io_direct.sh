@@ -1,0 +1,80 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# O_DIRECT data integrity (tests/preload/io_direct) under the configurations
+# that change the I/O path: io_uring on and off, a 4 KiB-page pool, small
+# chunks with a shallow ring (many splits, depth limit reached).  Then the
+# JSON report: with io_uring eligible the reads went through it (SQEs, fixed
+# buffers, split calls, several SQEs per enter) and the calls are counted as
+# "direct"; with POOLSHIM_URING=off no SQE at all.
+. "$PS_TOP_SRCDIR/tests/lib.sh"
+P="$PRELOAD_BIN/io_direct"
+RUN="$PS_TOP_SRCDIR/tests/run-test.sh"
+
+# 1. the matrix (each run prints its own Check summary)
+PS_CONFIGS="default:
+uring-off:POOLSHIM_URING=off
+nohuge:POOLSHIM_HUGEPAGES=none
+chunk64k:POOLSHIM_URING_CHUNK=64K POOLSHIM_URING_DEPTH=2
+thp-chunk3m:POOLSHIM_HUGEPAGES=thp POOLSHIM_URING_CHUNK=3M" \
+	"$RUN" "$P"
+case $? in
+0) pass "io_direct matrix" ;;
+77) skip "O_DIRECT not supported here" ;;
+*) fail "io_direct matrix" ;;
+esac
+
+# 2. the report.  CK_FORK=no: the test cases run in this one process, whose
+# exit writes the report.
+report() {  # report NAME VAR=VAL ...
+	name=$1; shift
+	shim CK_FORK=no PST_IO_SCALE=0.25 POOLSHIM_STATS="$PST_TMP/$name.json" "$@" -- "$P" \
+		>"$PST_TMP/$name.out" 2>&1 || fail "$name: io_direct failed: $(tail -5 "$PST_TMP/$name.out")"
+	if [ ! -s "$PST_TMP/$name.json" ]; then
+		fail "$name: no report"
+		return 1
+	fi
+	python3 "$PS_TOP_SRCDIR/tests/report_schema.py" "$PST_TMP/$name.json" || fail "$name: schema"
+}
+get() { json_get "$PST_TMP/$1.json" "$2" 2>&1; }
+check() {  # check NAME EXPR MESSAGE
+	v=$(get "$1" "$2")
+	[ "$v" = True ] && pass "$1: $3" || fail "$1: $3 ($2 -> $v; uring: $(get "$1" "r.get('uring')"))"
+}
+
+if report auto; then
+	check auto "r['uring']['state'] == 'ok' and r['uring']['reason'] is None" "uring state ok"
+	check auto "r['uring']['rings'] >= 1" "rings created"
+	check auto "r['uring']['sqes'] > 0 and r['uring']['fixed'] > 0" "fixed-buffer SQEs submitted"
+	check auto "r['uring']['split_calls'] > 0" "large requests split"
+	check auto "r['uring']['enters'] > 0 and r['uring']['enters'] <= r['uring']['sqes']" "enters <= sqes"
+	check auto "any(lo > 1 and n > 0 for lo, n in r['uring']['sqes_per_enter'])" "several SQEs per enter"
+	check auto "sum(n for _, n in r['uring']['sqes_per_enter']) == r['uring']['enters']" "sqes_per_enter adds up to enters"
+	check auto "r['uring']['fallbacks']['setup'] == 0 and r['uring']['fallbacks']['register'] == 0" "no setup/register fallback"
+	check auto "r['uring']['fallbacks']['small'] + r['uring']['fallbacks']['not_pooled'] > 0" "small/unpooled requests passed through"
+	for c in pread preadv preadv2 read readv pwrite pwritev pwritev2 write writev; do
+		check auto "any(c['call'] == '$c' and c['kind'] == 'direct' and c['calls'] > 0 for c in r['calls'])" "$c counted as direct"
+	done
+	check auto "sum(c['bytes'] for c in r['calls'] if c['call'] == 'pread' and c['kind'] == 'direct') > 100 << 20" "pread bytes counted"
+	check auto "sum(c['errors'] for c in r['calls'] if c['call'] == 'pread' and c['kind'] == 'direct') > 0" "EINVAL preads counted as errors"
+	check auto "any(c['call'] == 'pread' and c['errnos'].get('EINVAL', 0) > 0 for c in r['calls'])" "EINVAL named"
+fi
+
+if report off POOLSHIM_URING=off; then
+	check off "r['uring']['state'] == 'off'" "uring state off"
+	check off "r['uring']['sqes'] == 0 and r['uring']['rings'] == 0 and r['uring']['enters'] == 0" "no SQE with POOLSHIM_URING=off"
+	check off "any(c['call'] == 'pread' and c['kind'] == 'direct' for c in r['calls'])" "preads still counted"
+fi
+
+# small chunks: more splits and SQEs than the default for the same program
+if report small POOLSHIM_URING_CHUNK=128K POOLSHIM_URING_DEPTH=4 && [ -s "$PST_TMP/auto.json" ]; then
+	a=$(get auto "r['uring']['sqes']")
+	check small "r['uring']['sqes'] > $a" "128K chunks: more SQEs than 1M chunks (than $a)"
+	check small "max(lo for lo, n in r['uring']['sqes_per_enter'] if n) <= 4" "no more than DEPTH=4 SQEs per enter"
+fi
+
+# a high POOLSHIM_URING_MIN keeps everything but the largest reads off the ring
+if report min POOLSHIM_URING_MIN=32M && [ -s "$PST_TMP/auto.json" ]; then
+	a=$(get auto "r['uring']['sqes']")
+	check min "r['uring']['sqes'] < $a and r['uring']['fallbacks']['small'] > 0" "URING_MIN=32M: fewer SQEs (than $a), small fallbacks"
+fi
+finish
