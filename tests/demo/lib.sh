@@ -15,6 +15,9 @@ LOADGEN=$PS_TOP_BUILDDIR/demo/loadgen
 # on PATH can cost most of a second per call.
 PYTHON=python3
 [ -x /usr/bin/python3 ] && PYTHON=/usr/bin/python3
+# The helpers import each other; keep the source tree free of bytecode.
+PYTHONDONTWRITEBYTECODE=1
+export PYTHONDONTWRITEBYTECODE
 S3REQ="$PYTHON $PS_TOP_SRCDIR/tests/demo/s3req.py"
 RAWHTTP="$PYTHON $PS_TOP_SRCDIR/tests/demo/rawhttp.py"
 
