@@ -40,6 +40,8 @@ class Opts:
         self.bad_chunk_sig = False
         self.headers = []
         self.query = ""
+        self.unsigned = []      # headers sent but left out of SignedHeaders
+        self.auth_style = "spaces"
         self.__dict__.update(kw)
 
 
@@ -92,7 +94,7 @@ def request(method, bucket, key=None, body=b"", o=None, conn=None):
             k, _, v = p.partition("=")
             pairs.append((enc(urllib.parse.unquote(k)), enc(urllib.parse.unquote(v))))
     cq = "&".join(f"{k}={v}" for k, v in sorted(pairs))
-    signed = sorted(hdrs)
+    signed = sorted(h for h in hdrs if h not in a.unsigned)
     canon = "\n".join([
         method, path, cq,
         "".join(f"{k}:{' '.join(hdrs[k].split())}\n" for k in signed),
@@ -102,7 +104,9 @@ def request(method, bucket, key=None, body=b"", o=None, conn=None):
     sig = hmac.new(skey, sts.encode(), hashlib.sha256).hexdigest()
     if a.bad_sig:
         sig = ("0" if sig[0] != "0" else "1") + sig[1:]
-    auth = f"AWS4-HMAC-SHA256 Credential={a.ak}/{scope}, SignedHeaders={';'.join(signed)}, Signature={sig}"
+    parts = [f"Credential={a.ak}/{scope}", f"SignedHeaders={';'.join(signed)}", f"Signature={sig}"]
+    sep = {"spaces": ", ", "nospace": ",", "wide": " ,\t  "}[a.auth_style]
+    auth = "AWS4-HMAC-SHA256" + ("   " if a.auth_style == "wide" else " ") + sep.join(parts)
 
     if a.payload == "streaming":
         prev = sig
@@ -122,7 +126,7 @@ def request(method, bucket, key=None, body=b"", o=None, conn=None):
         conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
     conn.putrequest(method, path + ("?" + a.query if a.query else ""),
                     skip_host=True, skip_accept_encoding=True)
-    for k in signed:
+    for k in sorted(hdrs):
         conn.putheader(k, hdrs[k])
     conn.putheader("Authorization", auth)
     conn.endheaders()
@@ -150,6 +154,9 @@ def main():
     ap.add_argument("--bad-chunk-sig", action="store_true")
     ap.add_argument("-H", dest="headers", action="append", default=[])
     ap.add_argument("--query", default="", help="raw query string")
+    ap.add_argument("--unsigned", action="append", default=[],
+                    help="send this header but leave it out of SignedHeaders")
+    ap.add_argument("--auth-style", default="spaces", choices=["spaces", "nospace", "wide"])
     ap.add_argument("--data", default=None)
     ap.add_argument("--data-file", default=None)
     ap.add_argument("--out", default=None, help="write the body here instead of stdout")

@@ -53,6 +53,16 @@ out=$($S3REQ --skew 600 GET demo --query list-type=2)
 expect_match "clock 10 min off is accepted" "$out" '^200'
 out=$(curl -s -w '\n%{http_code}' "$E/demo?list-type=2")
 expect_match "anonymous request -> 403 AccessDenied" "$out" 'AccessDenied.*403$'
+out=$($S3REQ --auth-style nospace GET demo --query list-type=2)
+expect_match "Authorization without spaces after commas" "$out" '^200'
+out=$($S3REQ --auth-style wide GET demo --query list-type=2)
+expect_match "Authorization with extra spaces and tabs" "$out" '^200'
+out=$($S3REQ --unsigned host GET demo --query list-type=2)
+expect_match "host not signed -> 403 AccessDenied" "$out" '^403.*AccessDenied'
+out=$($S3REQ -H 'x-amz-meta-a: b' --unsigned x-amz-meta-a PUT demo k --data x)
+expect_match "unsigned x-amz-* header -> 403 AccessDenied" "$out" '^403.*AccessDenied'
+out=$($S3REQ --region eu-west-1 GET demo --query list-type=2)
+expect_match "wrong region in the scope -> 400 AuthorizationHeaderMalformed" "$out" '^400.*AuthorizationHeaderMalformed'
 out=$($S3REQ -H 'x-amz-meta-a: b' --payload unsigned PUT demo signed-meta --data x)
 expect_match "UNSIGNED-PAYLOAD accepted" "$out" '^200'
 out=$($S3REQ --payload wrong-hash PUT demo k --data x)
