@@ -34,8 +34,9 @@ demo_loadgen_LDFLAGS = $(SANITIZER_CFLAGS)
 # Tests: each starts two storaged nodes and an s3proxy on ephemeral loopback
 # ports and stops them whatever happens.
 # ---------------------------------------------------------------------------
-TESTS += tests/demo/stack.sh tests/demo/s3cmd.sh tests/demo/abuse.sh tests/demo/crash.sh
-EXTRA_DIST += tests/demo/lib.sh tests/demo/stack.sh tests/demo/s3cmd.sh \
+TESTS += tests/demo/stack.sh tests/demo/s3cmd.sh tests/demo/abuse.sh tests/demo/crash.sh \
+	tests/demo/resign.sh
+EXTRA_DIST += tests/demo/resign.sh tests/demo/lib.sh tests/demo/stack.sh tests/demo/s3cmd.sh \
 	tests/demo/abuse.sh tests/demo/s3req.py tests/demo/rawhttp.py \
 	tests/demo/listing.py tests/demo/crash.sh
 

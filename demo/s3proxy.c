@@ -1730,7 +1730,8 @@ static void usage(FILE *f)
 		"  -v, --verbose            log every error response\n"
 		"  -h, --help               this text\n\n"
 		"Credentials also come from the environment: S3PROXY_ACCESS_KEY and\n"
-		"S3PROXY_SECRET_KEY, else AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.\n"
+		"S3PROXY_SECRET_KEY; AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are used\n"
+		"only when neither --credentials nor S3PROXY_* give any.\n"
 		"Prints \"listening on ADDR:PORT\" on stdout once ready; SIGTERM stops it.\n");
 }
 
@@ -1869,9 +1870,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "s3proxy: at least one --backend is required (see --help)\n");
 		return 2;
 	}
+	/* S3PROXY_* always count; AWS_* only when nothing else names a
+	 * credential, so a user's own AWS keys do not open the proxy by
+	 * accident. */
 	const char *ak = getenv("S3PROXY_ACCESS_KEY"), *sk = getenv("S3PROXY_SECRET_KEY");
 	const char *src = "S3PROXY_ACCESS_KEY/S3PROXY_SECRET_KEY";
-	if (!ak && !sk) {
+	if (!ak && !sk && !cfg.ncreds) {
 		ak = getenv("AWS_ACCESS_KEY_ID");
 		sk = getenv("AWS_SECRET_ACCESS_KEY");
 		src = "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY";
