@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -46,6 +47,9 @@ struct scene {
 	char *big;         /* 1 MiB pooled, 4096-aligned */
 	char small[256];
 	struct iovec iov[2];
+	struct iovec *edge;      /* 2 iovecs that end where an unmapped page starts */
+	struct mmsghdr *medge;   /* 1 mmsghdr that ends there too */
+	char *guard;             /* the two pages */
 };
 
 static char *fpath;
@@ -69,6 +73,18 @@ static struct scene *scene_new(void)
 	s->big = pio_alloc(1 << 20);
 	s->iov[0] = (struct iovec){ s->small, 100 };
 	s->iov[1] = (struct iovec){ s->big, 1 << 20 };
+	/* a page of iovecs followed by one the process may not touch: a call
+	 * given a count beyond the array must not read past it (the kernel
+	 * refuses or stops first) */
+	long pg = sysconf(_SC_PAGESIZE);
+	s->guard = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(s->guard, MAP_FAILED);
+	ck_assert_int_eq(mprotect(s->guard + pg, (size_t)pg, PROT_NONE), 0);
+	s->edge = (struct iovec *)(s->guard + pg) - 2;
+	s->edge[0] = s->iov[0];
+	s->edge[1] = s->iov[1];
+	s->medge = (struct mmsghdr *)(s->guard + pg) - 1;
+	*s->medge = (struct mmsghdr){ .msg_hdr = { .msg_iov = s->edge, .msg_iovlen = 1 } };
 	return s;
 }
 
@@ -80,6 +96,7 @@ static void scene_free(struct scene *s)
 		if (fds[k] >= 0)
 			close(fds[k]);
 	free(s->big);
+	munmap(s->guard, (size_t)sysconf(_SC_PAGESIZE) * 2);
 	free(s);
 }
 
@@ -126,6 +143,10 @@ CASE(preadv2_ok, preadv2(s->file, s->iov, 2, 0, 0), syscall(SYS_preadv2, s->file
 CASE(preadv2_cur, preadv2(s->file, s->iov, 2, -1, 0), syscall(SYS_preadv2, s->file, s->iov, 2, -1L, -1L, 0))
 CASE(preadv2_flags, preadv2(s->file, s->iov, 2, 0, 0x40000000), syscall(SYS_preadv2, s->file, s->iov, 2, 0L, 0L, 0x40000000))
 CASE(preadv2_nowait_pipe, preadv2(s->empty_pipe[0], s->iov, 1, -1, RWF_NOWAIT), syscall(SYS_preadv2, s->empty_pipe[0], s->iov, 1, -1L, -1L, RWF_NOWAIT))
+CASE(readv_direct_efault, readv(s->direct, BAD, 1), syscall(SYS_readv, s->direct, BAD, 1))
+CASE(preadv_direct_efault, preadv(s->direct, BAD, 2, 0), syscall(SYS_preadv, s->direct, BAD, 2, 0L, 0L))
+CASE(readv_toomany_edge, readv(s->file, s->edge, IOV_MAX + 1 + neg + 1), syscall(SYS_readv, s->file, s->edge, IOV_MAX + 1L))
+CASE(preadv_direct_toomany_edge, preadv(s->direct, s->edge, IOV_MAX + 1 + neg + 1, 0), syscall(SYS_preadv, s->direct, s->edge, IOV_MAX + 1L, 0L, 0L))
 /* write family */
 CASE(write_ok, write(s->pipe[1], "abc", 3), syscall(SYS_write, s->pipe[1], "abc", 3))
 CASE(write_ebadf, write(s->closed, "abc", 3), syscall(SYS_write, s->closed, "abc", 3))
@@ -145,6 +166,9 @@ CASE(pwritev_ok, pwritev(s->file, s->iov, 2, 4), syscall(SYS_pwritev, s->file, s
 CASE(pwritev_espipe, pwritev(s->pipe[1], s->iov, 1, 0), syscall(SYS_pwritev, s->pipe[1], s->iov, 1, 0L, 0L))
 CASE(pwritev2_flags, pwritev2(s->file, s->iov, 1, 0, 0x40000000), syscall(SYS_pwritev2, s->file, s->iov, 1, 0L, 0L, 0x40000000))
 CASE(pwritev2_cur, pwritev2(s->file, s->iov, 1, -1, 0), syscall(SYS_pwritev2, s->file, s->iov, 1, -1L, -1L, 0))
+CASE(writev_efault, writev(s->sock[1], BAD, 1), syscall(SYS_writev, s->sock[1], BAD, 1))
+CASE(pwritev_direct_efault, pwritev(s->direct, BAD, 1, 0), syscall(SYS_pwritev, s->direct, BAD, 1, 0L, 0L))
+CASE(writev_toomany_edge, writev(s->sock[1], s->edge, IOV_MAX + 1 + neg + 1), syscall(SYS_writev, s->sock[1], s->edge, IOV_MAX + 1L))
 /* sockets */
 CASE(recv_ok, recv(s->sock[0], s->small, 100, 0), syscall(SYS_recvfrom, s->sock[0], s->small, 100, 0, NULL, NULL))
 CASE(recv_enotsock, recv(s->file, s->small, 10, 0), syscall(SYS_recvfrom, s->file, s->small, 10, 0, NULL, NULL))
@@ -169,6 +193,12 @@ CASE(sendmsg_ok, sendmsg(s->sock[1], MH(s), 0), syscall(SYS_sendmsg, s->sock[1],
 CASE(sendmsg_enotsock, sendmsg(s->pipe[1], MH(s), 0), syscall(SYS_sendmsg, s->pipe[1], MH(s), 0))
 CASE(sendmmsg_ok, sendmmsg(s->dgram[1], MMH(s), 1, 0), syscall(SYS_sendmmsg, s->dgram[1], MMH(s), 1, 0))
 CASE(sendmmsg_ebadf, sendmmsg(s->closed, MMH(s), 1, 0), syscall(SYS_sendmmsg, s->closed, MMH(s), 1, 0))
+CASE(sendmsg_efault, sendmsg(s->sock[1], BAD, 0), syscall(SYS_sendmsg, s->sock[1], BAD, 0))
+CASE(recvmmsg_efault, recvmmsg(s->sock[0], BAD, 1, 0, NULL), syscall(SYS_recvmmsg, s->sock[0], BAD, 1, 0, NULL))
+CASE(sendmmsg_efault, sendmmsg(s->sock[1], BAD, 1, 0), syscall(SYS_sendmmsg, s->sock[1], BAD, 1, 0))
+CASE(recvmmsg_edge, recvmmsg(s->dgram[0], s->medge, 1000, 0, NULL), syscall(SYS_recvmmsg, s->dgram[0], s->medge, 1000, 0, NULL))
+CASE(recvmsg_bad_iov, recvmsg(s->sock[0], &(struct msghdr){ .msg_iov = BAD, .msg_iovlen = 1 }, 0),
+     syscall(SYS_recvmsg, s->sock[0], &(struct msghdr){ .msg_iov = BAD, .msg_iovlen = 1 }, 0))
 /* sendfile and splice */
 CASE(sendfile_ok, sendfile(s->sock[1], s->file, NULL, 1000), syscall(SYS_sendfile, s->sock[1], s->file, NULL, 1000))
 CASE(sendfile_ebadf, sendfile(s->sock[1], s->closed, NULL, 10), syscall(SYS_sendfile, s->sock[1], s->closed, NULL, 10))
@@ -187,17 +217,20 @@ static const struct { const char *name; case_fn fn; } cases[] = {
 	C(pread_direct_efault), C(pread_direct_ok),
 	C(readv_ok), C(readv_einval), C(readv_toomany), C(readv_efault),
 	C(preadv_ok), C(preadv_espipe), C(preadv_einval), C(preadv_direct_mixed),
+	C(readv_direct_efault), C(preadv_direct_efault), C(readv_toomany_edge), C(preadv_direct_toomany_edge),
 	C(preadv2_ok), C(preadv2_cur), C(preadv2_flags), C(preadv2_nowait_pipe),
 	C(write_ok), C(write_ebadf), C(write_rdonly), C(write_efault), C(write_dir),
 	C(write_direct_misaligned),
 	C(pwrite_ok), C(pwrite64_ok), C(pwrite_espipe), C(pwrite64_einval),
 	C(pwrite_direct_misaligned), C(pwrite_direct_ok),
 	C(writev_ok), C(writev_einval), C(pwritev_ok), C(pwritev_espipe), C(pwritev2_flags), C(pwritev2_cur),
+	C(writev_efault), C(pwritev_direct_efault), C(writev_toomany_edge),
 	C(recv_ok), C(recv_enotsock), C(recv_ebadf), C(recv_eagain), C(recv_efault),
 	C(recvfrom_ok), C(recvfrom_enotsock), C(recvmsg_ok), C(recvmsg_eagain), C(recvmsg_efault),
 	C(recvmmsg_ok), C(recvmmsg_eagain), C(recvmmsg_enotsock),
 	C(send_ok), C(send_enotsock), C(send_efault), C(sendto_ok), C(sendto_eisconn),
 	C(sendmsg_ok), C(sendmsg_enotsock), C(sendmmsg_ok), C(sendmmsg_ebadf),
+	C(sendmsg_efault), C(recvmmsg_efault), C(sendmmsg_efault), C(recvmmsg_edge), C(recvmsg_bad_iov),
 	C(sendfile_ok), C(sendfile_ebadf), C(sendfile_einval),
 	C(splice_ok), C(splice_einval), C(splice_eagain), C(splice_espipe),
 };
@@ -208,6 +241,17 @@ static bool uses_direct(const char *name)
 	return strstr(name, "direct") != NULL;
 }
 
+/* Name the case when the libc call crashes (where the kernel returned an error). */
+static char crash_note[256];
+
+static void on_crash(int sig)
+{
+	ssize_t w = write(2, crash_note, strlen(crash_note));
+	(void)w;
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 START_TEST(test_errno)
 {
 	const char *name = cases[_i].name;
@@ -216,17 +260,24 @@ START_TEST(test_errno)
 		scene_free(s);
 		return;   /* no O_DIRECT on this filesystem */
 	}
-	errno = SENTINEL;
-	long got = cases[_i].fn(s, 0);
-	int got_err = errno;
-	off_t got_pos = lseek(s->file, 0, SEEK_CUR), got_dpos = s->direct >= 0 ? lseek(s->direct, 0, SEEK_CUR) : 0;
-	scene_free(s);
-
-	s = scene_new();
+	/* the kernel's answer first */
 	errno = SENTINEL;
 	long want = cases[_i].fn(s, 1);
 	int want_err = errno;
 	off_t want_pos = lseek(s->file, 0, SEEK_CUR), want_dpos = s->direct >= 0 ? lseek(s->direct, 0, SEEK_CUR) : 0;
+	scene_free(s);
+
+	s = scene_new();
+	snprintf(crash_note, sizeof(crash_note), "io_errno: %s crashed through libc; the kernel returned %ld (errno %s)\n",
+		 name, want, want < 0 ? strerrorname_np(want_err) : "-");
+	signal(SIGSEGV, on_crash);
+	signal(SIGBUS, on_crash);
+	errno = SENTINEL;
+	long got = cases[_i].fn(s, 0);
+	int got_err = errno;
+	signal(SIGSEGV, SIG_DFL);
+	signal(SIGBUS, SIG_DFL);
+	off_t got_pos = lseek(s->file, 0, SEEK_CUR), got_dpos = s->direct >= 0 ? lseek(s->direct, 0, SEEK_CUR) : 0;
 	scene_free(s);
 
 	ck_assert_msg(got == want, "%s returned %ld (errno %s), kernel %ld (errno %s)", name,
