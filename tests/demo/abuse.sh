@@ -54,4 +54,36 @@ expect_eq "connections over the cap get 503 SlowDown" "$out" "20"
 out=$($S3REQ GET bkt ok)
 expect_match "served again once they are gone" "$out" '^200'
 
+# SIGTERM while an upload is in flight: it completes, then the proxy exits.
+$PYTHON - >"$DEMO_TMP/slowput.out" 2>&1 <<'PY' &
+import http.client, os, sys, time, urllib.parse
+sys.path.insert(0, os.path.join(os.environ["PS_TOP_SRCDIR"], "tests", "demo"))
+import s3req
+class Slow(http.client.HTTPConnection):
+    def send(self, data):
+        if isinstance(data, bytes) and len(data) > 100000:
+            for i in range(0, len(data), 1 << 17):
+                super().send(data[i:i + (1 << 17)])
+                time.sleep(0.2)
+        else:
+            super().send(data)
+u = urllib.parse.urlparse(os.environ["S3_ENDPOINT"])
+print("started", flush=True)
+st, _, _ = s3req.request("PUT", "bkt", "inflight", os.urandom(1000000),
+                         s3req.Opts(payload="unsigned"), Slow(u.hostname, u.port, timeout=30))
+print("status", st)
+PY
+slow=$!
+while ! grep -q started "$DEMO_TMP/slowput.out" 2>/dev/null; do sleep 0.1; done
+sleep 0.3
+kill -TERM "$PID_proxy"
+wait "$slow"
+expect_eq "upload in flight at SIGTERM completes" "$(tail -n 1 "$DEMO_TMP/slowput.out")" "status 200"
+i=0
+while kill -0 "$PID_proxy" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+wait "$PID_proxy"
+expect_eq "proxy exits 0 after SIGTERM" "$?" 0
+DEMO_PIDS=$(echo "$DEMO_PIDS" | sed "s/ $PID_proxy\b//")
+expect_match "proxy logged a clean stop" "$(cat "$DEMO_TMP/proxy.err")" 'waiting for 1 connection.*stopped'
+
 finish
