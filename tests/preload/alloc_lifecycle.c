@@ -58,7 +58,7 @@ START_TEST(test_fork_while_threads_allocate)
 	atomic_store(&stop, 0);
 	for (intptr_t i = 0; i < 3; i++)
 		pthread_create(&t[i], NULL, churn, (void *)(i + 7));
-	for (int i = 0; i < 200; i++) {
+	for (int i = 0; i < 60; i++) {
 		pid_t pid = fork();
 		ck_assert_int_ge(pid, 0);
 		if (pid == 0)
@@ -80,7 +80,7 @@ START_TEST(test_spawn_and_vfork_while_threads_allocate)
 	atomic_store(&stop, 0);
 	for (intptr_t i = 0; i < 2; i++)
 		pthread_create(&t[i], NULL, churn, (void *)(i + 3));
-	for (int i = 0; i < 100; i++) {
+	for (int i = 0; i < 30; i++) {
 		pid_t pid;
 		char *argv[] = { (char *)self, (char *)"--child", NULL };
 		ck_assert_int_eq(posix_spawn(&pid, self, NULL, NULL, argv, environ), 0);
