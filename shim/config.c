@@ -53,6 +53,7 @@ static const struct option options[] = {
 	{ "POOLSHIM_URING_CHUNK", OPT_SIZE, OFF(uring_chunk), 1 * MiB, 4 * KiB, 1 * GiB, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_URING_DEPTH", OPT_UINT, OFF(uring_depth), 16, 1, 256, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_TIMING", OPT_BOOL, OFF(timing), 1, 0, 0, NULL, NULL, SIZE_MAX },
+	{ "POOLSHIM_TIMING_SAMPLE", OPT_UINT, OFF(timing_sample), 16, 1, 65536, NULL, NULL, SIZE_MAX },
 };
 
 static const char *const true_words[] = { "1", "on", "yes", "true", NULL };
@@ -325,6 +326,14 @@ int ps_config_load(struct ps_config *cfg, const char *(*get)(const char *name), 
 	/* Cross-option rules. */
 	if (!cfg->stats_format_set && ends_with(cfg->stats, ".json"))
 		cfg->stats_format = PS_FORMAT_JSON;
+	if (cfg->timing_sample & (cfg->timing_sample - 1)) {
+		uint64_t p = 1;
+		while (p < cfg->timing_sample)
+			p <<= 1;
+		ps_log("POOLSHIM_TIMING_SAMPLE=%lu rounded up to %lu (a power of two)",
+		       (unsigned long)cfg->timing_sample, (unsigned long)p);
+		cfg->timing_sample = p;
+	}
 	if (cfg->pool_min > cfg->pool_size) {
 		ps_log("POOLSHIM_POOL_MIN (%lluK) exceeds POOLSHIM_POOL_SIZE (%lluK); "
 		       "no allocation can use the pool",

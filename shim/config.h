@@ -47,6 +47,7 @@ struct ps_config {
 	uint64_t uring_chunk;          /* POOLSHIM_URING_CHUNK */
 	uint64_t uring_depth;          /* POOLSHIM_URING_DEPTH */
 	bool timing;                   /* POOLSHIM_TIMING */
+	uint64_t timing_sample;        /* POOLSHIM_TIMING_SAMPLE */
 };
 
 /* The built-in defaults. */

@@ -175,8 +175,8 @@ static void render_text(struct ps_buf *b, const struct ps_report_data *d)
 			put_size_cell(b, c->bytes, 11);
 			ps_buf_u64w(b, c->errors, 9);
 			ps_buf_u64w(b, c->eagain, 9);
-			if (c->nsec)
-				ps_buf_u64w(b, c->nsec / c->calls, 9);
+			if (c->timed)
+				ps_buf_u64w(b, c->nsec / c->timed, 9);
 			else
 				ps_buf_pad(b, "-", 9, true);
 			uint32_t n;
@@ -313,12 +313,12 @@ static void render_json(struct ps_buf *b, const struct ps_report_data *d)
 			if (!c->calls)
 				continue;
 			ps_buf_printf(b, "%s\n{\"call\":\"%s\",\"kind\":\"%s\",\"calls\":%lu,\"bytes\":%lu,"
-				      "\"errors\":%lu,\"eagain\":%lu,\"nsec\":%lu",
+				      "\"errors\":%lu,\"eagain\":%lu,\"timed\":%lu,\"nsec\":%lu",
 				      first ? "" : ",", ps_call_name((enum ps_call)call),
 				      k == PS_FD_NONE ? "none" : ps_fdkind_name((enum ps_fdkind)k),
 				      (unsigned long)c->calls, (unsigned long)c->bytes,
 				      (unsigned long)c->errors, (unsigned long)c->eagain,
-				      (unsigned long)c->nsec);
+				      (unsigned long)c->timed, (unsigned long)c->nsec);
 			json_hist(b, "size_hist", c->size_hist, PS_SIZE_BUCKETS);
 			json_hist(b, "lat_hist", c->lat_hist, PS_LAT_BUCKETS);
 			ps_buf_puts(b, ",\"errnos\":{");

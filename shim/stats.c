@@ -105,6 +105,7 @@ void ps_stats_io(enum ps_call call, enum ps_fdkind kind, uint64_t request, long 
 	}
 	ps_hist_add(c->size_hist, PS_SIZE_BUCKETS, request);
 	if (nsec) {
+		PS_ADD(c->timed, 1);
 		PS_ADD(c->nsec, nsec);
 		ps_hist_add(c->lat_hist, PS_LAT_BUCKETS, nsec);
 	}
@@ -134,6 +135,7 @@ static void add_counter(struct ps_counter *dst, const struct ps_counter *src)
 	dst->bytes += PS_LOAD(src->bytes);
 	dst->errors += PS_LOAD(src->errors);
 	dst->eagain += PS_LOAD(src->eagain);
+	dst->timed += PS_LOAD(src->timed);
 	dst->nsec += PS_LOAD(src->nsec);
 	for (int i = 0; i < PS_SIZE_BUCKETS; i++)
 		dst->size_hist[i] += PS_LOAD(src->size_hist[i]);

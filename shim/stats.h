@@ -58,7 +58,8 @@ struct ps_counter {
 	uint64_t bytes;
 	uint64_t errors;
 	uint64_t eagain;
-	uint64_t nsec;
+	uint64_t timed;      /* calls that were timed (one in POOLSHIM_TIMING_SAMPLE) */
+	uint64_t nsec;       /* their total time */
 	uint64_t size_hist[PS_SIZE_BUCKETS];
 	uint64_t lat_hist[PS_LAT_BUCKETS];
 };
@@ -102,6 +103,7 @@ struct ps_tstats {
 	uint64_t events[PS_EV__COUNT];
 	struct ps_uring_counts uring;
 	/* bookkeeping, not counters */
+	uint32_t sample_tick;    /* drives timing sampling */
 	struct ps_tstats *next;
 	int in_use;
 };

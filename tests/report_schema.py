@@ -32,7 +32,7 @@ SCHEMA = {
     "calls": list,
 }
 CALL = {"call": str, "kind": str, "calls": U, "bytes": U, "errors": U, "eagain": U,
-        "nsec": U, "size_hist": list, "lat_hist": list, "errnos": dict}
+        "timed": U, "nsec": U, "size_hist": list, "lat_hist": list, "errnos": dict}
 MODES = {"hugetlb", "thp", "4k", "mixed", "unused", "unavailable"}
 KINDS = {"none", "socket", "file", "direct", "pipe", "other"}
 
@@ -94,8 +94,8 @@ def validate(report):
         total = sum(n for _, n in c["size_hist"])
         if c["call"] != "free" and total != c["calls"]:
             errors.append(f"calls[{i}] ({c['call']}): size_hist adds to {total}, calls {c['calls']}")
-        if c["lat_hist"] and sum(n for _, n in c["lat_hist"]) != c["calls"]:
-            errors.append(f"calls[{i}] ({c['call']}): lat_hist does not add up")
+        if sum(n for _, n in c["lat_hist"]) != c["timed"] or c["timed"] > c["calls"]:
+            errors.append(f"calls[{i}] ({c['call']}): lat_hist does not add up to timed")
         if c["errors"] > c["calls"] or c["eagain"] > c["errors"]:
             errors.append(f"calls[{i}]: errors/eagain exceed calls")
     return errors

@@ -112,6 +112,7 @@ START_TEST(test_load_defaults)
 	ck_assert(!cfg.verbose);
 	ck_assert_int_eq(cfg.uring, PS_URING_AUTO);
 	ck_assert(cfg.timing);
+	ck_assert_uint_eq(cfg.timing_sample, 16);
 }
 END_TEST
 
@@ -171,6 +172,7 @@ START_TEST(test_load_bad_values)
 		{ "POOLSHIM_URING_DEPTH=1000", "1..256" },
 		{ "POOLSHIM_URING_DEPTH=8K", "1..256" },
 		{ "POOLSHIM_TIMING=sometimes", "1|0|on|off" },
+		{ "POOLSHIM_TIMING_SAMPLE=0", "1..65536" },
 	};
 	struct ps_config cfg, defaults;
 

@@ -20,6 +20,7 @@ static void sample(struct ps_report_data *d)
 	totals.c[PS_CALL_READ][PS_FD_SOCKET].calls = 10;
 	totals.c[PS_CALL_READ][PS_FD_SOCKET].errors = 4;
 	totals.c[PS_CALL_READ][PS_FD_SOCKET].eagain = 4;
+	totals.c[PS_CALL_READ][PS_FD_SOCKET].timed = 10;
 	totals.c[PS_CALL_READ][PS_FD_SOCKET].nsec = 10000;
 	totals.c[PS_CALL_READ][PS_FD_SOCKET].lat_hist[10] = 10;
 	totals.errnos[PS_CALL_READ][EAGAIN] = 4;
@@ -62,6 +63,8 @@ START_TEST(test_text)
 	ck_assert_ptr_nonnull(strstr(s, "malloc          -                3       1.1M"));
 	ck_assert_ptr_nonnull(strstr(s, "read            socket          10"));
 	ck_assert_ptr_nonnull(strstr(s, "EAGAIN:4"));
+	/* average over the timed calls */
+	ck_assert_ptr_nonnull(strstr(s, "       4        4     1000  EAGAIN:4"));
 	ck_assert_ptr_nonnull(strstr(s, " 64K:2 1M:1"));
 	ck_assert_ptr_nonnull(strstr(s, " 1024:10"));
 }
