@@ -12,7 +12,8 @@ DEMO_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(SANITIZER_CFLAGS)
 DEMO_LDADD = $(CRYPTO_LIBS) $(HTTP_PARSER_LIBS)
 
 bin_PROGRAMS += demo/storaged
-demo_storaged_SOURCES = demo/storaged.c demo/server.c demo/server.h $(DEMO_COMMON)
+demo_storaged_SOURCES = demo/storaged.c demo/objstore.c demo/objstore.h \
+	demo/server.c demo/server.h $(DEMO_COMMON)
 demo_storaged_CFLAGS = $(DEMO_CFLAGS)
 demo_storaged_LDADD = $(DEMO_LDADD)
 demo_storaged_LDFLAGS = $(SANITIZER_CFLAGS)

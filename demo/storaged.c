@@ -10,11 +10,7 @@
  * (which keeps the data block-aligned for O_DIRECT).  Writes go to a
  * temporary file that is fsync'd and renamed into place.
  *
- * Layout under --dir:
- *   tmp/                      files being written
- *   buckets/NAME/HASH.obj     objects
- *   uploads/ID/info, part.N   multipart uploads in progress
- *   storaged.lock             held while a storaged serves the directory
+ * The on-disk side lives in objstore.c; this file is the S3 API.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -25,384 +21,33 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
-#include <openssl/sha.h>
 
 #include "http.h"
+#include "objstore.h"
 #include "s3.h"
 #include "server.h"
 #include "sigv4.h"
 #include "util.h"
 
-#define BLK 4096
-#define HDR_SIZE 4096
-#define MAX_META 2048
-#define MAX_CT 256
-#define IO_CHUNK (16u << 20)
-#define OBJ_MAGIC "PSOBJ01\n"
-
-/* The header block in front of every object and part file. */
-struct obj_hdr {
-	char magic[8];
-	uint64_t size;
-	int64_t mtime;
-	uint32_t klen;
-	uint16_t ctlen;
-	uint16_t metalen;
-	char etag[48];
-	/* key, content type, metadata lines follow */
-};
-
-struct obj {
-	char *key;
-	uint32_t klen;
-	uint64_t size;
-	int64_t mtime;
-	char etag[48];
-};
-
-struct bucket {
-	char name[256];
-	int64_t ctime;
-	pthread_rwlock_t lock;
-	struct obj *v;          /* sorted by key */
-	size_t n, cap;
-	bool deleted;
-	struct bucket *next;
-};
-
 static struct {
-	const char *dir;
 	uint64_t max_object;
 	uint64_t min_part;
 	const char *region;
-	bool fsync;
-	int dfd;                /* --dir */
-	int bfd;                /* buckets/ */
-	int tfd;                /* tmp/ */
-	int ufd;                /* uploads/ */
 } opt = {
 	.max_object = 1ull << 30,
 	.min_part = 5u << 20,
 	.region = "us-east-1",
-	.fsync = true,
 };
-
-static pthread_rwlock_t buckets_lock = PTHREAD_RWLOCK_INITIALIZER;
-static struct bucket *buckets, *graveyard;
-static atomic_uint_fast64_t direct_fallbacks;
-static atomic_uint_fast64_t tmp_counter;
-
-/* ---------------------------------------------------------------------- */
-/* Index                                                                    */
-
-static int key_cmp(const char *a, size_t al, const char *b, size_t bl)
-{
-	int c = memcmp(a, b, al < bl ? al : bl);
-	if (c)
-		return c;
-	return (al > bl) - (al < bl);
-}
-
-/* First index with key >= k.  Caller holds the bucket lock. */
-static size_t idx_lower(const struct bucket *b, const char *k, size_t kl)
-{
-	size_t lo = 0, hi = b->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (key_cmp(b->v[mid].key, b->v[mid].klen, k, kl) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static struct obj *idx_find(struct bucket *b, const char *k, size_t kl)
-{
-	size_t i = idx_lower(b, k, kl);
-	if (i < b->n && !key_cmp(b->v[i].key, b->v[i].klen, k, kl))
-		return &b->v[i];
-	return NULL;
-}
-
-/* Inserts or replaces.  Caller holds the write lock.  Returns 0 or -ENOMEM. */
-static int idx_put(struct bucket *b, const char *k, size_t kl, uint64_t size,
-		   int64_t mtime, const char *etag)
-{
-	size_t i = idx_lower(b, k, kl);
-	struct obj *o;
-
-	if (i < b->n && !key_cmp(b->v[i].key, b->v[i].klen, k, kl)) {
-		o = &b->v[i];
-	} else {
-		if (b->n == b->cap) {
-			size_t cap = b->cap ? b->cap * 2 : 64;
-			struct obj *nv = realloc(b->v, cap * sizeof(*nv));
-			if (!nv)
-				return -ENOMEM;
-			b->v = nv;
-			b->cap = cap;
-		}
-		char *kc = malloc(kl + 1);
-		if (!kc)
-			return -ENOMEM;
-		memcpy(kc, k, kl);
-		kc[kl] = 0;
-		memmove(&b->v[i + 1], &b->v[i], (b->n - i) * sizeof(*b->v));
-		b->n++;
-		o = &b->v[i];
-		o->key = kc;
-		o->klen = kl;
-	}
-	o->size = size;
-	o->mtime = mtime;
-	snprintf(o->etag, sizeof(o->etag), "%s", etag);
-	return 0;
-}
-
-static void idx_del(struct bucket *b, const char *k, size_t kl)
-{
-	size_t i = idx_lower(b, k, kl);
-	if (i < b->n && !key_cmp(b->v[i].key, b->v[i].klen, k, kl)) {
-		free(b->v[i].key);
-		memmove(&b->v[i], &b->v[i + 1], (b->n - i - 1) * sizeof(*b->v));
-		b->n--;
-	}
-}
-
-static int obj_sort_cmp(const void *x, const void *y)
-{
-	const struct obj *a = x, *b = y;
-	return key_cmp(a->key, a->klen, b->key, b->klen);
-}
-
-/* Returns the live bucket with that name (locks nothing once returned:
- * buckets are never freed while the process runs). */
-static struct bucket *bucket_get(const char *name)
-{
-	struct bucket *b;
-	pthread_rwlock_rdlock(&buckets_lock);
-	for (b = buckets; b; b = b->next)
-		if (!strcmp(b->name, name))
-			break;
-	pthread_rwlock_unlock(&buckets_lock);
-	return b;
-}
-
-static struct bucket *bucket_new(const char *name, int64_t ctime)
-{
-	struct bucket *b = calloc(1, sizeof(*b));
-	if (!b)
-		return NULL;
-	snprintf(b->name, sizeof(b->name), "%s", name);
-	b->ctime = ctime;
-	pthread_rwlock_init(&b->lock, NULL);
-	return b;
-}
-
-static void bucket_free(struct bucket *b)
-{
-	for (size_t i = 0; i < b->n; i++)
-		free(b->v[i].key);
-	free(b->v);
-	pthread_rwlock_destroy(&b->lock);
-	free(b);
-}
-
-/* ---------------------------------------------------------------------- */
-/* Files                                                                    */
-
-static void obj_name(char out[72], const char *key, size_t kl)
-{
-	unsigned char h[32];
-	SHA256((const unsigned char *)key, kl, h);
-	hex_encode(out, h, 32);
-	strcat(out, ".obj");
-}
-
-/* Opens with O_DIRECT, falling back to buffered I/O where the filesystem
- * refuses it (tmpfs, some overlay setups); the fallback is counted. */
-static int open_data(int dirfd, const char *name, int flags, mode_t mode)
-{
-	int fd = openat(dirfd, name, flags | O_DIRECT | O_CLOEXEC, mode);
-	if (fd < 0 && errno == EINVAL) {
-		if (atomic_fetch_add(&direct_fallbacks, 1) == 0)
-			logmsg("O_DIRECT refused by the filesystem under %s; using buffered I/O", opt.dir);
-		fd = openat(dirfd, name, flags | O_CLOEXEC, mode);
-	}
-	return fd;
-}
-
-/* O_DIRECT rejected at I/O time: drop it on this descriptor and retry. */
-static bool drop_direct(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || !(fl & O_DIRECT))
-		return false;
-	if (atomic_fetch_add(&direct_fallbacks, 1) == 0)
-		logmsg("O_DIRECT I/O refused under %s; using buffered I/O", opt.dir);
-	return fcntl(fd, F_SETFL, fl & ~O_DIRECT) == 0;
-}
-
-static ssize_t pread_full(int fd, void *buf, size_t n, off_t off)
-{
-	size_t got = 0;
-	while (got < n) {
-		ssize_t r = pread(fd, (char *)buf + got, n - got, off + got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0 && errno == EINVAL && drop_direct(fd))
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			break;
-		got += r;
-		/* A short O_DIRECT read that is not block-aligned is EOF. */
-		if (r % BLK)
-			break;
-	}
-	return got;
-}
-
-static int pwrite_full(int fd, const void *buf, size_t n, off_t off)
-{
-	size_t done = 0;
-	while (done < n) {
-		ssize_t w = pwrite(fd, (const char *)buf + done, n - done, off + done);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && errno == EINVAL && drop_direct(fd))
-			continue;
-		if (w < 0)
-			return -errno;
-		done += w;
-	}
-	return 0;
-}
-
-static int fsync_dir(int dfd)
-{
-	if (!opt.fsync)
-		return 0;
-	return fsync(dfd) ? -errno : 0;
-}
-
-static void tmp_name(char out[64])
-{
-	snprintf(out, 64, "t.%d.%llu", (int)getpid(),
-		 (unsigned long long)atomic_fetch_add(&tmp_counter, 1));
-}
-
-/* Creates a temporary file for writing.  Returns the fd or -errno. */
-static int tmp_create(char name[64])
-{
-	tmp_name(name);
-	int fd = open_data(opt.tfd, name, O_WRONLY | O_CREAT | O_EXCL, 0644);
-	return fd < 0 ? -errno : fd;
-}
-
-/* Makes a written temporary file durable and moves it to dirfd/final. */
-static int tmp_commit(int fd, const char *tname, int dirfd, const char *final)
-{
-	if (opt.fsync && fsync(fd)) {
-		int e = -errno;
-		close(fd);
-		unlinkat(opt.tfd, tname, 0);
-		return e;
-	}
-	close(fd);
-	if (renameat(opt.tfd, tname, dirfd, final)) {
-		int e = -errno;
-		unlinkat(opt.tfd, tname, 0);
-		return e;
-	}
-	return 0;
-}
-
-static void tmp_abort(int fd, const char *tname)
-{
-	close(fd);
-	unlinkat(opt.tfd, tname, 0);
-}
-
-static size_t round_up(size_t n)
-{
-	return (n + BLK - 1) & ~(size_t)(BLK - 1);
-}
-
-/* Fills the header block at the front of buf. */
-static int fill_hdr(void *buf, const char *key, size_t kl, uint64_t size, int64_t mtime,
-		    const char *etag, const char *ct, size_t ctl, const char *meta, size_t ml)
-{
-	struct obj_hdr *h = buf;
-	if (sizeof(*h) + kl + ctl + ml > HDR_SIZE)
-		return -EOVERFLOW;
-	memset(buf, 0, HDR_SIZE);
-	memcpy(h->magic, OBJ_MAGIC, 8);
-	h->size = size;
-	h->mtime = mtime;
-	h->klen = kl;
-	h->ctlen = ctl;
-	h->metalen = ml;
-	snprintf(h->etag, sizeof(h->etag), "%s", etag);
-	char *p = (char *)buf + sizeof(*h);
-	memcpy(p, key, kl);
-	memcpy(p + kl, ct, ctl);
-	memcpy(p + kl + ctl, meta, ml);
-	return 0;
-}
-
-/* Validates a header block read from disk.  Returns 0 or -EIO. */
-static int check_hdr(const void *buf, size_t n)
-{
-	const struct obj_hdr *h = buf;
-	if (n < HDR_SIZE || memcmp(h->magic, OBJ_MAGIC, 8) ||
-	    h->klen > S3_MAX_KEY || h->ctlen > MAX_CT || h->metalen > MAX_META ||
-	    !memchr(h->etag, 0, sizeof(h->etag)))
-		return -EIO;
-	return 0;
-}
-
-static const char *hdr_key(const struct obj_hdr *h)
-{
-	return (const char *)(h + 1);
-}
-
-/*
- * Writes header+data (buf holds HDR_SIZE + round_up(size) bytes, data at
- * HDR_SIZE) to a new temporary file.  Returns the fd (still open, not yet
- * synced) or -errno; *tname receives its name.
- */
-static int write_new_file(void *buf, uint64_t size, char tname[64])
-{
-	int fd = tmp_create(tname);
-	if (fd < 0)
-		return fd;
-	size_t total = HDR_SIZE + size;
-	size_t padded = round_up(total);
-	memset((char *)buf + total, 0, padded - total);
-	int rc = pwrite_full(fd, buf, padded, 0);
-	if (!rc && padded != total && ftruncate(fd, total))
-		rc = -errno;
-	if (rc) {
-		tmp_abort(fd, tname);
-		return rc;
-	}
-	return fd;
-}
 
 /* ---------------------------------------------------------------------- */
 /* Request helpers                                                          */
@@ -542,33 +187,16 @@ static void list_buckets(struct s3_req *r)
 {
 	struct sbuf x;
 	char d[32];
+	size_t n;
+	struct bucket **v = bucket_list(&n);
 
-	sb_init(&x);
-	sb_adds(&x, S3_XML_HEAD "<ListAllMyBucketsResult " S3_XMLNS ">"
-		"<Owner><ID>poolshim</ID><DisplayName>poolshim</DisplayName></Owner><Buckets>");
-	pthread_rwlock_rdlock(&buckets_lock);
-	/* Sorted output: collect names first. */
-	size_t n = 0;
-	for (struct bucket *b = buckets; b; b = b->next)
-		n++;
-	struct bucket **v = calloc(n ? n : 1, sizeof(*v));
-	if (v) {
-		n = 0;
-		for (struct bucket *b = buckets; b; b = b->next)
-			v[n++] = b;
-	}
-	pthread_rwlock_unlock(&buckets_lock);
 	if (!v) {
-		sb_free(&x);
 		s3_error(r, 500, "InternalError", "Out of memory.");
 		return;
 	}
-	for (size_t i = 1; i < n; i++)
-		for (size_t j = i; j > 0 && strcmp(v[j - 1]->name, v[j]->name) > 0; j--) {
-			struct bucket *t = v[j];
-			v[j] = v[j - 1];
-			v[j - 1] = t;
-		}
+	sb_init(&x);
+	sb_adds(&x, S3_XML_HEAD "<ListAllMyBucketsResult " S3_XMLNS ">"
+		"<Owner><ID>poolshim</ID><DisplayName>poolshim</DisplayName></Owner><Buckets>");
 	for (size_t i = 0; i < n; i++) {
 		fmt_iso_date(d, v[i]->ctime);
 		sb_printf(&x, "<Bucket><Name>%s</Name><CreationDate>%s</CreationDate></Bucket>",
@@ -593,27 +221,16 @@ static void create_bucket(struct s3_req *r)
 	if (!body)
 		return;
 	free(body);
-	pthread_rwlock_wrlock(&buckets_lock);
-	for (struct bucket *b = buckets; b; b = b->next) {
-		if (!strcmp(b->name, name)) {
-			pthread_rwlock_unlock(&buckets_lock);
-			s3_error(r, 409, "BucketAlreadyOwnedByYou",
-				 "Your previous request to create the named bucket succeeded and you already own it.");
-			return;
-		}
-	}
-	struct bucket *b = bucket_new(name, now_s());
-	if (!b || (mkdirat(opt.bfd, name, 0755) && errno != EEXIST)) {
-		int e = errno;
-		pthread_rwlock_unlock(&buckets_lock);
-		free(b);
-		s3_error(r, 500, "InternalError", strerror(e));
+	int rc = bucket_create(name, now_s());
+	if (rc == -EEXIST) {
+		s3_error(r, 409, "BucketAlreadyOwnedByYou",
+			 "Your previous request to create the named bucket succeeded and you already own it.");
 		return;
 	}
-	fsync_dir(opt.bfd);
-	b->next = buckets;
-	buckets = b;
-	pthread_rwlock_unlock(&buckets_lock);
+	if (rc) {
+		s3_error(r, 500, "InternalError", strerror(-rc));
+		return;
+	}
 	char loc[300];
 	snprintf(loc, sizeof(loc), "Location: /%s\r\n", name);
 	s3_respond(r, 200, loc, NULL, 0);
@@ -621,38 +238,15 @@ static void create_bucket(struct s3_req *r)
 
 static void delete_bucket(struct s3_req *r)
 {
-	pthread_rwlock_wrlock(&buckets_lock);
-	struct bucket **pp = &buckets, *b;
-	for (; (b = *pp); pp = &b->next)
-		if (!strcmp(b->name, r->t.bucket))
-			break;
-	if (!b) {
-		pthread_rwlock_unlock(&buckets_lock);
+	int rc = bucket_remove(r->t.bucket);
+	if (rc == -ENOENT)
 		s3_error(r, 404, "NoSuchBucket", "The specified bucket does not exist.");
-		return;
-	}
-	pthread_rwlock_wrlock(&b->lock);
-	if (b->n) {
-		pthread_rwlock_unlock(&b->lock);
-		pthread_rwlock_unlock(&buckets_lock);
+	else if (rc == -ENOTEMPTY)
 		s3_error(r, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty.");
-		return;
-	}
-	if (unlinkat(opt.bfd, b->name, AT_REMOVEDIR) && errno != ENOENT) {
-		int e = errno;
-		pthread_rwlock_unlock(&b->lock);
-		pthread_rwlock_unlock(&buckets_lock);
-		s3_error(r, 500, "InternalError", strerror(e));
-		return;
-	}
-	b->deleted = true;
-	*pp = b->next;
-	b->next = graveyard;
-	graveyard = b;
-	pthread_rwlock_unlock(&b->lock);
-	pthread_rwlock_unlock(&buckets_lock);
-	fsync_dir(opt.bfd);
-	s3_respond(r, 204, NULL, NULL, 0);
+	else if (rc)
+		s3_error(r, 500, "InternalError", strerror(-rc));
+	else
+		s3_respond(r, 204, NULL, NULL, 0);
 }
 
 /* Adds a name to a listing, url-encoded when asked. */
@@ -687,7 +281,7 @@ static void list_objects(struct s3_req *r, struct bucket *b)
 
 	pthread_rwlock_rdlock(&b->lock);
 	size_t i = idx_lower(b, pfx, pl);
-	if (lp.after && key_cmp(lp.after, lp.after_len, pfx, pl) > 0)
+	if (lp.after && store_key_cmp(lp.after, lp.after_len, pfx, pl) > 0)
 		i = idx_lower(b, lp.after, lp.after_len);
 	for (; i < b->n; i++) {
 		const struct obj *o = &b->v[i];
@@ -703,7 +297,7 @@ static void list_objects(struct s3_req *r, struct bucket *b)
 				group = true;
 			}
 		}
-		if (lp.after && key_cmp(o->key, nl, lp.after, lp.after_len) <= 0)
+		if (lp.after && store_key_cmp(o->key, nl, lp.after, lp.after_len) <= 0)
 			continue;
 		if (group && last && last_len == nl && !memcmp(last, o->key, nl))
 			continue;
@@ -829,13 +423,13 @@ static void put_object(struct s3_req *r, struct bucket *b)
 		return;
 	}
 	obj_name(fname, r->t.key, r->t.key_len);
-	int dfd = openat(opt.bfd, b->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = openat(store.bfd, b->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
 		tmp_abort(fd, tname);
 		s3_error(r, 404, "NoSuchBucket", "The specified bucket does not exist.");
 		return;
 	}
-	if (opt.fsync && fsync(fd)) {
+	if (store.fsync && fsync(fd)) {
 		int e = errno;
 		close(dfd);
 		tmp_abort(fd, tname);
@@ -847,13 +441,13 @@ static void put_object(struct s3_req *r, struct bucket *b)
 	 * file that is in place. */
 	pthread_rwlock_wrlock(&b->lock);
 	int rc = b->deleted ? -ENOENT : 0;
-	if (!rc && renameat(opt.tfd, tname, dfd, fname))
+	if (!rc && renameat(store.tfd, tname, dfd, fname))
 		rc = -errno;
 	if (!rc)
 		rc = idx_put(b, r->t.key, r->t.key_len, len, mt, etag);
 	pthread_rwlock_unlock(&b->lock);
 	if (rc) {
-		unlinkat(opt.tfd, tname, 0);
+		unlinkat(store.tfd, tname, 0);
 		close(dfd);
 		if (rc == -ENOENT)
 			s3_error(r, 404, "NoSuchBucket", "The specified bucket does not exist.");
@@ -899,7 +493,7 @@ static void get_object(struct s3_req *r, struct bucket *b)
 	}
 	obj_name(fname, r->t.key, r->t.key_len);
 	snprintf(path, sizeof(path), "%s/%s", b->name, fname);
-	int fd = open_data(opt.bfd, path, O_RDONLY, 0);
+	int fd = open_data(store.bfd, path, O_RDONLY, 0);
 	if (fd < 0) {
 		if (errno == ENOENT)
 			s3_error(r, 404, "NoSuchKey", "The specified key does not exist.");
@@ -916,7 +510,7 @@ static void get_object(struct s3_req *r, struct bucket *b)
 	ssize_t n = pread_full(fd, hb, HDR_SIZE, 0);
 	const struct obj_hdr *oh = hb;
 	if (n < 0 || check_hdr(hb, n) ||
-	    key_cmp(hdr_key(oh), oh->klen, r->t.key, r->t.key_len)) {
+	    store_key_cmp(hdr_key(oh), oh->klen, r->t.key, r->t.key_len)) {
 		s3_error(r, 500, "InternalError", "The stored object is damaged.");
 		goto out;
 	}
@@ -1001,7 +595,7 @@ static void delete_object(struct s3_req *r, struct bucket *b)
 	obj_name(fname, r->t.key, r->t.key_len);
 	snprintf(path, sizeof(path), "%s/%s", b->name, fname);
 	pthread_rwlock_wrlock(&b->lock);
-	int rc = unlinkat(opt.bfd, path, 0) ? -errno : 0;
+	int rc = unlinkat(store.bfd, path, 0) ? -errno : 0;
 	idx_del(b, r->t.key, r->t.key_len);
 	pthread_rwlock_unlock(&b->lock);
 	if (rc && rc != -ENOENT) {
@@ -1034,7 +628,7 @@ static void delete_objects(struct s3_req *r, struct bucket *b)
 	struct sbuf x;
 	sb_init(&x);
 	sb_adds(&x, S3_XML_HEAD "<DeleteResult " S3_XMLNS ">");
-	int dfd = openat(opt.bfd, b->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = openat(store.bfd, b->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	for (int i = 0; i < n; i++) {
 		char fname[72];
 		obj_name(fname, keys[i].key, keys[i].len);
@@ -1085,7 +679,7 @@ static void *upload_info(const char *id, const char *bucket, const char *key, si
 	if (!upload_id_ok(id))
 		return NULL;
 	snprintf(path, sizeof(path), "%s/info", id);
-	int fd = open_data(opt.ufd, path, O_RDONLY, 0);
+	int fd = open_data(store.ufd, path, O_RDONLY, 0);
 	if (fd < 0)
 		return NULL;
 	if (posix_memalign(&hb, BLK, HDR_SIZE)) {
@@ -1134,26 +728,26 @@ static void initiate_upload(struct s3_req *r, struct bucket *b)
 		s3_error(r, 400, "KeyTooLongError", "Your key is too long.");
 		goto out;
 	}
-	if (mkdirat(opt.ufd, id, 0755)) {
+	if (mkdirat(store.ufd, id, 0755)) {
 		free(hb);
 		s3_error(r, 500, "InternalError", strerror(errno));
 		goto out;
 	}
 	int fd = write_new_file(hb, 0, tname);
 	free(hb);
-	int udfd = openat(opt.ufd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int udfd = openat(store.ufd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || udfd < 0 || tmp_commit(fd, tname, udfd, "info")) {
 		if (fd >= 0 && udfd < 0)
 			tmp_abort(fd, tname);
 		if (udfd >= 0)
 			close(udfd);
-		unlinkat(opt.ufd, id, AT_REMOVEDIR);
+		unlinkat(store.ufd, id, AT_REMOVEDIR);
 		s3_error(r, 500, "InternalError", "Could not create the upload.");
 		goto out;
 	}
 	fsync_dir(udfd);
 	close(udfd);
-	fsync_dir(opt.ufd);
+	fsync_dir(store.ufd);
 	struct sbuf x;
 	sb_init(&x);
 	sb_adds(&x, S3_XML_HEAD "<InitiateMultipartUploadResult " S3_XMLNS "><Bucket>");
@@ -1198,7 +792,7 @@ static void upload_part(struct s3_req *r, struct bucket *b, const char *id)
 		return;
 	}
 	snprintf(pname, sizeof(pname), "part.%05ld", pn);
-	int udfd = openat(opt.ufd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int udfd = openat(store.ufd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (udfd < 0) {
 		tmp_abort(fd, tname);
 		s3_error(r, 404, "NoSuchUpload", "The specified multipart upload does not exist.");
@@ -1218,7 +812,7 @@ static void upload_part(struct s3_req *r, struct bucket *b, const char *id)
 
 static void remove_upload(const char *id)
 {
-	int udfd = openat(opt.ufd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int udfd = openat(store.ufd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (udfd >= 0) {
 		DIR *d = fdopendir(udfd);
 		if (d) {
@@ -1231,7 +825,7 @@ static void remove_upload(const char *id)
 			close(udfd);
 		}
 	}
-	unlinkat(opt.ufd, id, AT_REMOVEDIR);
+	unlinkat(store.ufd, id, AT_REMOVEDIR);
 }
 
 static void abort_upload(struct s3_req *r, struct bucket *b, const char *id)
@@ -1270,7 +864,7 @@ static void list_parts(struct s3_req *r, struct bucket *b, const char *id)
 	for (int pn = 1; pn <= 10000; pn++) {
 		char path[96];
 		snprintf(path, sizeof(path), "%s/part.%05d", id, pn);
-		int fd = open_data(opt.ufd, path, O_RDONLY, 0);
+		int fd = open_data(store.ufd, path, O_RDONLY, 0);
 		if (fd < 0)
 			continue;
 		ssize_t n = pread_full(fd, hb, HDR_SIZE, 0);
@@ -1297,7 +891,7 @@ static void list_uploads(struct s3_req *r, struct bucket *b)
 	sb_adds(&x, S3_XML_HEAD "<ListMultipartUploadsResult " S3_XMLNS "><Bucket>");
 	sb_adds(&x, b->name);
 	sb_adds(&x, "</Bucket><MaxUploads>1000</MaxUploads><IsTruncated>false</IsTruncated>");
-	int fd = dup(opt.ufd);
+	int fd = dup(store.ufd);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	void *hb = NULL;
 	if (d && !posix_memalign(&hb, BLK, HDR_SIZE)) {
@@ -1308,7 +902,7 @@ static void list_uploads(struct s3_req *r, struct bucket *b)
 			if (!upload_id_ok(e->d_name))
 				continue;
 			snprintf(path, sizeof(path), "%s/info", e->d_name);
-			int ifd = open_data(opt.ufd, path, O_RDONLY, 0);
+			int ifd = open_data(store.ufd, path, O_RDONLY, 0);
 			if (ifd < 0)
 				continue;
 			ssize_t n = pread_full(ifd, hb, HDR_SIZE, 0);
@@ -1385,7 +979,7 @@ static void complete_upload(struct s3_req *r, struct bucket *b, const char *id)
 	for (int i = 0; i < np; i++) {
 		char path[96];
 		snprintf(path, sizeof(path), "%s/part.%05d", id, parts[i].number);
-		pfd[i] = open_data(opt.ufd, path, O_RDONLY, 0);
+		pfd[i] = open_data(store.ufd, path, O_RDONLY, 0);
 		ssize_t n = pfd[i] < 0 ? -1 : pread_full(pfd[i], hb, HDR_SIZE, 0);
 		const struct obj_hdr *h = hb;
 		if (n < 0 || check_hdr(hb, n) || strcasecmp(h->etag, parts[i].etag)) {
@@ -1485,7 +1079,7 @@ static void complete_upload(struct s3_req *r, struct bucket *b, const char *id)
 		s3_error(r, 500, "InternalError", strerror(errno));
 		goto fail_out;
 	}
-	if (opt.fsync && fsync(out_fd)) {
+	if (store.fsync && fsync(out_fd)) {
 		s3_error(r, 500, "InternalError", strerror(errno));
 		goto fail_out;
 	}
@@ -1493,16 +1087,16 @@ static void complete_upload(struct s3_req *r, struct bucket *b, const char *id)
 	out_fd = -1;
 	char fname[72];
 	obj_name(fname, r->t.key, r->t.key_len);
-	int dfd = openat(opt.bfd, b->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = openat(store.bfd, b->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	pthread_rwlock_wrlock(&b->lock);
 	int rc = b->deleted || dfd < 0 ? -ENOENT : 0;
-	if (!rc && renameat(opt.tfd, tname, dfd, fname))
+	if (!rc && renameat(store.tfd, tname, dfd, fname))
 		rc = -errno;
 	if (!rc)
 		rc = idx_put(b, r->t.key, r->t.key_len, total, mt, etag);
 	pthread_rwlock_unlock(&b->lock);
 	if (rc) {
-		unlinkat(opt.tfd, tname, 0);
+		unlinkat(store.tfd, tname, 0);
 		if (dfd >= 0)
 			close(dfd);
 		s3_error(r, rc == -ENOENT ? 404 : 500, rc == -ENOENT ? "NoSuchBucket" : "InternalError",
@@ -1664,128 +1258,6 @@ static void handle(struct s3_req *r, void *arg)
 /* ---------------------------------------------------------------------- */
 /* Startup                                                                  */
 
-static int open_subdir(const char *name)
-{
-	if (mkdirat(opt.dfd, name, 0755) && errno != EEXIST)
-		return -1;
-	return openat(opt.dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-}
-
-/* Drops temporary files a crash left behind: they were never visible. */
-static void clean_tmp(void)
-{
-	int fd = dup(opt.tfd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.' && !unlinkat(opt.tfd, e->d_name, 0))
-			n++;
-	closedir(d);
-	if (n)
-		logmsg("removed %d unfinished temporary file(s)", n);
-}
-
-static int load_bucket(const char *name)
-{
-	struct stat st;
-	if (fstatat(opt.bfd, name, &st, 0) || !S_ISDIR(st.st_mode))
-		return 0;
-	if (!s3_bucket_name_ok(name)) {
-		logmsg("ignoring %s/buckets/%s: not a valid bucket name", opt.dir, name);
-		return 0;
-	}
-	struct bucket *b = bucket_new(name, st.st_mtime);
-	if (!b)
-		return -ENOMEM;
-	int fd = openat(opt.bfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		bucket_free(b);
-		return -errno;
-	}
-	char hb[HDR_SIZE];
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		size_t nl = strlen(e->d_name);
-		if (nl != 68 || strcmp(e->d_name + 64, ".obj"))
-			continue;
-		int ofd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC);
-		if (ofd < 0)
-			continue;
-		ssize_t n = pread(ofd, hb, sizeof(hb), 0);
-		close(ofd);
-		const struct obj_hdr *h = (const void *)hb;
-		char want[72];
-		if (n != HDR_SIZE || check_hdr(hb, n))
-			goto bad;
-		obj_name(want, hdr_key(h), h->klen);
-		if (strcmp(want, e->d_name))
-			goto bad;
-		if (b->n == b->cap) {
-			size_t cap = b->cap ? b->cap * 2 : 64;
-			struct obj *nv = realloc(b->v, cap * sizeof(*nv));
-			if (!nv)
-				break;
-			b->v = nv;
-			b->cap = cap;
-		}
-		struct obj *o = &b->v[b->n];
-		o->key = malloc(h->klen + 1);
-		if (!o->key)
-			break;
-		memcpy(o->key, hdr_key(h), h->klen);
-		o->key[h->klen] = 0;
-		o->klen = h->klen;
-		o->size = h->size;
-		o->mtime = h->mtime;
-		memcpy(o->etag, h->etag, sizeof(o->etag));
-		b->n++;
-		continue;
-bad:
-		logmsg("ignoring damaged object file buckets/%s/%s", name, e->d_name);
-	}
-	closedir(d);
-	if (b->n)
-		qsort(b->v, b->n, sizeof(*b->v), obj_sort_cmp);
-	b->next = buckets;
-	buckets = b;
-	return 0;
-}
-
-static int load_all(void)
-{
-	int fd = dup(opt.bfd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *e;
-	int nb = 0;
-	size_t no = 0;
-
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		int rc = load_bucket(e->d_name);
-		if (rc) {
-			closedir(d);
-			return rc;
-		}
-	}
-	closedir(d);
-	for (struct bucket *b = buckets; b; b = b->next) {
-		nb++;
-		no += b->n;
-	}
-	logmsg("data in %s: %d bucket(s), %zu object(s)", opt.dir, nb, no);
-	return 0;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -1837,6 +1309,8 @@ int main(int argc, char **argv)
 		.name = "storaged", .host = "127.0.0.1", .port = 9100, .max_conns = 512,
 		.idle_ms = 30000, .head_ms = 10000, .max_header = 16384, .handler = handle,
 	};
+	const char *dir = NULL;
+	bool use_fsync = true;
 	int c;
 	long l;
 	uint64_t u;
@@ -1844,7 +1318,7 @@ int main(int argc, char **argv)
 	log_init("storaged");
 	while ((c = getopt_long(argc, argv, "d:H:p:vh", lo, NULL)) != -1) {
 		switch (c) {
-		case 'd': opt.dir = optarg; break;
+		case 'd': dir = optarg; break;
 		case 'H': cfg.host = optarg; break;
 		case 'p':
 			if (parse_long(optarg, 0, 65535, &l))
@@ -1882,7 +1356,7 @@ int main(int argc, char **argv)
 			cfg.head_ms = u;
 			break;
 		case 7: opt.region = optarg; break;
-		case 8: opt.fsync = false; break;
+		case 8: use_fsync = false; break;
 		case 'v': log_verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -1892,58 +1366,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "storaged: unexpected argument '%s' (see --help)\n", argv[optind]);
 		return 2;
 	}
-	if (!opt.dir) {
+	if (!dir) {
 		fprintf(stderr, "storaged: --dir is required (see --help)\n");
 		return 2;
 	}
-	if (mkdir(opt.dir, 0755) && errno != EEXIST) {
-		fprintf(stderr, "storaged: cannot create %s: %s\n", opt.dir, strerror(errno));
+	if (store_open(dir, use_fsync))
 		return 1;
-	}
-	opt.dfd = open(opt.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (opt.dfd < 0) {
-		fprintf(stderr, "storaged: cannot open %s: %s\n", opt.dir, strerror(errno));
-		return 1;
-	}
-	/* One storaged per directory: a second one would delete the first
-	 * one's temporary files at start. */
-	int lfd = openat(opt.dfd, "storaged.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (lfd < 0 || flock(lfd, LOCK_EX | LOCK_NB)) {
-		fprintf(stderr, "storaged: %s is %s\n", opt.dir,
-			lfd < 0 ? strerror(errno) : "in use by another storaged");
-		return 1;
-	}
-	if ((opt.bfd = open_subdir("buckets")) < 0 ||
-	    (opt.tfd = open_subdir("tmp")) < 0 || (opt.ufd = open_subdir("uploads")) < 0) {
-		fprintf(stderr, "storaged: cannot use data directory %s: %s\n", opt.dir, strerror(errno));
-		return 1;
-	}
-	clean_tmp();
-	if (load_all()) {
-		fprintf(stderr, "storaged: cannot read %s: %s\n", opt.dir, strerror(errno));
-		return 1;
-	}
 	int rc = server_run(&cfg);
-	uint64_t fb = atomic_load(&direct_fallbacks);
+	uint64_t fb = store_direct_fallbacks();
 	if (fb)
 		logmsg("%llu O_DIRECT fallback(s) to buffered I/O", (unsigned long long)fb);
-	if (server_active() == 0) {
-		/* Nothing can still touch the index: free it for leak checkers. */
-		while (buckets) {
-			struct bucket *b = buckets;
-			buckets = b->next;
-			bucket_free(b);
-		}
-		while (graveyard) {
-			struct bucket *b = graveyard;
-			graveyard = b->next;
-			bucket_free(b);
-		}
-	}
-	close(opt.bfd);
-	close(opt.tfd);
-	close(opt.ufd);
-	close(opt.dfd);
-	close(lfd);
+	/* With every connection finished nothing can still touch the index:
+	 * free it, which keeps leak checkers quiet. */
+	store_close(server_active() == 0);
 	return rc;
 }
