@@ -19,7 +19,8 @@ demo_storaged_LDADD = $(DEMO_LDADD)
 demo_storaged_LDFLAGS = $(SANITIZER_CFLAGS)
 
 bin_PROGRAMS += demo/s3proxy
-demo_s3proxy_SOURCES = demo/s3proxy.c demo/server.c demo/server.h \
+demo_s3proxy_SOURCES = demo/s3proxy.c demo/proxy.h demo/proxy_auth.c \
+	demo/proxy_backend.c demo/server.c demo/server.h \
 	demo/client.c demo/client.h $(DEMO_COMMON)
 demo_s3proxy_CFLAGS = $(DEMO_CFLAGS)
 demo_s3proxy_LDADD = $(DEMO_LDADD)
