@@ -77,4 +77,21 @@ if report min POOLSHIM_URING_MIN=32M && [ -s "$PST_TMP/auto.json" ]; then
 	a=$(get auto "r['uring']['sqes']")
 	check min "r['uring']['sqes'] < $a and r['uring']['fallbacks']['small'] > 0" "URING_MIN=32M: fewer SQEs (than $a), small fallbacks"
 fi
+
+# 3. fork: each child that does O_DIRECT I/O builds its own ring (tests/preload/io_fork;
+# its children exit() after their I/O, so each writes a report of its own)
+mkdir "$PST_TMP/fork"
+if shim CK_FORK=no POOLSHIM_STATS="$PST_TMP/fork/r-%p.json" -- "$PRELOAD_BIN/io_fork" >"$PST_TMP/fork.out" 2>&1; then
+	n=$(python3 -c '
+import glob, json, sys
+ok = 0
+for f in glob.glob(sys.argv[1] + "/r-*.json"):
+    u = json.load(open(f)).get("uring", {})
+    ok += u.get("state") == "ok" and u.get("rings", 0) >= 1 and u.get("fixed", 0) > 0
+print(ok)' "$PST_TMP/fork")
+	[ "$n" -ge 4 ] 2>/dev/null && pass "fork: $n processes (parent and children) used a ring of their own" ||
+		fail "fork: only $n reports with a working ring: $(ls "$PST_TMP/fork")"
+else
+	fail "io_fork under the shim: $(tail -5 "$PST_TMP/fork.out")"
+fi
 finish

@@ -10,6 +10,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -83,10 +84,12 @@ START_TEST(test_fork_child_io)
 	/* the parent uses the ring before the fork */
 	ck_assert_int_eq(verify(fd, 4 * MiB, 0, 0, 0), 0);
 	for (int round = 0; round < 3; round++) {
+		fflush(NULL);
 		pid_t pid = fork();
 		ck_assert_int_ge(pid, 0);
+		/* exit(), not _exit(): the child writes its own report (io_direct.sh reads it) */
 		if (pid == 0)
-			_exit(child_work(fd, buf, 0xc0de + (uint64_t)round));
+			exit(child_work(fd, buf, 0xc0de + (uint64_t)round));
 		int rc = wait_child(pid);
 		ck_assert_msg(rc == 0, "child round %d failed with %d", round, rc);
 		/* the parent sees the child's write, with its own ring */
