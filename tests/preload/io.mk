@@ -14,9 +14,10 @@ pst_io_scripts = \
 	tests/preload/io_direct.sh \
 	tests/preload/io_nouring.sh \
 	tests/preload/io_fortify.sh \
+	tests/preload/io_kinds.sh \
 	tests/preload/io_baseline.sh
 check_PROGRAMS += $(pst_io_programs) tests/preload/io_direct \
-	tests/preload/io_sandbox tests/preload/io_fortify
+	tests/preload/io_sandbox tests/preload/io_fortify tests/preload/io_kinds
 TESTS += $(pst_io_programs) $(pst_io_scripts)
 EXTRA_DIST += $(pst_io_scripts)
 
@@ -37,6 +38,10 @@ tests_preload_io_sockets_LDADD = $(PST_LIBS_ALL)
 tests_preload_io_errno_SOURCES = tests/preload/io_errno.c $(pst_io_common)
 tests_preload_io_errno_CFLAGS = $(PST_CFLAGS_ALL)
 tests_preload_io_errno_LDADD = $(PST_LIBS_ALL)
+
+tests_preload_io_kinds_SOURCES = tests/preload/io_kinds.c $(pst_io_common)
+tests_preload_io_kinds_CFLAGS = $(PST_CFLAGS_ALL)
+tests_preload_io_kinds_LDADD = $(PST_LIBS_ALL)
 
 # Runs a command in a sandbox: a seccomp filter on io_uring_setup, a tiny
 # RLIMIT_MEMLOCK, CAP_IPC_LOCK dropped.

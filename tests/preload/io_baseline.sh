@@ -5,7 +5,7 @@
 # that fails here is wrong, not the shim.)
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 skipped=0
-for p in io_direct io_fork io_signals io_sockets io_errno; do
+for p in io_direct io_fork io_signals io_sockets io_errno io_kinds; do
 	env -u LD_PRELOAD PST_IO_SCALE=0.25 "$PRELOAD_BIN/$p" >"$PST_TMP/$p.out" 2>&1
 	case $? in
 	0) pass "$p without the shim" ;;
