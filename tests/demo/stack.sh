@@ -33,6 +33,12 @@ expect_eq "curl put" "$($CURL -o /dev/null -w '%{http_code}' -H "x-amz-content-s
 $CURL -o "$DEMO_TMP/obj.back" "$E/demo/curl/obj"
 if cmp -s "$DEMO_TMP/obj" "$DEMO_TMP/obj.back"; then pass "curl get returns the bytes"; else fail "curl get differs"; fi
 expect_eq "curl delete" "$($CURL -o /dev/null -w '%{http_code}' -X DELETE "$E/demo/curl/obj")" 204
+out=$($CURL -v -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" -H 'Expect: 100-continue' \
+	-T "$DEMO_TMP/obj" "$E/demo/curl/expect" 2>&1 | tr -d '\r')
+expect_match "proxy answers Expect: 100-continue" "$out" '< HTTP/1.1 100 Continue.*< HTTP/1.1 200 OK'
+out=$(curl -s -v -H 'Expect: 100-continue' -T "$DEMO_TMP/obj" \
+	"http://127.0.0.1:$PORT_node1/demo/direct-expect" 2>&1 | tr -d '\r')
+expect_match "storaged answers Expect: 100-continue" "$out" '< HTTP/1.1 100 Continue.*< HTTP/1.1 200 OK'
 expect_eq "deleted object is gone" "$($CURL -o /dev/null -w '%{http_code}' "$E/demo/curl/obj")" 404
 expect_match "404 carries S3 error XML" "$($CURL "$E/demo/curl/obj")" '<Code>NoSuchKey</Code>.*<RequestId>'
 expect_eq "payload hash mismatch" "$($CURL -o /dev/null -w '%{http_code}' \
@@ -81,6 +87,7 @@ expect_match "bad chunk signature -> 403" "$out" '^403.*SignatureDoesNotMatch'
 mkdir -p "$DEMO_TMP/sentinel"
 before=$(cd "$DEMO_TMP" && find . -path ./data1 -prune -o -path ./data2 -prune -o -print | sort)
 for k in '../x' '../../sentinel/evil' '/etc/passwd' 'a//b' '..' '.' 'a/./b' '%2e%2e%2fx' \
+	'ünïcødé/日本語/🙂' 'sp ace?&=#+' \
 	"$(printf 'nul\\x00-like')" "$(head -c 1000 /dev/zero | tr '\0' k)"; do
 	out=$($S3REQ PUT demo "$k" --data "content of $k")
 	expect_match "put key '$(printf '%.40s' "$k")'" "$out" '^200'
