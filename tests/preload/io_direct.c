@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -496,6 +497,56 @@ START_TEST(test_append)
 }
 END_TEST
 
+/*
+ * Protection the program put on part of a pooled buffer holds: the kernel
+ * refuses (EFAULT) to read into read-only pages or to write from
+ * inaccessible ones, even after the pool was registered as fixed buffers
+ * (which the kernel writes through without looking at the protection).
+ */
+START_TEST(test_protected_buffer)
+{
+	int fd = pio_open_direct(rpath, O_RDONLY);
+	char *wpath = pio_path("protected");
+	int wfd = pio_open_direct(wpath, O_RDWR | O_CREAT | O_TRUNC);
+	const size_t n = 4 * MiB, half = 2 * MiB;
+	unsigned char *a = NULL, *b = NULL;
+	ck_assert_int_eq(posix_memalign((void **)&a, 2 * MiB, n), 0);
+	ck_assert_int_eq(posix_memalign((void **)&b, 2 * MiB, n), 0);
+	/* eligible I/O first, so that the pool (a included) is registered before mprotect */
+	unsigned char *warm = pio_alloc(1 * MiB);
+	ck_assert_int_eq(pread(fd, warm, 1 * MiB, 0), 1 * MiB);
+	ck_assert_int_eq(pread(fd, a, n, 0), (ssize_t)n);
+	memset(a, 0x11, n);
+	memset(b, 0x11, n);
+	ck_assert_int_eq(mprotect(a + half, half, PROT_READ), 0);
+	ck_assert_int_eq(mprotect(b + half, half, PROT_READ), 0);
+	struct pio_res want = pio_sys_pread(fd, b, n, 0);
+	struct pio_res got = PIO_CALL(pread(fd, a, n, 0));
+	bool untouched = a[half] == 0x11 && a[n - 1] == 0x11;
+	ck_assert_int_eq(mprotect(a + half, half, PROT_READ | PROT_WRITE), 0);
+	ck_assert_int_eq(mprotect(b + half, half, PROT_READ | PROT_WRITE), 0);
+	ck_assert_msg(got.ret == want.ret && got.err == want.err,
+		      "pread into a half read-only buffer: %ld/%d, kernel %ld/%d", got.ret, got.err,
+		      want.ret, want.err);
+	ck_assert_msg(untouched || want.ret == (long)n, "pread wrote into read-only memory");
+	/* writing from memory the program may not read */
+	ck_assert_int_eq(mprotect(a + half, half, PROT_NONE), 0);
+	want = pio_sys_pwrite(wfd, a, n, 0);
+	got = PIO_CALL(pwrite(wfd, a, n, (off_t)n));
+	ck_assert_int_eq(mprotect(a + half, half, PROT_READ | PROT_WRITE), 0);
+	ck_assert_msg(got.ret == want.ret && got.err == want.err,
+		      "pwrite from a half inaccessible buffer: %ld/%d, kernel %ld/%d", got.ret, got.err,
+		      want.ret, want.err);
+	free(a);
+	free(b);
+	free(warm);
+	close(wfd);
+	close(fd);
+	unlink(wpath);
+	free(wpath);
+}
+END_TEST
+
 static Suite *suite_io_direct(void)
 {
 	Suite *s = suite_create("io_direct");
@@ -509,6 +560,7 @@ static Suite *suite_io_direct(void)
 		{ "threads", test_threads, 1 },
 		{ "writes", test_writes, 1 },
 		{ "append", test_append, 1 },
+		{ "protected", test_protected_buffer, 1 },
 	};
 	for (size_t k = 0; k < sizeof(cases) / sizeof(*cases); k++) {
 		TCase *tc = tcase_create(cases[k].name);
