@@ -8,7 +8,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -17,7 +19,7 @@
 
 struct ps_config ps_cfg;
 
-enum opt_kind { OPT_BOOL, OPT_SIZE, OPT_UINT, OPT_ENUM, OPT_STRING };
+enum opt_kind { OPT_BOOL, OPT_SIZE, OPT_UINT, OPT_ENUM, OPT_STRING, OPT_SIGNAL };
 
 struct option {
 	const char *name;
@@ -54,6 +56,8 @@ static const struct option options[] = {
 	{ "POOLSHIM_URING_DEPTH", OPT_UINT, OFF(uring_depth), 16, 1, 256, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_TIMING", OPT_BOOL, OFF(timing), 1, 0, 0, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_TIMING_SAMPLE", OPT_UINT, OFF(timing_sample), 16, 1, 65536, NULL, NULL, SIZE_MAX },
+	{ "POOLSHIM_LIVE", OPT_BOOL, OFF(live), 1, 0, 0, NULL, NULL, SIZE_MAX },
+	{ "POOLSHIM_DUMP_SIGNAL", OPT_SIGNAL, OFF(dump_signal), 0, 0, 0, NULL, NULL, SIZE_MAX },
 };
 
 static const char *const true_words[] = { "1", "on", "yes", "true", NULL };
@@ -69,6 +73,57 @@ int ps_parse_bool(const char *s, bool *out)
 	for (int i = 0; false_words[i]; i++)
 		if (strcasecmp(s, false_words[i]) == 0) {
 			*out = false;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int parse_bounded(const char *s, bool suffix, uint64_t min, uint64_t max, uint64_t *out);
+
+static const struct { const char *name; int num; } signal_names[] = {
+	{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "USR1", SIGUSR1 },
+	{ "USR2", SIGUSR2 }, { "PIPE", SIGPIPE }, { "ALRM", SIGALRM }, { "TERM", SIGTERM },
+	{ "CHLD", SIGCHLD }, { "CONT", SIGCONT }, { "TSTP", SIGTSTP }, { "TTIN", SIGTTIN },
+	{ "TTOU", SIGTTOU }, { "URG", SIGURG }, { "XCPU", SIGXCPU }, { "XFSZ", SIGXFSZ },
+	{ "VTALRM", SIGVTALRM }, { "PROF", SIGPROF }, { "WINCH", SIGWINCH }, { "IO", SIGIO },
+	{ "PWR", SIGPWR }, { "SYS", SIGSYS },
+};
+
+static const char *signal_name(int sig)
+{
+	for (size_t i = 0; i < PS_ARRAY_SIZE(signal_names); i++)
+		if (signal_names[i].num == sig)
+			return signal_names[i].name;
+	return NULL;
+}
+
+int ps_parse_signal(const char *s, int *out)
+{
+	bool off;
+
+	if (ps_parse_bool(s, &off) == 0 && !off) {
+		*out = 0;
+		return 0;
+	}
+	if (strcasecmp(s, "none") == 0) {
+		*out = 0;
+		return 0;
+	}
+	if (*s >= '0' && *s <= '9') {
+		uint64_t v;
+		int r = parse_bounded(s, false, 1, 64, &v);
+		/* Signals the kernel never delivers to a handler cannot be used. */
+		if (r == 0 && (v == SIGKILL || v == SIGSTOP))
+			r = -EINVAL;
+		if (r == 0)
+			*out = (int)v;
+		return r;
+	}
+	if (strncasecmp(s, "SIG", 3) == 0)
+		s += 3;
+	for (size_t i = 0; i < PS_ARRAY_SIZE(signal_names); i++)
+		if (strcasecmp(s, signal_names[i].name) == 0) {
+			*out = signal_names[i].num;
 			return 0;
 		}
 	return -EINVAL;
@@ -150,6 +205,7 @@ static void set_default(struct ps_config *cfg, const struct option *o)
 		*(uint64_t *)field(cfg, o->offset) = o->def;
 		break;
 	case OPT_ENUM:
+	case OPT_SIGNAL:
 		*(int *)field(cfg, o->offset) = (int)o->def;
 		break;
 	case OPT_STRING:
@@ -197,6 +253,17 @@ static void put_value(struct ps_buf *b, const struct ps_config *cfg, const struc
 	case OPT_STRING:
 		ps_buf_puts(b, deflt ? o->def_str : (const char *)f);
 		break;
+	case OPT_SIGNAL: {
+		int sig = deflt ? (int)o->def : *(const int *)f;
+		const char *name = signal_name(sig);
+		if (sig == 0)
+			ps_buf_puts(b, "off");
+		else if (name)
+			ps_buf_puts(b, name);
+		else
+			ps_buf_i64(b, sig);
+		break;
+	}
 	}
 }
 
@@ -224,6 +291,9 @@ static void put_accepted(struct ps_buf *b, const struct option *o)
 		break;
 	case OPT_STRING:
 		ps_buf_puts(b, "stderr|off|a file path (%p = pid, %e = program name)");
+		break;
+	case OPT_SIGNAL:
+		ps_buf_puts(b, "a signal name such as USR2 or SIGUSR2, a number 1..64 but KILL/STOP, or off");
 		break;
 	}
 }
@@ -268,6 +338,13 @@ static int apply(struct ps_config *cfg, const struct option *o, const char *v)
 				r = 0;
 			}
 		break;
+	case OPT_SIGNAL: {
+		int sig;
+		r = ps_parse_signal(v, &sig);
+		if (r == 0)
+			*(int *)field(cfg, o->offset) = sig;
+		break;
+	}
 	case OPT_STRING:
 		if (*v == '\0')
 			r = -EINVAL;

@@ -48,6 +48,8 @@ struct ps_config {
 	uint64_t uring_depth;          /* POOLSHIM_URING_DEPTH */
 	bool timing;                   /* POOLSHIM_TIMING */
 	uint64_t timing_sample;        /* POOLSHIM_TIMING_SAMPLE */
+	bool live;                     /* POOLSHIM_LIVE */
+	int dump_signal;               /* POOLSHIM_DUMP_SIGNAL, 0 = none */
 };
 
 /* The built-in defaults. */
@@ -72,6 +74,8 @@ void ps_config_print(const struct ps_config *cfg, struct ps_buf *b);
 int ps_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int ps_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int ps_parse_bool(const char *s, bool *out);
+/* A signal by name (USR2, SIGUSR2), by number (1..64), or off/none/0 for none. */
+int ps_parse_signal(const char *s, int *out);
 
 /* The process-wide configuration, valid once the shim is initialised. */
 extern struct ps_config ps_cfg;

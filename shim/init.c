@@ -19,17 +19,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "config.h"
 #include "fmt.h"
+#include "dump.h"
 #include "io.h"
+#include "live.h"
 #include "pool.h"
 #include "uring.h"
 #include "report.h"
 #include "stats.h"
 
 int ps_state = PS_STATE_NEW;
+int ps_pid;
 static __thread bool initialising;
 static bool decided_on;
 static pthread_key_t thread_key;
@@ -55,6 +59,9 @@ static bool decide_enabled(void)
 
 static void after_fork_child(void)
 {
+	ps_pid = (int)getpid();
+	/* Move the counters to our own live file before zeroing them. */
+	ps_live_after_fork_child();
 	ps_stats_after_fork_child();
 	ps_uring_after_fork_child();
 }
@@ -114,9 +121,17 @@ static void start(void)
 	if (r < 0)
 		ps_log("the pool could not be created (%s); large buffers use jemalloc's "
 		       "ordinary arenas", ps_errno_name(-r) ? ps_errno_name(-r) : "error");
+	ps_pid = (int)getpid();
 	ps_io_init(&ps_cfg);
 	if (strcmp(ps_cfg.stats, "stderr") == 0)
 		ps_report_keep_stderr();
+	if (ps_cfg.live) {
+		int lr = ps_live_init(&ps_cfg);
+		if (lr < 0 && ps_cfg.verbose)
+			ps_log("no live statistics file in " PS_LIVE_DIR " (%s)",
+			       ps_errno_name(-lr) ? ps_errno_name(-lr) : "error");
+		ps_pool_on_change = ps_live_publish;
+	}
 	__atomic_store_n(&ps_state, PS_STATE_ON, __ATOMIC_RELEASE);
 
 	/* These may allocate: malloc now takes the normal path. */
@@ -128,6 +143,7 @@ static void start(void)
 		if (ps_stats_tls)
 			pthread_setspecific(thread_key, ps_stats_tls);
 	}
+	ps_dump_init(&ps_cfg);
 	if (ps_cfg.verbose)
 		verbose_banner();
 	errno = saved_errno;
@@ -164,6 +180,9 @@ __attribute__((constructor)) static void poolshim_ctor(void)
  */
 __attribute__((destructor)) static void poolshim_dtor(void)
 {
-	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) == PS_STATE_ON)
+	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) == PS_STATE_ON) {
+		ps_live_publish();
 		ps_report_emit(&ps_cfg);
+		ps_live_remove();
+	}
 }

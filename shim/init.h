@@ -20,6 +20,8 @@ enum ps_state {
 };
 
 extern int ps_state;
+/* Our pid as of start-up or the last fork (a vfork child has another). */
+extern int ps_pid;
 
 /* Slow path of ps_enabled(): initialise, or wait for the thread that is. */
 bool ps_init_slow(void);

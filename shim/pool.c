@@ -37,6 +37,7 @@
 #endif
 
 uintptr_t ps_pool_lo, ps_pool_hi;
+void (*ps_pool_on_change)(void);
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t pool_next;      /* where the next slab may start */
@@ -267,6 +268,8 @@ void *ps_pool_take(size_t len, size_t align, bool *zeroed, enum ps_pool_fail *wh
 	}
 	pthread_mutex_unlock(&pool_lock);
 
+	if (ps_pool_on_change)
+		ps_pool_on_change();
 	errno = saved_errno;
 	*why = fail;
 	if (fail != PS_FAIL_NONE)
@@ -316,9 +319,10 @@ bool ps_pool_within_slab(const void *p, size_t len)
 
 void ps_pool_get_info(struct ps_pool_info *out)
 {
-	pthread_mutex_lock(&pool_lock);
+	bool locked = pthread_mutex_trylock(&pool_lock) == 0;
 	*out = info;
-	pthread_mutex_unlock(&pool_lock);
+	if (locked)
+		pthread_mutex_unlock(&pool_lock);
 }
 
 void ps_pool_reset_for_tests(void)

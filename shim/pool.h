@@ -92,7 +92,14 @@ int ps_pool_nslabs(void);
 /* Whether [p, p + len) lies within one slab. */
 bool ps_pool_within_slab(const void *p, size_t len);
 
+/*
+ * A copy of the pool's state.  Safe in a signal handler: if the lock is
+ * held (perhaps by the interrupted thread) the copy is taken without it.
+ */
 void ps_pool_get_info(struct ps_pool_info *info);
+
+/* Called (outside the lock) after each new slab; live.c republishes. */
+extern void (*ps_pool_on_change)(void);
 
 const char *ps_backing_name(enum ps_backing b);
 const char *ps_pool_fail_name(enum ps_pool_fail f);

@@ -49,8 +49,8 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch)
 	d->totals = scratch;
 	d->pool_ready = ps_alloc_pool_ready();
 	ps_pool_get_info(&d->pool);
-	d->pool_in_use = PS_LOAD(ps_pool_in_use);
-	d->pool_peak = PS_LOAD(ps_pool_peak);
+	d->pool_in_use = PS_LOAD(ps_gauges->pool_in_use);
+	d->pool_peak = PS_LOAD(ps_gauges->pool_peak);
 	d->pool_min = ps_cfg.pool_min;
 	if (PS_SYSCALL(SYS_getrusage, RUSAGE_SELF, &ru) == 0) {
 		d->minflt = (uint64_t)ru.ru_minflt;

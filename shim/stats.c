@@ -18,7 +18,9 @@
 static struct ps_tstats *blocks;
 static int nblocks;
 __thread struct ps_tstats *ps_stats_tls;
-uint64_t ps_pool_in_use, ps_pool_peak;
+static struct ps_gauges static_gauges;
+struct ps_gauges *ps_gauges = &static_gauges;
+void *(*ps_stats_block_source)(void);
 void (*ps_stats_on_claim)(void *block);
 
 static const char *const call_names[] = {
@@ -61,12 +63,15 @@ struct ps_tstats *ps_stats_claim(void)
 			return adopt(t);
 	}
 
-	int saved_errno = errno;
-	void *p = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	errno = saved_errno;
-	if (p == MAP_FAILED)
-		return NULL;
+	void *(*source)(void) = ps_stats_block_source;
+	void *p = source ? source() : NULL;
+	if (!p) {
+		int saved_errno = errno;
+		p = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		errno = saved_errno;
+		if (p == MAP_FAILED)
+			return NULL;
+	}
 	t = p;
 	t->in_use = 1;
 	t->next = __atomic_load_n(&blocks, __ATOMIC_RELAXED);
@@ -75,6 +80,40 @@ struct ps_tstats *ps_stats_claim(void)
 		;
 	__atomic_add_fetch(&nblocks, 1, __ATOMIC_RELAXED);
 	return adopt(t);
+}
+
+static void zero_counters(struct ps_tstats *t)
+{
+	memset(t->c, 0, sizeof(t->c));
+	memset(t->errnos, 0, sizeof(t->errnos));
+	memset(t->events, 0, sizeof(t->events));
+	memset(&t->uring, 0, sizeof(t->uring));
+}
+
+void ps_stats_rehome(void)
+{
+	struct ps_tstats *old = ps_stats_tls;
+	void *(*source)(void) = ps_stats_block_source;
+
+	if (!old || !source)
+		return;
+	struct ps_tstats *t = source();
+	if (!t)
+		return;
+	memcpy(t->c, old->c, sizeof(t->c));
+	memcpy(t->errnos, old->errnos, sizeof(t->errnos));
+	memcpy(t->events, old->events, sizeof(t->events));
+	t->uring = old->uring;
+	t->in_use = 1;
+	t->next = __atomic_load_n(&blocks, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&blocks, &t->next, t, true,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+	__atomic_add_fetch(&nblocks, 1, __ATOMIC_RELAXED);
+	/* Switch first, then empty the old block for the next thread to take. */
+	ps_stats_tls = t;
+	zero_counters(old);
+	__atomic_store_n(&old->in_use, 0, __ATOMIC_RELEASE);
 }
 
 void ps_stats_release(void *block)
@@ -111,14 +150,6 @@ void ps_stats_io(enum ps_call call, enum ps_fdkind kind, uint64_t request, long 
 	}
 }
 
-static void zero_counters(struct ps_tstats *t)
-{
-	memset(t->c, 0, sizeof(t->c));
-	memset(t->errnos, 0, sizeof(t->errnos));
-	memset(t->events, 0, sizeof(t->events));
-	memset(&t->uring, 0, sizeof(t->uring));
-}
-
 void ps_stats_after_fork_child(void)
 {
 	/* Only the forking thread lives on; the child reports its own work. */
@@ -129,42 +160,49 @@ void ps_stats_after_fork_child(void)
 	}
 }
 
-static void add_counter(struct ps_counter *dst, const struct ps_counter *src)
+static void add_counter(struct ps_counter *dst, const struct ps_counter *src, int sign)
 {
-	dst->calls += PS_LOAD(src->calls);
-	dst->bytes += PS_LOAD(src->bytes);
-	dst->errors += PS_LOAD(src->errors);
-	dst->eagain += PS_LOAD(src->eagain);
-	dst->timed += PS_LOAD(src->timed);
-	dst->nsec += PS_LOAD(src->nsec);
+	uint64_t m = (uint64_t)(int64_t)sign;   /* 1 or all ones: add or subtract */
+	dst->calls += m * PS_LOAD(src->calls);
+	dst->bytes += m * PS_LOAD(src->bytes);
+	dst->errors += m * PS_LOAD(src->errors);
+	dst->eagain += m * PS_LOAD(src->eagain);
+	dst->timed += m * PS_LOAD(src->timed);
+	dst->nsec += m * PS_LOAD(src->nsec);
 	for (int i = 0; i < PS_SIZE_BUCKETS; i++)
-		dst->size_hist[i] += PS_LOAD(src->size_hist[i]);
+		dst->size_hist[i] += m * PS_LOAD(src->size_hist[i]);
 	for (int i = 0; i < PS_LAT_BUCKETS; i++)
-		dst->lat_hist[i] += PS_LOAD(src->lat_hist[i]);
+		dst->lat_hist[i] += m * PS_LOAD(src->lat_hist[i]);
+}
+
+void ps_stats_add(struct ps_tstats *dst, const struct ps_tstats *src, int sign)
+{
+	uint64_t m = (uint64_t)(int64_t)sign;
+
+	for (int call = 0; call < PS_CALL__COUNT; call++) {
+		for (int k = 0; k < PS_FD__COUNT; k++)
+			if (PS_LOAD(src->c[call][k].calls))
+				add_counter(&dst->c[call][k], &src->c[call][k], sign);
+		for (int e = 0; e < PS_ERRNO_MAX; e++)
+			dst->errnos[call][e] += (uint32_t)m * PS_LOAD(src->errnos[call][e]);
+	}
+	for (int e = 0; e < PS_EV__COUNT; e++)
+		dst->events[e] += m * PS_LOAD(src->events[e]);
+	dst->uring.enters += m * PS_LOAD(src->uring.enters);
+	dst->uring.sqes += m * PS_LOAD(src->uring.sqes);
+	dst->uring.fixed += m * PS_LOAD(src->uring.fixed);
+	dst->uring.split_calls += m * PS_LOAD(src->uring.split_calls);
+	for (int i = 0; i < PS_SQE_BUCKETS; i++)
+		dst->uring.sqes_per_enter[i] += m * PS_LOAD(src->uring.sqes_per_enter[i]);
+	for (int i = 0; i < PS_UFB__COUNT; i++)
+		dst->uring.fallbacks[i] += m * PS_LOAD(src->uring.fallbacks[i]);
 }
 
 void ps_stats_merge(struct ps_tstats *out)
 {
 	memset(out, 0, sizeof(*out));
-	for (struct ps_tstats *t = __atomic_load_n(&blocks, __ATOMIC_ACQUIRE); t; t = t->next) {
-		for (int call = 0; call < PS_CALL__COUNT; call++) {
-			for (int k = 0; k < PS_FD__COUNT; k++)
-				if (PS_LOAD(t->c[call][k].calls))
-					add_counter(&out->c[call][k], &t->c[call][k]);
-			for (int e = 0; e < PS_ERRNO_MAX; e++)
-				out->errnos[call][e] += PS_LOAD(t->errnos[call][e]);
-		}
-		for (int e = 0; e < PS_EV__COUNT; e++)
-			out->events[e] += PS_LOAD(t->events[e]);
-		out->uring.enters += PS_LOAD(t->uring.enters);
-		out->uring.sqes += PS_LOAD(t->uring.sqes);
-		out->uring.fixed += PS_LOAD(t->uring.fixed);
-		out->uring.split_calls += PS_LOAD(t->uring.split_calls);
-		for (int i = 0; i < PS_SQE_BUCKETS; i++)
-			out->uring.sqes_per_enter[i] += PS_LOAD(t->uring.sqes_per_enter[i]);
-		for (int i = 0; i < PS_UFB__COUNT; i++)
-			out->uring.fallbacks[i] += PS_LOAD(t->uring.fallbacks[i]);
-	}
+	for (struct ps_tstats *t = __atomic_load_n(&blocks, __ATOMIC_ACQUIRE); t; t = t->next)
+		ps_stats_add(out, t, 1);
 }
 
 int ps_stats_blocks(void)
@@ -174,10 +212,11 @@ int ps_stats_blocks(void)
 
 void ps_stats_pool_used(int64_t delta)
 {
-	uint64_t now = __atomic_add_fetch(&ps_pool_in_use, (uint64_t)delta, __ATOMIC_RELAXED);
-	uint64_t peak = __atomic_load_n(&ps_pool_peak, __ATOMIC_RELAXED);
+	struct ps_gauges *g = ps_gauges;
+	uint64_t now = __atomic_add_fetch(&g->pool_in_use, (uint64_t)delta, __ATOMIC_RELAXED);
+	uint64_t peak = __atomic_load_n(&g->pool_peak, __ATOMIC_RELAXED);
 	while (delta > 0 && now > peak &&
-	       !__atomic_compare_exchange_n(&ps_pool_peak, &peak, now, true,
+	       !__atomic_compare_exchange_n(&g->pool_peak, &peak, now, true,
 					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
 }

@@ -189,11 +189,17 @@ void ps_stats_io(enum ps_call call, enum ps_fdkind kind, uint64_t request, long 
 /* Called with each newly claimed block (init.c ties it to thread exit). */
 extern void (*ps_stats_on_claim)(void *block);
 
+/* Move the calling thread's counters into a block from ps_stats_block_source. */
+void ps_stats_rehome(void);
+
 /* Thread exit: give the block back for reuse (its counts stay). */
 void ps_stats_release(void *block);
 
 /* In a fork child: zero every block and keep only the caller's. */
 void ps_stats_after_fork_child(void);
+
+/* dst += src (sign 1) or dst -= src (sign -1), counters only. */
+void ps_stats_add(struct ps_tstats *dst, const struct ps_tstats *src, int sign);
 
 /* Sum of every block, past and present, into out. */
 void ps_stats_merge(struct ps_tstats *out);
@@ -205,7 +211,19 @@ const char *ps_call_name(enum ps_call call);
 const char *ps_fdkind_name(enum ps_fdkind kind);
 
 /* Gauges of pooled memory in use by live allocations. */
-extern uint64_t ps_pool_in_use, ps_pool_peak;
+struct ps_gauges {
+	uint64_t pool_in_use;
+	uint64_t pool_peak;
+};
+/* Points into the live-stats file when there is one (live.c). */
+extern struct ps_gauges *ps_gauges;
 void ps_stats_pool_used(int64_t delta);
+
+/*
+ * Where new counter blocks come from: anonymous memory by default, the
+ * live-stats file when live.c provides one.  Returns zeroed memory of
+ * sizeof(struct ps_tstats) bytes, or NULL.
+ */
+extern void *(*ps_stats_block_source)(void);
 
 #endif

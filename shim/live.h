@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Live counters in shared memory.  Each process under the shim keeps its
+ * per-thread counter blocks in a file, /dev/shm/poolshim-PID.stats (mode
+ * 0600), so `poolshim stat` can read a running process, or one killed with
+ * SIGKILL, without its help.  The file holds a header (identity and
+ * gauges) followed by up to PS_LIVE_BLOCKS counter blocks; threads beyond
+ * that count in anonymous memory and appear only in the exit report.
+ */
+#ifndef PS_LIVE_H
+#define PS_LIVE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "pool.h"
+#include "stats.h"
+
+#define PS_LIVE_MAGIC "PSLIVE01"
+#define PS_LIVE_VERSION 1
+#define PS_LIVE_BLOCKS 128
+#define PS_LIVE_DIR "/dev/shm"
+#define PS_LIVE_HEADER 8192          /* bytes before the first block */
+#define PS_LIVE_REASON 112
+
+struct ps_live_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t max_blocks;
+	uint64_t block_size;         /* sizeof(struct ps_tstats), for readers to check */
+	uint64_t block_stride;       /* distance between blocks */
+	uint32_t nblocks;            /* blocks handed out so far */
+	int32_t pid;
+	uint64_t starttime;          /* /proc/PID/stat field 22: tells pid reuse apart */
+	char program[64];
+	int32_t exited;              /* the process wrote its exit report */
+	/* gauges, republished when they change */
+	struct ps_gauges gauges;
+	uint64_t pool_min;
+	struct {
+		int32_t requested;
+		int32_t first_mode;
+		uint64_t slabs, backed, cap, reserve;
+		uint64_t backed_by[PS_BACK__COUNT];
+		uint64_t failures[PS_FAIL__COUNT];
+		char hugetlb_reason[PS_LIVE_REASON];
+		char thp_reason[PS_LIVE_REASON];
+	} pool;
+	int32_t pool_ready;
+	int32_t uring_state;
+	uint64_t uring_rings;
+	char uring_reason[PS_LIVE_REASON];
+};
+
+/* Create this process's file and route counter blocks into it.  0 or -errno. */
+int ps_live_init(const struct ps_config *cfg);
+/* Copy the pool and io_uring state into the header (after they change). */
+void ps_live_publish(void);
+/* In a fork child: move the counters to a file of the child's own. */
+void ps_live_after_fork_child(void);
+/* At exit (or before exec): remove the file. */
+void ps_live_remove(void);
+
+/* The path of PID's file into out[cap]. */
+void ps_live_path(char *out, unsigned long cap, int pid);
+/* The start time of pid from /proc (0 when unknown). */
+uint64_t ps_live_starttime(int pid);
+
+#endif
