@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -547,6 +549,70 @@ START_TEST(test_protected_buffer)
 }
 END_TEST
 
+static int count_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+struct churn {
+	int fd;
+	int id;
+	int failures;
+};
+
+static void *churn_main(void *arg)
+{
+	struct churn *c = arg;
+	size_t n = 1 * MiB;
+	uint64_t off = (uint64_t)(c->id % 40) * MiB;
+	unsigned char *buf = pio_alloc(n);
+	if (pread(c->fd, buf, n, (off_t)off) != (ssize_t)n || pio_diff(buf, n, off, SEED) >= 0)
+		c->failures++;
+	free(buf);
+	return NULL;
+}
+
+/*
+ * Short-lived threads, one eligible read each (a thread-per-request server):
+ * whatever a thread set up for its I/O goes away with it.  Descriptors must
+ * not pile up; with RLIMIT_NOFILE a little above what is open, the program
+ * can still open files at the end.
+ */
+START_TEST(test_thread_churn)
+{
+	int fd = pio_open_direct(rpath, O_RDONLY);
+	int before = count_fds();
+	struct rlimit rl;
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	rl.rlim_cur = (rlim_t)before + 48;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	int threads = (int)(200 * pio_scale());
+	for (int k = 0; k < threads; k++) {
+		struct churn c = { .fd = fd, .id = k };
+		pthread_t t;
+		ck_assert_int_eq(pthread_create(&t, NULL, churn_main, &c), 0);
+		pthread_join(t, NULL);
+		ck_assert_msg(c.failures == 0, "thread %d: bad pread", k);
+	}
+	int after = count_fds();
+	ck_assert_msg(after >= 0, "after %d exited threads, no descriptor left to list /proc/self/fd: %s",
+		      threads, strerror(errno));
+	ck_assert_msg(after - before < 16, "%d descriptors left behind by %d exited threads",
+		      after - before, threads);
+	int probe = open(rpath, O_RDONLY | O_CLOEXEC);
+	ck_assert_msg(probe >= 0, "open after the threads: %s", strerror(errno));
+	close(probe);
+	close(fd);
+}
+END_TEST
+
 static Suite *suite_io_direct(void)
 {
 	Suite *s = suite_create("io_direct");
@@ -561,6 +627,7 @@ static Suite *suite_io_direct(void)
 		{ "writes", test_writes, 1 },
 		{ "append", test_append, 1 },
 		{ "protected", test_protected_buffer, 1 },
+		{ "thread_churn", test_thread_churn, 1 },
 	};
 	for (size_t k = 0; k < sizeof(cases) / sizeof(*cases); k++) {
 		TCase *tc = tcase_create(cases[k].name);
