@@ -1,0 +1,681 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""poolshim-report: merge poolshim JSON reports, print tables, draw plots.
+
+A forking server run under libpoolshim.so writes one JSON report per process
+(POOLSHIM_STATS=/tmp/r-%e-%p.json).  This tool reads any number of them,
+validates each against docs/report-schema.md, and prints the numbers merged
+per program and per process, in the same columns as the shim's text report.
+Every merged number is the exact sum of the per-process numbers.
+
+    poolshim-report [--plot DIR] [--json OUT] [--top N] [--summary] [--exact] FILE...
+
+--plot DIR draws PNG files with gnuplot (Debian: gnuplot-nox), --json OUT
+writes the merged numbers.  Exit status: 0 done, 1 a plot or output could
+not be written, 2 bad usage or a file that is unreadable or not a valid
+report (each named on one line of stderr).  Standard library only.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+PROG = "poolshim-report"
+MERGED_SCHEMA = "poolshim-merged-report"
+MERGED_VERSION = 1
+
+
+class BadInput(Exception):
+    """A file that cannot be used; the message names the problem."""
+
+
+# ---------------------------------------------------------------------------
+# Validation.  The full schema lives in tests/report_schema.py (kept next to
+# docs/report-schema.md); it is used when found, next to this tool, in
+# ../tests (a source tree) or in ../share/poolshim (an installation).  The
+# shape checks below always run: they cover exactly what merging reads, so a
+# report that passes them can never make the merge fail.
+# ---------------------------------------------------------------------------
+
+def find_validator():
+    here = os.path.dirname(os.path.realpath(__file__))
+    for d in (here, os.path.join(here, "..", "tests"),
+              os.path.join(here, "..", "share", "poolshim")):
+        path = os.path.join(d, "report_schema.py")
+        if os.path.isfile(path):
+            sys.path.insert(0, os.path.abspath(d))
+            try:
+                import report_schema  # noqa: E402 (found at run time)
+                return report_schema.validate
+            except Exception:  # a broken validator must not break the tool
+                return None
+            finally:
+                sys.path.pop(0)
+    return None
+
+
+def is_uint(v):
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def hist_ok(h):
+    return isinstance(h, list) and all(
+        isinstance(p, list) and len(p) == 2 and is_uint(p[0]) and is_uint(p[1]) for p in h)
+
+
+POOL_NUMS = ("slabs", "backed", "in_use", "peak", "cap", "threshold", "reserve",
+             "allocations", "frees")
+PROCESS_NUMS = ("minflt", "majflt", "utime_us", "stime_us", "threads")
+URING_NUMS = ("rings", "enters", "sqes", "fixed", "split_calls")
+CALL_NUMS = ("calls", "bytes", "errors", "eagain", "timed", "nsec")
+SITE_NUMS = ("count", "bytes", "nsec")
+ALLOC_CALLS = ["malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc",
+               "memalign", "valloc", "pvalloc", "free"]
+KINDS = ["none", "socket", "file", "direct", "pipe", "other"]
+
+
+def shape_errors(r):
+    """What the merge needs, checked without ever raising."""
+    if not isinstance(r, dict):
+        return ["not a JSON object"]
+    if r.get("schema") != "poolshim-report":
+        return ['"schema" is not "poolshim-report"']
+    errs = []
+    if not is_uint(r.get("pid")):
+        errs.append("pid: not a non-negative integer")
+    if not isinstance(r.get("program"), str):
+        errs.append("program: not a string")
+
+    def numbers(obj, path, names):
+        if not isinstance(obj, dict):
+            errs.append(f"{path}: missing or not an object")
+            return False
+        for n in names:
+            if not is_uint(obj.get(n)):
+                errs.append(f"{path}.{n}: missing or not a non-negative integer")
+        return True
+
+    pool, uring = r.get("pool"), r.get("uring")
+    if numbers(pool, "pool", POOL_NUMS):
+        if not isinstance(pool.get("mode"), str):
+            errs.append("pool.mode: not a string")
+        numbers(pool.get("backed_by"), "pool.backed_by", ())
+        numbers(pool.get("fallbacks"), "pool.fallbacks", ())
+        for sub in ("backed_by", "fallbacks"):
+            if isinstance(pool.get(sub), dict):
+                numbers(pool[sub], f"pool.{sub}", list(pool[sub]))
+    numbers(r.get("process"), "process", PROCESS_NUMS)
+    if numbers(uring, "uring", URING_NUMS):
+        if not isinstance(uring.get("state"), str):
+            errs.append("uring.state: not a string")
+        if not hist_ok(uring.get("sqes_per_enter")):
+            errs.append("uring.sqes_per_enter: not a list of [bucket, count] pairs")
+        if isinstance(uring.get("fallbacks"), dict):
+            numbers(uring["fallbacks"], "uring.fallbacks", list(uring["fallbacks"]))
+        else:
+            errs.append("uring.fallbacks: missing or not an object")
+    calls = r.get("calls")
+    if not isinstance(calls, list):
+        errs.append("calls: missing or not a list")
+    else:
+        for i, c in enumerate(calls):
+            if not numbers(c, f"calls[{i}]", CALL_NUMS):
+                continue
+            if not isinstance(c.get("call"), str) or not isinstance(c.get("kind"), str):
+                errs.append(f"calls[{i}]: call/kind not strings")
+            for h in ("size_hist", "lat_hist"):
+                if not hist_ok(c.get(h)):
+                    errs.append(f"calls[{i}].{h}: not a list of [bucket, count] pairs")
+            e = c.get("errnos")
+            if not isinstance(e, dict) or not all(is_uint(v) for v in e.values()):
+                errs.append(f"calls[{i}].errnos: not an object of counts")
+    sites = r.get("callsites")
+    if sites is not None:
+        if not isinstance(sites, list):
+            errs.append("callsites: not a list")
+        else:
+            for i, s in enumerate(sites):
+                if not numbers(s, f"callsites[{i}]", SITE_NUMS):
+                    continue
+                if s.get("kind") not in ("alloc", "io") or not isinstance(s.get("call"), str):
+                    errs.append(f"callsites[{i}]: kind must be alloc or io, call a string")
+                fr = s.get("frames")
+                if not isinstance(fr, list) or not all(
+                        isinstance(f, dict) and is_uint(f.get("offset")) and
+                        isinstance(f.get("function"), (str, type(None))) and
+                        isinstance(f.get("object"), (str, type(None))) for f in fr):
+                    errs.append(f"callsites[{i}].frames: want [{{function, offset, object}}]")
+    return errs
+
+
+def load_report(path, validate):
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise BadInput(f"cannot read: {e.strerror or e}")
+    if not raw.strip():
+        raise BadInput("empty file (did the process exit before writing its report?)")
+    try:
+        r = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise BadInput(f"not UTF-8 text (byte {e.start})")
+    except json.JSONDecodeError as e:
+        if e.pos >= len(e.doc.rstrip()):
+            raise BadInput(f"not valid JSON: it ends early, at byte {e.pos} (truncated?)")
+        raise BadInput(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}")
+    except RecursionError:
+        raise BadInput("not valid JSON: nested too deeply")
+    errs = shape_errors(r)
+    if not errs and validate is not None:
+        errs = run_validator(validate, r)
+    if errs:
+        more = f" (and {len(errs) - 3} more)" if len(errs) > 3 else ""
+        raise BadInput("not a valid poolshim report: " + "; ".join(errs[:3]) + more)
+    return r
+
+
+def run_validator(validate, r):
+    try:
+        errs = validate(r)
+        if errs and "callsites" in r:
+            # A validator older than call sites; the shape checks cover them.
+            rest = {k: v for k, v in r.items() if k != "callsites"}
+            if not validate(rest):
+                errs = []
+        return list(errs)
+    except Exception as e:  # never a traceback, whatever the file holds
+        return [f"schema check failed ({type(e).__name__}: {e})"]
+
+
+# ---------------------------------------------------------------------------
+# Merging.  A group is the sum of some reports; every number is an exact sum.
+# ---------------------------------------------------------------------------
+
+def add_hist(into, pairs):
+    for lo, n in pairs:
+        into[lo] = into.get(lo, 0) + n
+
+
+def add_counts(into, d):
+    for k, v in d.items():
+        into[k] = into.get(k, 0) + v
+
+
+class Group:
+    def __init__(self, label):
+        self.label = label
+        self.members = []  # (file, pid, program)
+        self.pool = {n: 0 for n in POOL_NUMS if n != "threshold"}
+        self.backed_by, self.pool_fallbacks = {}, {}
+        self.modes, self.requested, self.thresholds = {}, {}, {}
+        self.reasons = {}  # (kind, text) -> processes
+        self.process = {n: 0 for n in PROCESS_NUMS}
+        self.uring = {n: 0 for n in URING_NUMS}
+        self.uring_states, self.uring_reasons = {}, {}
+        self.sqes_per_enter, self.uring_fallbacks = {}, {}
+        self.calls = {}  # (call, kind) -> row; insertion order follows the reports
+        self.errnos = {}  # call -> {errno: count}, merged over kinds
+        self.sites = {}  # (kind, call, frames) -> {count, bytes, nsec}
+
+    def add(self, path, r):
+        self.members.append((path, r["pid"], r["program"]))
+        p = r["pool"]
+        for n in self.pool:
+            self.pool[n] += p[n]
+        add_counts(self.backed_by, p["backed_by"])
+        add_counts(self.pool_fallbacks, p["fallbacks"])
+        add_counts(self.modes, {p["mode"]: 1})
+        add_counts(self.requested, {str(p.get("requested")): 1})
+        add_counts(self.thresholds, {p["threshold"]: 1})
+        for kind in ("hugetlb", "thp"):
+            why = p.get(kind + "_reason")
+            if isinstance(why, str):
+                add_counts(self.reasons, {(kind, why): 1})
+        for n in self.process:
+            self.process[n] += r["process"][n]
+        u = r["uring"]
+        for n in self.uring:
+            self.uring[n] += u[n]
+        add_counts(self.uring_states, {u["state"]: 1})
+        if isinstance(u.get("reason"), str):
+            add_counts(self.uring_reasons, {u["reason"]: 1})
+        add_hist(self.sqes_per_enter, u["sqes_per_enter"])
+        add_counts(self.uring_fallbacks, u["fallbacks"])
+        for c in r["calls"]:
+            row = self.calls.get((c["call"], c["kind"]))
+            if row is None:
+                row = self.calls[(c["call"], c["kind"])] = dict(
+                    {n: 0 for n in CALL_NUMS}, size_hist={}, lat_hist={})
+            for n in CALL_NUMS:
+                row[n] += c[n]
+            add_hist(row["size_hist"], c["size_hist"])
+            add_hist(row["lat_hist"], c["lat_hist"])
+            add_counts(self.errnos.setdefault(c["call"], {}), c["errnos"])
+        for s in r.get("callsites") or ():
+            frames = tuple((f.get("function"), f["offset"], f.get("object"))
+                           for f in s["frames"])
+            site = self.sites.setdefault((s["kind"], s["call"], frames),
+                                         {n: 0 for n in SITE_NUMS})
+            for n in SITE_NUMS:
+                site[n] += s[n]
+
+    def rows(self):
+        """(call, kind, row) in the shim's order: allocation calls, then I/O
+        calls as first seen, each by descriptor kind."""
+        seen = {}
+        for call, _ in self.calls:
+            seen.setdefault(call, len(seen))
+
+        def key(ck):
+            call, kind = ck
+            first = ALLOC_CALLS.index(call) if call in ALLOC_CALLS else len(ALLOC_CALLS) + seen[call]
+            return (first, KINDS.index(kind) if kind in KINDS else len(KINDS), kind)
+        return [(c, k, self.calls[(c, k)]) for c, k in sorted(self.calls, key=key)]
+
+    # Derived numbers
+    def est_nsec(self, row):
+        """Time of all calls, scaled up from the timed sample."""
+        return row["nsec"] * row["calls"] // row["timed"] if row["timed"] else 0
+
+    def top_sites(self, key, n):
+        return sorted(self.sites.items(), key=lambda kv: (-kv[1][key], -kv[1]["bytes"]))[:n]
+
+    def to_json(self):
+        calls, seen = [], set()
+        for call, kind, row in self.rows():
+            first = call not in seen
+            seen.add(call)
+            calls.append(dict(
+                call=call, kind=kind, **{n: row[n] for n in CALL_NUMS},
+                avg_ns=row["nsec"] // row["timed"] if row["timed"] else None,
+                est_nsec=self.est_nsec(row),
+                size_hist=sorted([lo, n] for lo, n in row["size_hist"].items()),
+                lat_hist=sorted([lo, n] for lo, n in row["lat_hist"].items()),
+                errnos=dict(self.errnos.get(call, {})) if first else {}))
+        pool = dict(self.pool, backed_by=self.backed_by, fallbacks=self.pool_fallbacks,
+                    modes=self.modes, requested=self.requested,
+                    thresholds=sorted(self.thresholds),
+                    reasons=[{"kind": k, "reason": t, "processes": n}
+                             for (k, t), n in self.reasons.items()])
+        uring = dict(self.uring, states=self.uring_states,
+                     reasons=self.uring_reasons, fallbacks=self.uring_fallbacks,
+                     sqes_per_enter=sorted([lo, n] for lo, n in self.sqes_per_enter.items()))
+        return {
+            "label": self.label,
+            "processes": len(self.members),
+            "programs": sorted({m[2] for m in self.members}),
+            "pids": [m[1] for m in self.members],
+            "files": [m[0] for m in self.members],
+            "pool": pool, "process": dict(self.process), "uring": uring, "calls": calls,
+            "callsites": [dict(kind=k, call=c, **v, frames=[
+                {"function": fn, "offset": off, "object": obj} for fn, off, obj in fr])
+                for (k, c, fr), v in self.sites.items()],
+        }
+
+
+# ---------------------------------------------------------------------------
+# Text, in the columns of the shim's own report (shim/report.c)
+# ---------------------------------------------------------------------------
+
+def size(v):
+    """Bytes as the shim prints them: 8, 4K, 20.0M (nearest tenth)."""
+    if v < 1024:
+        return str(v)
+    scale, unit = 1024, 0
+    while unit < 5 and v >= scale * 1024:
+        scale *= 1024
+        unit += 1
+    if v % scale == 0:
+        s = str(v // scale)
+    else:
+        tenths = (v * 10 + scale // 2) // scale
+        s = f"{tenths // 10}.{tenths % 10}"
+    return s + "KMGTPE"[unit]
+
+
+def seconds(us):
+    tenths = (us * 10 + 500000) // 1000000
+    return f"{tenths // 10}.{tenths % 10}s"
+
+
+def nsec_human(ns):
+    for unit, scale in (("s", 10**9), ("ms", 10**6), ("us", 10**3)):
+        if ns >= scale:
+            return f"{ns / scale:.3g}{unit}"
+    return f"{ns}ns"
+
+
+def tally(d):
+    """{value: processes} as 'a' or 'a:2 b:1' when the processes differ."""
+    if len(d) == 1:
+        return str(next(iter(d)))
+    return " ".join(f"{k}:{n}" for k, n in sorted(d.items(), key=lambda kv: -kv[1]))
+
+
+def frame_text(fn, off, obj):
+    where = f"{fn}+0x{off:x}" if fn else f"0x{off:x}"
+    return f"{where} ({os.path.basename(obj) if obj else '??'})"
+
+
+def render(g, out, exact, top):
+    bytes_cell = str if exact else size
+    n = len(g.members)
+    w = out.write
+    if n == 1:
+        path, pid, prog = g.members[0]
+        w(f"==== {g.label}: pid {pid} ({prog}), {path} ====\n")
+    else:
+        w(f"==== {g.label}: {n} processes, pids {' '.join(str(m[1]) for m in g.members)} ====\n")
+    p = g.pool
+    sumof = " (sum over processes)" if n > 1 else ""
+    w(f"pool     mode {tally(g.modes)} (requested {tally(g.requested)}); {p['slabs']} slabs, "
+      f"{bytes_cell(p['backed'])} backed [" +
+      ", ".join(f"{k} {bytes_cell(v)}" for k, v in g.backed_by.items()) +
+      f"]; in use {bytes_cell(p['in_use'])}, peak {bytes_cell(p['peak'])}{sumof}, "
+      f"cap {bytes_cell(p['cap'])}, threshold {tally({size(t): c for t, c in g.thresholds.items()})}\n")
+    w(f"pool     {p['allocations']} allocations served, {p['frees']} freed; fallbacks to ordinary "
+      "arenas:" + "".join(f" {k} {v}" for k, v in g.pool_fallbacks.items()) + "\n")
+    for (kind, why), c in g.reasons.items():
+        what = "hugetlb" if kind == "hugetlb" else "THP"
+        w(f"pool     {what} not used: {why}" + (f" ({c} processes)" if n > 1 else "") + "\n")
+    pr = g.process
+    w(f"process  page faults {pr['minflt']} minor, {pr['majflt']} major; cpu "
+      f"{seconds(pr['utime_us'])} user, {seconds(pr['stime_us'])} sys; "
+      f"{pr['threads']} thread counter blocks\n")
+    u = g.uring
+    reasons = "; ".join(g.uring_reasons)
+    w(f"io_uring {tally(g.uring_states)}{': ' + reasons if reasons else ''}; {u['rings']} rings, "
+      f"{u['enters']} enters, {u['sqes']} SQEs ({u['fixed']} fixed), {u['split_calls']} split calls;"
+      " fallbacks:" + "".join(f" {k} {v}" for k, v in g.uring_fallbacks.items()) + "\n")
+    if u["enters"]:
+        w("io_uring SQEs per enter:" +
+          "".join(f" {lo}:{c}" for lo, c in sorted(g.sqes_per_enter.items()) if c) + "\n")
+    w("call            kind         calls      bytes   errors   eagain   avg-ns  top-errno\n")
+    for call, kind, row in g.rows():
+        errs = g.errnos.get(call, {})
+        top_e = max(errs.items(), key=lambda kv: kv[1], default=None) if errs else None
+        avg = str(row["nsec"] // row["timed"]) if row["timed"] else "-"
+        w(f"{call:<16}{'-' if kind == 'none' else kind:<8}{row['calls']:>10}"
+          f"{bytes_cell(row['bytes']):>11}{row['errors']:>9}{row['eagain']:>9}{avg:>9}  "
+          f"{f'{top_e[0]}:{top_e[1]}' if top_e and top_e[1] else '-'}\n")
+    hists = [(call, kind, row["size_hist"]) for call, kind, row in g.rows()
+             if any(row["size_hist"].values())]
+    if hists:
+        w("size histogram (bucket = lower bound in bytes: calls)\n")
+        for call, kind, h in hists:
+            w(f"{call:<16}{'-' if kind == 'none' else kind:<8}" +
+              "".join(f" {size(lo)}:{c}" for lo, c in sorted(h.items()) if c) + "\n")
+    lats = [(call, kind, row["lat_hist"]) for call, kind, row in g.rows()
+            if row["nsec"]]
+    if lats:
+        w("latency histogram (bucket = lower bound in ns: calls)\n")
+        for call, kind, h in lats:
+            w(f"{call:<16}{'-' if kind == 'none' else kind:<8}" +
+              "".join(f" {lo}:{c}" for lo, c in sorted(h.items()) if c) + "\n")
+    if g.sites:
+        for key, what in (("bytes", "bytes"), ("count", "captures")):
+            w(f"top call sites by {what} (sampled)       captures      bytes     time\n")
+            for (kind, call, frames), s in g.top_sites(key, top):
+                t = nsec_human(s["nsec"]) if s["nsec"] else "-"
+                w(f"  {call:<16}{kind:<21}{s['count']:>10}{bytes_cell(s['bytes']):>11}{t:>9}\n")
+                for i, f in enumerate(frames):
+                    w(f"      #{i} {frame_text(*f)}\n")
+    w("\n")
+
+
+# ---------------------------------------------------------------------------
+# Plots: gnuplot scripts with inline data blocks, one PNG each
+# ---------------------------------------------------------------------------
+
+def gp_str(s):
+    return '"' + str(s).replace("\\", "\\\\").replace('"', "'") + '"'
+
+
+def datablock(name, rows):
+    lines = [f"${name} << EOD"] + [" ".join(str(c) if isinstance(c, int) else gp_str(c)
+                                            for c in r) for r in rows] + ["EOD"]
+    return "\n".join(lines) + "\n"
+
+
+def log2_rows(h, label):
+    """Contiguous log2 buckets from the smallest to the largest present."""
+    if not h:
+        return []
+    lo, hi = min(h), max(h)
+    rows, b = [], lo
+    while b <= hi:
+        rows.append((label(b), h.get(b, 0)))
+        b *= 2
+    return rows
+
+
+BAR_STYLE = ("set style fill solid 0.8 border -1\nset boxwidth 0.8\nset grid ytics\n"
+             "set xtics rotate by -45 nomirror\nset yrange [0:*]\nset offsets 0, 0, graph 0.1, 0\n")
+
+
+def empty_panel(title):
+    return (f"set title {gp_str(title)}\nunset xtics\nunset ytics\nunset xlabel\nunset ylabel\n"
+            "set xrange [0:1]\nset yrange [0:1]\nplot 2 notitle\nset xtics\nset ytics\n"
+            "set autoscale\n")
+
+
+def hist_panel(name, title, rows, xlabel, color):
+    if not rows:
+        return empty_panel(title + " (none recorded)")
+    return (datablock(name, rows) + f"set title {gp_str(title)}\nset xlabel {gp_str(xlabel)}\n"
+            f"set ylabel \"calls\"\nset xrange [-0.6:{len(rows) - 0.4}]\n" + BAR_STYLE +
+            f"plot ${name} using 0:2:xtic(1) with boxes lc rgb \"{color}\" notitle, "
+            f"'' using 0:2:(sprintf(\"%d\", $2)) with labels offset 0,0.7 font \",8\" notitle\n"
+            "set autoscale\n")
+
+
+BYTE_UNITS = ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "bytes"))
+NSEC_UNITS = ((10**9, "s"), (10**6, "ms"), (10**3, "us"), (1, "ns"))
+
+
+def bar_panel(name, title, rows, units, color, fmt, keep=12):
+    """rows: (label, value); the largest first, the rest summed into one bar,
+    the axis in the unit of the largest, shares printed on the bigger bars."""
+    rows = sorted((r for r in rows if r[1] > 0), key=lambda r: -r[1])
+    if not rows:
+        return empty_panel(title + " (nothing recorded)")
+    if len(rows) > keep + 1:
+        rest = rows[keep:]
+        rows = rows[:keep] + [(f"{len(rest)} others", sum(r[1] for r in rest))]
+    total = sum(r[1] for r in rows)
+    scale, unit = next(u for u in units if rows[0][1] >= u[0] or u[0] == 1)
+    data = [(lab, f"{v / scale:.6g}", f"{fmt(v)} {100 * v // total}%" if 100 * v >= 3 * total
+             else "") for lab, v in rows]
+    block = f"${name} << EOD\n" + "".join(f"{gp_str(a)} {b} {gp_str(c)}\n" for a, b, c in data) + "EOD\n"
+    return (block + f"set title {gp_str(title)}\nunset xlabel\n"
+            f"set ylabel {gp_str(unit)}\nset xrange [-0.6:{len(rows) - 0.4}]\n" + BAR_STYLE +
+            f"plot ${name} using 0:2:xtic(1) with boxes lc rgb \"{color}\" notitle, "
+            f"'' using 0:2:3 with labels offset 0,0.7 font \",8\" notitle\nset autoscale\n")
+
+
+def row_label(call, kind):
+    return call if kind == "none" else f"{call}/{kind}"
+
+
+def plot_group(g, stem, outdir, top, per_call=True):
+    """gnuplot scripts for one group: {file name: script}."""
+    scripts = {}
+    term = ("set terminal pngcairo noenhanced size {w},{h} font \"sans,9\"\n"
+            "set output {out}\n")
+    rows = [(row_label(c, k), r) for c, k, r in g.rows()]
+    who = f"{g.label} ({len(g.members)} process{'es' if len(g.members) > 1 else ''})"
+    # The overview: where the bytes go, where the time goes.
+    png = f"{stem}overview.png"
+    scripts[png] = (
+        term.format(w=1400, h=620, out=gp_str(os.path.join(outdir, png))) +
+        f"set multiplot layout 1,2 title {gp_str('poolshim: where the bytes and the time go - ' + who)}\n"
+        "set bmargin 7\n" +
+        bar_panel("bytes", "bytes requested (allocations) or transferred (I/O)",
+                  [(lab, r["bytes"]) for lab, r in rows], BYTE_UNITS, "#4477aa", size) +
+        bar_panel("time", "time in calls (average of timed calls x calls)",
+                  [(lab, g.est_nsec(r)) for lab, r in rows], NSEC_UNITS, "#cc6677",
+                  nsec_human) +
+        "unset multiplot\n")
+    # Per call and kind: size histogram and latency histogram side by side.
+    for lab, r in rows if per_call else ():
+        if not r["size_hist"] and not r["lat_hist"]:
+            continue  # free: no size, no timing
+        png = f"{stem}call-{safe(lab)}.png"
+        scripts[png] = (
+            term.format(w=1200, h=480, out=gp_str(os.path.join(outdir, png))) +
+            f"set multiplot layout 1,2 title {gp_str(lab + ' - ' + who)}\nset bmargin 5\n" +
+            hist_panel("size", f"size: {r['calls']} calls, {size(r['bytes'])}",
+                       log2_rows(r["size_hist"], size), "size (log2 bucket, lower bound, bytes)",
+                       "#4477aa") +
+            hist_panel("lat", f"latency: {r['timed']} timed calls",
+                       log2_rows(r["lat_hist"], nsec_human),
+                       "latency (log2 bucket, lower bound)", "#cc6677") +
+            "unset multiplot\n")
+    if g.sites:
+        png = f"{stem}callsites.png"
+
+        def site_label(key):
+            kind, call, frames = key
+            names = [f[0] for f in frames if f[0]][:2] or ["??"]
+            return " < ".join([call] + names)
+        scripts[png] = (
+            term.format(w=1400, h=620, out=gp_str(os.path.join(outdir, png))) +
+            f"set multiplot layout 1,2 title {gp_str('top call sites (sampled) - ' + who)}\n"
+            "set bmargin 12\n" +
+            bar_panel("sbytes", "by bytes", [(site_label(k), s["bytes"])
+                                             for k, s in g.top_sites("bytes", top)],
+                      BYTE_UNITS, "#4477aa", size) +
+            bar_panel("scount", "by captures", [(site_label(k), s["count"])
+                                                for k, s in g.top_sites("count", top)],
+                      ((1, "captures"),), "#228833", str) +
+            "unset multiplot\n")
+    return scripts
+
+
+def safe(s):
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", s) or "_"
+
+
+def plot(groups, outdir, top):
+    gp = shutil.which("gnuplot")
+    if gp is None:
+        raise RuntimeError("gnuplot not found (Debian package gnuplot-nox)")
+    try:
+        os.makedirs(outdir, exist_ok=True)
+    except OSError as e:
+        raise RuntimeError(f"{outdir}: cannot create: {e.strerror or e}")
+    scripts = {}
+    for stem, g, per_call in groups:
+        scripts.update(plot_group(g, stem, outdir, top, per_call))
+    with tempfile.TemporaryDirectory(prefix="poolshim-report.") as tmp:
+        for png, script in scripts.items():
+            path = os.path.join(tmp, png + ".gp")
+            with open(path, "w") as f:
+                f.write(script)
+            res = subprocess.run([gp, path], stdin=subprocess.DEVNULL, capture_output=True,
+                                 text=True)
+            target = os.path.join(outdir, png)
+            if res.returncode != 0 or not os.path.isfile(target) or not os.path.getsize(target):
+                msg = (res.stderr.strip().splitlines() or ["no output"])[-1]
+                raise RuntimeError(f"gnuplot failed on {png}: {msg}")
+    return sorted(scripts)
+
+
+# ---------------------------------------------------------------------------
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(
+        prog=PROG, description="Merge poolshim JSON reports (one per process), print the "
+        "merged tables per program and per process, optionally plot them.",
+        epilog="Exit status: 0 ok, 1 a plot or output could not be written, "
+        "2 bad usage or a file that is unreadable or not a valid report.  See poolshim(1).")
+    ap.add_argument("files", nargs="+", metavar="FILE", help="JSON reports (POOLSHIM_STATS=...json)")
+    ap.add_argument("--plot", metavar="DIR", help="write PNG plots (gnuplot) into DIR")
+    ap.add_argument("--json", metavar="OUT", help="write the merged numbers as JSON to OUT (- for stdout)")
+    ap.add_argument("--top", metavar="N", type=int, default=10, help="call sites listed and plotted (default 10)")
+    ap.add_argument("--summary", action="store_true", help="per program only, no per-process tables")
+    ap.add_argument("--exact", action="store_true", help="print bytes as exact integers, not 1.5M")
+    a = ap.parse_args(argv)
+    if a.top < 1:
+        ap.error("--top must be at least 1")
+    return a
+
+
+def main(argv):
+    a = parse_args(argv)
+    validate = find_validator()
+    reports, bad = [], 0
+    for path in a.files:
+        try:
+            reports.append((path, load_report(path, validate)))
+        except BadInput as e:
+            print(f"{PROG}: {path}: {e}", file=sys.stderr)
+            bad += 1
+    if bad:
+        return 2
+
+    total = Group("all programs")
+    programs, processes = {}, []
+    for path, r in reports:
+        total.add(path, r)
+        prog = programs.setdefault(r["program"], Group(f"program {r['program']}"))
+        prog.add(path, r)
+        proc = Group("process")
+        proc.add(path, r)
+        processes.append(proc)
+
+    out = sys.stdout
+    if a.json == "-":
+        out = sys.stderr  # keep stdout for the JSON
+    if len(programs) > 1:
+        render(total, out, a.exact, a.top)
+    for g in programs.values():
+        render(g, out, a.exact, a.top)
+    if len(processes) > 1 and not a.summary:
+        for g in processes:
+            render(g, out, a.exact, a.top)
+
+    rc = 0
+    if a.json:
+        doc = {"schema": MERGED_SCHEMA, "version": MERGED_VERSION,
+               "total": total.to_json(),
+               "programs": [g.to_json() for g in programs.values()],
+               "processes": [g.to_json() for g in processes]}
+        try:
+            if a.json == "-":
+                json.dump(doc, sys.stdout, indent=1)
+                sys.stdout.write("\n")
+            else:
+                with open(a.json, "w") as f:
+                    json.dump(doc, f, indent=1)
+                    f.write("\n")
+        except OSError as e:
+            print(f"{PROG}: {a.json}: cannot write: {e.strerror or e}", file=sys.stderr)
+            rc = 1
+    if a.plot:
+        # Per-call histograms mix nothing: one set per program; the overview
+        # of all programs together only when there are several.
+        groups = [(f"{safe(name)}-", g, True) for name, g in programs.items()]
+        if len(programs) > 1:
+            groups.insert(0, ("all-", total, False))
+        try:
+            pngs = plot(groups, a.plot, a.top)
+            print(f"plots: {len(pngs)} PNG files in {a.plot}: {', '.join(pngs)}", file=out)
+        except (RuntimeError, OSError) as e:
+            print(f"{PROG}: plot: {e}", file=sys.stderr)
+            rc = 1
+    return rc
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
