@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -549,6 +550,59 @@ START_TEST(test_protected_buffer)
 }
 END_TEST
 
+/*
+ * RLIMIT_FSIZE: a write that crosses the limit is cut short at it, with no
+ * signal; only a write that starts at or past the limit raises SIGXFSZ (and
+ * fails with EFBIG when that is ignored).  A split write must not turn the
+ * first case into the second for its later chunks.
+ */
+START_TEST(test_fsize_limit)
+{
+	/* a wrong answer here kills the process: only in a forked test case */
+	const char *fork_mode = getenv("CK_FORK");
+	if (fork_mode && !strcmp(fork_mode, "no"))
+		return;
+	char *path = pio_path("fsize");
+	int fd = pio_open_direct(path, O_RDWR | O_CREAT | O_TRUNC);
+	const size_t n = 4 * MiB, limit = 6 * MiB;
+	unsigned char *buf = pio_alloc(n);
+	pio_fill(buf, n, 0, 0xf5);
+	struct rlimit rl;
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &rl), 0);
+	rl.rlim_cur = limit;
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	/* SIGXFSZ at its default (terminate): the process must live */
+	errno = 4242;
+	ssize_t r = pwrite(fd, buf, n, 4 * MiB);
+	ck_assert_msg(r == (ssize_t)(limit - 4 * MiB), "pwrite across RLIMIT_FSIZE = %zd (errno %d), want %zu",
+		      r, errno, limit - 4 * MiB);
+	ck_assert_int_eq(errno, 4242);
+	struct iovec iov[2] = { { buf, n / 2 }, { buf + n / 2, n / 2 } };
+	r = pwritev(fd, iov, 2, 3 * MiB);
+	ck_assert_msg(r == (ssize_t)(limit - 3 * MiB), "pwritev across RLIMIT_FSIZE = %zd (errno %d)", r, errno);
+	ck_assert_int_eq(lseek(fd, 5 * MiB, SEEK_SET), 5 * MiB);
+	r = write(fd, buf, n);
+	ck_assert_msg(r == (ssize_t)(limit - 5 * MiB), "write across RLIMIT_FSIZE = %zd (errno %d)", r, errno);
+	ck_assert_int_eq(lseek(fd, 0, SEEK_CUR), (off_t)limit);
+	/* at the limit, SIGXFSZ ignored: EFBIG, as the kernel says */
+	signal(SIGXFSZ, SIG_IGN);
+	struct pio_res want = pio_sys_pwrite(fd, buf, n, (off_t)limit);
+	struct pio_res got = PIO_CALL(pwrite(fd, buf, n, (off_t)limit));
+	ck_assert_msg(got.ret == want.ret && got.err == want.err, "pwrite at the limit: %ld/%d, kernel %ld/%d",
+		      got.ret, got.err, want.ret, want.err);
+	signal(SIGXFSZ, SIG_DFL);
+	rl.rlim_cur = RLIM_INFINITY;
+	setrlimit(RLIMIT_FSIZE, &rl);
+	struct stat st;
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_eq(st.st_size, (off_t)limit);
+	free(buf);
+	close(fd);
+	unlink(path);
+	free(path);
+}
+END_TEST
+
 static int count_fds(void)
 {
 	int n = 0;
@@ -632,6 +686,7 @@ static Suite *suite_io_direct(void)
 		{ "writes", test_writes, 1 },
 		{ "append", test_append, 1 },
 		{ "protected", test_protected_buffer, 1 },
+		{ "fsize", test_fsize_limit, 1 },
 		{ "thread_churn", test_thread_churn, 1 },
 	};
 	for (size_t k = 0; k < sizeof(cases) / sizeof(*cases); k++) {
