@@ -143,6 +143,16 @@ CASE(preadv2_ok, preadv2(s->file, s->iov, 2, 0, 0), syscall(SYS_preadv2, s->file
 CASE(preadv2_cur, preadv2(s->file, s->iov, 2, -1, 0), syscall(SYS_preadv2, s->file, s->iov, 2, -1L, -1L, 0))
 CASE(preadv2_flags, preadv2(s->file, s->iov, 2, 0, 0x40000000), syscall(SYS_preadv2, s->file, s->iov, 2, 0L, 0L, 0x40000000))
 CASE(preadv2_nowait_pipe, preadv2(s->empty_pipe[0], s->iov, 1, -1, RWF_NOWAIT), syscall(SYS_preadv2, s->empty_pipe[0], s->iov, 1, -1L, -1L, RWF_NOWAIT))
+/* one misaligned segment among pooled ones: the whole call fails, nothing is read */
+#define IOV2(a, alen, b, blen) ((struct iovec[]){ { (a), (alen) }, { (b), (blen) } })
+CASE(preadv_direct_seg_misaligned, preadv(s->direct, IOV2(s->big, 65536, s->big + 131072 + 1, 65536), 2, 0),
+     syscall(SYS_preadv, s->direct, IOV2(s->big, 65536, s->big + 131072 + 1, 65536), 2, 0L, 0L))
+CASE(preadv_direct_len_misaligned, preadv(s->direct, IOV2(s->big, 65536, s->big + 131072, 65536 + 1), 2, 0),
+     syscall(SYS_preadv, s->direct, IOV2(s->big, 65536, s->big + 131072, 65536 + 1), 2, 0L, 0L))
+CASE(pwritev_direct_len_misaligned, pwritev(s->direct, IOV2(s->big, 65536, s->big + 131072, 65536 + 1), 2, 65536),
+     syscall(SYS_pwritev, s->direct, IOV2(s->big, 65536, s->big + 131072, 65536 + 1), 2, 65536L, 0L))
+CASE(readv_direct_seg_misaligned, readv(s->direct, IOV2(s->big, 65536, s->big + 131072 + 1, 65536), 2),
+     syscall(SYS_readv, s->direct, IOV2(s->big, 65536, s->big + 131072 + 1, 65536), 2))
 CASE(readv_direct_efault, readv(s->direct, BAD, 1), syscall(SYS_readv, s->direct, BAD, 1))
 CASE(preadv_direct_efault, preadv(s->direct, BAD, 2, 0), syscall(SYS_preadv, s->direct, BAD, 2, 0L, 0L))
 CASE(readv_toomany_edge, readv(s->file, s->edge, IOV_MAX + 1 + neg + 1), syscall(SYS_readv, s->file, s->edge, IOV_MAX + 1L))
@@ -217,7 +227,8 @@ static const struct { const char *name; case_fn fn; } cases[] = {
 	C(pread_direct_efault), C(pread_direct_ok),
 	C(readv_ok), C(readv_einval), C(readv_toomany), C(readv_efault),
 	C(preadv_ok), C(preadv_espipe), C(preadv_einval), C(preadv_direct_mixed),
-	C(readv_direct_efault), C(preadv_direct_efault), C(readv_toomany_edge), C(preadv_direct_toomany_edge),
+	C(preadv_direct_seg_misaligned), C(preadv_direct_len_misaligned), C(pwritev_direct_len_misaligned),
+	C(readv_direct_seg_misaligned), C(readv_direct_efault), C(preadv_direct_efault), C(readv_toomany_edge), C(preadv_direct_toomany_edge),
 	C(preadv2_ok), C(preadv2_cur), C(preadv2_flags), C(preadv2_nowait_pipe),
 	C(write_ok), C(write_ebadf), C(write_rdonly), C(write_efault), C(write_dir),
 	C(write_direct_misaligned),
