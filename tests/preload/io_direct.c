@@ -485,6 +485,17 @@ START_TEST(test_append)
 		if (i % 3 != 1)
 			ck_assert_int_eq(lseek(fd, 0, SEEK_CUR), (off_t)end);
 	}
+	/* RWF_APPEND on a descriptor without O_APPEND: at the end too, whatever the offset */
+	int plain = pio_open_direct(path, O_RDWR);
+	for (int i = 0; i < 4; i++) {
+		size_t n = (size_t)(i + 1) * 512 * KiB;
+		pio_fill(buf, n, end, 0xa99e);
+		struct iovec iov[2] = { { buf, n / 2 }, { buf + n / 2, n - n / 2 } };
+		ssize_t r = pwritev2(plain, iov, i % 2 + 1, 0, RWF_APPEND);
+		ck_assert_msg(r == (ssize_t)(i % 2 ? n : n / 2), "pwritev2(RWF_APPEND) #%d = %zd (errno %d)", i, r, errno);
+		end += (uint64_t)r;
+	}
+	close(plain);
 	struct stat st;
 	ck_assert_int_eq(fstat(fd, &st), 0);
 	ck_assert_int_eq(st.st_size, (off_t)end);
