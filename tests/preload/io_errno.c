@@ -44,7 +44,7 @@ struct scene {
 	int dir;           /* a directory */
 	int closed;        /* a descriptor number that is not open */
 	int empty_pipe[2]; /* non-blocking, empty */
-	char *big;         /* 1 MiB pooled, 4096-aligned */
+	char *big;         /* 4 MiB pooled, 4096-aligned */
 	char small[256];
 	struct iovec iov[2];
 	struct iovec *edge;      /* 2 iovecs that end where an unmapped page starts */
@@ -70,7 +70,7 @@ static struct scene *scene_new(void)
 	ck_assert(s->file >= 0 && s->rdonly >= 0 && s->dir >= 0);
 	s->closed = dup(s->file);
 	close(s->closed);
-	s->big = pio_alloc(1 << 20);
+	s->big = pio_alloc(4 << 20);
 	s->iov[0] = (struct iovec){ s->small, 100 };
 	s->iov[1] = (struct iovec){ s->big, 1 << 20 };
 	/* a page of iovecs followed by one the process may not touch: a call
@@ -153,6 +153,12 @@ CASE(pwritev_direct_len_misaligned, pwritev(s->direct, IOV2(s->big, 65536, s->bi
      syscall(SYS_pwritev, s->direct, IOV2(s->big, 65536, s->big + 131072, 65536 + 1), 2, 65536L, 0L))
 CASE(readv_direct_seg_misaligned, readv(s->direct, IOV2(s->big, 65536, s->big + 131072 + 1, 65536), 2),
      syscall(SYS_readv, s->direct, IOV2(s->big, 65536, s->big + 131072 + 1, 65536), 2))
+/* offsets near the top of the range: offset + length overflows */
+#define TOP_OFF (0x7fffffffffffffffL - 4095 - 4 * 1024 * 1024)
+CASE(pread_direct_top, pread(s->direct, s->big, 4 << 20, TOP_OFF + 4096), syscall(SYS_pread64, s->direct, s->big, 4 << 20, TOP_OFF + 4096))
+CASE(pread_direct_top2, pread(s->direct, s->big, 4 << 20, TOP_OFF), syscall(SYS_pread64, s->direct, s->big, 4 << 20, TOP_OFF))
+CASE(pwrite_direct_top, pwrite(s->direct, s->big, 4 << 20, TOP_OFF + 4096), syscall(SYS_pwrite64, s->direct, s->big, 4 << 20, TOP_OFF + 4096))
+CASE(preadv_direct_top, preadv(s->direct, s->iov + 1, 1, TOP_OFF + 4096), syscall(SYS_preadv, s->direct, s->iov + 1, 1, TOP_OFF + 4096, 0L))
 CASE(readv_direct_efault, readv(s->direct, BAD, 1), syscall(SYS_readv, s->direct, BAD, 1))
 CASE(preadv_direct_efault, preadv(s->direct, BAD, 2, 0), syscall(SYS_preadv, s->direct, BAD, 2, 0L, 0L))
 CASE(readv_toomany_edge, readv(s->file, s->edge, IOV_MAX + 1 + neg + 1), syscall(SYS_readv, s->file, s->edge, IOV_MAX + 1L))
@@ -227,6 +233,7 @@ static const struct { const char *name; case_fn fn; } cases[] = {
 	C(pread_direct_efault), C(pread_direct_ok),
 	C(readv_ok), C(readv_einval), C(readv_toomany), C(readv_efault),
 	C(preadv_ok), C(preadv_espipe), C(preadv_einval), C(preadv_direct_mixed),
+	C(pread_direct_top), C(pread_direct_top2), C(pwrite_direct_top), C(preadv_direct_top),
 	C(preadv_direct_seg_misaligned), C(preadv_direct_len_misaligned), C(pwritev_direct_len_misaligned),
 	C(readv_direct_seg_misaligned), C(readv_direct_efault), C(preadv_direct_efault), C(readv_toomany_edge), C(preadv_direct_toomany_edge),
 	C(preadv2_ok), C(preadv2_cur), C(preadv2_flags), C(preadv2_nowait_pipe),
