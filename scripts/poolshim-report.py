@@ -48,6 +48,7 @@ def find_validator():
         path = os.path.join(d, "report_schema.py")
         if os.path.isfile(path):
             sys.path.insert(0, os.path.abspath(d))
+            sys.dont_write_bytecode = True  # leave no __pycache__ in a source tree
             try:
                 import report_schema  # noqa: E402 (found at run time)
                 return report_schema.validate
