@@ -187,7 +187,7 @@ START_TEST(test_fill_until_eagain)
 {
 	static char buf[100000];
 	long through_libc = 0, through_sys = 0;
-	struct pio_res last_libc, last_sys;
+	struct pio_res last_libc = { 0, 0 }, last_sys = { 0, 0 };
 	for (int way = 0; way < 2; way++) {
 		int fds[2];
 		make_pair(0, fds);
