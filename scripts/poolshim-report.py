@@ -166,6 +166,12 @@ def load_report(path, validate):
     except UnicodeDecodeError as e:
         raise BadInput(f"not UTF-8 text (byte {e.start})")
     except json.JSONDecodeError as e:
+        if e.doc.lstrip().startswith("==== poolshim report"):
+            raise BadInput("a text report; the tool reads JSON reports "
+                           "(POOLSHIM_STATS=path.json or POOLSHIM_STATS_FORMAT=json)")
+        if e.msg == "Extra data":
+            raise BadInput(f"not valid JSON: more after the report, at line {e.lineno} "
+                           f"column {e.colno} (one report per file)")
         if e.pos >= len(e.doc.rstrip()):
             raise BadInput(f"not valid JSON: it ends early, at byte {e.pos} (truncated?)")
         raise BadInput(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}")
@@ -479,12 +485,12 @@ BYTE_UNITS = ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1
 NSEC_UNITS = ((10**9, "s"), (10**6, "ms"), (10**3, "us"), (1, "ns"))
 
 
-def bar_panel(name, title, rows, units, color, fmt, keep=12):
+def bar_panel(name, title, rows, units, color, fmt, keep=12, empty=None):
     """rows: (label, value); the largest first, the rest summed into one bar,
     the axis in the unit of the largest, shares printed on the bigger bars."""
     rows = sorted((r for r in rows if r[1] > 0), key=lambda r: -r[1])
     if not rows:
-        return empty_panel(title + " (nothing recorded)")
+        return empty_panel(empty or title + " (nothing recorded)")
     if len(rows) > keep + 1:
         rest = rows[keep:]
         rows = rows[:keep] + [(f"{len(rest)} others", sum(r[1] for r in rest))]
@@ -503,6 +509,18 @@ def row_label(call, kind):
     return call if kind == "none" else f"{call}/{kind}"
 
 
+def caption(g):
+    """The pool, page faults and io_uring in one line, under the title."""
+    p, u = g.pool, g.uring
+    fb = sum(g.pool_fallbacks.values())
+    ufb = sum(g.uring_fallbacks.values())
+    return (f"pool {tally(g.modes)}: {p['allocations']} allocations served, {fb} fallbacks, "
+            f"peak {size(p['peak'])}, {size(p['backed'])} backed;  page faults "
+            f"{g.process['minflt']} minor, {g.process['majflt']} major;  io_uring "
+            f"{tally(g.uring_states)}: {u['sqes']} SQEs ({u['fixed']} fixed) in {u['enters']} enters, "
+            f"{ufb} fallbacks")
+
+
 def plot_group(g, stem, outdir, top, per_call=True):
     """gnuplot scripts for one group: {file name: script}."""
     scripts = {}
@@ -514,13 +532,15 @@ def plot_group(g, stem, outdir, top, per_call=True):
     png = f"{stem}overview.png"
     scripts[png] = (
         term.format(w=1400, h=620, out=gp_str(os.path.join(outdir, png))) +
-        f"set multiplot layout 1,2 title {gp_str('poolshim: where the bytes and the time go - ' + who)}\n"
+        f"set multiplot layout 1,2 title {gp_str('poolshim: where the bytes and the time go - ' + who)}"
+        f' . "\\n" . {gp_str(caption(g))}\n'
         "set bmargin 7\n" +
         bar_panel("bytes", "bytes requested (allocations) or transferred (I/O)",
                   [(lab, r["bytes"]) for lab, r in rows], BYTE_UNITS, "#4477aa", size) +
-        bar_panel("time", "time in calls (average of timed calls x calls)",
+        bar_panel("time", "time in calls (average of the timed calls x calls)",
                   [(lab, g.est_nsec(r)) for lab, r in rows], NSEC_UNITS, "#cc6677",
-                  nsec_human) +
+                  nsec_human, empty="time in calls: no timed calls "
+                  "(allocations are not timed; POOLSHIM_TIMING=0?)") +
         "unset multiplot\n")
     # Per call and kind: size histogram and latency histogram side by side.
     for lab, r in rows if per_call else ():
