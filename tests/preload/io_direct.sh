@@ -10,6 +10,17 @@
 P="$PRELOAD_BIN/io_direct"
 RUN="$PS_TOP_SRCDIR/tests/run-test.sh"
 
+# Take the system-wide io_uring lock on fd 9 (flock -s or -x): io_nouring.sh
+# switches io_uring off for every process with kernel.io_uring_disabled for a
+# moment, under -x; the checks that need io_uring working hold it -s.
+uring_lock() {
+	L="${TMPDIR:-/tmp}/poolshim-io_uring.lock"
+	(umask 0; : >>"$L") 2>/dev/null
+	{ [ -r "$L" ] && command -v flock >/dev/null; } || return 0
+	exec 9<"$L"
+	flock "$1" 9
+}
+
 # 1. the matrix (each run prints its own Check summary)
 PS_CONFIGS="default:
 uring-off:POOLSHIM_URING=off
@@ -25,6 +36,7 @@ esac
 
 # 2. the report.  CK_FORK=no: the test cases run in this one process, whose
 # exit writes the report.
+uring_lock -s
 report() {  # report NAME VAR=VAL ...
 	name=$1; shift
 	shim CK_FORK=no PST_IO_SCALE=0.25 POOLSHIM_STATS="$PST_TMP/$name.json" "$@" -- "$P" \
@@ -94,4 +106,5 @@ print(ok)' "$PST_TMP/fork")
 else
 	fail "io_fork under the shim: $(tail -5 "$PST_TMP/fork.out")"
 fi
+exec 9<&- 2>/dev/null
 finish

@@ -10,6 +10,17 @@
 P="$PRELOAD_BIN/io_direct"
 SB="$PRELOAD_BIN/io_sandbox"
 
+# Take the system-wide io_uring lock on fd 9 (flock -s or -x): io_nouring.sh
+# switches io_uring off for every process with kernel.io_uring_disabled for a
+# moment, under -x; the checks that need io_uring working hold it -s.
+uring_lock() {
+	L="${TMPDIR:-/tmp}/poolshim-io_uring.lock"
+	(umask 0; : >>"$L") 2>/dev/null
+	{ [ -r "$L" ] && command -v flock >/dev/null; } || return 0
+	exec 9<"$L"
+	flock "$1" 9
+}
+
 # run NAME [sandbox options] : io_direct in the sandbox, report in NAME.json
 run() {
 	name=$1; shift
@@ -53,6 +64,8 @@ SYSCTL=/proc/sys/kernel/io_uring_disabled
 if [ "$(id -u)" != 0 ] || [ ! -w "$SYSCTL" ]; then
 	echo "not root or no $SYSCTL: sysctl case skipped"
 else
+	# system-wide: not while a parallel test needs io_uring working
+	uring_lock -x
 	old=$(cat "$SYSCTL")
 	at_exit "echo $old > $SYSCTL"
 	if echo 2 > "$SYSCTL"; then
@@ -62,6 +75,7 @@ else
 		echo "cannot write $SYSCTL: sysctl case skipped"
 	fi
 	[ "$(cat "$SYSCTL")" = "$old" ] && pass "io_uring_disabled restored to $old" || fail "io_uring_disabled not restored"
+	exec 9<&- 2>/dev/null
 fi
 
 # c) RLIMIT_MEMLOCK of 64 KiB: rings may still come up, registering the pool cannot
