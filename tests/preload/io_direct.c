@@ -287,6 +287,19 @@ START_TEST(test_read_offset)
 			break;
 	}
 	ck_assert_int_eq(pos, FSIZE);
+	/* a dup shares the offset: reads alternate between the two numbers and continue each other */
+	int fd2 = dup(fd);
+	ck_assert_int_eq(lseek(fd, 0, SEEK_SET), 0);
+	pos = 0;
+	for (int i = 0; i < 8; i++) {
+		size_t n = (size_t)(i + 1) * 512 * KiB;
+		ssize_t r = read(i & 1 ? fd2 : fd, buf, n);
+		ck_assert_msg(r == (ssize_t)n, "read #%d through the %s = %zd", i, i & 1 ? "dup" : "original", r);
+		ck_assert_int_lt(pio_diff(buf, n, (uint64_t)pos, SEED), 0);
+		pos += r;
+		ck_assert_int_eq(lseek(i & 1 ? fd : fd2, 0, SEEK_CUR), pos);
+	}
+	close(fd2);
 	free(buf);
 	close(fd);
 }

@@ -132,6 +132,28 @@ START_TEST(test_fork_concurrent)
 }
 END_TEST
 
+/* Parent and child share the file offset of a descriptor open before the fork. */
+START_TEST(test_fork_shared_offset)
+{
+	int fd = pio_open_direct(path, O_RDWR);
+	unsigned char *buf = pio_alloc(4 * MiB);
+	ck_assert_int_eq(read(fd, buf, 2 * MiB), 2 * MiB);
+	fflush(NULL);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		ssize_t r = read(fd, buf, 3 * MiB);
+		_exit(r == 3 * MiB && pio_diff(buf, 3 * MiB, 2 * MiB, SEED) < 0 ? 0 : 1);
+	}
+	ck_assert_int_eq(wait_child(pid), 0);
+	ck_assert_int_eq(lseek(fd, 0, SEEK_CUR), 5 * MiB);
+	ck_assert_int_eq(read(fd, buf, 4 * MiB), 4 * MiB);
+	ck_assert_int_lt(pio_diff(buf, 4 * MiB, 5 * MiB, SEED), 0);
+	free(buf);
+	close(fd);
+}
+END_TEST
+
 /* A child that only exits (its exit must not wait on or tear down the parent's ring). */
 START_TEST(test_fork_exit)
 {
@@ -159,6 +181,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_fork_child_io);
 	tcase_add_test(tc, test_fork_concurrent);
+	tcase_add_test(tc, test_fork_shared_offset);
 	tcase_add_test(tc, test_fork_exit);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
