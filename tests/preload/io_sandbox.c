@@ -9,6 +9,9 @@
  * --memlock sets RLIMIT_MEMLOCK (soft and hard); --drop-ipc-lock removes
  * CAP_IPC_LOCK from the bounding, inheritable and ambient sets, so that
  * root, too, is held to the limit after exec.  Then execs the command.
+ *
+ * "io_sandbox --probe" instead says whether this process may set up an
+ * io_uring at all (exit 0 when it may, 1 when not, with the errno).
  */
 #include <errno.h>
 #include <linux/audit.h>
@@ -90,10 +93,28 @@ static int usage(void)
 	return 2;
 }
 
+/* io_uring_setup(4, params): 0 when a ring can be created here. */
+static int probe(void)
+{
+	struct { unsigned u[30]; } params;   /* struct io_uring_params is 120 bytes */
+	memset(&params, 0, sizeof(params));
+	long fd = syscall(__NR_io_uring_setup, 4, &params);
+	if (fd < 0) {
+		printf("io_uring: unavailable (%s)\n", strerror(errno));
+		return 1;
+	}
+	close((int)fd);
+	printf("io_uring: available\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int seccomp_err = 0, drop = 0, i;
 	long long memlock = -1;
+
+	if (argc == 2 && !strcmp(argv[1], "--probe"))
+		return probe();
 
 	for (i = 1; i < argc && strcmp(argv[i], "--"); i++) {
 		if (!strcmp(argv[i], "--seccomp") && i + 1 < argc) {
