@@ -21,6 +21,7 @@
 
 #include "compiler.h"
 #include "fmt.h"
+#include "callsite.h"
 #include "jemalloc_ps.h"
 #include "pool.h"
 #include "stats.h"
@@ -29,6 +30,9 @@ static bool pool_ready;
 static int pool_flags;           /* MALLOCX_ARENA(ind) | MALLOCX_TCACHE_NONE */
 static int pool_arena = -1;
 static size_t pool_min = SIZE_MAX;
+
+/* The interposed call in progress, for call-site records. */
+static __thread enum ps_call site_call;
 
 /* Why the last slab request on this thread failed (set by the hook). */
 static __thread enum ps_pool_fail hook_fail;
@@ -179,6 +183,7 @@ static void *pool_try(size_t size, int extra_flags)
 	if (ps_likely(p != NULL)) {
 		ps_stats_event(PS_EV_POOL_ALLOC);
 		ps_stats_pool_used((int64_t)psje_sallocx(p, 0));
+		ps_callsite_record(PS_SITE_ALLOC, site_call, size, 0);
 		return p;
 	}
 	errno = saved_errno;
@@ -213,6 +218,7 @@ static void release(void *p)
 
 void *ps_malloc(size_t size)
 {
+	site_call = PS_CALL_MALLOC;
 	ps_stats_count(PS_CALL_MALLOC, PS_FD_NONE, size);
 	/* jemalloc's mallocx() wants a size; glibc hands out a minimal chunk. */
 	return alloc_flags(size ? size : 1, 0);
@@ -220,6 +226,7 @@ void *ps_malloc(size_t size)
 
 void *ps_calloc(size_t n, size_t size)
 {
+	site_call = PS_CALL_CALLOC;
 	size_t total;
 
 	if (__builtin_mul_overflow(n, size, &total)) {
@@ -309,12 +316,14 @@ static void *realloc_common(void *p, size_t size)
 
 void *ps_realloc(void *p, size_t size)
 {
+	site_call = PS_CALL_REALLOC;
 	ps_stats_count(PS_CALL_REALLOC, PS_FD_NONE, size);
 	return realloc_common(p, size);
 }
 
 void *ps_reallocarray(void *p, size_t n, size_t size)
 {
+	site_call = PS_CALL_REALLOCARRAY;
 	size_t total;
 
 	if (__builtin_mul_overflow(n, size, &total)) {
@@ -353,6 +362,7 @@ static void *memalign_common(size_t align, size_t size)
 
 int ps_posix_memalign(void **out, size_t align, size_t size)
 {
+	site_call = PS_CALL_POSIX_MEMALIGN;
 	ps_stats_count(PS_CALL_POSIX_MEMALIGN, PS_FD_NONE, size);
 	if (!power_of_two(align) || align % sizeof(void *) != 0)
 		return EINVAL;
@@ -367,24 +377,28 @@ int ps_posix_memalign(void **out, size_t align, size_t size)
 
 void *ps_aligned_alloc(size_t align, size_t size)
 {
+	site_call = PS_CALL_ALIGNED_ALLOC;
 	ps_stats_count(PS_CALL_ALIGNED_ALLOC, PS_FD_NONE, size);
 	return memalign_common(align, size);
 }
 
 void *ps_memalign(size_t align, size_t size)
 {
+	site_call = PS_CALL_MEMALIGN;
 	ps_stats_count(PS_CALL_MEMALIGN, PS_FD_NONE, size);
 	return memalign_common(align, size);
 }
 
 void *ps_valloc(size_t size)
 {
+	site_call = PS_CALL_VALLOC;
 	ps_stats_count(PS_CALL_VALLOC, PS_FD_NONE, size);
 	return memalign_common(PS_PAGE, size);
 }
 
 void *ps_pvalloc(size_t size)
 {
+	site_call = PS_CALL_PVALLOC;
 	ps_stats_count(PS_CALL_PVALLOC, PS_FD_NONE, size);
 	if (size > SIZE_MAX - PS_PAGE) {
 		errno = ENOMEM;

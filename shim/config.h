@@ -49,6 +49,9 @@ struct ps_config {
 	bool timing;                   /* POOLSHIM_TIMING */
 	uint64_t timing_sample;        /* POOLSHIM_TIMING_SAMPLE */
 	bool live;                     /* POOLSHIM_LIVE */
+	uint64_t backtrace;            /* POOLSHIM_BACKTRACE: frames, 0 = off */
+	uint64_t backtrace_sample;     /* POOLSHIM_BACKTRACE_SAMPLE */
+	uint64_t backtrace_top;        /* POOLSHIM_BACKTRACE_TOP */
 	int dump_signal;               /* POOLSHIM_DUMP_SIGNAL, 0 = none */
 };
 

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "callsite.h"
 #include "compiler.h"
 #include "config.h"
 #include "dump.h"
@@ -37,7 +38,10 @@ static void dump_handler(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
 
+	/* No unwinding and no dladdr (it takes the loader's lock) in here. */
+	ps_in_signal++;
 	ps_report_emit(&ps_cfg);
+	ps_in_signal--;
 	errno = saved;
 	struct sigaction ua = user_act;
 	if (ua.sa_flags & SA_SIGINFO) {

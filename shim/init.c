@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "callsite.h"
 #include "config.h"
 #include "fmt.h"
 #include "dump.h"
@@ -68,6 +69,7 @@ static void after_fork_child(void)
 
 static void thread_exit(void *block)
 {
+	ps_uring_thread_exit();
 	ps_stats_release(block);
 }
 
@@ -144,6 +146,7 @@ static void start(void)
 			pthread_setspecific(thread_key, ps_stats_tls);
 	}
 	ps_dump_init(&ps_cfg);
+	ps_callsite_init(&ps_cfg);
 	if (ps_cfg.verbose)
 		verbose_banner();
 	errno = saved_errno;

@@ -13,17 +13,20 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "callsite.h"
 #include "compiler.h"
 #include "fdinfo.h"
 #include "fmt.h"
 #include "init.h"
 #include "io.h"
 #include "stats.h"
+#include "sys.h"
 #include "uring.h"
 
 extern void __chk_fail(void) __attribute__((noreturn));
@@ -78,6 +81,7 @@ REAL_FUNCS(DECLARE_REAL)
 
 static bool timing;
 static uint32_t sample_mask;
+static uint64_t site_min;
 
 void ps_io_init(const struct ps_config *cfg)
 {
@@ -92,6 +96,7 @@ void ps_io_init(const struct ps_config *cfg)
 		ps_log("some libc I/O functions were not found; calls to them fail with ENOSYS");
 	timing = cfg->timing;
 	sample_mask = (uint32_t)cfg->timing_sample - 1;
+	site_min = cfg->uring_min;
 	ps_clock_init();
 	ps_uring_init(cfg);
 }
@@ -158,15 +163,35 @@ static inline void end(enum ps_call call, int fd, uint64_t request, long result,
 		ns = ns ? ns : 1;
 	}
 	ps_stats_io(call, ps_fd_kind(fd), request, result < 0 ? result : done, err, ns);
+	if (request >= site_min)
+		ps_callsite_record(PS_SITE_IO, call, result > 0 ? (uint64_t)done : 0, ns);
 	errno = err;
 }
 
+/*
+ * Bytes asked for by an iovec array.  Read only after the kernel accepted
+ * the array (the call succeeded): a bad pointer or count is the kernel's
+ * EFAULT/EINVAL to report, not a crash of ours.  Failed calls count 0.
+ */
 static size_t iov_bytes(const struct iovec *iov, int n)
 {
 	size_t total = 0;
 	for (int i = 0; iov && i < n; i++)
 		total += iov[i].iov_len;
 	return total;
+}
+
+/*
+ * Under a finite RLIMIT_FSIZE a write crossing the limit is cut short, but
+ * one starting past it raises SIGXFSZ: split chunks would turn the first
+ * case into the second.  Such writes stay plain.  Asked each time: another
+ * process may change our limit with prlimit(2).
+ */
+static bool file_size_limited(void)
+{
+	struct rlimit rl;
+	return PS_SYSCALL(SYS_prlimit64, 0, RLIMIT_FSIZE, NULL, &rl) == 0 &&
+	       rl.rlim_cur != RLIM_INFINITY;
 }
 
 /* An O_DIRECT request on a pooled buffer through io_uring; -2 = not taken. */
@@ -182,6 +207,8 @@ static ssize_t try_uring(enum ps_call call, int fd, void *buf, size_t len, off_t
 		ps_fd_forget(fd);
 		return -2;
 	}
+	if (write && file_size_limited())
+		return -2;
 	int saved = errno;
 	uint64_t t0 = begin_always();
 	ssize_t r = ps_uring_rw(fd, buf, len, off, write);
@@ -195,14 +222,30 @@ static ssize_t try_uring(enum ps_call call, int fd, void *buf, size_t len, off_t
 	return r;
 }
 
-static ssize_t try_uring_v(enum ps_call call, int fd, const struct iovec *iov, int n, off_t off,
-			   bool write)
+/*
+ * Copy the program's iovec array without trusting it: the kernel answers
+ * EFAULT for an unreadable one, and so must we (never SIGSEGV).  0 or -1.
+ */
+static int copy_iov(struct iovec *dst, const struct iovec *src, int n)
 {
-	if (off < 0 || ps_fd_kind(fd) != PS_FD_DIRECT || n < 1)
+	struct iovec local = { dst, sizeof(*dst) * (size_t)n };
+	struct iovec remote = { (void *)src, sizeof(*src) * (size_t)n };
+	long pid = PS_SYSCALL(SYS_getpid);
+	long got = PS_SYSCALL(SYS_process_vm_readv, pid, &local, 1, &remote, 1, 0);
+	return got == (long)local.iov_len ? 0 : -1;
+}
+
+static ssize_t try_uring_v(enum ps_call call, int fd, const struct iovec *user_iov, int n,
+			   off_t off, bool write)
+{
+	struct iovec iov[64];
+
+	if (off < 0 || n < 1 || n > (int)PS_ARRAY_SIZE(iov) || ps_fd_kind(fd) != PS_FD_DIRECT ||
+	    copy_iov(iov, user_iov, n) < 0)
 		return -2;
 	size_t len = iov_bytes(iov, n);
 	if (!ps_uring_eligible(iov[0].iov_base, iov[0].iov_len, off, true) ||
-	    !ps_fd_is_direct_now(fd, write))
+	    !ps_fd_is_direct_now(fd, write) || (write && file_size_limited()))
 		return -2;
 	int saved = errno;
 	uint64_t t0 = begin_always();
@@ -301,7 +344,7 @@ PS_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 		return REAL(readv)(fd, iov, n);
 	uint64_t t0 = begin();
 	ssize_t r = REAL(readv)(fd, iov, n);
-	end(PS_CALL_READV, fd, iov_bytes(iov, n), r, r, t0);
+	end(PS_CALL_READV, fd, r >= 0 ? iov_bytes(iov, n) : 0, r, r, t0);
 	return r;
 }
 
@@ -311,7 +354,7 @@ PS_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 		return REAL(writev)(fd, iov, n);
 	uint64_t t0 = begin();
 	ssize_t r = REAL(writev)(fd, iov, n);
-	end(PS_CALL_WRITEV, fd, iov_bytes(iov, n), r, r, t0);
+	end(PS_CALL_WRITEV, fd, r >= 0 ? iov_bytes(iov, n) : 0, r, r, t0);
 	return r;
 }
 
@@ -324,7 +367,7 @@ static ssize_t do_preadv(enum ps_call call, int fd, const struct iovec *iov, int
 	uint64_t t0 = begin();
 	r = call == PS_CALL_PREADV ? REAL(preadv)(fd, iov, n, off)
 				   : REAL(preadv2)(fd, iov, n, off, flags);
-	end(call, fd, iov_bytes(iov, n), r, r, t0);
+	end(call, fd, r >= 0 ? iov_bytes(iov, n) : 0, r, r, t0);
 	return r;
 }
 
@@ -337,7 +380,7 @@ static ssize_t do_pwritev(enum ps_call call, int fd, const struct iovec *iov, in
 	uint64_t t0 = begin();
 	r = call == PS_CALL_PWRITEV ? REAL(pwritev)(fd, iov, n, off)
 				    : REAL(pwritev2)(fd, iov, n, off, flags);
-	end(call, fd, iov_bytes(iov, n), r, r, t0);
+	end(call, fd, r >= 0 ? iov_bytes(iov, n) : 0, r, r, t0);
 	return r;
 }
 
@@ -418,10 +461,10 @@ PS_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	if (ps_unlikely(!ps_enabled()))
 		return REAL(recvmsg)(fd, msg, flags);
-	size_t want = msg ? iov_bytes(msg->msg_iov, (int)msg->msg_iovlen) : 0;
 	uint64_t t0 = begin();
 	ssize_t r = REAL(recvmsg)(fd, msg, flags);
-	end(PS_CALL_RECVMSG, fd, want, r, r, t0);
+	end(PS_CALL_RECVMSG, fd, r >= 0 ? iov_bytes(msg->msg_iov, (int)msg->msg_iovlen) : 0, r, r,
+	    t0);
 	return r;
 }
 
@@ -440,7 +483,8 @@ PS_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned n, int flags, struc
 		return REAL(recvmmsg)(fd, vec, n, flags, tmo);
 	uint64_t t0 = begin();
 	int r = REAL(recvmmsg)(fd, vec, n, flags, tmo);
-	end(PS_CALL_RECVMMSG, fd, mmsg_bytes(vec, (int)n, false), r,
+	/* Only the r headers the kernel filled in are known to be readable. */
+	end(PS_CALL_RECVMMSG, fd, r > 0 ? mmsg_bytes(vec, r, false) : 0, r,
 	    r > 0 ? (long)mmsg_bytes(vec, r, true) : r, t0);
 	return r;
 }
@@ -470,10 +514,10 @@ PS_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	if (ps_unlikely(!ps_enabled()))
 		return REAL(sendmsg)(fd, msg, flags);
-	size_t want = msg ? iov_bytes(msg->msg_iov, (int)msg->msg_iovlen) : 0;
 	uint64_t t0 = begin();
 	ssize_t r = REAL(sendmsg)(fd, msg, flags);
-	end(PS_CALL_SENDMSG, fd, want, r, r, t0);
+	end(PS_CALL_SENDMSG, fd, r >= 0 ? iov_bytes(msg->msg_iov, (int)msg->msg_iovlen) : 0, r, r,
+	    t0);
 	return r;
 }
 
@@ -483,7 +527,7 @@ PS_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned n, int flags)
 		return REAL(sendmmsg)(fd, vec, n, flags);
 	uint64_t t0 = begin();
 	int r = REAL(sendmmsg)(fd, vec, n, flags);
-	end(PS_CALL_SENDMMSG, fd, mmsg_bytes(vec, (int)n, false), r,
+	end(PS_CALL_SENDMMSG, fd, r > 0 ? mmsg_bytes(vec, r, false) : 0, r,
 	    r > 0 ? (long)mmsg_bytes(vec, r, true) : r, t0);
 	return r;
 }

@@ -9,10 +9,12 @@
 #include <stdint.h>
 #include <malloc.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "alloc.h"
 #include "compiler.h"
 #include "init.h"
+#include "pool.h"
 
 /* glibc's allocator, reachable whatever the symbol search order says. */
 extern void *__libc_malloc(size_t);
@@ -128,4 +130,41 @@ PS_EXPORT size_t malloc_usable_size(void *p)
 			real_usable = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
 	}
 	return real_usable ? real_usable(p) : 0;
+}
+
+/*
+ * Page protection the program puts on pooled memory must keep working for
+ * I/O: remember it, so such buffers stay off the fixed-buffer path.
+ */
+PS_EXPORT int mprotect(void *addr, size_t len, int prot)
+{
+	static int (*real_mprotect)(void *, size_t, int);
+
+	if (!real_mprotect)
+		real_mprotect = (int (*)(void *, size_t, int))dlsym(RTLD_NEXT, "mprotect");
+	if (!real_mprotect) {
+		errno = ENOSYS;
+		return -1;
+	}
+	int r = real_mprotect(addr, len, prot);
+	if (r == 0)
+		ps_pool_note_mprotect(addr, len, prot);
+	return r;
+}
+
+PS_EXPORT int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
+{
+	static int (*real_pkey_mprotect)(void *, size_t, int, int);
+
+	if (!real_pkey_mprotect)
+		real_pkey_mprotect = (int (*)(void *, size_t, int, int))dlsym(RTLD_NEXT, "pkey_mprotect");
+	if (!real_pkey_mprotect) {
+		errno = ENOSYS;
+		return -1;
+	}
+	int r = real_pkey_mprotect(addr, len, prot, pkey);
+	if (r == 0)
+		/* A protection key can take access away whatever prot says. */
+		ps_pool_note_mprotect(addr, len, pkey == -1 ? prot : PROT_NONE);
+	return r;
 }

@@ -303,6 +303,23 @@ bool ps_pool_slab(int i, struct ps_slab *out)
 	return true;
 }
 
+void ps_pool_note_mprotect(const void *addr, size_t len, int prot)
+{
+	uintptr_t a = (uintptr_t)addr, end = a + len;
+
+	if (prot == (PROT_READ | PROT_WRITE) || len == 0 || end <= ps_pool_lo || a >= ps_pool_hi)
+		return;
+	int n = ps_pool_nslabs();
+	for (int i = 0; i < n; i++)
+		if (slabs[i].base < end && a < slabs[i].base + slabs[i].len)
+			__atomic_store_n(&slabs[i].protected, 1, __ATOMIC_RELEASE);
+}
+
+bool ps_pool_slab_protected(int i)
+{
+	return i >= 0 && i < ps_pool_nslabs() && __atomic_load_n(&slabs[i].protected, __ATOMIC_ACQUIRE);
+}
+
 int ps_pool_nslabs(void)
 {
 	return __atomic_load_n(&nslabs, __ATOMIC_ACQUIRE);

@@ -45,6 +45,7 @@ struct ps_slab {
 	uintptr_t base;
 	size_t len;
 	enum ps_backing backing;
+	int protected;      /* the program changed page protection inside it */
 };
 
 struct ps_pool_info {
@@ -87,6 +88,17 @@ static inline bool ps_pool_contains(const void *p)
 int ps_pool_slab_of(const void *p);
 /* Copy of slab i; false if i is not a slab. */
 bool ps_pool_slab(int i, struct ps_slab *out);
+/*
+ * The program called mprotect() on [addr, addr + len) with prot: if that is
+ * anything but read-write, the slabs it touches are marked protected for
+ * good.  The kernel writes into registered (fixed) buffers without looking
+ * at page protection, so I/O on those slabs must go through the plain
+ * syscalls, which fault (EFAULT) as the program expects.
+ */
+void ps_pool_note_mprotect(const void *addr, size_t len, int prot);
+/* Whether slab i was marked by ps_pool_note_mprotect(). */
+bool ps_pool_slab_protected(int i);
+
 /* Number of slabs taken so far (they are numbered 0..n-1, never removed). */
 int ps_pool_nslabs(void);
 /* Whether [p, p + len) lies within one slab. */

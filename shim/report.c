@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "alloc.h"
+#include "callsite.h"
 #include "fmt.h"
 #include "sys.h"
 #include "uring.h"
@@ -66,7 +67,7 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch)
 
 static const char *const uring_state_names[] = { "ok", "off", "unavailable" };
 static const char *const uring_fb_names[PS_UFB__COUNT] = {
-	"setup", "register", "not_pooled", "small", "error",
+	"setup", "register", "not_pooled", "small", "error", "protected",
 };
 
 /* The errno with the most failures for a call, or 0. */
@@ -235,6 +236,7 @@ static void render_text(struct ps_buf *b, const struct ps_report_data *d)
 			}
 		}
 	}
+	ps_callsite_render(b, false, !ps_in_signal);
 	ps_buf_puts(b, "==== end of poolshim report ====\n");
 }
 
@@ -340,7 +342,9 @@ close_errnos:
 			first = false;
 		}
 	}
-	ps_buf_puts(b, "]}\n");
+	ps_buf_putc(b, ']');
+	ps_callsite_render(b, true, !ps_in_signal);
+	ps_buf_puts(b, "}\n");
 }
 
 void ps_report_render(struct ps_buf *b, const struct ps_report_data *d,

@@ -83,6 +83,7 @@ enum ps_uring_fb {
 	PS_UFB_NOT_POOLED,   /* O_DIRECT call on a buffer outside the pool */
 	PS_UFB_SMALL,        /* below POOLSHIM_URING_MIN */
 	PS_UFB_ERROR,        /* submission failed; the call was redone by libc */
+	PS_UFB_PROTECTED,    /* the program mprotect()ed part of the buffer's slab */
 	PS_UFB__COUNT
 };
 

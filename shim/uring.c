@@ -45,7 +45,8 @@ static uint64_t min_len, chunk_len;
 static unsigned depth;
 static int state = PS_URING_STATE_OK;
 static const char *reason;
-static uint64_t rings;
+static uint64_t rings;           /* created, ever */
+static uint64_t live_rings;      /* open now */
 static bool verbose;
 static int process_pid;
 
@@ -78,6 +79,15 @@ uint64_t ps_uring_rings(void)
 	return __atomic_load_n(&rings, __ATOMIC_RELAXED);
 }
 
+void ps_uring_thread_exit(void)
+{
+	if (tls_ring.pid && tls_ring.pid == process_pid) {
+		io_uring_queue_exit(&tls_ring.ring);
+		__atomic_sub_fetch(&live_rings, 1, __ATOMIC_RELAXED);
+	}
+	memset(&tls_ring, 0, sizeof(tls_ring));
+}
+
 void ps_uring_after_fork_child(void)
 {
 	process_pid = (int)PS_SYSCALL(SYS_getpid);
@@ -100,6 +110,13 @@ bool ps_uring_eligible(const void *buf, size_t len, off_t off, bool positional)
 		ps_stats_uring_fallback(PS_UFB_NOT_POOLED);
 		return false;
 	}
+	if (ps_pool_slab_protected(ps_pool_slab_of(buf))) {
+		ps_stats_uring_fallback(PS_UFB_PROTECTED);
+		return false;
+	}
+	/* An end past the largest offset is the kernel's EINVAL to give. */
+	if (positional && (uint64_t)off > (uint64_t)INT64_MAX - len)
+		return false;
 	/* Misaligned O_DIRECT requests go to the kernel, which says EINVAL exactly. */
 	if (((uintptr_t)buf | len | (positional ? (uint64_t)off : 0)) & (PS_ALIGN - 1))
 		return false;
@@ -162,6 +179,7 @@ static struct ring *get_ring(void)
 	r->pid = process_pid;
 	r->seen_slabs = 0;
 	__atomic_add_fetch(&rings, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&live_rings, 1, __ATOMIC_RELAXED);
 	return r;
 }
 
@@ -328,7 +346,8 @@ ssize_t ps_uring_rwv(int fd, const struct iovec *iov, int iovcnt, off_t off, boo
 	for (int i = 0; i < iovcnt; i++) {
 		const struct iovec *v = &iov[i];
 		if (((uintptr_t)v->iov_base | v->iov_len) & (PS_ALIGN - 1) || v->iov_len == 0 ||
-		    !ps_pool_within_slab(v->iov_base, v->iov_len))
+		    !ps_pool_within_slab(v->iov_base, v->iov_len) ||
+		    ps_pool_slab_protected(ps_pool_slab_of(v->iov_base)))
 			return -2;
 		if (!is_registered(r, ps_pool_slab_of(v->iov_base))) {
 			ps_stats_uring_fallback(PS_UFB_REGISTER);
@@ -336,6 +355,8 @@ ssize_t ps_uring_rwv(int fd, const struct iovec *iov, int iovcnt, off_t off, boo
 		}
 		pc[i] = (struct piece){ v->iov_base, v->iov_len, off + (off_t)total };
 		total += v->iov_len;
+		if (total > (uint64_t)INT64_MAX - (uint64_t)off)
+			return -2;
 	}
 	return submit_pieces(r, fd, pc, iovcnt, write, -1);
 }

@@ -48,6 +48,9 @@ ssize_t ps_uring_rw(int fd, void *buf, size_t len, off_t off, bool write);
  */
 ssize_t ps_uring_rwv(int fd, const struct iovec *iov, int iovcnt, off_t off, bool write);
 
+/* Thread exit: close the thread's ring (its fd and mappings). */
+void ps_uring_thread_exit(void);
+
 /* In a fork child: forget the inherited ring. */
 void ps_uring_after_fork_child(void);
 

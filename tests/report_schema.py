@@ -27,7 +27,8 @@ SCHEMA = {
     "uring": {
         "state": str, "reason": (str, type(None)), "rings": U, "enters": U, "sqes": U,
         "fixed": U, "split_calls": U, "sqes_per_enter": list,
-        "fallbacks": {"setup": U, "register": U, "not_pooled": U, "small": U, "error": U},
+        "fallbacks": {"setup": U, "register": U, "not_pooled": U, "small": U, "error": U,
+                      "protected": U},
     },
     "calls": list,
 }
@@ -57,9 +58,27 @@ def check(obj, schema, path, errors):
         errors.append(f"{path}: undocumented fields {sorted(extra)}")
 
 
+SITE = {"kind": str, "call": str, "count": U, "bytes": U, "nsec": U, "frames": list}
+FRAME = {"function": (str, type(None)), "offset": U, "object": str, "address": str}
+
+
 def validate(report):
     errors = []
+    # call sites are present only with POOLSHIM_BACKTRACE
+    sites = report.pop("callsites", None)
+    sample = report.pop("callsite_sample", None)
     check(report, SCHEMA, "$", errors)
+    if sites is not None:
+        report["callsites"] = sites
+        report["callsite_sample"] = sample
+        if not isinstance(sample, int) or sample < 1:
+            errors.append("$.callsite_sample: want a positive integer")
+        for i, s in enumerate(sites):
+            check(s, SITE, f"$.callsites[{i}]", errors)
+            if s.get("kind") not in ("alloc", "io"):
+                errors.append(f"$.callsites[{i}].kind {s.get('kind')}")
+            for j, f in enumerate(s.get("frames", [])):
+                check(f, FRAME, f"$.callsites[{i}].frames[{j}]", errors)
     if errors:
         return errors
     if report["schema"] != "poolshim-report" or report["version"] != 1:

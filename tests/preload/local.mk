@@ -8,9 +8,12 @@ pst_programs = \
 	tests/preload/alloc_threads \
 	tests/preload/alloc_lifecycle \
 	tests/preload/alloc_cxx
-check_PROGRAMS += $(pst_programs) tests/preload/alloc_helper tests/preload/signal_helper
-TESTS += $(pst_programs) tests/preload/report.sh tests/preload/hugepages.sh tests/preload/live.sh
+check_PROGRAMS += $(pst_programs) tests/preload/alloc_helper tests/preload/signal_helper \
+	tests/preload/callsite_helper
+TESTS += $(pst_programs) tests/preload/report.sh tests/preload/hugepages.sh tests/preload/live.sh \
+	tests/preload/callsite.sh
 EXTRA_DIST += tests/preload/report.sh tests/preload/hugepages.sh tests/preload/live.sh \
+	tests/preload/callsite.sh \
 	tests/report_schema.py
 
 tests_preload_alloc_api_SOURCES = tests/preload/alloc_api.c
@@ -25,6 +28,9 @@ tests_preload_alloc_lifecycle_LDADD = $(PST_LIBS_ALL)
 tests_preload_alloc_cxx_SOURCES = tests/preload/alloc_cxx.cc
 tests_preload_alloc_cxx_LDADD = -ldl
 tests_preload_signal_helper_SOURCES = tests/preload/signal_helper.c
+tests_preload_callsite_helper_SOURCES = tests/preload/callsite_helper.c
+tests_preload_callsite_helper_CFLAGS = $(AM_CFLAGS) -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls
+tests_preload_callsite_helper_LDFLAGS = -rdynamic
 tests_preload_alloc_helper_SOURCES = tests/preload/alloc_helper.c
 tests_preload_alloc_helper_CFLAGS = $(PST_CFLAGS_ALL)
 tests_preload_alloc_helper_LDADD = $(PST_LIBS_ALL)

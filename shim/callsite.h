@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Call sites: which code allocates the pooled buffers and does the large
+ * I/O.  With POOLSHIM_BACKTRACE=N, one call in POOLSHIM_BACKTRACE_SAMPLE
+ * (per thread) of each kind captures up to N frames with libunwind; the
+ * stacks are aggregated in a fixed table (count, bytes, time) and
+ * symbolized with dladdr only when the report is written.
+ */
+#ifndef PS_CALLSITE_H
+#define PS_CALLSITE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "stats.h"
+
+struct ps_buf;
+
+enum ps_site_kind { PS_SITE_ALLOC, PS_SITE_IO };
+
+/* Set up the table (only when POOLSHIM_BACKTRACE > 0).  Call once at start. */
+void ps_callsite_init(const struct ps_config *cfg);
+
+extern bool ps_callsite_on;
+
+/* Record the caller's stack for one sampled call.  Never unwinds re-entrantly. */
+void ps_callsite_capture(enum ps_site_kind kind, enum ps_call call, uint64_t bytes,
+			 uint64_t nsec);
+
+static inline void ps_callsite_record(enum ps_site_kind kind, enum ps_call call, uint64_t bytes,
+				      uint64_t nsec)
+{
+	if (ps_unlikely(ps_callsite_on))
+		ps_callsite_capture(kind, call, bytes, nsec);
+}
+
+/*
+ * Write the top sites by bytes and by count; symbolize = false (inside a
+ * signal handler) prints raw addresses.
+ */
+void ps_callsite_render(struct ps_buf *b, bool json, bool symbolize);
+
+/* Number of captures recorded, and of captures dropped (table full). */
+uint64_t ps_callsite_captures(void);
+uint64_t ps_callsite_dropped(void);
+
+/* Set while a report is written from a signal handler: no unwinding, no dladdr. */
+extern __thread int ps_in_signal;
+
+#endif
