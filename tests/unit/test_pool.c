@@ -166,8 +166,8 @@ START_TEST(test_arena_routing)
 	ck_assert_int_eq(up[99], 7);
 	ps_free(up);
 	ps_free(small);
-	ck_assert_uint_eq(ps_pool_in_use, 0);
-	ck_assert_uint_ge(ps_pool_peak, 1 << 20);
+	ck_assert_uint_eq(ps_gauges->pool_in_use, 0);
+	ck_assert_uint_ge(ps_gauges->pool_peak, 1 << 20);
 }
 END_TEST
 
