@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: MIT
 # Build and test rules for the demo S3 stack (included from Makefile.am).
+# The demo programs are not installed: generic names like storaged and loadgen
+# do not belong in $(bindir); run them from the build tree.
 # Three ordinary programs written the straightforward way (a fresh buffer
 # per request, no pooling of their own): the shim's test subjects.
 
@@ -11,14 +13,14 @@ DEMO_COMMON = \
 DEMO_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(SANITIZER_CFLAGS)
 DEMO_LDADD = $(CRYPTO_LIBS) $(HTTP_PARSER_LIBS)
 
-bin_PROGRAMS += demo/storaged
+noinst_PROGRAMS += demo/storaged
 demo_storaged_SOURCES = demo/storaged.c demo/objstore.c demo/objstore.h \
 	demo/server.c demo/server.h $(DEMO_COMMON)
 demo_storaged_CFLAGS = $(DEMO_CFLAGS)
 demo_storaged_LDADD = $(DEMO_LDADD)
 demo_storaged_LDFLAGS = $(SANITIZER_CFLAGS)
 
-bin_PROGRAMS += demo/s3proxy
+noinst_PROGRAMS += demo/s3proxy
 demo_s3proxy_SOURCES = demo/s3proxy.c demo/proxy.h demo/proxy_auth.c \
 	demo/proxy_backend.c demo/server.c demo/server.h \
 	demo/client.c demo/client.h $(DEMO_COMMON)
@@ -26,7 +28,7 @@ demo_s3proxy_CFLAGS = $(DEMO_CFLAGS)
 demo_s3proxy_LDADD = $(DEMO_LDADD)
 demo_s3proxy_LDFLAGS = $(SANITIZER_CFLAGS)
 
-bin_PROGRAMS += demo/loadgen
+noinst_PROGRAMS += demo/loadgen
 demo_loadgen_SOURCES = demo/loadgen.c demo/client.c demo/client.h $(DEMO_COMMON)
 demo_loadgen_CFLAGS = $(DEMO_CFLAGS)
 demo_loadgen_LDADD = $(DEMO_LDADD) -lm
