@@ -1,0 +1,1008 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The demo harness behind scripts/demo: the S3 stack under each allocator
+configuration, measured side by side.
+
+  scripts/demo [--quick] [--scenario S,...] [--config C,...] [--repeat N]
+               [--seconds S] [--concurrency N] [--out DIR] [--port P]
+               [--real | --no-real] [--alloc | --no-alloc]
+
+For every repeat, configuration and scenario (interleaved: repeat 1 of every
+configuration, then repeat 2, ...) it starts two storaged nodes and an
+s3proxy on loopback ports under that configuration, runs loadgen (also under
+it) with --verify, samples /proc/PID/stat of the servers (page faults, CPU)
+and, for the shim, its live counters (tools/poolshim-stat), then stops
+everything.  Rates are taken over loadgen's measured window only.
+
+Prints a table (median [min-max] over the repeats), writes results.json and
+PNG plots (gnuplot) into the results directory, and prints the shim's text
+report for the proxy of one run.  --real runs nginx (as a proxy with large
+proxy buffers, and serving files with directio), haproxy and wrk, when
+installed.  The default run ends with scripts/bench alloc's allocator table.
+Exit status: 0 done, 1 a run failed (a process died, loadgen failed or found
+data errors), 2 usage or a missing dependency.
+"""
+import argparse
+import ctypes
+import importlib.machinery
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("PS_TOP_BUILDDIR") or TOP
+SHIM = os.path.join(BUILD, ".libs", "libpoolshim.so")
+STORAGED = os.path.join(BUILD, "demo", "storaged")
+S3PROXY = os.path.join(BUILD, "demo", "s3proxy")
+LOADGEN = os.path.join(BUILD, "demo", "loadgen")
+PSSTAT = os.path.join(BUILD, "tools", "poolshim-stat")
+LIBDIR = "/usr/lib/x86_64-linux-gnu"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+# name, environment, Debian package of the preloaded library
+CONFIGS = [
+    ("none", {}, None),
+    ("jemalloc", {"LD_PRELOAD": f"{LIBDIR}/libjemalloc.so.2"}, "libjemalloc2"),
+    ("tcmalloc", {"LD_PRELOAD": f"{LIBDIR}/libtcmalloc_minimal.so.4"}, "libtcmalloc-minimal4"),
+    ("mimalloc", {"LD_PRELOAD": f"{LIBDIR}/libmimalloc.so.2"}, "libmimalloc2.0"),
+    ("glibc-hugetlb", {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}, None),
+    ("shim-nouring", {"LD_PRELOAD": SHIM, "POOLSHIM_URING": "off"}, None),
+    ("shim", {"LD_PRELOAD": SHIM}, None),
+]
+CONFIG_NAMES = [c[0] for c in CONFIGS]
+
+# name, title, loadgen arguments
+SCENARIOS = [
+    ("get-1m", "GET 1 MiB", ["--op", "get", "--size", "1MiB"]),
+    ("get-16m", "GET 16 MiB", ["--op", "get", "--size", "16MiB"]),
+    ("put-1m", "PUT 1 MiB", ["--op", "put", "--size", "1MiB"]),
+    ("put-16m", "PUT 16 MiB", ["--op", "put", "--size", "16MiB"]),
+    ("mix", "mixed 64 KiB-16 MiB", ["--op", "mix", "--size", "64KiB-16MiB"]),
+]
+SCENARIO_NAMES = [s[0] for s in SCENARIOS]
+# --quick: the scenarios whose operations finish well within a short run.
+QUICK_SCENARIOS = ["get-16m", "put-1m", "mix"]
+
+# --real: setups and the configurations they run under.
+REAL_SETUPS = [
+    ("nginx-proxy", "nginx proxy (1 MiB proxy buffers) -> storaged, GET 16 MiB"),
+    ("nginx-directio", "nginx static files, directio + 16 MiB output_buffers, GET 16 MiB"),
+    ("haproxy", "haproxy -> storaged, GET 16 MiB"),
+]
+REAL_CONFIGS = ["none", "shim"]
+REAL_SIZE = 16 << 20
+
+# The proxy's text report is printed for this run (the last repeat).
+TEXT_REPORT_SCENARIO = "get-16m"
+
+QUIET_ENV = ("LD_PRELOAD", "GLIBC_TUNABLES", "MALLOC_CONF", "MIMALLOC_", "TCMALLOC_", "POOLSHIM")
+
+
+class Fail(Exception):
+    """A run failed in a way that stops the harness (message for the user)."""
+
+
+def say(msg):
+    progress.clear()
+    print(msg, file=sys.stderr, flush=True)
+
+
+class Progress:
+    """One status line on stderr: what runs now and how long is left."""
+
+    def __init__(self):
+        self.total = 0
+        self.done = 0
+        self.spent = 0.0
+        self.estimate = 0.0
+        self.shown = False
+
+    def plan(self, total, per_run):
+        self.total, self.done, self.spent, self.estimate = total, 0, 0.0, per_run
+
+    def show(self, what):
+        if self.done:
+            per = self.spent / self.done
+        else:
+            per = self.estimate
+        left = (self.total - self.done) * per
+        line = f"[{self.done + 1}/{self.total}] {what}  (~{int(left) // 60}m{int(left) % 60:02d}s left)"
+        if sys.stderr.isatty():
+            print(f"\r\033[K{line}", end="", file=sys.stderr, flush=True)
+            self.shown = True
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def finished(self, seconds):
+        self.done += 1
+        self.spent += seconds
+
+    def clear(self):
+        if self.shown:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
+            self.shown = False
+
+
+progress = Progress()
+
+
+def machine():
+    """scripts/bench's machine line, so both tables name the machine alike."""
+    try:
+        loader = importlib.machinery.SourceFileLoader("ps_bench", os.path.join(TOP, "scripts", "bench"))
+        spec = importlib.util.spec_from_loader("ps_bench", loader)
+        mod = importlib.util.module_from_spec(spec)
+        loader.exec_module(mod)
+        return mod.machine()
+    except Exception as e:  # the harness runs without scripts/bench too
+        return f"{os.cpu_count()} CPUs (machine() unavailable: {e})"
+
+
+# --------------------------------------------------------------------------
+# Processes: every one started is registered, and stopped however we end.
+# --------------------------------------------------------------------------
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _die_with_parent():
+    # If the harness is killed outright, its children get SIGTERM.
+    _libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+class Proc:
+    registry = []
+
+    def __init__(self, name, argv, env, logdir, stdout=None):
+        self.name = name
+        self.out = os.path.join(logdir, f"{name}.out")
+        self.err = os.path.join(logdir, f"{name}.err")
+        self.p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                                  stdout=stdout if stdout is not None else open(self.out, "w"),
+                                  stderr=open(self.err, "w"), start_new_session=True,
+                                  preexec_fn=_die_with_parent)
+        self.pid = self.p.pid
+        Proc.registry.append(self)
+
+    def alive(self):
+        return self.p.poll() is None
+
+    def log_tail(self, n=15):
+        try:
+            with open(self.err, errors="replace") as f:
+                lines = f.readlines()[-n:]
+            return "".join("    " + l for l in lines) or "    (empty)\n"
+        except OSError:
+            return "    (no log)\n"
+
+    def wait_listening(self, timeout=10.0):
+        """Waits for the demo programs' 'listening on HOST:PORT' line; the port."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                with open(self.out) as f:
+                    m = re.search(r"^listening on .*:(\d+)$", f.read(), re.M)
+                if m:
+                    return int(m.group(1))
+            except OSError:
+                pass
+            if not self.alive():
+                raise Fail(f"{self.name} exited with status {self.p.returncode} while starting; "
+                           f"its log ({self.err}):\n{self.log_tail()}")
+            time.sleep(0.02)
+        raise Fail(f"{self.name} did not start listening within {timeout:.0f}s; its log:\n{self.log_tail()}")
+
+    def term(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+
+    def stop(self, timeout=10.0):
+        """SIGTERM, then SIGKILL after timeout.  True when it exited 0 on SIGTERM."""
+        if self in Proc.registry:
+            Proc.registry.remove(self)
+        if self.p.poll() is not None:
+            return self.p.returncode == 0
+        try:
+            self.term()
+            self.p.wait(timeout)
+            return self.p.returncode in (0, -signal.SIGTERM)
+        except subprocess.TimeoutExpired:
+            say(f"demo: {self.name} (pid {self.pid}) ignored SIGTERM for {timeout:.0f}s; killing it")
+            self.p.kill()
+            self.p.wait()
+            return False
+
+    @classmethod
+    def stop_all(cls):
+        for p in list(reversed(cls.registry)):
+            p.stop(timeout=5.0)
+
+
+def clean_env(extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(QUIET_ENV)}
+    env.update(extra)
+    return env
+
+
+def port_free(port):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_port(proc, port, timeout=10.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if not proc.alive():
+            raise Fail(f"{proc.name} exited with status {proc.p.returncode} while starting; "
+                       f"its log ({proc.err}):\n{proc.log_tail()}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise Fail(f"{proc.name} does not answer on 127.0.0.1:{port} after {timeout:.0f}s; its log:\n"
+               f"{proc.log_tail()}")
+
+
+# --------------------------------------------------------------------------
+# Sampling: /proc/PID/stat of every server (faults, CPU), and the shim's
+# live counters through tools/poolshim-stat, both timestamped so that rates
+# come from loadgen's measured window only.
+# --------------------------------------------------------------------------
+def children(pid):
+    kids = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    s = f.read()
+                if int(s[s.rindex(")") + 2:].split()[1]) == pid:
+                    kids.append(int(d))
+            except (OSError, ValueError):
+                pass
+    return kids
+
+
+def proc_stat(pids):
+    """(minflt, cpu seconds) summed over pids (a server and its workers)."""
+    flt = cpu = 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                s = f.read()
+        except OSError:
+            continue
+        fields = s[s.rindex(")") + 2:].split()
+        flt += int(fields[7])
+        cpu += (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return flt, cpu
+
+
+class Sampler:
+    """Samples /proc every `interval` s for each group {name: [pids]}; for
+    shimmed processes, also reads poolshim-stat's per-interval deltas."""
+
+    def __init__(self, groups, shim_pids, logdir, interval=0.1):
+        self.groups = groups
+        self.interval = interval
+        self.samples = []          # (t, {name: (flt, cpu)})
+        self.stop_ev = threading.Event()
+        self.th = threading.Thread(target=self._run, daemon=True)
+        self.stat = None
+        self.stat_recs = {}        # pid -> [(t, syscalls in that interval)]
+        self.stat_interval = 0.25
+        if shim_pids and os.access(PSSTAT, os.X_OK):
+            self.stat = subprocess.Popen([PSSTAT, "-i", str(self.stat_interval), "--json"]
+                                         + [str(p) for p in shim_pids],
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                         stdin=subprocess.DEVNULL, text=True,
+                                         preexec_fn=_die_with_parent)
+            self.stat_th = threading.Thread(target=self._read_stat, daemon=True)
+            self.stat_th.start()
+        self.th.start()
+
+    def snapshot(self):
+        return (time.monotonic(), {n: proc_stat(p) for n, p in self.groups.items()})
+
+    def _run(self):
+        while not self.stop_ev.is_set():
+            self.samples.append(self.snapshot())
+            self.stop_ev.wait(self.interval)
+
+    def _read_stat(self):
+        dec = json.JSONDecoder()
+        buf = ""
+        first = set()
+        for line in self.stat.stdout:
+            buf += line
+            try:
+                obj, _ = dec.raw_decode(buf.strip())
+            except ValueError:
+                continue
+            buf = ""
+            pid = obj.get("pid")
+            calls = sum(c["calls"] for c in obj.get("calls", []) if c.get("kind") != "none")
+            if pid not in first:        # round 0: totals so far, not a change
+                first.add(pid)
+                continue
+            self.stat_recs.setdefault(pid, []).append((time.monotonic(), calls))
+
+    def finish(self):
+        self.stop_ev.set()
+        self.th.join()
+        self.samples.append(self.snapshot())
+        if self.stat:
+            self.stat.terminate()
+            try:
+                self.stat.wait(5)
+            except subprocess.TimeoutExpired:
+                self.stat.kill()
+                self.stat.wait()
+
+    def rates(self, t_a, t_b):
+        """Per-second (faults, cpu) of each group over [t_a, t_b] (nearest samples inside)."""
+        inside = [s for s in self.samples if t_a <= s[0] <= t_b + 0.05]
+        if len(inside) < 2:
+            inside = self.samples[-2:]
+        (ta, a), (tb, b) = inside[0], inside[-1]
+        dt = max(tb - ta, 1e-3)
+        return {n: ((b[n][0] - a[n][0]) / dt, (b[n][1] - a[n][1]) / dt) for n in self.groups}, dt
+
+    def syscall_rate(self, pid, t_a, t_b):
+        """I/O calls per second of a shimmed pid over intervals inside [t_a, t_b]."""
+        recs = [c for t, c in self.stat_recs.get(pid, [])
+                if t_a + self.stat_interval <= t <= t_b + 0.05]
+        if not recs:
+            return None
+        return sum(recs) / (len(recs) * self.stat_interval)
+
+
+# --------------------------------------------------------------------------
+# One run of the demo stack.
+# --------------------------------------------------------------------------
+def config_env(name):
+    for n, env, _ in CONFIGS:
+        if n == name:
+            return dict(env)
+    raise KeyError(name)
+
+
+def is_shim(name):
+    return config_env(name).get("LD_PRELOAD") == SHIM
+
+
+def run_demo(args, cfg, scen, rep, text_report, workdir, outdir):
+    title, lgargs = next((t, a) for n, t, a in SCENARIOS if n == scen)
+    run_id = f"{scen}.{cfg}.{rep + 1}"
+    tmp = tempfile.mkdtemp(prefix=f"{run_id}.", dir=workdir)
+    reports = os.path.join(outdir, "reports", run_id)
+    shim = is_shim(cfg)
+    env = config_env(cfg)
+    if shim:
+        os.makedirs(reports, exist_ok=True)
+        env["POOLSHIM_STATS"] = os.path.join(reports, "%e-%p.json")
+    procs = []
+    try:
+        n1 = Proc("node1", [STORAGED, "--dir", f"{tmp}/data1", "--port", "0", "--no-fsync"],
+                  clean_env(env), tmp)
+        n2 = Proc("node2", [STORAGED, "--dir", f"{tmp}/data2", "--port", "0", "--no-fsync"],
+                  clean_env(env), tmp)
+        procs += [n1, n2]
+        p1, p2 = n1.wait_listening(), n2.wait_listening()
+        with open(f"{tmp}/creds", "w") as f:
+            f.write("# demo harness\nPSDEMOHARNESS demo-harness-secret\n")
+        penv = dict(env)
+        if text_report:
+            penv["POOLSHIM_STATS"] = os.path.join(reports, "s3proxy-report.txt")
+            penv["POOLSHIM_STATS_FORMAT"] = "text"
+        if args.port and not port_free(args.port):
+            raise Fail(f"port {args.port} on 127.0.0.1 is taken; pick another with --port "
+                       f"(or --port 0 for any free one)")
+        px = Proc("proxy", [S3PROXY, "--port", str(args.port), "--credentials", f"{tmp}/creds",
+                            "--backend", f"http://127.0.0.1:{p1}",
+                            "--backend", f"http://127.0.0.1:{p2}"], clean_env(penv), tmp)
+        procs.append(px)
+        pp = px.wait_listening()
+        groups = {"proxy": [px.pid], "node1": [n1.pid], "node2": [n2.pid]}
+        sampler = Sampler(groups, [px.pid, n1.pid, n2.pid] if shim else [], tmp)
+        lg = [LOADGEN, "--endpoint", f"http://127.0.0.1:{pp}", "--access-key", "PSDEMOHARNESS",
+              "--secret-key", "demo-harness-secret", "--bucket", "demo", "--prefix", f"{run_id}/",
+              "--concurrency", str(args.concurrency), "--duration", f"{args.seconds}s",
+              "--warmup", f"{args.warmup}s", "--verify", "--seed", "42", "--timeout", "20s",
+              "--json", f"{tmp}/loadgen.json"] + lgargs
+        if "put" not in lgargs:
+            lg += ["--objects", str(2 * args.concurrency)]
+        try:
+            r = subprocess.run(lg, env=clean_env(env), stdin=subprocess.DEVNULL,
+                               stdout=open(f"{tmp}/loadgen.out", "w"), stderr=subprocess.STDOUT,
+                               timeout=args.seconds + args.warmup + 90, preexec_fn=_die_with_parent)
+            rc = r.returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+        t_end = time.monotonic()
+        sampler.finish()
+        dead = [p for p in procs if not p.alive()]
+        if dead:
+            p = dead[0]
+            raise Fail(f"{p.name} died (status {p.p.returncode}) during {run_id}; its log "
+                       f"({p.err}):\n{p.log_tail()}")
+        try:
+            with open(f"{tmp}/loadgen.json") as f:
+                lgj = json.load(f)
+        except (OSError, ValueError):
+            with open(f"{tmp}/loadgen.out", errors="replace") as f:
+                out = f.read()[-1500:]
+            raise Fail(f"loadgen failed in {run_id} (exit {rc}) and wrote no results:\n{out}")
+        clean = True
+        for p in (px, n1, n2):      # no request is in flight: all at once
+            p.term()
+        for p in (px, n1, n2):
+            clean &= p.stop()
+        procs = []
+        return measure(args, cfg, scen, rep, lgj, rc, sampler, t_end, shim, reports, clean,
+                       {"proxy": px.pid, "node1": n1.pid, "node2": n2.pid})
+    finally:
+        for p in procs:
+            p.stop(timeout=5.0)
+        if args.keep:
+            say(f"demo: kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def measure(args, cfg, scen, rep, lgj, rc, sampler, t_end, shim, reports, clean, pids):
+    tot = lgj["ops"]["total"]
+    seconds = lgj["seconds"]
+    ops_s = tot["ops_per_s"]
+    mib_s = tot["mib_per_s"]
+    t_a = t_end - seconds
+    rates, window = sampler.rates(t_a, t_end)
+    run = {"scenario": scen, "config": cfg, "repeat": rep + 1, "loadgen_exit": rc,
+           "mib_s": mib_s, "ops_s": ops_s, "ops": tot["count"],
+           "p50_ms": tot["latency_ms"]["p50"], "p99_ms": tot["latency_ms"]["p99"],
+           "errors": lgj.get("errors", {}), "mismatches": lgj.get("mismatches", 0),
+           "verified_bytes": lgj.get("verified_bytes", 0), "clean_exit": clean,
+           "window_s": round(window, 3), "procs": {}}
+    gib_s = mib_s / 1024.0
+    for name, (flt_s, cpu_s) in rates.items():
+        d = {"faults_per_op": flt_s / ops_s if ops_s else None,
+             "cpu_s_per_gib": cpu_s / gib_s if gib_s else None,
+             "cpu_util": cpu_s}
+        if shim:
+            sc = sampler.syscall_rate(pids[name], t_a, t_end)
+            d["syscalls_per_op"] = sc / ops_s if sc is not None and ops_s else None
+        run["procs"][name] = d
+    if shim:
+        run["reports"] = sorted(os.path.join(reports, f) for f in os.listdir(reports))
+    return run
+
+
+# --------------------------------------------------------------------------
+# --real: nginx, haproxy, wrk.
+# --------------------------------------------------------------------------
+def which(prog):
+    return shutil.which(prog) or next((p for p in (f"/usr/sbin/{prog}", f"/sbin/{prog}")
+                                       if os.access(p, os.X_OK)), None)
+
+
+def real_missing():
+    return [p for p, pkg in (("nginx", "nginx-light"), ("haproxy", "haproxy"), ("wrk", "wrk"))
+            if not which(p)]
+
+
+def nginx_conf(tmp, port, body):
+    user = "user root;\n" if os.geteuid() == 0 else ""
+    return f"""{user}worker_processes 2;
+daemon off;
+pid {tmp}/nginx.pid;
+error_log {tmp}/nginx-error.log warn;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    client_body_temp_path {tmp}/client_body;
+    proxy_temp_path {tmp}/proxy_temp;
+    fastcgi_temp_path {tmp}/fastcgi_temp;
+    uwsgi_temp_path {tmp}/uwsgi_temp;
+    scgi_temp_path {tmp}/scgi_temp;
+    keepalive_requests 100000;
+    server {{
+        listen 127.0.0.1:{port};
+{body}
+    }}
+}}
+"""
+
+
+def put_object(port, path, data):
+    import http.client
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    for method, p, body in (("PUT", "/real", None), ("PUT", path, data)):
+        c.request(method, p, body=body)
+        r = c.getresponse()
+        r.read()
+        if r.status not in (200, 409):
+            raise Fail(f"storaged refused {method} {p}: HTTP {r.status}")
+    c.close()
+
+
+def parse_wrk(out):
+    rps = re.search(r"Requests/sec:\s*([\d.]+)", out)
+    if not rps:
+        return None
+    lat = {}
+    for pct, val, unit in re.findall(r"^\s*(50|99)%\s+([\d.]+)(us|ms|s)\s*$", out, re.M):
+        lat[pct] = float(val) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+    errs = re.search(r"Non-2xx or 3xx responses:\s*(\d+)", out)
+    sock = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    nerr = (int(errs.group(1)) if errs else 0) + (sum(map(int, sock.groups())) if sock else 0)
+    return float(rps.group(1)), lat.get("50"), lat.get("99"), nerr
+
+
+def run_real(args, cfg, setup, rep, workdir, outdir):
+    run_id = f"{setup}.{cfg}.{rep + 1}"
+    tmp = tempfile.mkdtemp(prefix=f"{run_id}.", dir=workdir)
+    os.chmod(tmp, 0o755)
+    env = config_env(cfg)
+    shim = is_shim(cfg)
+    reports = os.path.join(outdir, "reports", run_id)
+    if shim:
+        os.makedirs(reports, exist_ok=True)
+        env["POOLSHIM_STATS"] = os.path.join(reports, "%e-%p.json")
+        # nginx forks its workers from a master that touched pool memory:
+        # keep hugetlb pages to spare (see the README), or use THP.
+    procs = []
+    try:
+        groups = {}
+        port = free_port()
+        url = f"http://127.0.0.1:{port}/real/obj"
+        if setup in ("nginx-proxy", "haproxy"):
+            node = Proc("node1", [STORAGED, "--dir", f"{tmp}/data1", "--port", "0", "--no-fsync"],
+                        clean_env(env), tmp)
+            procs.append(node)
+            nport = node.wait_listening()
+            put_object(nport, "/real/obj", os.urandom(REAL_SIZE))
+            groups["node1"] = [node.pid]
+        if setup == "nginx-proxy":
+            body = f"""        location / {{
+            proxy_pass http://127.0.0.1:{nport};
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_buffering on;
+            proxy_buffer_size 1m;
+            proxy_buffers 16 1m;
+            proxy_busy_buffers_size 2m;
+            proxy_max_temp_file_size 0;
+        }}"""
+        elif setup == "nginx-directio":
+            os.makedirs(f"{tmp}/www/real")
+            with open(f"{tmp}/www/real/obj", "wb") as f:
+                f.write(os.urandom(REAL_SIZE))
+            body = f"""        root {tmp}/www;
+        sendfile off;
+        directio 1m;
+        directio_alignment 4k;
+        output_buffers 2 16m;"""
+        if setup.startswith("nginx"):
+            with open(f"{tmp}/nginx.conf", "w") as f:
+                f.write(nginx_conf(tmp, port, body))
+            srv = Proc("nginx", [which("nginx"), "-p", tmp, "-c", f"{tmp}/nginx.conf",
+                                 "-e", f"{tmp}/nginx-error.log"], clean_env(env), tmp)
+        else:
+            with open(f"{tmp}/haproxy.cfg", "w") as f:
+                f.write(f"""global
+    maxconn 1000
+    nbthread 2
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 60s
+    timeout server 60s
+frontend f
+    bind 127.0.0.1:{port}
+    default_backend b
+backend b
+    http-reuse always
+    server s1 127.0.0.1:{nport}
+""")
+            srv = Proc("haproxy", [which("haproxy"), "-db", "-f", f"{tmp}/haproxy.cfg"],
+                       clean_env(env), tmp)
+        procs.append(srv)
+        wait_port(srv, port)
+        groups = {"proxy": [srv.pid] + children(srv.pid), **groups}
+        sampler = Sampler(groups, [], tmp)
+        try:
+            t0 = time.monotonic()
+            # Warm-up, not measured, then the measured run.
+            subprocess.run([which("wrk"), "-t1", "-c2", f"-d{args.warmup}s", url],
+                           env=clean_env(env), capture_output=True,
+                           timeout=args.warmup + 60, preexec_fn=_die_with_parent)
+            t_a = time.monotonic()
+            r = subprocess.run([which("wrk"), "-t2", f"-c{args.concurrency}", f"-d{args.seconds}s",
+                                "--latency", "--timeout", "20s", url],
+                               env=clean_env(env), capture_output=True, text=True,
+                               timeout=args.seconds + 60, preexec_fn=_die_with_parent)
+            out = r.stdout + r.stderr
+        except subprocess.TimeoutExpired:
+            raise Fail(f"wrk did not finish in {run_id}")
+        t_b = time.monotonic()
+        sampler.finish()
+        for p in procs:
+            if not p.alive():
+                raise Fail(f"{p.name} died (status {p.p.returncode}) during {run_id}; its log:\n"
+                           f"{p.log_tail()}")
+        w = parse_wrk(out)
+        if not w:
+            raise Fail(f"wrk output not understood in {run_id}:\n{out[-1000:]}")
+        rps, p50, p99, nerr = w
+        with open(os.path.join(outdir, f"wrk-{run_id}.txt"), "w") as f:
+            f.write(out)
+        rates, window = sampler.rates(t_a, t_b)
+        clean = True
+        for p in procs:
+            p.term()
+        for p in reversed(procs):
+            clean &= p.stop()
+        procs = []
+        mib_s = rps * REAL_SIZE / (1 << 20)
+        run = {"scenario": setup, "config": cfg, "repeat": rep + 1, "mib_s": mib_s,
+               "ops_s": rps, "p50_ms": p50, "p99_ms": p99, "errors": nerr, "mismatches": 0,
+               "clean_exit": clean, "window_s": round(window, 3), "procs": {}}
+        for name, (flt_s, cpu_s) in rates.items():
+            run["procs"][name] = {"faults_per_op": flt_s / rps if rps else None,
+                                  "cpu_s_per_gib": cpu_s / (mib_s / 1024) if mib_s else None,
+                                  "cpu_util": cpu_s}
+        if shim:
+            run["reports"] = sorted(os.path.join(reports, f) for f in os.listdir(reports))
+        return run
+    finally:
+        for p in reversed(procs):
+            p.stop(timeout=5.0)
+        if args.keep:
+            say(f"demo: kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------
+# Summary, table, plots.
+# --------------------------------------------------------------------------
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def summarize(runs, scenarios, configs):
+    rows = []
+    for scen in scenarios:
+        for cfg in configs:
+            rs = [r for r in runs if r["scenario"] == scen and r["config"] == cfg]
+            if not rs:
+                continue
+            mib = [r["mib_s"] for r in rs]
+            row = {"scenario": scen, "config": cfg, "runs": len(rs),
+                   "mib_s": med(mib), "mib_s_min": min(mib), "mib_s_max": max(mib),
+                   "ops_s": med(r["ops_s"] for r in rs),
+                   "p50_ms": med(r["p50_ms"] for r in rs), "p99_ms": med(r["p99_ms"] for r in rs),
+                   "p99_ms_min": min((r["p99_ms"] for r in rs if r["p99_ms"] is not None), default=None),
+                   "p99_ms_max": max((r["p99_ms"] for r in rs if r["p99_ms"] is not None), default=None),
+                   "data_errors": sum(r["mismatches"] for r in rs),
+                   "failed_ops": sum(sum(r["errors"].values()) if isinstance(r["errors"], dict)
+                                     else r["errors"] for r in rs)}
+            for grp, names in (("proxy", ["proxy"]), ("nodes", ["node1", "node2"])):
+                present = [n for n in names if n in rs[0]["procs"]]
+                if not present:
+                    continue
+                for key in ("faults_per_op", "cpu_s_per_gib", "syscalls_per_op"):
+                    vals = []
+                    for r in rs:
+                        v = [r["procs"][n].get(key) for n in present]
+                        vals.append(None if any(x is None for x in v) else sum(v))
+                    row[f"{grp}_{key}"] = med(vals)
+            rows.append(row)
+    base = {r["scenario"]: r for r in rows if r["config"] == "none"}
+    for r in rows:
+        b = base.get(r["scenario"])
+        r["x_none"] = r["mib_s"] / b["mib_s"] if b and b["mib_s"] else None
+        r["p99_x_none"] = r["p99_ms"] / b["p99_ms"] if b and b["p99_ms"] and r["p99_ms"] else None
+    return rows
+
+
+def fmt(v, spec, width):
+    return f"{'-' if v is None else format(v, spec):>{width}}"
+
+
+def print_table(rows, titles, header):
+    print(header)
+    cols = (f"{'config':<14}{'MiB/s':>8}{'[min-max]':>14}{'x none':>7}{'ops/s':>8}{'p50 ms':>8}"
+            f"{'p99 ms':>8}{'flt/op':>14}{'CPU s/GiB':>14}{'syscalls/op':>14}")
+    sub = f"{'':<75}{'proxy nodes':>14}{'proxy nodes':>14}{'proxy nodes':>14}"
+    for scen in dict.fromkeys(r["scenario"] for r in rows):
+        print(f"\n{titles.get(scen, scen)}")
+        print(cols)
+        print(sub)
+        for r in (x for x in rows if x["scenario"] == scen):
+            spread = f"[{r['mib_s_min']:.0f}-{r['mib_s_max']:.0f}]"
+            line = (f"{r['config']:<14}{r['mib_s']:8.0f}{spread:>14}{fmt(r['x_none'], '.2f', 7)}"
+                    f"{r['ops_s']:8.1f}{fmt(r['p50_ms'], '.1f', 8)}{fmt(r['p99_ms'], '.1f', 8)}")
+            for key, spec in (("faults_per_op", ".0f"), ("cpu_s_per_gib", ".2f"),
+                              ("syscalls_per_op", ".0f")):
+                line += fmt(r.get(f"proxy_{key}"), spec, 7) + fmt(r.get(f"nodes_{key}"), spec, 7)
+            if r["data_errors"] or r["failed_ops"]:
+                line += f"  DATA ERRORS {r['data_errors']}, FAILED OPS {r['failed_ops']}"
+            print(line)
+
+
+def plots(rows, scenarios, configs, titles, outdir, prefix):
+    """PNG bar charts with gnuplot: throughput and p99 relative to no preload."""
+    gp = shutil.which("gnuplot")
+    if not gp:
+        say("demo: gnuplot not installed (Debian: gnuplot-nox); no plots")
+        return []
+    made = []
+    scen = [s for s in scenarios if any(r["scenario"] == s for r in rows)]
+    cfgs = [c for c in configs if any(r["config"] == c for r in rows)]
+    for what, key, lo, hi, ylabel in (
+            ("throughput", "mib_s", "mib_s_min", "mib_s_max", "throughput, x no preload (median, min-max)"),
+            ("p99", "p99_ms", "p99_ms_min", "p99_ms_max", "p99 latency, x no preload (lower is better)")):
+        data = os.path.join(outdir, f"{prefix}{what}.dat")
+        with open(data, "w") as f:
+            f.write("# scenario " + " ".join(f"{c} {c}-min {c}-max" for c in cfgs) + "\n")
+            for s in scen:
+                base = next((r for r in rows if r["scenario"] == s and r["config"] == "none"), None)
+                vals = []
+                for c in cfgs:
+                    r = next((r for r in rows if r["scenario"] == s and r["config"] == c), None)
+                    if not r or not base or not base[key] or r[key] is None:
+                        vals += ["-", "-", "-"]
+                    else:
+                        vals += [f"{r[key] / base[key]:.4f}", f"{r[lo] / base[key]:.4f}",
+                                 f"{r[hi] / base[key]:.4f}"]
+                f.write(f"\"{titles.get(s, s)}\" " + " ".join(vals) + "\n")
+        png = os.path.join(outdir, f"{prefix}{what}.png")
+        script = f"""set terminal pngcairo size 1100,520 font ",10"
+set output "{png}"
+set title "{ylabel}"
+set style data histogram
+set style histogram errorbars gap 2 lw 1
+set style fill solid 0.8 border -1
+set boxwidth 0.9
+set key outside right top
+set grid ytics
+set yrange [0:*]
+set offsets 0, 0, graph 0.08, 0
+set datafile missing "-"
+set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lc rgb "black"
+names = "{' '.join(cfgs)}"
+plot for [i=0:{len(cfgs) - 1}] "{data}" using (column(2+3*i)):(column(3+3*i)):(column(4+3*i)):xtic(1) title word(names, i+1)
+"""
+        r = subprocess.run([gp], input=script, text=True, capture_output=True)
+        if r.returncode or not os.path.exists(png):
+            script = script.replace("pngcairo", "png")
+            r = subprocess.run([gp], input=script, text=True, capture_output=True)
+        if r.returncode == 0 and os.path.exists(png):
+            made.append(png)
+        else:
+            say(f"demo: gnuplot failed for {png}: {r.stderr.strip()[:300]}")
+    return made
+
+
+# --------------------------------------------------------------------------
+def parse_list(value, known, what):
+    items = [x.strip() for x in value.split(",") if x.strip()]
+    bad = [x for x in items if x not in known]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown {what} {', '.join(bad)}; known: {', '.join(known)}")
+    return items
+
+
+def check_deps(configs, want_real):
+    missing = [p for p in (STORAGED, S3PROXY, LOADGEN) if not os.access(p, os.X_OK)]
+    if any(is_shim(c) for c in configs) and not os.path.exists(SHIM):
+        missing.append(SHIM)
+    if missing:
+        raise SystemExit("demo: not built: " + ", ".join(missing) + "\ndemo: run scripts/bootstrap "
+                         "(or make in the build directory named by PS_TOP_BUILDDIR)")
+    for name, env, pkg in CONFIGS:
+        lib = env.get("LD_PRELOAD")
+        if name in configs and pkg and not os.path.exists(lib):
+            raise SystemExit(f"demo: configuration {name} needs {lib} (Debian package {pkg}); "
+                             f"install it (scripts/bootstrap does) or leave it out with --config")
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="scripts/demo", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true",
+                    help="one repeat of 1 s runs of GET 16 MiB, PUT 1 MiB and mixed; no --real, no allocator table")
+    ap.add_argument("--scenario", type=lambda v: parse_list(v, SCENARIO_NAMES, "scenario"),
+                    help="comma-separated: " + ",".join(SCENARIO_NAMES))
+    ap.add_argument("--config", type=lambda v: parse_list(v, CONFIG_NAMES, "configuration"),
+                    help="comma-separated: " + ",".join(CONFIG_NAMES))
+    ap.add_argument("--repeat", type=int, help="interleaved repeats (default 3, --quick 1)")
+    ap.add_argument("--seconds", type=float, help="measured seconds per run (default 2, --quick 1)")
+    ap.add_argument("--warmup", type=float, help="unmeasured warm-up per run (default 0.5, --quick 0.3)")
+    ap.add_argument("--concurrency", type=int, default=4, help="loadgen/wrk connections (default 4)")
+    ap.add_argument("--port", type=int, default=0, help="s3proxy port (default 0: any free one)")
+    ap.add_argument("--out", help="results directory (default results/demo-DATE-TIME)")
+    ap.add_argument("--real", action="store_true", help="run only the nginx/haproxy/wrk part")
+    ap.add_argument("--no-real", action="store_true", help="skip the nginx/haproxy/wrk part")
+    ap.add_argument("--alloc", action="store_true", help="run only the allocator table (scripts/bench alloc)")
+    ap.add_argument("--no-alloc", action="store_true", help="skip the allocator table")
+    ap.add_argument("--keep", action="store_true", help="keep each run's data and logs")
+    args = ap.parse_args()
+    args.repeat = args.repeat or (1 if args.quick else 3)
+    args.seconds = args.seconds or (1.0 if args.quick else 2.0)
+    args.warmup = args.warmup if args.warmup is not None else (0.3 if args.quick else 0.5)
+    if args.repeat < 1 or args.seconds <= 0 or args.warmup < 0 or args.concurrency < 1:
+        ap.error("--repeat, --seconds and --concurrency must be positive")
+    if not 0 <= args.port < 65536:
+        ap.error("--port wants 0..65535")
+    demo_part = not args.real and not args.alloc
+    real_part = args.real or (not args.quick and not args.no_real and not args.alloc
+                              and not args.scenario and not args.config)
+    alloc_part = args.alloc or (not args.quick and not args.no_alloc and not args.real
+                                and not args.scenario and not args.config)
+    scenarios = args.scenario or (QUICK_SCENARIOS if args.quick else SCENARIO_NAMES)
+    # Canonical order, and always the baseline every ratio needs.
+    configs = [c for c in CONFIG_NAMES if c == "none" or not args.config or c in args.config]
+    scenarios = [s for s in SCENARIO_NAMES if s in scenarios]
+    if demo_part or real_part:
+        check_deps(configs, real_part)
+    if args.real and real_missing():
+        raise SystemExit("demo: --real needs " + ", ".join(real_missing()) + " (Debian packages "
+                         "nginx-light, haproxy, wrk)")
+    if real_part and real_missing():
+        say("demo: nginx/haproxy/wrk part skipped: not installed: " + ", ".join(real_missing()))
+        real_part = False
+    if demo_part and args.port and not port_free(args.port):
+        raise SystemExit(f"demo: port {args.port} on 127.0.0.1 is taken; pick another with --port")
+
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    outdir = os.path.abspath(args.out or os.path.join(TOP, "results", f"demo-{stamp}"))
+    os.makedirs(outdir, exist_ok=True)
+    workdir = tempfile.mkdtemp(prefix="psdemo.", dir=os.environ.get("TMPDIR", "/tmp"))
+
+    def on_signal(sig, frame):
+        raise SystemExit(128 + sig)
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, on_signal)
+
+    titles = {n: t for n, t, _ in SCENARIOS}
+    titles.update({n: t for n, t in REAL_SETUPS})
+    result = {"harness": "poolshim demo", "version": 1, "machine": machine(),
+              "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+              "settings": {"repeat": args.repeat, "seconds": args.seconds, "warmup": args.warmup,
+                           "concurrency": args.concurrency, "scenarios": scenarios,
+                           "configs": configs,
+                           "hugepages": open("/proc/sys/vm/nr_hugepages").read().strip()},
+              "runs": [], "summary": [], "real_runs": [], "real_summary": []}
+    failed = None
+    t_start = time.monotonic()
+    try:
+        plan = []
+        if demo_part:
+            for rep in range(args.repeat):
+                for cfg in configs:
+                    for scen in scenarios:
+                        plan.append(("demo", cfg, scen, rep))
+        if real_part:
+            rcfgs = [c for c in REAL_CONFIGS if c in configs]
+            for rep in range(args.repeat):
+                for cfg in rcfgs:
+                    for setup, _ in REAL_SETUPS:
+                        plan.append(("real", cfg, setup, rep))
+        text_run = None
+        if "shim" in configs:
+            ts = TEXT_REPORT_SCENARIO if TEXT_REPORT_SCENARIO in scenarios else scenarios[0]
+            text_run = ("demo", "shim", ts, args.repeat - 1)
+        progress.plan(len(plan), args.seconds + args.warmup + 1.5)
+        say(f"demo: {len(plan)} runs; results in {outdir}")
+        for kind, cfg, scen, rep in plan:
+            progress.show(f"{kind} {scen} under {cfg}, repeat {rep + 1}/{args.repeat}")
+            t0 = time.monotonic()
+            if kind == "demo":
+                run = run_demo(args, cfg, scen, rep, (kind, cfg, scen, rep) == text_run,
+                               workdir, outdir)
+                result["runs"].append(run)
+            else:
+                run = run_real(args, cfg, scen, rep, workdir, outdir)
+                result["real_runs"].append(run)
+            progress.finished(time.monotonic() - t0)
+            if not run["ops_s"]:
+                say(f"demo: {scen} under {cfg}: no operation completed in the measured "
+                    f"{args.seconds:g} s; use a longer --seconds")
+            if run["mismatches"] or run["errors"]:
+                say(f"demo: {scen} under {cfg}: data errors {run['mismatches']}, "
+                    f"failed operations {run['errors']}")
+    except Fail as e:
+        failed = str(e)
+    except KeyboardInterrupt:
+        failed = "interrupted"
+    finally:
+        Proc.stop_all()
+        progress.clear()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    hdr = (f"machine: {result['machine']}\n{args.repeat} interleaved repeat(s) of "
+           f"{args.seconds:g} s measured (+{args.warmup:g} s warm-up), {args.concurrency} connections; "
+           f"median [min-max]; per-op faults, CPU per GiB moved and I/O calls (shim only) over the "
+           f"measured window; nodes = both storage nodes together")
+    if result["runs"]:
+        result["summary"] = summarize(result["runs"], scenarios, configs)
+        print("\n== The demo S3 stack: s3proxy + 2 storaged, loadgen --verify ==")
+        print_table(result["summary"], titles, hdr)
+    if result["real_runs"]:
+        result["real_summary"] = summarize(result["real_runs"], [s for s, _ in REAL_SETUPS],
+                                           REAL_CONFIGS)
+        print("\n== Real programs: nginx, haproxy, driven by wrk (GET 16 MiB) ==")
+        print_table(result["real_summary"], titles,
+                    hdr.replace("nodes = both storage nodes together", "proxy = the server "
+                                "(nginx master+workers, haproxy); nodes = the storaged behind it"))
+    made = []
+    if result["summary"]:
+        made += plots(result["summary"], scenarios, configs, titles, outdir, "")
+    if result["real_summary"]:
+        made += plots(result["real_summary"], [s for s, _ in REAL_SETUPS], REAL_CONFIGS, titles,
+                      outdir, "real-")
+    with open(os.path.join(outdir, "results.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    txt = None
+    if not failed and text_run:
+        d = os.path.join(outdir, "reports", f"{text_run[2]}.shim.{text_run[3] + 1}")
+        p = os.path.join(d, "s3proxy-report.txt")
+        if os.path.exists(p):
+            txt = p
+            print(f"\n== poolshim's report for the proxy ({titles[text_run[2]]}, shim, "
+                  f"repeat {text_run[3] + 1}) ==")
+            with open(p) as f:
+                sys.stdout.write(f.read())
+    print(f"\nresults: {outdir}/results.json" + "".join(f"\nplot:    {m}" for m in made)
+          + (f"\nreport:  {txt}" if txt else ""))
+    print(f"demo: {time.monotonic() - t_start:.0f} s", file=sys.stderr)
+    sys.stdout.flush()
+    if failed:
+        print(f"demo: FAILED: {failed}", file=sys.stderr)
+        return 1
+    bad = [r for r in result["runs"] + result["real_runs"] if r["mismatches"] or r["errors"]]
+    if bad:
+        print(f"demo: FAILED: {len(bad)} run(s) had data errors or failed operations "
+              f"(see {outdir}/results.json)", file=sys.stderr)
+        return 1
+    if alloc_part:
+        print("\n== Allocator micro-benchmark (scripts/bench alloc) ==", flush=True)
+        r = subprocess.run([sys.executable, os.path.join(TOP, "scripts", "bench"), "alloc",
+                            "--seconds", "0.5", "--repeat", "3", "--threads", "1",
+                            "--json", os.path.join(outdir, "alloc.json")])
+        if r.returncode:
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    finally:
+        Proc.stop_all()

@@ -1,0 +1,61 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# scripts/demo --quick once: every configuration produced results, loadgen's
+# verify mode found no data errors and no failed operation, and the shim's
+# reports were written and follow docs/report-schema.md.
+set -u
+: "${PS_TOP_BUILDDIR:?PS_TOP_BUILDDIR must be set (make check does it)}"
+: "${PS_TOP_SRCDIR:?PS_TOP_SRCDIR must be set (make check does it)}"
+PYTHON=python3
+[ -x /usr/bin/python3 ] && PYTHON=/usr/bin/python3
+PYTHONDONTWRITEBYTECODE=1
+export PS_TOP_BUILDDIR PYTHONDONTWRITEBYTECODE
+out=$(mktemp -d "${TMPDIR:-/tmp}/psharness.XXXXXX")
+trap 'rm -rf "$out"' EXIT
+trap 'exit 130' INT TERM HUP
+
+# No hugetlb reservation here: other tests may run in parallel and change
+# nr_hugepages themselves; the pool falls back to THP.
+DEMO_HUGEPAGES=0 "$PS_TOP_SRCDIR/scripts/demo" --quick --out "$out/results"
+rc=$?
+if [ $rc -ne 0 ]; then
+	echo "FAIL: scripts/demo --quick exited with status $rc"
+	exit 1
+fi
+$PYTHON - "$out/results" "$PS_TOP_SRCDIR/tests/report_schema.py" <<'PY'
+import glob, json, os, subprocess, sys
+out, schema = sys.argv[1], sys.argv[2]
+res = json.load(open(os.path.join(out, "results.json")))
+fails = []
+def check(ok, what):
+    print(("ok: " if ok else "FAIL: ") + what)
+    if not ok:
+        fails.append(what)
+configs = res["settings"]["configs"]
+scenarios = res["settings"]["scenarios"]
+check(len(configs) == 7, f"all 7 configurations ran ({', '.join(configs)})")
+for c in configs:
+    for s in scenarios:
+        rows = [r for r in res["summary"] if r["config"] == c and r["scenario"] == s]
+        check(rows and rows[0]["ops_s"] > 0 and rows[0]["mib_s"] > 0,
+              f"{s} under {c}: results ({rows[0]['mib_s']:.0f} MiB/s)" if rows else f"{s} under {c}: results")
+runs = res["runs"]
+check(all(r["mismatches"] == 0 for r in runs), "verify: no data mismatch in any run")
+check(all(not r["errors"] for r in runs), "no failed operation in any run")
+check(all(r["verified_bytes"] > 0 for r in runs if "get" in r["scenario"] or r["scenario"] == "mix"),
+      "verify mode checked bytes in every run that reads")
+check(all(r["clean_exit"] for r in runs), "every server exited cleanly on SIGTERM")
+shim_runs = [r for r in runs if r["config"].startswith("shim")]
+reports = [f for r in shim_runs for f in r.get("reports", []) if f.endswith(".json")]
+progs = {json.load(open(f)).get("program") for f in reports}
+check({"s3proxy", "storaged", "loadgen"} <= progs, f"shim JSON reports written ({len(reports)}: {sorted(progs)})")
+bad = [f for f in reports if subprocess.run([sys.executable, schema, f]).returncode]
+check(reports and not bad, f"every shim report parses and follows the schema ({len(bad)} bad)")
+check(all(r["procs"]["proxy"].get("syscalls_per_op") is not None for r in shim_runs),
+      "syscalls per operation measured for the shimmed proxy")
+text = glob.glob(os.path.join(out, "reports", "*", "s3proxy-report.txt"))
+check(text and "poolshim report" in open(text[0]).read(), "the proxy's text report was written")
+pngs = glob.glob(os.path.join(out, "*.png"))
+check(len(pngs) >= 1 or not os.path.exists("/usr/bin/gnuplot"), f"plots drawn ({len(pngs)})")
+sys.exit(1 if fails else 0)
+PY
