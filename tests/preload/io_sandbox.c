@@ -71,6 +71,11 @@ static int drop_ipc_lock(void)
 	int word = CAP_IPC_LOCK / 32;
 	unsigned bit = 1u << (CAP_IPC_LOCK % 32);
 
+	if (syscall(SYS_capget, &hdr, data))
+		return -errno;
+	/* nothing to drop for a user without it (who may not touch the bounding set) */
+	if (geteuid() != 0 && !(data[word].permitted & bit) && !(data[word].inheritable & bit))
+		return 0;
 	if (prctl(PR_CAPBSET_DROP, CAP_IPC_LOCK, 0, 0, 0))
 		return -errno;
 	/* ambient may not exist on old kernels: EINVAL is fine */
