@@ -75,14 +75,38 @@ uint64_t pio_origin(const void *buf)
 
 static char dir[4096];
 
+/* Whether a file in directory d can be created with O_DIRECT. */
+static bool takes_direct(const char *d)
+{
+	char probe[4200];
+	snprintf(probe, sizeof(probe), "%s/pstio-probe.%d", d, (int)getpid());
+	int fd = open(probe, O_RDWR | O_CREAT | O_EXCL | O_DIRECT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return false;
+	close(fd);
+	unlink(probe);
+	return true;
+}
+
+/*
+ * $PST_IO_DIR if set; else the first of /var/tmp (disk-backed on most
+ * systems), $TMPDIR and /tmp where O_DIRECT works; else /tmp, where the
+ * O_DIRECT tests then skip.
+ */
 const char *pio_dir(void)
 {
 	if (!dir[0]) {
 		const char *base = getenv("PST_IO_DIR");
-		if (!base || !*base)
-			base = getenv("TMPDIR");
-		if (!base || !*base)
+		if (!base || !*base) {
+			const char *tmp = getenv("TMPDIR");
+			const char *cands[] = { "/var/tmp", tmp && *tmp ? tmp : "/tmp", "/tmp" };
 			base = "/tmp";
+			for (size_t k = 0; k < sizeof(cands) / sizeof(*cands); k++)
+				if (takes_direct(cands[k])) {
+					base = cands[k];
+					break;
+				}
+		}
 		snprintf(dir, sizeof(dir), "%s/pstio.XXXXXX", base);
 		if (!mkdtemp(dir)) {
 			perror("mkdtemp");

@@ -24,8 +24,9 @@ ssize_t pio_diff(const void *buf, size_t n, uint64_t off, uint64_t seed);
 /* The file offset a buffer read at an 8-aligned offset came from (from its first word). */
 uint64_t pio_origin(const void *buf);
 
-/* A fresh directory for scratch files: $PST_IO_DIR, else $TMPDIR, else /tmp.
- * Returns a static path; pio_cleanup() removes it and what it holds. */
+/* A fresh directory for scratch files: under $PST_IO_DIR, else the first of
+ * /var/tmp, $TMPDIR, /tmp that takes O_DIRECT, else /tmp.  Returns a static
+ * path; pio_cleanup() removes it and what it holds. */
 const char *pio_dir(void);
 void pio_cleanup(void);
 /* Path of a file named name inside pio_dir() (static buffer, one per call site ok). */

@@ -378,6 +378,7 @@ END_TEST
 
 int main(void)
 {
+	pio_dir();   /* made here, so that the forked test cases share it and it is removed */
 	Suite *s = suite_create("io_sockets");
 	TCase *tc = tcase_create("sockets");
 	tcase_set_timeout(tc, 60);
