@@ -201,9 +201,11 @@ class Proc:
             time.sleep(0.02)
         raise Fail(f"{self.name} did not start listening within {timeout:.0f}s; its log:\n{self.log_tail()}")
 
+    stop_signal = signal.SIGTERM
+
     def term(self):
         if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
+            self.p.send_signal(self.stop_signal)
 
     def stop(self, timeout=10.0):
         """SIGTERM, then SIGKILL after timeout.  True when it exited 0 on SIGTERM."""
@@ -214,7 +216,7 @@ class Proc:
         try:
             self.term()
             self.p.wait(timeout)
-            return self.p.returncode in (0, -signal.SIGTERM)
+            return self.p.returncode in (0, -self.stop_signal)
         except subprocess.TimeoutExpired:
             say(f"demo: {self.name} (pid {self.pid}) ignored SIGTERM for {timeout:.0f}s; killing it")
             self.p.kill()
@@ -570,9 +572,9 @@ def run_real(args, cfg, setup, rep, workdir, outdir):
     reports = os.path.join(outdir, "reports", run_id)
     if shim:
         os.makedirs(reports, exist_ok=True)
-        env["POOLSHIM_STATS"] = os.path.join(reports, "%e-%p.json")
-        # nginx forks its workers from a master that touched pool memory:
-        # keep hugetlb pages to spare (see the README), or use THP.
+        # Not %e: nginx rewrites its argv (the process title), and the
+        # name the shim then expands holds slashes.
+        env["POOLSHIM_STATS"] = os.path.join(reports, "%p.json")
     procs = []
     try:
         groups = {}
@@ -629,21 +631,35 @@ backend b
 """)
             srv = Proc("haproxy", [which("haproxy"), "-db", "-f", f"{tmp}/haproxy.cfg"],
                        clean_env(env), tmp)
+            # SIGUSR1: a soft stop that ends in exit(), so the report is written.
+            srv.stop_signal = signal.SIGUSR1
         procs.append(srv)
         wait_port(srv, port)
-        groups = {"proxy": [srv.pid] + children(srv.pid), **groups}
+        # nginx's master listens before it forks its two workers.
+        kids = children(srv.pid)
+        end = time.monotonic() + 5
+        while setup.startswith("nginx") and len(kids) < 2 and time.monotonic() < end:
+            time.sleep(0.05)
+            kids = children(srv.pid)
+        groups = {"proxy": [srv.pid] + kids, **groups}
+        # I/O calls come from the exit reports here: tools/poolshim-stat
+        # crashes on nginx workers' live files (render_json, pool.requested).
         sampler = Sampler(groups, [], tmp)
         try:
             t0 = time.monotonic()
             # Warm-up, not measured, then the measured run.
-            subprocess.run([which("wrk"), "-t1", "-c2", f"-d{args.warmup}s", url],
-                           env=clean_env(env), capture_output=True,
-                           timeout=args.warmup + 60, preexec_fn=_die_with_parent)
+            # wrk takes whole seconds.
+            wu = subprocess.run([which("wrk"), "-t1", "-c2", "-d1s", url],
+                                env=clean_env(env), capture_output=True, text=True,
+                                timeout=60, preexec_fn=_die_with_parent)
+            m = re.search(r"(\d+) requests in", wu.stdout)
+            warm_reqs = int(m.group(1)) if m else 0
             t_a = time.monotonic()
-            r = subprocess.run([which("wrk"), "-t2", f"-c{args.concurrency}", f"-d{args.seconds}s",
+            secs = max(1, round(args.seconds))
+            r = subprocess.run([which("wrk"), "-t2", f"-c{args.concurrency}", f"-d{secs}s",
                                 "--latency", "--timeout", "20s", url],
                                env=clean_env(env), capture_output=True, text=True,
-                               timeout=args.seconds + 60, preexec_fn=_die_with_parent)
+                               timeout=secs + 60, preexec_fn=_die_with_parent)
             out = r.stdout + r.stderr
         except subprocess.TimeoutExpired:
             raise Fail(f"wrk did not finish in {run_id}")
@@ -657,6 +673,8 @@ backend b
         if not w:
             raise Fail(f"wrk output not understood in {run_id}:\n{out[-1000:]}")
         rps, p50, p99, nerr = w
+        m = re.search(r"(\d+) requests in", out)
+        all_reqs = warm_reqs + (int(m.group(1)) if m else 0)
         with open(os.path.join(outdir, f"wrk-{run_id}.txt"), "w") as f:
             f.write(out)
         rates, window = sampler.rates(t_a, t_b)
@@ -676,6 +694,21 @@ backend b
                                   "cpu_util": cpu_s}
         if shim:
             run["reports"] = sorted(os.path.join(reports, f) for f in os.listdir(reports))
+            # Whole-process counts (warm-up included) over every request wrk made.
+            for name, pids in groups.items():
+                calls, found = 0, False
+                for pid in pids:
+                    for f in run["reports"]:
+                        if f.endswith(f"/{pid}.json"):
+                            try:
+                                with open(f) as fh:
+                                    rep = json.load(fh)
+                            except (OSError, ValueError):
+                                continue
+                            found = True
+                            calls += sum(c["calls"] for c in rep["calls"] if c["kind"] != "none")
+                if found and all_reqs:
+                    run["procs"][name]["syscalls_per_op"] = calls / all_reqs
         return run
     finally:
         for p in reversed(procs):
@@ -944,7 +977,8 @@ def main():
     finally:
         Proc.stop_all()
         progress.clear()
-        shutil.rmtree(workdir, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
 
     hdr = (f"machine: {result['machine']}\n{args.repeat} interleaved repeat(s) of "
            f"{args.seconds:g} s measured (+{args.warmup:g} s warm-up), {args.concurrency} connections; "
@@ -960,7 +994,9 @@ def main():
         print("\n== Real programs: nginx, haproxy, driven by wrk (GET 16 MiB) ==")
         print_table(result["real_summary"], titles,
                     hdr.replace("nodes = both storage nodes together", "proxy = the server "
-                                "(nginx master+workers, haproxy); nodes = the storaged behind it"))
+                                "(nginx master+workers, haproxy); nodes = the storaged behind it")
+                    .replace(f"(+{args.warmup:g} s warm-up)", "(+1 s warm-up)")
+                    .replace(f"of {args.seconds:g} s measured", f"of {max(1, round(args.seconds))} s measured"))
     made = []
     if result["summary"]:
         made += plots(result["summary"], scenarios, configs, titles, outdir, "")
