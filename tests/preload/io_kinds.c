@@ -13,6 +13,7 @@
  *   readv     file 1, then socket 9 (a socket dup2'd over the file)
  *   preadv    direct 10 (O_DIRECT set by fcntl), file 11 (cleared again)
  *   sendfile  2, splice 3
+ *   recv      socket 5, all EAGAIN (an empty non-blocking socket)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -104,6 +105,11 @@ int main(void)
 	for (int k = 0; k < 3; k++) {
 		must(splice(h, NULL, r[1], NULL, 10, 0) == 10, "splice");
 	}
+	/* EAGAIN from an empty non-blocking socket */
+	int e[2];
+	must(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, e) == 0, "socketpair");
+	for (int k = 0; k < 5; k++)
+		must(recv(e[0], buf, 10, 0) == -1 && errno == EAGAIN, "recv on an empty socket");
 	free(buf);
 	pio_cleanup();
 	printf("io_kinds ok\n");

@@ -36,4 +36,23 @@ v=$(json_get "$J" "sum(c['calls'] for c in r['calls'] if c['call'] == 'sendfile'
 [ "$v" = 2 ] && pass "sendfile counted" || fail "sendfile: $v, want 2"
 v=$(json_get "$J" "sum(c['calls'] for c in r['calls'] if c['call'] == 'splice')" 2>&1)
 [ "$v" = 3 ] && pass "splice counted" || fail "splice: $v, want 3"
+expect recv socket 5 "EAGAIN"
+v=$(json_get "$J" "[(c['errors'], c['eagain'], c['errnos'].get('EAGAIN')) for c in r['calls'] if c['call'] == 'recv']" 2>&1)
+[ "$v" = "[(5, 5, 5)]" ] && pass "recv: 5 errors, 5 EAGAIN, named" || fail "recv errors/eagain/errnos: $v"
+# sizes: log2 buckets of the bytes asked for
+v=$(json_get "$J" "[c['size_hist'] for c in r['calls'] if c['call'] == 'read' and c['kind'] == 'direct']" 2>&1)
+[ "$v" = "[[[1048576, 6]]]" ] && pass "read on direct: 6 in the 1 MiB bucket" || fail "read on direct size_hist: $v"
+v=$(json_get "$J" "[c['bytes'] for c in r['calls'] if c['call'] == 'read' and c['kind'] == 'direct']" 2>&1)
+[ "$v" = "[6291456]" ] && pass "read on direct: 6 MiB" || fail "read on direct bytes: $v"
+# timing on by default (sampled: "timed" calls of each row make up lat_hist
+# and nsec), off with POOLSHIM_TIMING=0
+v=$(json_get "$J" "[c['call'] + '/' + c['kind'] for c in r['calls'] if c['kind'] != 'none' and not (sum(n for _, n in c['lat_hist']) == c.get('timed', c['calls']) and (c['nsec'] > 0) == (sum(n for _, n in c['lat_hist']) > 0))]" 2>&1)
+[ "$v" = "[]" ] && pass "latency histograms add up to the timed calls" || fail "lat_hist/timed/nsec disagree: $v"
+v=$(json_get "$J" "sum(c.get('timed', c['calls']) for c in r['calls'] if c['kind'] != 'none') > 0" 2>&1)
+[ "$v" = True ] && pass "I/O calls timed" || fail "no I/O call timed"
+shim POOLSHIM_TIMING=0 POOLSHIM_STATS="$PST_TMP/notime.json" -- "$PRELOAD_BIN/io_kinds" >"$PST_TMP/out" 2>&1 || fail "io_kinds (TIMING=0): $(cat "$PST_TMP/out")"
+v=$(json_get "$PST_TMP/notime.json" "all(not c['lat_hist'] and c['nsec'] == 0 for c in r['calls'] if c['kind'] != 'none')" 2>&1)
+[ "$v" = True ] && pass "POOLSHIM_TIMING=0: no latency" || fail "POOLSHIM_TIMING=0: latencies still recorded: $v"
+v=$(json_get "$PST_TMP/notime.json" "sum(c['calls'] for c in r['calls'] if c['call'] == 'read')" 2>&1)
+[ "$v" = 25 ] && pass "POOLSHIM_TIMING=0: still counted" || fail "POOLSHIM_TIMING=0: read calls $v, want 25"
 finish
