@@ -157,8 +157,14 @@ static int get(const struct opts *o)
 	}
 	volatile uint64_t sink = 0;
 	long ops = 0, f0, f1;
-	double t0 = now(), c0 = cpu_seconds(&f0), t;
-	do {
+	double t0 = 0, c0 = 0, t;
+	/* op -1 warms up: the first buffer of a size may cost a pool slab's
+	 * (or the heap's) page faults, which belong to no steady state */
+	for (long warm = 1;; warm = 0) {
+		if (!warm && ops == 0) {
+			t0 = now();
+			c0 = cpu_seconds(&f0);
+		}
 		void *buf = pre;
 		if (!buf && posix_memalign(&buf, 4096, o->size)) {
 			fprintf(stderr, "iobench: posix_memalign(%zu) failed\n", o->size);
@@ -174,9 +180,13 @@ static int get(const struct opts *o)
 		sink += scan(buf, o->size);
 		if (!pre)
 			free(buf);
+		if (warm)
+			continue;
 		ops++;
 		t = now();
-	} while (t - t0 < o->seconds);
+		if (t - t0 >= o->seconds)
+			break;
+	}
 	double cpu = cpu_seconds(&f1) - c0, bytes = (double)ops * (double)o->size;
 	printf("iobench get label=%s size=%zu buffer=%s ops=%ld seconds=%.3f GB/s=%.3f "
 	       "cpu_s_per_GiB=%.4f faults/op=%.1f\n", o->label, o->size, kind, ops, t - t0,
