@@ -788,6 +788,27 @@ def print_table(rows, titles, header):
             print(line)
 
 
+def markdown(rows, titles):
+    """The table as Markdown (results.md), for the README and docs/results.md."""
+    def f(v, spec):
+        return "-" if v is None else format(v, spec)
+    out = []
+    for scen in dict.fromkeys(r["scenario"] for r in rows):
+        out += [f"\n**{titles.get(scen, scen)}**\n",
+                "| config | MiB/s | [min-max] | x none | ops/s | p50 ms | p99 ms | faults/op proxy | "
+                "faults/op nodes | CPU s/GiB proxy | CPU s/GiB nodes | I/O calls/op proxy | "
+                "I/O calls/op nodes |",
+                "|---|" + "---:|" * 12]
+        for r in (x for x in rows if x["scenario"] == scen):
+            out.append(f"| {r['config']} | {r['mib_s']:.0f} | {r['mib_s_min']:.0f}-{r['mib_s_max']:.0f} | "
+                       f"{f(r['x_none'], '.2f')} | {r['ops_s']:.1f} | {f(r['p50_ms'], '.1f')} | "
+                       f"{f(r['p99_ms'], '.1f')} | {f(r.get('proxy_faults_per_op'), '.0f')} | "
+                       f"{f(r.get('nodes_faults_per_op'), '.0f')} | {f(r.get('proxy_cpu_s_per_gib'), '.2f')} | "
+                       f"{f(r.get('nodes_cpu_s_per_gib'), '.2f')} | {f(r.get('proxy_syscalls_per_op'), '.0f')} | "
+                       f"{f(r.get('nodes_syscalls_per_op'), '.0f')} |")
+    return "\n".join(out) + "\n"
+
+
 def plots(rows, scenarios, configs, titles, outdir, prefix):
     """PNG bar charts with gnuplot: throughput and p99 relative to no preload."""
     gp = shutil.which("gnuplot")
@@ -840,6 +861,48 @@ plot for [i=0:{len(cfgs) - 1}] "{data}" using (column(2+3*i)):(column(3+3*i)):(c
         else:
             say(f"demo: gnuplot failed for {png}: {r.stderr.strip()[:300]}")
     return made
+
+
+def targets(rows, real_rows):
+    """issue 6's expected results, each with what was measured."""
+    def get(rs, scen, cfg):
+        return next((r for r in rs if r["scenario"] == scen and r["config"] == cfg), None)
+
+    out = []
+
+    def ratio(rs, scen, want, label, against=("none",)):
+        shim = get(rs, scen, "shim")
+        others = [get(rs, scen, c) for c in against]
+        others = [o for o in others if o and o["mib_s"]]
+        if not shim or not others:
+            return
+        best = max(others, key=lambda o: o["mib_s"])
+        x = shim["mib_s"] / best["mib_s"]
+        out.append(f"{'met   ' if x >= want else 'MISSED'} {label}: {x:.2f}x "
+                   f"({shim['mib_s']:.0f} vs {best['config']} {best['mib_s']:.0f} MiB/s; target {want}x)")
+
+    ratio(rows, "get-16m", 2.0, "GET 16 MiB, shim vs no preload")
+    ratio(rows, "get-16m", 1.2, "GET 16 MiB, shim vs the best allocator alternative",
+          ("jemalloc", "tcmalloc", "mimalloc", "glibc-hugetlb"))
+    ratio(rows, "put-16m", 1.5, "PUT 16 MiB, shim vs no preload")
+    ratio(real_rows, "nginx-directio", 2.0, "nginx directio files, shim vs no preload")
+    for label, rs in (("demo", rows), ("real", real_rows)):
+        over = [r for r in rs if r.get("p99_x_none") and r["p99_x_none"] > 1.10]
+        worse = [r for r in over if r["config"].startswith("shim")]
+        if any(r["config"].startswith("shim") for r in rs):
+            out.append(("met   " if not worse else "MISSED") + f" {label}: the shim's p99 within "
+                       "1.10x no preload" + ("" if not worse else ": " + ", ".join(
+                           f"{r['scenario']}/{r['config']} {r['p99_x_none']:.2f}x" for r in worse)))
+        others = [r for r in over if not r["config"].startswith("shim")]
+        if others:
+            out.append(f"(info) {label}: p99 over 1.10x no preload under " + ", ".join(
+                f"{r['scenario']}/{r['config']} {r['p99_x_none']:.2f}x" for r in others))
+    for scen in ("nginx-proxy", "haproxy"):
+        shim, none = get(real_rows, scen, "shim"), get(real_rows, scen, "none")
+        if shim and none and none["mib_s"]:
+            x = shim["mib_s"] / none["mib_s"]
+            out.append(f"{'met   ' if x >= 0.98 else 'MISSED'} {scen}: no regression (>= 0.98x): {x:.2f}x")
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -997,6 +1060,10 @@ def main():
                                 "(nginx master+workers, haproxy); nodes = the storaged behind it")
                     .replace(f"(+{args.warmup:g} s warm-up)", "(+1 s warm-up)")
                     .replace(f"of {args.seconds:g} s measured", f"of {max(1, round(args.seconds))} s measured"))
+    result["targets"] = targets(result["summary"], result["real_summary"])
+    if result["targets"]:
+        print("\n== Targets (issue 6) ==")
+        print("\n".join(result["targets"]))
     made = []
     if result["summary"]:
         made += plots(result["summary"], scenarios, configs, titles, outdir, "")
@@ -1005,6 +1072,14 @@ def main():
                       outdir, "real-")
     with open(os.path.join(outdir, "results.json"), "w") as f:
         json.dump(result, f, indent=1)
+    with open(os.path.join(outdir, "results.md"), "w") as f:
+        f.write(f"machine: {result['machine']}\n\n{hdr.splitlines()[1]}\n")
+        if result["summary"]:
+            f.write(markdown(result["summary"], titles))
+        if result["real_summary"]:
+            f.write(markdown(result["real_summary"], titles))
+        if result["targets"]:
+            f.write("\n" + "".join(f"- {t}\n" for t in result["targets"]))
     txt = None
     if not failed and text_run:
         d = os.path.join(outdir, "reports", f"{text_run[2]}.shim.{text_run[3] + 1}")
