@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # O_DIRECT data integrity (tests/preload/io_direct) under the configurations
 # that change the I/O path: io_uring on and off, a 4 KiB-page pool, small
-# chunks with a shallow ring (many splits, depth limit reached).  Then the
+# chunks with a shallow ring (many splits, depth limit reached), and the
+# shim loaded but switched off (POOLSHIM=off).  Then the
 # JSON report: with io_uring eligible the reads went through it (SQEs, fixed
 # buffers, split calls, several SQEs per enter) and the calls are counted as
 # "direct"; with POOLSHIM_URING=off no SQE at all.
@@ -26,7 +27,8 @@ PS_CONFIGS="default:
 uring-off:POOLSHIM_URING=off
 nohuge:POOLSHIM_HUGEPAGES=none
 chunk64k:POOLSHIM_URING_CHUNK=64K POOLSHIM_URING_DEPTH=2
-thp-chunk3m:POOLSHIM_HUGEPAGES=thp POOLSHIM_URING_CHUNK=3M" \
+thp-chunk3m:POOLSHIM_HUGEPAGES=thp POOLSHIM_URING_CHUNK=3M
+off:POOLSHIM=off" \
 	"$RUN" "$P"
 case $? in
 0) pass "io_direct matrix" ;;
