@@ -469,8 +469,8 @@ def run_demo(args, cfg, scen, rep, text_report, workdir, outdir):
     finally:
         for p in procs:
             p.stop(timeout=5.0)
-        if args.keep:
-            say(f"demo: kept {tmp}")
+        if args.keep or sys.exc_info()[0] is not None:
+            pass                    # kept for the logs
         else:
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -713,8 +713,8 @@ backend b
     finally:
         for p in reversed(procs):
             p.stop(timeout=5.0)
-        if args.keep:
-            say(f"demo: kept {tmp}")
+        if args.keep or sys.exc_info()[0] is not None:
+            pass                    # kept for the logs
         else:
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -1040,7 +1040,9 @@ def main():
     finally:
         Proc.stop_all()
         progress.clear()
-        if not args.keep:
+        if args.keep or failed:
+            say(f"demo: logs and data kept in {workdir}")
+        else:
             shutil.rmtree(workdir, ignore_errors=True)
 
     hdr = (f"machine: {result['machine']}\n{args.repeat} interleaved repeat(s) of "
