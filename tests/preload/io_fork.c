@@ -10,6 +10,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +155,57 @@ START_TEST(test_fork_shared_offset)
 }
 END_TEST
 
+/* Free hugetlb memory in bytes (HugePages_Free x Hugepagesize), 0 if none. */
+static uint64_t hugetlb_free(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	uint64_t pages = 0, kib = 0;
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		sscanf(line, "HugePages_Free: %lu", &pages);
+		sscanf(line, "Hugepagesize: %lu kB", &kib);
+	}
+	fclose(f);
+	return pages * kib * 1024;
+}
+
+/*
+ * fork after a large buffer was used for O_DIRECT I/O.  Without the shim
+ * fork just shares the pages copy-on-write.  Pages pinned for io_uring
+ * (registered buffers) must instead be copied during fork itself, which for
+ * a hugetlb pool needs as many free hugetlb pages again: size the buffer to
+ * what is free, so that a pool left pinned across fork makes fork fail
+ * (ENOMEM) where the kernel alone would not.
+ */
+START_TEST(test_fork_after_large_io)
+{
+	uint64_t hfree = hugetlb_free();
+	size_t n = (size_t)(hfree / 10 * 6) & ~(size_t)(2 * MiB - 1);
+	if (n > 512 * MiB)
+		n = 512 * MiB;
+	if (n < 32 * MiB)
+		n = 32 * MiB;
+	int fd = pio_open_direct(path, O_RDONLY);
+	unsigned char *buf = pio_alloc(n);
+	for (size_t off = 0; off < n; off += FSIZE)
+		ck_assert_int_eq(pread(fd, buf + off, n - off < FSIZE ? n - off : FSIZE, 0),
+				 (ssize_t)(n - off < FSIZE ? n - off : FSIZE));
+	for (int i = 0; i < 3; i++) {
+		fflush(NULL);
+		pid_t pid = fork();
+		ck_assert_msg(pid >= 0, "fork after I/O into a %zu MiB buffer (%llu MiB of hugetlb pages were free): %s",
+			      n >> 20, (unsigned long long)(hfree >> 20), strerror(errno));
+		if (pid == 0)
+			_exit(pio_diff(buf, FSIZE, 0, SEED) < 0 ? 0 : 1);
+		ck_assert_int_eq(wait_child(pid), 0);
+	}
+	free(buf);
+	close(fd);
+}
+END_TEST
+
 /* A child that only exits (its exit must not wait on or tear down the parent's ring). */
 START_TEST(test_fork_exit)
 {
@@ -183,6 +235,7 @@ int main(void)
 	tcase_add_test(tc, test_fork_concurrent);
 	tcase_add_test(tc, test_fork_shared_offset);
 	tcase_add_test(tc, test_fork_exit);
+	tcase_add_test(tc, test_fork_after_large_io);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
