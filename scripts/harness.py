@@ -818,6 +818,8 @@ def plots(rows, scenarios, configs, titles, outdir, prefix):
     made = []
     scen = [s for s in scenarios if any(r["scenario"] == s for r in rows)]
     cfgs = [c for c in configs if any(r["config"] == c for r in rows)]
+    # Short x labels: the long titles overlap.
+    short = {"nginx-proxy": "nginx proxy", "nginx-directio": "nginx directio", "haproxy": "haproxy"}
     for what, key, lo, hi, ylabel in (
             ("throughput", "mib_s", "mib_s_min", "mib_s_max", "throughput, x no preload (median, min-max)"),
             ("p99", "p99_ms", "p99_ms_min", "p99_ms_max", "p99 latency, x no preload (lower is better)")):
@@ -834,10 +836,11 @@ def plots(rows, scenarios, configs, titles, outdir, prefix):
                     else:
                         vals += [f"{r[key] / base[key]:.4f}", f"{r[lo] / base[key]:.4f}",
                                  f"{r[hi] / base[key]:.4f}"]
-                f.write(f"\"{titles.get(s, s)}\" " + " ".join(vals) + "\n")
+                f.write(f"\"{short.get(s) or titles.get(s, s)}\" " + " ".join(vals) + "\n")
         png = os.path.join(outdir, f"{prefix}{what}.png")
         script = f"""set terminal pngcairo size 1100,520 font ",10"
 set output "{png}"
+set termoption noenhanced
 set title "{ylabel}"
 set style data histogram
 set style histogram errorbars gap 2 lw 1
