@@ -19,6 +19,8 @@ PNG plots (gnuplot) into the results directory, and prints the shim's text
 report for the proxy of one run.  --real runs nginx (as a proxy with large
 proxy buffers, and serving files with directio), haproxy and wrk, when
 installed.  The default run ends with scripts/bench alloc's allocator table.
+POOLSHIM_* variables in the environment (but POOLSHIM_STATS*) apply to the
+shim configurations.
 Exit status: 0 done, 1 a run failed (a process died, loadgen failed or found
 data errors), 2 usage or a missing dependency.
 """
@@ -385,9 +387,18 @@ class Sampler:
 # --------------------------------------------------------------------------
 # One run of the demo stack.
 # --------------------------------------------------------------------------
+# POOLSHIM_* settings of the caller (e.g. POOLSHIM_HUGEPAGES=thp) apply to
+# the shim configurations, under each configuration's own; the report's
+# destination is the harness's.
+USER_SHIM_ENV = {k: v for k, v in os.environ.items()
+                 if k.startswith("POOLSHIM_") and not k.startswith("POOLSHIM_STATS")}
+
+
 def config_env(name):
     for n, env, _ in CONFIGS:
         if n == name:
+            if env.get("LD_PRELOAD") == SHIM:
+                return dict(USER_SHIM_ENV, **env)
             return dict(env)
     raise KeyError(name)
 
@@ -995,7 +1006,7 @@ def main():
               "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
               "settings": {"repeat": args.repeat, "seconds": args.seconds, "warmup": args.warmup,
                            "concurrency": args.concurrency, "scenarios": scenarios,
-                           "configs": configs,
+                           "configs": configs, "shim_env": USER_SHIM_ENV,
                            "hugepages": open("/proc/sys/vm/nr_hugepages").read().strip()},
               "runs": [], "summary": [], "real_runs": [], "real_summary": []}
     failed = None

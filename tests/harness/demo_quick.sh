@@ -14,9 +14,9 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/psharness.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 trap 'exit 130' INT TERM HUP
 
-# No hugetlb reservation here: other tests may run in parallel and change
-# nr_hugepages themselves; the pool falls back to THP.
-DEMO_HUGEPAGES=0 "$PS_TOP_SRCDIR/scripts/demo" --quick --out "$out/results"
+# No hugetlb pages here: tests running in parallel (tests/preload/hugepages.sh)
+# set nr_hugepages themselves and need the free pages they reserve.
+DEMO_HUGEPAGES=0 POOLSHIM_HUGEPAGES=thp "$PS_TOP_SRCDIR/scripts/demo" --quick --out "$out/results"
 rc=$?
 if [ $rc -ne 0 ]; then
 	echo "FAIL: scripts/demo --quick exited with status $rc"
