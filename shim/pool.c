@@ -101,19 +101,25 @@ static void probe_page_kinds(enum ps_hugepages mode)
 {
 	char buf[128];
 
-	try_hugetlb = mode == PS_HUGE_AUTO || mode == PS_HUGE_HUGETLB;
+	/*
+	 * hugetlb only when asked for: a private hugetlb page written after
+	 * fork must be copied from the free hugetlb pages, and when there are
+	 * none the kernel kills the child (SIGBUS).  THP has ordinary
+	 * copy-on-write and still gives 2 MiB pages where the kernel can.
+	 */
+	try_hugetlb = mode == PS_HUGE_HUGETLB;
 	try_thp = mode != PS_HUGE_NONE;
 	info.hugetlb_reason = NULL;
 	info.thp_reason = NULL;
 
-	if (mode == PS_HUGE_THP || mode == PS_HUGE_NONE)
+	if (mode == PS_HUGE_AUTO)
+		info.hugetlb_reason = "not used unless POOLSHIM_HUGEPAGES=hugetlb (a fork child "
+				      "writing inherited hugetlb pages dies when none are free)";
+	else if (mode != PS_HUGE_HUGETLB)
 		info.hugetlb_reason = "not requested (POOLSHIM_HUGEPAGES)";
-	else if (read_u64_file("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages") == 0) {
-		/* Asking explicitly still tries, in case sysfs is hidden from us. */
+	else if (read_u64_file("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages") == 0)
+		/* Still tried, in case sysfs is hidden from us. */
 		info.hugetlb_reason = "no 2 MiB hugetlb pages reserved (vm.nr_hugepages=0)";
-		if (mode == PS_HUGE_AUTO)
-			try_hugetlb = false;
-	}
 
 	if (mode == PS_HUGE_NONE)
 		info.thp_reason = "not requested (POOLSHIM_HUGEPAGES=none)";

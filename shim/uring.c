@@ -36,6 +36,7 @@ struct ring {
 	int pid;                  /* process that created it; 0 = none */
 	bool failed;              /* setup failed in this thread */
 	int seen_slabs;           /* slabs [0, seen_slabs) have been looked at */
+	bool have_table;          /* the sparse fixed-buffer table is registered */
 	uint8_t registered[PS_URING_TABLE / 8];
 };
 
@@ -86,6 +87,23 @@ void ps_uring_thread_exit(void)
 		__atomic_sub_fetch(&live_rings, 1, __ATOMIC_RELAXED);
 	}
 	memset(&tls_ring, 0, sizeof(tls_ring));
+}
+
+void ps_uring_before_fork(void)
+{
+	struct ring *r = &tls_ring;
+
+	/*
+	 * Long-term pinned pages are copied into the child at fork: drop this
+	 * thread's registrations so fork stays cheap; they come back on the
+	 * next eligible call.
+	 */
+	if (r->pid && r->pid == process_pid && r->have_table) {
+		io_uring_unregister_buffers(&r->ring);
+		r->have_table = false;
+		r->seen_slabs = 0;
+		memset(r->registered, 0, sizeof(r->registered));
+	}
 }
 
 void ps_uring_after_fork_child(void)
@@ -174,8 +192,6 @@ static struct ring *get_ring(void)
 		return NULL;
 	}
 	io_uring_register_ring_fd(&r->ring);
-	if (io_uring_register_buffers_sparse(&r->ring, PS_URING_TABLE) < 0)
-		memset(r->registered, 0, sizeof(r->registered));
 	r->pid = process_pid;
 	r->seen_slabs = 0;
 	__atomic_add_fetch(&rings, 1, __ATOMIC_RELAXED);
@@ -188,16 +204,38 @@ static bool is_registered(struct ring *r, int slab)
 	return slab < PS_URING_TABLE && (r->registered[slab / 8] & (1u << (slab % 8)));
 }
 
+/*
+ * Whether I/O on slab i goes out as plain READ/WRITE SQEs rather than
+ * fixed-buffer ones.  hugetlb slabs are never registered: pinning a 2 MiB
+ * folio per I/O costs next to nothing, while a registered (long-term
+ * pinned) private hugetlb page must be copied at fork, which fails with
+ * ENOMEM unless as many free hugetlb pages are left.
+ */
+static bool plain_slab(int i)
+{
+	struct ps_slab s;
+	return ps_pool_slab(i, &s) && s.backing == PS_BACK_HUGETLB;
+}
+
 /* Register slabs this ring has not looked at yet. */
 static void sync_slabs(struct ring *r)
 {
 	int n = ps_pool_nslabs();
 
+	if (r->seen_slabs >= n)
+		return;
+	if (!r->have_table) {
+		if (io_uring_register_buffers_sparse(&r->ring, PS_URING_TABLE) < 0)
+			return;
+		r->have_table = true;
+	}
 	for (; r->seen_slabs < n && r->seen_slabs < PS_URING_TABLE; r->seen_slabs++) {
 		struct ps_slab s;
 		int i = r->seen_slabs;
 		if (!ps_pool_slab(i, &s))
 			break;
+		if (s.backing == PS_BACK_HUGETLB)
+			continue;
 		struct iovec iov = { (void *)s.base, s.len };
 		__u64 tag = 0;
 		if (io_uring_register_buffers_update_tag(&r->ring, (unsigned)i, &iov, &tag, 1) == 1)
@@ -228,17 +266,24 @@ static ssize_t submit_pieces(struct ring *r, int fd, const struct piece *pc, int
 	for (int base = 0; base < n && !stop; base += (int)depth) {
 		int wave = n - base < (int)depth ? n - base : (int)depth;
 		int32_t res[256];
+		unsigned nfixed = 0;
 
 		for (int i = 0; i < wave; i++) {
 			const struct piece *p = &pc[base + i];
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
 			int slab = slab_of_all >= 0 ? slab_of_all : ps_pool_slab_of(p->buf);
-			if (write)
+			bool fixed = is_registered(r, slab);
+			if (fixed && write)
 				io_uring_prep_write_fixed(sqe, fd, p->buf, (unsigned)p->len,
 							  (__u64)p->off, slab);
-			else
+			else if (fixed)
 				io_uring_prep_read_fixed(sqe, fd, p->buf, (unsigned)p->len,
 							 (__u64)p->off, slab);
+			else if (write)
+				io_uring_prep_write(sqe, fd, p->buf, (unsigned)p->len, (__u64)p->off);
+			else
+				io_uring_prep_read(sqe, fd, p->buf, (unsigned)p->len, (__u64)p->off);
+			nfixed += fixed;
 			sqe->user_data = (__u64)i;
 			res[i] = -ECANCELED;
 		}
@@ -260,7 +305,7 @@ static ssize_t submit_pieces(struct ring *r, int fd, const struct piece *pc, int
 		if (t) {
 			PS_ADD(t->uring.enters, 1);
 			PS_ADD(t->uring.sqes, (uint64_t)wave);
-			PS_ADD(t->uring.fixed, (uint64_t)wave);
+			PS_ADD(t->uring.fixed, (uint64_t)nfixed);
 			ps_hist_add(t->uring.sqes_per_enter, PS_SQE_BUCKETS, (uint64_t)wave);
 		}
 		/* Reap every SQE of the wave, whatever happens, before returning. */
@@ -304,7 +349,7 @@ ssize_t ps_uring_rw(int fd, void *buf, size_t len, off_t off, bool write)
 	}
 	sync_slabs(r);
 	int slab = ps_pool_slab_of(buf);
-	if (!is_registered(r, slab)) {
+	if (!is_registered(r, slab) && !plain_slab(slab)) {
 		ps_stats_uring_fallback(PS_UFB_REGISTER);
 		return -2;
 	}
@@ -349,7 +394,8 @@ ssize_t ps_uring_rwv(int fd, const struct iovec *iov, int iovcnt, off_t off, boo
 		    !ps_pool_within_slab(v->iov_base, v->iov_len) ||
 		    ps_pool_slab_protected(ps_pool_slab_of(v->iov_base)))
 			return -2;
-		if (!is_registered(r, ps_pool_slab_of(v->iov_base))) {
+		int slab = ps_pool_slab_of(v->iov_base);
+		if (!is_registered(r, slab) && !plain_slab(slab)) {
 			ps_stats_uring_fallback(PS_UFB_REGISTER);
 			return -2;
 		}

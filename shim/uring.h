@@ -51,6 +51,9 @@ ssize_t ps_uring_rwv(int fd, const struct iovec *iov, int iovcnt, off_t off, boo
 /* Thread exit: close the thread's ring (its fd and mappings). */
 void ps_uring_thread_exit(void);
 
+/* Before fork (in the forking thread): release this thread's registered buffers. */
+void ps_uring_before_fork(void);
+
 /* In a fork child: forget the inherited ring. */
 void ps_uring_after_fork_child(void);
 
