@@ -358,28 +358,21 @@ PS_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 	return r;
 }
 
-static ssize_t do_preadv(enum ps_call call, int fd, const struct iovec *iov, int n, off_t off,
-			 int flags)
+/* The positional vectored calls, each of which may go through io_uring. */
+static ssize_t do_prwv(enum ps_call call, int fd, const struct iovec *iov, int n, off_t off,
+		       int flags)
 {
-	ssize_t r = flags == 0 ? try_uring_v(call, fd, iov, n, off, false) : -2;
+	bool write = call == PS_CALL_PWRITEV || call == PS_CALL_PWRITEV2;
+	ssize_t r = flags == 0 ? try_uring_v(call, fd, iov, n, off, write) : -2;
 	if (r != -2)
 		return r;
 	uint64_t t0 = begin();
-	r = call == PS_CALL_PREADV ? REAL(preadv)(fd, iov, n, off)
-				   : REAL(preadv2)(fd, iov, n, off, flags);
-	end(call, fd, r >= 0 ? iov_bytes(iov, n) : 0, r, r, t0);
-	return r;
-}
-
-static ssize_t do_pwritev(enum ps_call call, int fd, const struct iovec *iov, int n, off_t off,
-			  int flags)
-{
-	ssize_t r = flags == 0 ? try_uring_v(call, fd, iov, n, off, true) : -2;
-	if (r != -2)
-		return r;
-	uint64_t t0 = begin();
-	r = call == PS_CALL_PWRITEV ? REAL(pwritev)(fd, iov, n, off)
-				    : REAL(pwritev2)(fd, iov, n, off, flags);
+	switch (call) {
+	case PS_CALL_PREADV: r = REAL(preadv)(fd, iov, n, off); break;
+	case PS_CALL_PREADV2: r = REAL(preadv2)(fd, iov, n, off, flags); break;
+	case PS_CALL_PWRITEV: r = REAL(pwritev)(fd, iov, n, off); break;
+	default: r = REAL(pwritev2)(fd, iov, n, off, flags); break;
+	}
 	end(call, fd, r >= 0 ? iov_bytes(iov, n) : 0, r, r, t0);
 	return r;
 }
@@ -388,7 +381,7 @@ PS_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int n, off_t off)
 {
 	if (ps_unlikely(!ps_enabled()))
 		return REAL(preadv)(fd, iov, n, off);
-	return do_preadv(PS_CALL_PREADV, fd, iov, n, off, 0);
+	return do_prwv(PS_CALL_PREADV, fd, iov, n, off, 0);
 }
 
 PS_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int n, off_t off)
@@ -400,7 +393,7 @@ PS_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int n, off_t off)
 {
 	if (ps_unlikely(!ps_enabled()))
 		return REAL(pwritev)(fd, iov, n, off);
-	return do_pwritev(PS_CALL_PWRITEV, fd, iov, n, off, 0);
+	return do_prwv(PS_CALL_PWRITEV, fd, iov, n, off, 0);
 }
 
 PS_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int n, off_t off)
@@ -412,7 +405,7 @@ PS_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int n, off_t off, int
 {
 	if (ps_unlikely(!ps_enabled()))
 		return REAL(preadv2)(fd, iov, n, off, flags);
-	return do_preadv(PS_CALL_PREADV2, fd, iov, n, off, flags);
+	return do_prwv(PS_CALL_PREADV2, fd, iov, n, off, flags);
 }
 
 PS_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int n, off_t off, int flags)
@@ -424,7 +417,7 @@ PS_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int n, off_t off, in
 {
 	if (ps_unlikely(!ps_enabled()))
 		return REAL(pwritev2)(fd, iov, n, off, flags);
-	return do_pwritev(PS_CALL_PWRITEV2, fd, iov, n, off, flags);
+	return do_prwv(PS_CALL_PWRITEV2, fd, iov, n, off, flags);
 }
 
 PS_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int n, off_t off, int flags)
