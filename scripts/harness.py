@@ -482,7 +482,7 @@ def run_demo(args, cfg, scen, rep, text_report, workdir, outdir):
     finally:
         for p in procs:
             p.stop(timeout=5.0)
-        if args.keep or sys.exc_info()[0] is not None:
+        if args.keep or isinstance(sys.exc_info()[1], Fail):
             pass                    # kept for the logs
         else:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -729,7 +729,7 @@ backend b
     finally:
         for p in reversed(procs):
             p.stop(timeout=5.0)
-        if args.keep or sys.exc_info()[0] is not None:
+        if args.keep or isinstance(sys.exc_info()[1], Fail):
             pass                    # kept for the logs
         else:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -1003,7 +1003,7 @@ def main():
     workdir = tempfile.mkdtemp(prefix="psdemo.", dir=os.environ.get("TMPDIR", "/tmp"))
 
     def on_signal(sig, frame):
-        raise SystemExit(128 + sig)
+        raise KeyboardInterrupt(f"signal {sig}")
     for s in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, on_signal)
 
@@ -1017,6 +1017,7 @@ def main():
                            "hugepages": open("/proc/sys/vm/nr_hugepages").read().strip()},
               "runs": [], "summary": [], "real_runs": [], "real_summary": []}
     failed = None
+    keep_logs = False
     t_start = time.monotonic()
     try:
         plan = []
@@ -1058,12 +1059,13 @@ def main():
                     f"failed operations {run['errors']}")
     except Fail as e:
         failed = str(e)
-    except KeyboardInterrupt:
-        failed = "interrupted"
+        keep_logs = True
+    except KeyboardInterrupt as e:
+        failed = f"interrupted ({e or 'SIGINT'}); every process it started is stopped"
     finally:
         Proc.stop_all()
         progress.clear()
-        if args.keep or failed:
+        if args.keep or keep_logs:
             say(f"demo: logs and data kept in {workdir}")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
