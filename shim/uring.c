@@ -354,11 +354,6 @@ ssize_t ps_uring_rw(int fd, void *buf, size_t len, off_t off, bool write)
 		return -2;
 	}
 
-	/* The file position is only right with one SQE at offset -1. */
-	if (off == -1) {
-		struct piece one = { buf, len, -1 };
-		return submit_pieces(r, fd, &one, 1, write, slab);
-	}
 	struct piece pc[256];
 	size_t chunk = chunk_len;
 	int n = (int)((len + chunk - 1) / chunk);

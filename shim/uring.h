@@ -35,8 +35,8 @@ void ps_uring_init(const struct ps_config *cfg);
 bool ps_uring_eligible(const void *buf, size_t len, off_t off, bool positional);
 
 /*
- * Do the I/O.  write selects WRITE_FIXED.  off == -1 uses and advances the
- * file position (one SQE, never split).  Returns what the syscall would:
+ * Do positional I/O (off >= 0), split into chunks.  write selects writes.
+ * Returns what pread/pwrite would:
  * bytes, or -1 with errno.  Returns -2 (errno untouched) when the ring is
  * unavailable and the caller must use the real call.
  */
