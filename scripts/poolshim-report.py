@@ -172,7 +172,9 @@ def load_report(path, validate):
         if e.msg == "Extra data":
             raise BadInput(f"not valid JSON: more after the report, at line {e.lineno} "
                            f"column {e.colno} (one report per file)")
-        if e.pos >= len(e.doc.rstrip()):
+        # a string cut off by the end of the file is reported at its start
+        if e.pos >= len(e.doc.rstrip()) or (e.msg.startswith("Unterminated string")
+                                            and '"' not in e.doc[e.pos + 1:]):
             raise BadInput(f"not valid JSON: it ends early, at byte {e.pos} (truncated?)")
         raise BadInput(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}")
     except RecursionError:
