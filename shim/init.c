@@ -124,6 +124,7 @@ static void start(void)
 		ps_log("the pool could not be created (%s); large buffers use jemalloc's "
 		       "ordinary arenas", ps_errno_name(-r) ? ps_errno_name(-r) : "error");
 	ps_pid = (int)getpid();
+	ps_report_keep_name();
 	ps_io_init(&ps_cfg);
 	if (strcmp(ps_cfg.stats, "stderr") == 0)
 		ps_report_keep_stderr();

@@ -162,6 +162,9 @@ static void fill_identity(struct ps_live_header *h, int pid)
 	h->starttime = ps_live_starttime(pid);
 	h->exited = 0;
 	copy_reason(h->program, program_invocation_short_name);
+	for (char *c = h->program; *c; c++)
+		if (*c == '/')
+			*c = '_';
 }
 
 int ps_live_init(const struct ps_config *cfg)
@@ -189,38 +192,29 @@ int ps_live_init(const struct ps_config *cfg)
 void ps_live_after_fork_child(void)
 {
 	struct ps_live_header *h = hdr;
-	int err = 0;
-	int pid = (int)PS_SYSCALL(SYS_getpid);
 
 	if (!h)
 		return;
 	/*
-	 * Copy what is in use, then map a file of our own over the same
-	 * addresses.  If that fails, keep a private copy: never write into
-	 * the parent's file.
+	 * The child keeps its counters in private memory over the same
+	 * addresses and publishes no file of its own: children that end with
+	 * _exit() (the usual way after fork) would leave one file each in
+	 * /dev/shm.  It still writes its report at exit; a child that execs
+	 * publishes again from its new image.  Never write the parent's file.
 	 */
 	size_t used = PS_LIVE_HEADER + (size_t)h->nblocks * h->block_stride;
 	if (used > map_len)
 		used = map_len;
 	void *copy = mmap(NULL, used, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (copy == MAP_FAILED) {
-		mmap(h, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-		hdr = NULL;
-		return;
-	}
-	memcpy(copy, h, used);
-	if (!create(pid, h, &err)) {
-		/* Private anonymous memory over the old addresses, with the contents. */
-		mmap(h, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if (copy != MAP_FAILED)
+		memcpy(copy, h, used);
+	mmap(h, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if (copy != MAP_FAILED) {
 		memcpy(h, copy, used);
 		munmap(copy, used);
-		hdr = NULL;
-		return;
 	}
-	memcpy(h, copy, used);
-	munmap(copy, used);
-	fill_identity(h, pid);
-	live_pid = pid;
+	hdr = NULL;
+	ps_stats_block_source = NULL;
 }
 
 void ps_live_remove(void)

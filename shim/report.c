@@ -25,6 +25,24 @@ static const char *const event_names[PS_EV__COUNT] = {
 	"no_address_space", "not_ready",
 };
 
+static char program_name[64];
+
+void ps_report_keep_name(void)
+{
+	const char *n = program_invocation_short_name;
+	size_t k = 0;
+
+	/* Copied now: some servers (nginx) rewrite argv, and with it this name. */
+	for (; n && n[k] && k < sizeof(program_name) - 1; k++)
+		program_name[k] = n[k] == '/' ? '_' : n[k];
+	program_name[k] = '\0';
+}
+
+static const char *name_of(int v, const char *const *names, int n)
+{
+	return v >= 0 && v < n ? names[v] : "?";
+}
+
 static const char *pool_mode(const struct ps_report_data *d)
 {
 	if (!d->pool_ready)
@@ -34,7 +52,7 @@ static const char *pool_mode(const struct ps_report_data *d)
 	int kinds = 0;
 	for (int i = 0; i < PS_BACK__COUNT; i++)
 		kinds += d->pool.backed_by[i] != 0;
-	return kinds > 1 ? "mixed" : ps_backing_name(d->pool.first_mode);
+	return kinds > 1 ? "mixed" : ps_backing_name(d->pool.first_mode);   /* bounds-checked */
 }
 
 static const char *const huge_names[] = { "auto", "hugetlb", "thp", "none" };
@@ -45,7 +63,9 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch)
 
 	memset(d, 0, sizeof(*d));
 	d->pid = (int)PS_SYSCALL(SYS_getpid);
-	d->program = program_invocation_short_name;
+	if (!program_name[0])
+		ps_report_keep_name();
+	d->program = program_name;
 	ps_stats_merge(scratch);
 	d->totals = scratch;
 	d->pool_ready = ps_alloc_pool_ready();
@@ -115,7 +135,7 @@ static void render_text(struct ps_buf *b, const struct ps_report_data *d)
 
 	ps_buf_printf(b, "==== poolshim report: pid %d (%s) ====\n", d->pid, d->program);
 	ps_buf_printf(b, "pool     mode %s (requested %s); %lu slabs, ", pool_mode(d),
-		      huge_names[p->requested], (unsigned long)p->slabs);
+		      name_of((int)p->requested, huge_names, 4), (unsigned long)p->slabs);
 	ps_buf_size(b, p->backed);
 	ps_buf_puts(b, " backed [");
 	for (int i = 0; i < PS_BACK__COUNT; i++) {
@@ -149,7 +169,7 @@ static void render_text(struct ps_buf *b, const struct ps_report_data *d)
 	ps_buf_printf(b, " sys; %d thread counter blocks\n", d->threads);
 	const struct ps_uring_counts *u = &t->uring;
 	ps_buf_printf(b, "io_uring %s%s%s; %lu rings, %lu enters, %lu SQEs (%lu fixed), %lu split calls;"
-		      " fallbacks:", uring_state_names[d->uring_state],
+		      " fallbacks:", name_of(d->uring_state, uring_state_names, 3),
 		      d->uring_reason ? ": " : "", d->uring_reason ? d->uring_reason : "",
 		      (unsigned long)d->uring_rings, (unsigned long)u->enters,
 		      (unsigned long)u->sqes, (unsigned long)u->fixed, (unsigned long)u->split_calls);
@@ -272,7 +292,7 @@ static void render_json(struct ps_buf *b, const struct ps_report_data *d)
 		      PS_REPORT_VERSION, d->pid);
 	ps_buf_json_str(b, d->program);
 	ps_buf_printf(b, ",\"pool\":{\"mode\":\"%s\",\"requested\":\"%s\"", pool_mode(d),
-		      huge_names[p->requested]);
+		      name_of((int)p->requested, huge_names, 4));
 	json_reason(b, "hugetlb_reason", p->hugetlb_reason);
 	json_reason(b, "thp_reason", p->thp_reason);
 	ps_buf_printf(b, ",\"slabs\":%lu,\"backed\":%lu,\"backed_by\":{", (unsigned long)p->slabs,
@@ -295,7 +315,7 @@ static void render_json(struct ps_buf *b, const struct ps_report_data *d)
 		      (unsigned long)d->utime_us, (unsigned long)d->stime_us, d->threads);
 
 	const struct ps_uring_counts *u = &t->uring;
-	ps_buf_printf(b, ",\"uring\":{\"state\":\"%s\"", uring_state_names[d->uring_state]);
+	ps_buf_printf(b, ",\"uring\":{\"state\":\"%s\"", name_of(d->uring_state, uring_state_names, 3));
 	json_reason(b, "reason", d->uring_reason);
 	ps_buf_printf(b, ",\"rings\":%lu,\"enters\":%lu,\"sqes\":%lu,\"fixed\":%lu,\"split_calls\":%lu",
 		      (unsigned long)d->uring_rings, (unsigned long)u->enters, (unsigned long)u->sqes,

@@ -49,6 +49,9 @@ void ps_report_render(struct ps_buf *b, const struct ps_report_data *d,
  */
 int ps_report_path(char *out, size_t cap, const char *pattern, int pid, const char *program);
 
+/* Remember the program's name now, before the program can rewrite argv. */
+void ps_report_keep_name(void);
+
 /*
  * Keep a private duplicate of stderr (close-on-exec, at a high number) for
  * reports written after the program closed its own fd 2, as programs using
