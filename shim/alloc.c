@@ -275,16 +275,14 @@ static void *realloc_common(void *p, size_t size)
 	void *q;
 
 	if (pooled && want_pool) {
-		if (ps_pool_contains(p)) {
-			int saved_errno = errno;
-			int64_t before = (int64_t)psje_sallocx(p, 0);
-			q = psje_rallocx(p, size, pool_flags);
-			if (q) {
-				ps_stats_pool_used((int64_t)psje_sallocx(q, 0) - before);
-				return q;
-			}
-			errno = saved_errno;
+		int saved_errno = errno;
+		int64_t before = (int64_t)psje_sallocx(p, 0);
+		q = psje_rallocx(p, size, pool_flags);
+		if (q) {
+			ps_stats_pool_used((int64_t)psje_sallocx(q, 0) - before);
+			return q;
 		}
+		errno = saved_errno;
 		/* The pool is full: continue in the ordinary arenas. */
 		q = psje_mallocx(size, 0);
 		if (!q) {
