@@ -62,6 +62,7 @@ static struct {
 	bool create_bucket;
 	bool cleanup;
 	bool quiet;
+	FILE *oplog;            /* --op-log: one line per operation */
 } cfg = {
 	.bucket = "loadgen",
 	.size_min = 1 << 20,
@@ -265,6 +266,10 @@ struct result {
 	char code[64];
 	uint64_t ttfb_ns;
 	int err;                /* transport error (-errno) */
+	/* Filled by a PUT when --op-log is on. */
+	uint64_t size;
+	char md5[33];           /* of the payload sent */
+	char etag[40];          /* as the server returned it, unquoted */
 };
 
 /* Signing key for today, cached per worker. */
@@ -404,11 +409,27 @@ static bool do_put(struct worker *w, uint64_t seq, uint64_t t0, struct result *r
 	}
 	fill_payload(buf, h, 0, size);
 	encode_key_path(path, sizeof(path), key);
+	unsigned char md5[16];
+	if (cfg.oplog)
+		md5_bin(md5, buf, size);
 	int rc = send_request(w, "PUT", path, "", buf, size, true, t0, res);
 	free(buf);
 	if (rc) {
 		res->err = rc;
 		return false;
+	}
+	if (cfg.oplog) {
+		/* send_request cleared res: fill in what the log wants now. */
+		res->size = size;
+		hex_encode(res->md5, md5, 16);
+		size_t el;
+		const char *e = http_hdr_get(&w->hc.msg, "etag", &el);
+		if (e && el >= 2 && e[0] == '"' && e[el - 1] == '"') {
+			e++;
+			el -= 2;
+		}
+		if (e && el > 0 && el < sizeof(res->etag) && !memchr(e, ' ', el))
+			snprintf(res->etag, sizeof(res->etag), "%.*s", (int)el, e);
 	}
 	if (res->status != 200) {
 		read_error(w, res);
@@ -561,31 +582,71 @@ static enum op pick_op(struct worker *w)
 	return OP_PUT;
 }
 
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * --op-log line: START_MS END_MS OP ok|err KEY SIZE MD5 ETAG DETAIL, times
+ * in Unix milliseconds (wall clock, so a test can line them up with what
+ * it did to the servers), "-" for fields that do not apply.  A "put ok"
+ * line is an acknowledged write: the server answered 200 for a payload
+ * whose MD5 is given.  Any operation that reached the server, recorded or
+ * not (warm-up, initial objects), is logged.
+ */
+static void oplog_write(struct worker *w, enum op op, uint64_t seq, bool ok,
+			const struct result *res, uint64_t start_ms)
+{
+	char key[384] = "-", detail[96] = "-";
+	if (op != OP_LIST)
+		key_name(key, sizeof(key), w->id, seq);
+	if (!ok) {
+		if (res->err)
+			snprintf(detail, sizeof(detail), "%s", strerror(-res->err));
+		else
+			snprintf(detail, sizeof(detail), "HTTP %d %s", res->status,
+				 res->code[0] ? res->code : "");
+	}
+	/* One fprintf per line: stdio's lock keeps lines from interleaving. */
+	if (op == OP_PUT && res->md5[0])
+		fprintf(cfg.oplog, "%" PRIu64 " %" PRIu64 " %s %s %s %" PRIu64 " %s %s %s\n",
+			start_ms, wall_ms(), op_names[op], ok ? "ok" : "err", key, res->size,
+			res->md5, res->etag[0] ? res->etag : "-", detail);
+	else
+		fprintf(cfg.oplog, "%" PRIu64 " %" PRIu64 " %s %s %s - - - %s\n",
+			start_ms, wall_ms(), op_names[op], ok ? "ok" : "err", key, detail);
+}
+
 /* Runs one operation; records it when rec. */
 static void run_op(struct worker *w, enum op op, bool rec)
 {
 	struct result res = { 0 };
-	uint64_t bytes = 0, t0 = now_ns();
+	uint64_t bytes = 0, t0 = now_ns(), wall0 = cfg.oplog ? wall_ms() : 0;
 	bool ok;
 	size_t li = 0;
+	uint64_t seq = 0;
 
 	if ((op == OP_GET || op == OP_DELETE) && !w->nlive)
 		op = OP_PUT;
 	switch (op) {
-	case OP_PUT: {
-		uint64_t seq = w->next_seq++;
+	case OP_PUT:
+		seq = w->next_seq++;
 		ok = do_put(w, seq, t0, &res, &bytes);
 		if (ok)
 			live_add(w, seq);
 		break;
-	}
 	case OP_GET:
 		li = rnd(w) % w->nlive;
-		ok = do_get(w, w->live[li], t0, &res, &bytes);
+		seq = w->live[li];
+		ok = do_get(w, seq, t0, &res, &bytes);
 		break;
 	case OP_DELETE:
 		li = rnd(w) % w->nlive;
-		ok = do_delete(w, w->live[li], t0, &res);
+		seq = w->live[li];
+		ok = do_delete(w, seq, t0, &res);
 		if (ok)
 			w->live[li] = w->live[--w->nlive];
 		break;
@@ -594,6 +655,8 @@ static void run_op(struct worker *w, enum op op, bool rec)
 		break;
 	}
 	uint64_t dt = now_ns() - t0;
+	if (cfg.oplog)
+		oplog_write(w, op, seq, ok, &res, wall0);
 	if (!rec)
 		return;
 	struct opstats *s = &w->st[op];
@@ -639,8 +702,11 @@ static void *prepare_main(void *p)
 	uint64_t share = cfg.objects / cfg.conc + ((uint64_t)w->id < cfg.objects % cfg.conc);
 	for (uint64_t i = 0; i < share && !stop_now; i++) {
 		struct result res;
-		uint64_t bytes, seq = w->next_seq++;
-		if (do_put(w, seq, now_ns(), &res, &bytes))
+		uint64_t bytes, seq = w->next_seq++, wall0 = cfg.oplog ? wall_ms() : 0;
+		bool ok = do_put(w, seq, now_ns(), &res, &bytes);
+		if (cfg.oplog)
+			oplog_write(w, OP_PUT, seq, ok, &res, wall0);
+		if (ok)
 			live_add(w, seq);
 		else
 			record_failure(w, OP_PUT, &res);
@@ -653,7 +719,10 @@ static void *cleanup_main(void *p)
 	struct worker *w = p;
 	while (w->nlive && !stop_now) {
 		struct result res;
-		do_delete(w, w->live[--w->nlive], now_ns(), &res);
+		uint64_t seq = w->live[--w->nlive], wall0 = cfg.oplog ? wall_ms() : 0;
+		bool ok = do_delete(w, seq, now_ns(), &res);
+		if (cfg.oplog)
+			oplog_write(w, OP_DELETE, seq, ok, &res, wall0);
 	}
 	return NULL;
 }
@@ -923,6 +992,8 @@ static void usage(FILE *f)
 		"      --objects N        objects created before get/delete/mix runs (default 4/worker)\n"
 		"      --verify           check every byte read back\n"
 		"  -j, --json FILE        also write the results as JSON\n"
+		"      --op-log FILE      log every operation: times, outcome, key, and for\n"
+		"                         acknowledged puts the payload's MD5 and the ETag\n"
 		"      --seed N           payload/key seed (default random)\n"
 		"      --timeout T        per-request I/O limit (default 30s)\n"
 		"      --no-create-bucket do not create the bucket\n"
@@ -961,6 +1032,7 @@ int main(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 9 },
 		{ "no-create-bucket", no_argument, NULL, 10 },
 		{ "cleanup", no_argument, NULL, 11 },
+		{ "op-log", required_argument, NULL, 12 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -1049,6 +1121,13 @@ int main(int argc, char **argv)
 			break;
 		case 10: cfg.create_bucket = false; break;
 		case 11: cfg.cleanup = true; break;
+		case 12:
+			cfg.oplog = fopen(optarg, "w");
+			if (!cfg.oplog) {
+				fprintf(stderr, "loadgen: cannot write --op-log %s: %s\n", optarg, strerror(errno));
+				return 2;
+			}
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -1188,5 +1267,9 @@ int main(int argc, char **argv)
 	free(ws);
 	free(pool);
 	endpoint_free(&cfg.ep);
+	if (cfg.oplog && fclose(cfg.oplog)) {
+		fprintf(stderr, "loadgen: writing the --op-log failed: %s\n", strerror(errno));
+		return 1;
+	}
 	return bad ? 1 : 0;
 }
