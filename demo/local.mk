@@ -45,10 +45,11 @@ EXTRA_DIST += tests/demo/resign.sh tests/demo/lib.sh tests/demo/stack.sh tests/d
 	tests/demo/listing.py tests/demo/crash.sh
 
 # ---------------------------------------------------------------------------
-# Fuzz targets (libFuzzer): the request parser, SigV4 and the list/XML
-# parameter parsers, linked against the same sources as the programs.  Built
-# with clang whatever CC is, so they are plain rules listed in check_SCRIPTS
-# (built before the tests run) rather than automake programs.
+# Fuzz targets (libFuzzer): the request parser, SigV4, the list/XML
+# parameter parsers, the aws-chunked decoder and the Range parser, linked
+# against the same sources as the programs.  Built with clang whatever CC
+# is, so they are plain rules listed in check_SCRIPTS (built before the
+# tests run) rather than automake programs.
 # ---------------------------------------------------------------------------
 DEMO_FUZZ_LIBSRC = $(top_srcdir)/demo/util.c $(top_srcdir)/demo/http.c \
 	$(top_srcdir)/demo/s3.c $(top_srcdir)/demo/sigv4.c
@@ -58,7 +59,8 @@ DEMO_FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-omit-frame-poi
 	-Wall -Wextra -Wno-unused-parameter -Wno-deprecated-declarations \
 	-I$(top_srcdir)/demo $(CRYPTO_CFLAGS)
 DEMO_FUZZERS = tests/demo/fuzz/fuzz_request tests/demo/fuzz/fuzz_sigv4 \
-	tests/demo/fuzz/fuzz_listparams
+	tests/demo/fuzz/fuzz_listparams tests/demo/fuzz/fuzz_chunked \
+	tests/demo/fuzz/fuzz_range
 if HAVE_CLANG
 check_SCRIPTS = $(DEMO_FUZZERS)
 endif
@@ -71,8 +73,13 @@ tests/demo/fuzz/fuzz_sigv4: $(top_srcdir)/tests/demo/fuzz/fuzz_sigv4.c $(DEMO_FU
 	$(DEMO_FUZZ_BUILD)
 tests/demo/fuzz/fuzz_listparams: $(top_srcdir)/tests/demo/fuzz/fuzz_listparams.c $(DEMO_FUZZ_LIBSRC) $(DEMO_FUZZ_HDRS)
 	$(DEMO_FUZZ_BUILD)
+tests/demo/fuzz/fuzz_chunked: $(top_srcdir)/tests/demo/fuzz/fuzz_chunked.c $(DEMO_FUZZ_LIBSRC) $(DEMO_FUZZ_HDRS)
+	$(DEMO_FUZZ_BUILD)
+tests/demo/fuzz/fuzz_range: $(top_srcdir)/tests/demo/fuzz/fuzz_range.c $(DEMO_FUZZ_LIBSRC) $(DEMO_FUZZ_HDRS)
+	$(DEMO_FUZZ_BUILD)
 CLEANFILES += $(DEMO_FUZZERS)
 TESTS += tests/demo/fuzz.sh
 EXTRA_DIST += tests/demo/fuzz.sh tests/demo/fuzz/fuzz_request.c \
 	tests/demo/fuzz/fuzz_sigv4.c tests/demo/fuzz/fuzz_listparams.c \
+	tests/demo/fuzz/fuzz_chunked.c tests/demo/fuzz/fuzz_range.c \
 	tests/demo/fuzz/seeds

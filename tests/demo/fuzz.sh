@@ -1,12 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Runs the demo's libFuzzer targets for a bounded time each (FUZZ_SECONDS,
-# default 15), starting from the seed corpora.  Skipped without clang.
+# default 12: five targets, about a minute), starting from the seed
+# corpora.  Skipped without clang.
 set -u
 : "${PS_TOP_BUILDDIR:?}" "${PS_TOP_SRCDIR:?}"
-secs=${FUZZ_SECONDS:-15}
+secs=${FUZZ_SECONDS:-12}
+targets="request sigv4 listparams chunked range"
 dir=$PS_TOP_BUILDDIR/tests/demo/fuzz
-for t in request sigv4 listparams; do
+for t in $targets; do
 	if [ ! -x "$dir/fuzz_$t" ]; then
 		echo "fuzz_$t not built (needs clang with libFuzzer): skipped"
 		exit 77
@@ -16,7 +18,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/psfuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 rc=0
-for t in request sigv4 listparams; do
+for t in $targets; do
 	mkdir -p "$work/$t"
 	# New inputs go to the scratch corpus; the seeds stay untouched.
 	if "$dir/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
