@@ -27,6 +27,9 @@
 #include "stats.h"
 
 static bool pool_ready;
+int ps_heap = PS_HEAP_UNDECIDED;
+const char *ps_heap_owner;
+
 static int pool_flags;           /* MALLOCX_ARENA(ind) | MALLOCX_TCACHE_NONE */
 static int pool_arena = -1;
 static size_t pool_min = SIZE_MAX;

@@ -110,6 +110,7 @@ static void start(void)
 		ps_cfg.enabled = false;
 		ps_cfg.uring = PS_URING_OFF;
 		ps_cfg.timing = false;
+		ps_malloc_choose_heap(false);
 		__atomic_store_n(&ps_state, PS_STATE_OFF, __ATOMIC_RELEASE);
 		/* The I/O wrappers still need the real functions. */
 		ps_io_init(&ps_cfg);
@@ -123,6 +124,7 @@ static void start(void)
 	if (r < 0)
 		ps_log("the pool could not be created (%s); large buffers use jemalloc's "
 		       "ordinary arenas", ps_errno_name(-r) ? ps_errno_name(-r) : "error");
+	ps_malloc_choose_heap(true);
 	ps_pid = (int)getpid();
 	ps_report_keep_name();
 	ps_io_init(&ps_cfg);

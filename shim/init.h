@@ -23,6 +23,12 @@ extern int ps_state;
 /* Our pid as of start-up or the last fork (a vfork child has another). */
 extern int ps_pid;
 
+/*
+ * Decide who owns the heap (ps_heap, alloc.h): the on path after the pool
+ * exists, or the off path.  Defined with the interposers (malloc.c).
+ */
+void ps_malloc_choose_heap(bool on);
+
 /* Slow path of ps_enabled(): initialise, or wait for the thread that is. */
 bool ps_init_slow(void);
 

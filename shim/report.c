@@ -45,6 +45,8 @@ static const char *name_of(int v, const char *const *names, int n)
 
 static const char *pool_mode(const struct ps_report_data *d)
 {
+	if (d->heap_owner)
+		return "foreign";
 	if (!d->pool_ready)
 		return "unavailable";
 	if (d->pool.slabs == 0)
@@ -69,6 +71,8 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch)
 	ps_stats_merge(scratch);
 	d->totals = scratch;
 	d->pool_ready = ps_alloc_pool_ready();
+	if (__atomic_load_n(&ps_heap, __ATOMIC_ACQUIRE) == PS_HEAP_OTHER)
+		d->heap_owner = ps_heap_owner ? ps_heap_owner : "?";
 	ps_pool_get_info(&d->pool);
 	d->pool_in_use = PS_LOAD(ps_gauges->pool_in_use);
 	d->pool_peak = PS_LOAD(ps_gauges->pool_peak);
@@ -134,6 +138,9 @@ static void render_text(struct ps_buf *b, const struct ps_report_data *d)
 	const struct ps_pool_info *p = &d->pool;
 
 	ps_buf_printf(b, "==== poolshim report: pid %d (%s) ====\n", d->pid, d->program);
+	if (d->heap_owner)
+		ps_buf_printf(b, "heap     owned by %s (preloaded ahead of the shim); nothing pooled\n",
+			      d->heap_owner);
 	ps_buf_printf(b, "pool     mode %s (requested %s); %lu slabs, ", pool_mode(d),
 		      name_of((int)p->requested, huge_names, 4), (unsigned long)p->slabs);
 	ps_buf_size(b, p->backed);
@@ -293,6 +300,7 @@ static void render_json(struct ps_buf *b, const struct ps_report_data *d)
 	ps_buf_json_str(b, d->program);
 	ps_buf_printf(b, ",\"pool\":{\"mode\":\"%s\",\"requested\":\"%s\"", pool_mode(d),
 		      name_of((int)p->requested, huge_names, 4));
+	json_reason(b, "heap_owner", d->heap_owner);
 	json_reason(b, "hugetlb_reason", p->hugetlb_reason);
 	json_reason(b, "thp_reason", p->thp_reason);
 	ps_buf_printf(b, ",\"slabs\":%lu,\"backed\":%lu,\"backed_by\":{", (unsigned long)p->slabs,

@@ -27,6 +27,7 @@ struct ps_report_data {
 	const struct ps_tstats *totals;   /* merged counters */
 	struct ps_pool_info pool;
 	bool pool_ready;
+	const char *heap_owner;           /* malloc's file when not ours, or NULL */
 	uint64_t pool_in_use, pool_peak;
 	uint64_t pool_min;
 	uint64_t minflt, majflt;

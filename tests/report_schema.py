@@ -15,7 +15,8 @@ U = int  # non-negative integers, checked below
 SCHEMA = {
     "schema": str, "version": int, "pid": int, "program": str,
     "pool": {
-        "mode": str, "requested": str, "hugetlb_reason": (str, type(None)),
+        "mode": str, "requested": str, "heap_owner": (str, type(None)),
+        "hugetlb_reason": (str, type(None)),
         "thp_reason": (str, type(None)), "slabs": U, "backed": U,
         "backed_by": {"hugetlb": U, "thp": U, "4k": U},
         "in_use": U, "peak": U, "cap": U, "threshold": U, "reserve": U,
@@ -34,7 +35,7 @@ SCHEMA = {
 }
 CALL = {"call": str, "kind": str, "calls": U, "bytes": U, "errors": U, "eagain": U,
         "timed": U, "nsec": U, "size_hist": list, "lat_hist": list, "errnos": dict}
-MODES = {"hugetlb", "thp", "4k", "mixed", "unused", "unavailable"}
+MODES = {"hugetlb", "thp", "4k", "mixed", "unused", "unavailable", "foreign"}
 KINDS = {"none", "socket", "file", "direct", "pipe", "other"}
 
 
