@@ -9,11 +9,11 @@ pst_programs = \
 	tests/preload/alloc_lifecycle \
 	tests/preload/alloc_cxx
 check_PROGRAMS += $(pst_programs) tests/preload/alloc_helper tests/preload/signal_helper \
-	tests/preload/callsite_helper
+	tests/preload/callsite_helper tests/preload/alloc_mix
 TESTS += $(pst_programs) tests/preload/report.sh tests/preload/hugepages.sh tests/preload/live.sh \
-	tests/preload/callsite.sh
+	tests/preload/callsite.sh tests/preload/alloc_foreign.sh
 EXTRA_DIST += tests/preload/report.sh tests/preload/hugepages.sh tests/preload/live.sh \
-	tests/preload/callsite.sh \
+	tests/preload/callsite.sh tests/preload/alloc_foreign.sh \
 	tests/report_schema.py
 
 tests_preload_alloc_api_SOURCES = tests/preload/alloc_api.c
@@ -34,6 +34,15 @@ tests_preload_callsite_helper_LDFLAGS = -rdynamic
 tests_preload_alloc_helper_SOURCES = tests/preload/alloc_helper.c
 tests_preload_alloc_helper_CFLAGS = $(PST_CFLAGS_ALL)
 tests_preload_alloc_helper_LDADD = $(PST_LIBS_ALL)
+
+tests_preload_alloc_mix_SOURCES = tests/preload/alloc_mix.c
+tests_preload_alloc_mix_LDADD = -ldl
+
+# A forwarding malloc wrapper (as tracers preload) for alloc_foreign.sh.
+check_LTLIBRARIES += tests/preload/libfwdwrap.la
+tests_preload_libfwdwrap_la_SOURCES = tests/preload/fwd_wrapper.c
+tests_preload_libfwdwrap_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+tests_preload_libfwdwrap_la_LIBADD = -ldl
 
 # I/O tests (tests/preload/io.mk)
 include tests/preload/io.mk
