@@ -999,6 +999,10 @@ int main(int argc, char **argv)
 	}
 	logmsg("%d backend(s), %d credential(s), region %s%s", pcfg.nbe, pcfg.ncreds, pcfg.region,
 	       pcfg.be_signed ? ", signing backend requests" : "");
+	/* A fan-out request holds a socket to every backend at once, and
+	 * each backend keeps a pool of idle connections. */
+	sc.fds_per_conn = pcfg.nbe;
+	sc.fds_fixed = pcfg.nbe * (int)(sizeof(pcfg.be[0].idle) / sizeof(pcfg.be[0].idle[0]));
 	int rc = server_run(&sc);
 	for (int i = 0; i < pcfg.nbe; i++)
 		endpoint_free(&pcfg.be[i]);

@@ -20,7 +20,9 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -294,6 +296,51 @@ static void refuse(int fd)
 	close(fd);
 }
 
+/* The connection cap the descriptor limit can honour. */
+static int conns_that_fit(const struct server_cfg *cfg)
+{
+	struct rlimit rl;
+	/* stdio, the listening socket, the spare, log and data-directory
+	 * descriptors, and some slack. */
+	long fixed = 32 + cfg->fds_fixed, per = 1 + cfg->fds_per_conn;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur > (rlim_t)INT32_MAX)
+		return cfg->max_conns;
+	long fit = ((long)rl.rlim_cur - fixed) / per;
+	if (fit < 1)
+		fit = 1;
+	if (fit >= cfg->max_conns)
+		return cfg->max_conns;
+	logmsg("--max-conns %d lowered to %ld: RLIMIT_NOFILE is %ld and each connection may need %ld "
+	       "descriptor(s)", cfg->max_conns, fit, (long)rl.rlim_cur, per);
+	return (int)fit;
+}
+
+/*
+ * accept() failed for want of descriptors (something other than the
+ * clients holds them, or the system is out).  Leaving the connection in the
+ * backlog makes the client wait for nothing and keeps the listening socket
+ * readable, so the loop would spin: the spare descriptor is given up for a
+ * moment to take the connection, answer 503 SlowDown and close it.
+ */
+static int spare_fd = -1;
+
+static void shed_one(int lfd)
+{
+	if (spare_fd >= 0) {
+		close(spare_fd);
+		spare_fd = -1;
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0)
+			refuse(fd);
+		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	/* Without the spare (another thread took the number), just wait. */
+	if (spare_fd < 0)
+		usleep(50000);
+}
+
 int server_run(const struct server_cfg *cfg)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -310,7 +357,9 @@ int server_run(const struct server_cfg *cfg)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 512 * 1024);
-	uint64_t refused = 0;
+	uint64_t refused = 0, starved = 0, starved_logged_ms = 0;
+	int max_conns = conns_that_fit(cfg);
+	spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
 	while (!server_stopping) {
 		int r = http_wait_readable(lfd, 200);
@@ -319,15 +368,21 @@ int server_run(const struct server_cfg *cfg)
 		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE) {
-				logmsg("accept: %s", strerror(errno));
-				usleep(50000);
+				int e = errno;
+				/* One line now and then, not one per connection. */
+				if (!starved++ || now_ms() - starved_logged_ms >= 10000) {
+					logmsg("accept: %s (%llu time(s) so far): refusing with 503",
+					       strerror(e), (unsigned long long)starved);
+					starved_logged_ms = now_ms();
+				}
+				shed_one(lfd);
 			}
 			continue;
 		}
-		if (atomic_load(&active_conns) >= cfg->max_conns) {
+		if (atomic_load(&active_conns) >= max_conns) {
 			if (!refused++ || refused % 1000 == 0)
 				logmsg("connection cap %d reached, refused %llu so far",
-				       cfg->max_conns, (unsigned long long)refused);
+				       max_conns, (unsigned long long)refused);
 			refuse(fd);
 			continue;
 		}
@@ -351,6 +406,8 @@ int server_run(const struct server_cfg *cfg)
 		}
 	}
 	close(lfd);
+	if (spare_fd >= 0)
+		close(spare_fd);
 	logmsg("shutting down: waiting for %d connection(s)", atomic_load(&active_conns));
 	uint64_t deadline = now_ms() + 10000;
 	while (atomic_load(&active_conns) > 0 && now_ms() < deadline)

@@ -39,6 +39,13 @@ struct server_cfg {
 	int idle_ms;            /* keep-alive idle and per-read inactivity */
 	int head_ms;            /* whole request head must arrive within this */
 	size_t max_header;
+	/* Descriptor budget: what one connection may hold besides its own
+	 * socket (backend sockets, object files), and what the process keeps
+	 * open regardless (pooled backend connections).  max_conns is lowered
+	 * at start when RLIMIT_NOFILE cannot cover it, so a full house of
+	 * clients never leaves a request without the descriptors it needs. */
+	int fds_per_conn;
+	int fds_fixed;
 	s3_handler handler;
 	void *arg;
 };

@@ -1372,6 +1372,8 @@ int main(int argc, char **argv)
 	}
 	if (store_open(dir, use_fsync))
 		return 1;
+	/* A write holds its temporary file and, to fsync it, the directory. */
+	cfg.fds_per_conn = 2;
 	int rc = server_run(&cfg);
 	uint64_t fb = store_direct_fallbacks();
 	if (fb)
