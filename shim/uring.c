@@ -4,7 +4,10 @@
  *
  * A ring is created on a thread's first eligible call with SINGLE_ISSUER
  * and DEFER_TASKRUN (COOP_TASKRUN, then no flags, on older kernels) and its
- * fd registered.  Its fixed-buffer table is sparse: slab i of the pool is
+ * fd registered.  Where the kernel takes io_uring_register(2) by registered
+ * index (6.3 and later) the ring's descriptor is then closed: the shim holds
+ * no descriptor the program could close, dup2 over or count against its
+ * RLIMIT_NOFILE, and the program's descriptors are numbered as without us.  Its fixed-buffer table is sparse: slab i of the pool is
  * buffer i, registered the first time the thread sees the slab.  Rings live
  * in thread-local storage and are tagged with the pid that made them, so a
  * fork child never submits to its parent's ring.
@@ -37,8 +40,13 @@ struct ring {
 	bool failed;              /* setup failed in this thread */
 	int seen_slabs;           /* slabs [0, seen_slabs) have been looked at */
 	bool have_table;          /* the sparse fixed-buffer table is registered */
+	bool fdless;              /* descriptor closed; reached by registered index */
 	uint8_t registered[PS_URING_TABLE / 8];
 };
+
+#ifndef IORING_REGISTER_USE_REGISTERED_RING
+#define IORING_REGISTER_USE_REGISTERED_RING (1U << 31)   /* Linux 6.3 */
+#endif
 
 static __thread struct ring tls_ring;
 static bool uring_on;
@@ -80,10 +88,73 @@ uint64_t ps_uring_rings(void)
 	return __atomic_load_n(&rings, __ATOMIC_RELAXED);
 }
 
+/* io_uring_register(2) on r, by registered index once its fd is closed. */
+static int ring_register(struct ring *r, unsigned op, const void *arg, unsigned nr)
+{
+	if (r->fdless)
+		return (int)PS_SYSCALL(SYS_io_uring_register, r->ring.enter_ring_fd,
+				       op | IORING_REGISTER_USE_REGISTERED_RING, arg, nr);
+	return (int)PS_SYSCALL(SYS_io_uring_register, r->ring.ring_fd, op, arg, nr);
+}
+
+static int register_sparse_table(struct ring *r)
+{
+	struct io_uring_rsrc_register reg;
+
+	memset(&reg, 0, sizeof(reg));
+	reg.nr = PS_URING_TABLE;
+	reg.flags = IORING_RSRC_REGISTER_SPARSE;
+	return ring_register(r, IORING_REGISTER_BUFFERS2, &reg, sizeof(reg));
+}
+
+static int register_slab(struct ring *r, unsigned slot, const struct iovec *iov)
+{
+	struct io_uring_rsrc_update2 up;
+	__u64 tag = 0;
+
+	memset(&up, 0, sizeof(up));
+	up.offset = slot;
+	up.data = (__u64)(uintptr_t)iov;
+	up.tags = (__u64)(uintptr_t)&tag;
+	up.nr = 1;
+	return ring_register(r, IORING_REGISTER_BUFFERS_UPDATE, &up, sizeof(up));
+}
+
+/*
+ * Unmap r and release it.  A descriptor-less ring is unregistered by index
+ * first; liburing's own attempt then meets fd -1 and does nothing.
+ */
+static void ring_exit(struct ring *r)
+{
+	if (r->fdless) {
+		struct io_uring_rsrc_update up;
+		memset(&up, 0, sizeof(up));
+		up.offset = (__u32)r->ring.enter_ring_fd;
+		ring_register(r, IORING_UNREGISTER_RING_FDS, &up, 1);
+	}
+	io_uring_queue_exit(&r->ring);
+}
+
+/*
+ * With the ring fd registered, try the buffer table by index: if the
+ * kernel takes it, the descriptor is no longer needed.
+ */
+static void drop_ring_fd(struct ring *r)
+{
+	r->fdless = true;
+	if (register_sparse_table(r) < 0) {
+		r->fdless = false;
+		return;
+	}
+	r->have_table = true;
+	ps_sys_close(r->ring.ring_fd);
+	r->ring.ring_fd = -1;
+}
+
 void ps_uring_thread_exit(void)
 {
 	if (tls_ring.pid && tls_ring.pid == process_pid) {
-		io_uring_queue_exit(&tls_ring.ring);
+		ring_exit(&tls_ring);
 		__atomic_sub_fetch(&live_rings, 1, __ATOMIC_RELAXED);
 	}
 	memset(&tls_ring, 0, sizeof(tls_ring));
@@ -99,7 +170,7 @@ void ps_uring_before_fork(void)
 	 * next eligible call.
 	 */
 	if (r->pid && r->pid == process_pid && r->have_table) {
-		io_uring_unregister_buffers(&r->ring);
+		ring_register(r, IORING_UNREGISTER_BUFFERS, NULL, 0);
 		r->have_table = false;
 		r->seen_slabs = 0;
 		memset(r->registered, 0, sizeof(r->registered));
@@ -109,7 +180,10 @@ void ps_uring_before_fork(void)
 void ps_uring_after_fork_child(void)
 {
 	process_pid = (int)PS_SYSCALL(SYS_getpid);
-	/* The forking thread's ring belongs to the parent: unmap our copy of it. */
+	/*
+	 * The forking thread's ring belongs to the parent: unmap our copy of it
+	 * (registered indexes are not inherited; a kept fd is ours to close).
+	 */
 	if (tls_ring.pid) {
 		io_uring_queue_exit(&tls_ring.ring);
 		memset(&tls_ring, 0, sizeof(tls_ring));
@@ -191,9 +265,10 @@ static struct ring *get_ring(void)
 		give_up(ret);
 		return NULL;
 	}
-	io_uring_register_ring_fd(&r->ring);
 	r->pid = process_pid;
 	r->seen_slabs = 0;
+	if (io_uring_register_ring_fd(&r->ring) == 1)
+		drop_ring_fd(r);
 	__atomic_add_fetch(&rings, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&live_rings, 1, __ATOMIC_RELAXED);
 	return r;
@@ -225,7 +300,7 @@ static void sync_slabs(struct ring *r)
 	if (r->seen_slabs >= n)
 		return;
 	if (!r->have_table) {
-		if (io_uring_register_buffers_sparse(&r->ring, PS_URING_TABLE) < 0)
+		if (register_sparse_table(r) < 0)
 			return;
 		r->have_table = true;
 	}
@@ -237,8 +312,7 @@ static void sync_slabs(struct ring *r)
 		if (s.backing == PS_BACK_HUGETLB)
 			continue;
 		struct iovec iov = { (void *)s.base, s.len };
-		__u64 tag = 0;
-		if (io_uring_register_buffers_update_tag(&r->ring, (unsigned)i, &iov, &tag, 1) == 1)
+		if (register_slab(r, (unsigned)i, &iov) == 1)
 			r->registered[i / 8] |= (uint8_t)(1u << (i % 8));
 		else if (verbose)
 			ps_log("could not register pool slab %d (%zu bytes) with io_uring "
@@ -295,7 +369,7 @@ static ssize_t submit_pieces(struct ring *r, int fd, const struct piece *pc, int
 			 * Queued SQEs would go out with the next call: drop the
 			 * ring.  Nothing of this wave ran.
 			 */
-			io_uring_queue_exit(&r->ring);
+			ring_exit(r);
 			memset(r, 0, sizeof(*r));
 			r->failed = true;
 			if (base == 0)
