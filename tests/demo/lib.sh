@@ -82,6 +82,13 @@ if [ "${DEMO_SHIM:-0}" = 1 ]; then
 	[ -f "$DEMO_PRELOAD" ] || { echo "DEMO_SHIM=1: $DEMO_PRELOAD not built" >&2; exit 99; }
 fi
 
+# demo_sanitized: true when the demo programs were built with ASan (an
+# --enable-sanitizers build).  Such programs cannot run under valgrind,
+# and ASan refuses to start behind another preloaded library.
+demo_sanitized() {
+	ldd "$STORAGED" 2>/dev/null | grep -q 'libasan'
+}
+
 start_bg() {
 	name=$1
 	shift

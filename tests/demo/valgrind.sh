@@ -10,6 +10,10 @@ if ! command -v valgrind >/dev/null 2>&1; then
 	exit 77
 fi
 . "$PS_TOP_SRCDIR/tests/demo/lib.sh"
+if demo_sanitized; then
+	echo "the demo programs are built with ASan, which valgrind cannot run: skipped"
+	exit 77
+fi
 
 VG="valgrind --tool=memcheck --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --track-origins=yes"
 # Memcheck is ~20x slower: give start_bg's wait longer.
