@@ -44,6 +44,13 @@ EXTRA_DIST += tests/demo/resign.sh tests/demo/lib.sh tests/demo/stack.sh tests/d
 	tests/demo/abuse.sh tests/demo/s3req.py tests/demo/rawhttp.py \
 	tests/demo/listing.py tests/demo/crash.sh
 
+# Hostile conditions: idle connections past the proxy's descriptor limit
+# (~20 s), a node killed twice under load with everything under the shim
+# (SOAK_SECONDS, default 45; ~75 s), and memcheck over the three programs
+# (~25 s; skipped without valgrind).
+TESTS += tests/demo/idle.sh tests/demo/soak.sh tests/demo/valgrind.sh
+EXTRA_DIST += tests/demo/idle.sh tests/demo/idle.py tests/demo/soak.sh tests/demo/valgrind.sh
+
 # ---------------------------------------------------------------------------
 # Fuzz targets (libFuzzer): the request parser, SigV4, the list/XML
 # parameter parsers, the aws-chunked decoder and the Range parser, linked
