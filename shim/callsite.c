@@ -190,6 +190,15 @@ static void put_frame(struct ps_buf *b, void *addr, bool json, bool symbolize)
 	ps_buf_printf(b, " (%s)", obj);
 }
 
+/*
+ * Counters are added to while a report is written (the dump signal, or exit
+ * with threads still running): every read of them is an atomic load.
+ */
+static uint64_t site_key(const struct site *s, bool by_bytes)
+{
+	return __atomic_load_n(by_bytes ? &s->bytes : &s->count, __ATOMIC_RELAXED);
+}
+
 /* Indices of the top sites by bytes (by_bytes) or count, into out[top]. */
 static unsigned pick_top(unsigned *out, bool by_bytes)
 {
@@ -199,12 +208,12 @@ static unsigned pick_top(unsigned *out, bool by_bytes)
 		const struct site *s = &sites[i];
 		if (!__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE))
 			continue;
-		uint64_t key = by_bytes ? s->bytes : s->count;
+		uint64_t key = site_key(s, by_bytes);
 		unsigned pos = n < top ? n++ : top;
 		/* insertion into a short sorted list */
 		while (pos > 0) {
 			const struct site *o = &sites[out[pos - 1]];
-			if ((by_bytes ? o->bytes : o->count) >= key)
+			if (site_key(o, by_bytes) >= key)
 				break;
 			if (pos < top)
 				out[pos] = out[pos - 1];
@@ -225,16 +234,19 @@ static void render_text(struct ps_buf *b, bool symbolize)
 		unsigned n = pick_top(idx, by_bytes);
 		ps_buf_printf(b, "call sites by %s (top %u; one call in %u sampled, %lu captures, "
 			      "%lu dropped)\n", by_bytes ? "bytes" : "count", n, sample,
-			      (unsigned long)captures, (unsigned long)dropped);
+			      (unsigned long)ps_callsite_captures(),
+			      (unsigned long)ps_callsite_dropped());
 		for (unsigned k = 0; k < n; k++) {
 			const struct site *s = &sites[idx[k]];
+			uint64_t count = site_key(s, false), bytes = site_key(s, true);
+			uint64_t nsec = __atomic_load_n(&s->nsec, __ATOMIC_RELAXED);
 			ps_buf_puts(b, s->kind == PS_SITE_ALLOC ? "  alloc " : "  io    ");
 			ps_buf_pad(b, ps_call_name((enum ps_call)s->call), 15, false);
-			ps_buf_u64w(b, s->count, 8);
+			ps_buf_u64w(b, count, 8);
 			ps_buf_puts(b, " samples, ");
-			ps_buf_size(b, s->bytes);
-			if (s->kind == PS_SITE_IO && s->count)
-				ps_buf_printf(b, " avg %lu ns", (unsigned long)(s->nsec / s->count));
+			ps_buf_size(b, bytes);
+			if (s->kind == PS_SITE_IO && count)
+				ps_buf_printf(b, " avg %lu ns", (unsigned long)(nsec / count));
 			ps_buf_putc(b, '\n');
 			for (uint32_t f = 0; f < s->depth; f++) {
 				ps_buf_printf(b, "      #%u ", f);
@@ -266,8 +278,9 @@ static void render_json(struct ps_buf *b, bool symbolize)
 		ps_buf_printf(b, "%s{\"kind\":\"%s\",\"call\":\"%s\",\"count\":%lu,\"bytes\":%lu,"
 			      "\"nsec\":%lu,\"frames\":[", k ? "," : "",
 			      s->kind == PS_SITE_ALLOC ? "alloc" : "io",
-			      ps_call_name((enum ps_call)s->call), (unsigned long)s->count,
-			      (unsigned long)s->bytes, (unsigned long)s->nsec);
+			      ps_call_name((enum ps_call)s->call), (unsigned long)site_key(s, false),
+			      (unsigned long)site_key(s, true),
+			      (unsigned long)__atomic_load_n(&s->nsec, __ATOMIC_RELAXED));
 		for (uint32_t f = 0; f < s->depth; f++) {
 			if (f)
 				ps_buf_putc(b, ',');
