@@ -239,7 +239,10 @@ void ps_clock_init(void)
 
 uint64_t ps_ticks_to_ns(uint64_t ticks)
 {
-	double rate = ns_per_tick;    /* written once; a stale 0 only recomputes */
+	double rate;
+
+	/* Set once by whichever thread gets there; a stale 0 only recomputes. */
+	__atomic_load(&ns_per_tick, &rate, __ATOMIC_RELAXED);
 
 	if (rate == 0) {
 		/* Measure the rate once at least a millisecond has passed. */
@@ -248,7 +251,7 @@ uint64_t ps_ticks_to_ns(uint64_t ticks)
 			return ticks;
 		rate = (double)(ns - anchor_ns) / (double)(t - anchor_ticks);
 		if (ns - anchor_ns >= 1000000)
-			ns_per_tick = rate;
+			__atomic_store(&ns_per_tick, &rate, __ATOMIC_RELAXED);
 	}
 	return (uint64_t)((double)ticks * rate);
 }
