@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -88,12 +89,23 @@ static void copy_reason(char *dst, const char *src)
 	dst[n] = '\0';
 }
 
+/*
+ * One publisher at a time.  Slabs are published one after the other (the
+ * pool arena's grow lock orders them), but the exit report's publish can
+ * meet a thread still adding a slab, and two interleaved copies would leave
+ * a header mixing both (found by TSan, tests/tsan).  The one that finds the
+ * other in progress skips rather than waits: at exit the two differ by that
+ * one slab at most and the file goes right after, and a program exiting
+ * from a signal handler may have interrupted the other on this very thread.
+ */
+static pthread_mutex_t publish_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void ps_live_publish(void)
 {
 	struct ps_live_header *h = hdr;
 	struct ps_pool_info info;
 
-	if (!h)
+	if (!h || pthread_mutex_trylock(&publish_lock) != 0)
 		return;
 	ps_pool_get_info(&info);
 	h->pool.requested = (int32_t)info.requested;
@@ -110,6 +122,7 @@ void ps_live_publish(void)
 	h->uring_state = (int32_t)ps_uring_state();
 	h->uring_rings = ps_uring_rings();
 	copy_reason(h->uring_reason, ps_uring_reason());
+	pthread_mutex_unlock(&publish_lock);
 }
 
 /* Create and map PID's file; fill in the identity.  The mapping or NULL. */
