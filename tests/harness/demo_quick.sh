@@ -6,6 +6,13 @@
 set -u
 : "${PS_TOP_BUILDDIR:?PS_TOP_BUILDDIR must be set (make check does it)}"
 : "${PS_TOP_SRCDIR:?PS_TOP_SRCDIR must be set (make check does it)}"
+# In an --enable-sanitizers build the demo programs carry ASan, whose
+# runtime must be the first library loaded: they cannot run under the shim
+# or the other allocators the demo preloads.
+if [ -n "${PS_SANITIZERS:-}" ]; then
+	echo "SKIP: the demo programs are built with ASan, which cannot run under an LD_PRELOAD allocator"
+	exit 77
+fi
 PYTHON=python3
 [ -x /usr/bin/python3 ] && PYTHON=/usr/bin/python3
 PYTHONDONTWRITEBYTECODE=1

@@ -1,0 +1,27 @@
+# SPDX-License-Identifier: MIT
+# (included from Makefile.am)  Which copy of the core the unit tests link.
+# With --enable-sanitizers it is a second copy built with ASan and UBSan, so
+# that the sanitizers check the core's code and not only the tests';
+# libpoolshim.so keeps the plain copy (an ASan runtime cannot be preloaded
+# under a program that was not built with it).
+if SANITIZERS
+check_LTLIBRARIES += libpscore_asan.la
+libpscore_asan_la_SOURCES = $(libpscore_la_SOURCES)
+libpscore_asan_la_CFLAGS = $(libpscore_la_CFLAGS) $(SANITIZER_CFLAGS)
+PSCORE_UNIT = libpscore_asan.la
+# Tests that cannot run in this build (sanitized programs under the
+# preloaded shim) look for this and skip.
+AM_TESTS_ENVIRONMENT += PS_SANITIZERS=1; export PS_SANITIZERS;
+else
+PSCORE_UNIT = libpscore.la
+endif
+
+# The tests that the sanitizer builds instrument: the unit tests (ASan and
+# UBSan on the core), the demo stack (ASan and UBSan on the demo programs)
+# and, with --enable-tsan, tests/tsan.  Preload tests run uninstrumented
+# programs under the plain library, as in any build; the fuzz targets are
+# built with their own sanitizers in every build.  .ci/run uses this.
+PS_SANITIZED_TESTS = $(filter-out tests/demo/fuzz.sh,$(filter tests/unit/% tests/demo/% tests/tsan/%,$(TESTS)))
+check-sanitized:
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS='$(PS_SANITIZED_TESTS)'
+.PHONY: check-sanitized
