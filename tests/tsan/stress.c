@@ -595,6 +595,8 @@ int main(int argc, char **argv)
 	struct ps_config cfg;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* stress.sh removes the live file (named by pid) if this run crashes. */
+	printf("stress pid %d\n", (int)getpid());
 	if (sc && atoi(sc) > 0)
 		scale = atoi(sc);
 

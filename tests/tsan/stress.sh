@@ -34,12 +34,11 @@ out=$(mktemp "${TMPDIR:-/tmp}/ps-tsan.XXXXXX")
 trap 'rm -f "$out"' EXIT
 
 run() {
-	# The live file is named by pid; a crashed run must not leave it behind.
-	timeout 900 "$@" "$prog" "$dir" >"$out" 2>&1 &
-	pid=$!
-	wait $pid
+	timeout 900 "$@" "$prog" "$dir" >"$out" 2>&1
 	rc=$?
-	rm -f "/dev/shm/poolshim-$pid.stats"
+	# The live file is named by pid; a crashed run must not leave it behind.
+	pid=$(sed -n 's/^stress pid \([0-9][0-9]*\)$/\1/p' "$out" | head -n 1)
+	[ -n "$pid" ] && rm -f "/dev/shm/poolshim-$pid.stats"
 	cat "$out"
 }
 
