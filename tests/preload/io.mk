@@ -15,9 +15,13 @@ pst_io_scripts = \
 	tests/preload/io_nouring.sh \
 	tests/preload/io_fortify.sh \
 	tests/preload/io_kinds.sh \
+	tests/preload/io_fdclobber.sh \
+	tests/preload/fork_soak.sh \
+	tests/preload/alloc_rlimit.sh \
 	tests/preload/io_baseline.sh
 check_PROGRAMS += $(pst_io_programs) tests/preload/io_direct \
-	tests/preload/io_sandbox tests/preload/io_fortify tests/preload/io_kinds
+	tests/preload/io_sandbox tests/preload/io_fortify tests/preload/io_kinds \
+	tests/preload/io_fdclobber tests/preload/fork_soak tests/preload/alloc_rlimit
 TESTS += $(pst_io_programs) $(pst_io_scripts)
 EXTRA_DIST += $(pst_io_scripts)
 
@@ -50,3 +54,12 @@ tests_preload_io_sandbox_SOURCES = tests/preload/io_sandbox.c
 # Built fortified, so that it calls __read_chk and friends.
 tests_preload_io_fortify_SOURCES = tests/preload/io_fortify.c
 tests_preload_io_fortify_CFLAGS = $(AM_CFLAGS) -U_FORTIFY_SOURCE -O2 -D_FORTIFY_SOURCE=2 -Wno-error=cpp
+tests_preload_io_fdclobber_SOURCES = tests/preload/io_fdclobber.c $(pst_io_common)
+tests_preload_io_fdclobber_CFLAGS = $(PST_CFLAGS_ALL)
+tests_preload_io_fdclobber_LDADD = $(PST_LIBS_ALL) -lpthread
+tests_preload_fork_soak_SOURCES = tests/preload/fork_soak.c $(pst_io_common)
+tests_preload_fork_soak_CFLAGS = $(PST_CFLAGS_ALL)
+tests_preload_fork_soak_LDADD = $(PST_LIBS_ALL) -lpthread
+tests_preload_alloc_rlimit_SOURCES = tests/preload/alloc_rlimit.c $(pst_io_common)
+tests_preload_alloc_rlimit_CFLAGS = $(PST_CFLAGS_ALL)
+tests_preload_alloc_rlimit_LDADD = $(PST_LIBS_ALL)
