@@ -4,8 +4,8 @@
 
 Checks that every documented field is present with the right type, that no
 undocumented top-level field appears, and that the totals are consistent
-(histogram counts add up to call counts, pool frees never exceed
-allocations, backed_by adds up to backed).  Exit 0 when valid.
+(histogram counts add up to call counts, backed_by adds up to backed,
+the peak is not below what is in use).  Exit 0 when valid.
 """
 import json
 import sys
@@ -89,8 +89,8 @@ def validate(report):
         errors.append(f"pool.mode {pool['mode']}")
     if sum(pool["backed_by"].values()) != pool["backed"]:
         errors.append("pool.backed_by does not add up to pool.backed")
-    if pool["frees"] > pool["allocations"] + 0:
-        errors.append("more pool frees than allocations")
+    # No frees-versus-allocations check: a fork child counts from zero and
+    # may free blocks its parent allocated.
     if pool["peak"] < pool["in_use"]:
         errors.append("pool.peak below pool.in_use")
     uring = report["uring"]
