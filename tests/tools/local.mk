@@ -4,3 +4,7 @@
 # scripts/poolshim-report.py; the test runs it from the source tree.
 TESTS += tests/tools/report_merge.sh
 EXTRA_DIST += tests/tools/report_merge.sh scripts/poolshim-report.py
+
+# The `poolshim` command's warnings (setuid, static) and LD_PRELOAD order.
+TESTS += tests/tools/poolshim_run.sh
+EXTRA_DIST += tests/tools/poolshim_run.sh
