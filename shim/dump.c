@@ -7,7 +7,10 @@
  * uses only raw system calls, no locks that the interrupted code could hold
  * and no allocation.  The program keeps its own handler for that signal:
  * sigaction() and signal() are wrapped so the program sees and sets its
- * own disposition, and ours calls it after dumping.
+ * own disposition, and ours calls it after dumping; where that disposition
+ * is the default and the signal is not USR1/USR2, the program then ends by
+ * the signal as it would have without us (POOLSHIM_DUMP_SIGNAL=TERM: a
+ * report from a server stopped with SIGTERM).
  *
  * glibc's exec functions call its internal execve, so each is wrapped.  A
  * vfork child (same memory, different pid) must not write a report: the
@@ -15,6 +18,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <string.h>
@@ -34,6 +38,30 @@ static sigaction_fn real_sigaction;
 static int dump_sig;
 static struct sigaction user_act;    /* the program's disposition for dump_sig */
 
+/*
+ * The program left sig at its default.  USR1 and USR2 are sent to ask for
+ * a dump, so they are absorbed.  Any other (TERM, INT, HUP, QUIT, ALRM,
+ * PIPE) is meant to end the program: do what the kernel would have done,
+ * with the report written first, so the exit status is the signal's.
+ */
+static void default_action(int sig)
+{
+	if (sig == SIGUSR1 || sig == SIGUSR2)
+		return;
+	ps_live_remove();
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	real_sigaction(sig, &dfl, NULL);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	long pid = PS_SYSCALL(SYS_getpid);
+	long tid = PS_SYSCALL(SYS_gettid);
+	PS_SYSCALL(SYS_tgkill, pid, tid, sig);
+}
+
 static void dump_handler(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
@@ -47,10 +75,12 @@ static void dump_handler(int sig, siginfo_t *si, void *uc)
 	if (ua.sa_flags & SA_SIGINFO) {
 		if (ua.sa_sigaction)
 			ua.sa_sigaction(sig, si, uc);
-	} else if (ua.sa_handler != SIG_DFL && ua.sa_handler != SIG_IGN) {
+	} else if (ua.sa_handler == SIG_DFL) {
+		default_action(sig);
+	} else if (ua.sa_handler != SIG_IGN) {
 		ua.sa_handler(sig);
 	}
-	/* SIG_DFL would end the program; dumping is why the signal was sent. */
+	errno = saved;
 }
 
 static sigaction_fn get_real_sigaction(void)

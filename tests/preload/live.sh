@@ -68,4 +68,31 @@ pid=$(wait_ready "$PST_TMP/off.out")
 sleep 0.2
 [ ! -e "/dev/shm/poolshim-$pid.stats" ] && pass "POOLSHIM_LIVE=off publishes nothing" || fail "live file with LIVE=off"
 kill "$pid"; wait "$bg" 2>/dev/null
+# 5. POOLSHIM_DUMP_SIGNAL=TERM on a program that leaves SIGTERM at its
+# default (as haproxy -db does): the report is written, the live file
+# removed, and the program still dies by SIGTERM; USR2 at its default is
+# absorbed (the program keeps running).
+env POOLSHIM_DUMP_SIGNAL=TERM POOLSHIM_STATS_FORMAT=json POOLSHIM_STATS="$PST_TMP/term.json" \
+	LD_PRELOAD="$SHIM" sleep 30 &
+bg=$!
+sleep 1
+kill -TERM "$bg"
+wait "$bg"
+rc=$?
+[ $rc = 143 ] && pass "default SIGTERM still ends the program (status $rc)" ||
+	fail "exit status $rc after SIGTERM, want 143 (killed by SIGTERM)"
+python3 "$PS_TOP_SRCDIR/tests/report_schema.py" "$PST_TMP/term.json" &&
+	pass "report written on SIGTERM" || fail "no report on SIGTERM"
+[ ! -e "/dev/shm/poolshim-$bg.stats" ] && pass "live file removed on SIGTERM" ||
+	{ fail "live file left after SIGTERM"; rm -f "/dev/shm/poolshim-$bg.stats"; }
+env POOLSHIM_DUMP_SIGNAL=USR2 POOLSHIM_STATS_FORMAT=json POOLSHIM_STATS="$PST_TMP/usr2.json" \
+	LD_PRELOAD="$SHIM" sleep 3 &
+bg=$!
+sleep 1
+kill -USR2 "$bg"
+sleep 0.3
+kill -0 "$bg" 2>/dev/null && pass "default USR2 absorbed: still running after the dump" ||
+	fail "USR2 ended the program"
+[ -s "$PST_TMP/usr2.json" ] && pass "report written on USR2" || fail "no report on USR2"
+wait "$bg"
 finish
