@@ -24,6 +24,9 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "compiler.h"
 #include "fmt.h"
@@ -130,11 +133,42 @@ static void probe_page_kinds(enum ps_hugepages mode)
 	}
 }
 
+/*
+ * Under a finite RLIMIT_AS, at most half of the address space still free
+ * (limit minus what the process maps now, from /proc/self/statm): the rest
+ * stays for the program and jemalloc's ordinary arenas.  SIZE_MAX when
+ * unlimited or unknown.
+ */
+static size_t address_space_share(void)
+{
+	struct rlimit rl;
+	char buf[128];
+
+	if (PS_SYSCALL(SYS_prlimit64, 0, RLIMIT_AS, NULL, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return SIZE_MAX;
+	if (read_small_file("/proc/self/statm", buf, sizeof(buf)) <= 0)
+		return SIZE_MAX;
+	uint64_t pages = 0;
+	for (const char *c = buf; *c >= '0' && *c <= '9'; c++)
+		pages = pages * 10 + (uint64_t)(*c - '0');
+	uint64_t used = pages * (uint64_t)sysconf(_SC_PAGESIZE);
+	if (used >= rl.rlim_cur)
+		return 0;
+	return (size_t)((rl.rlim_cur - used) / 2);
+}
+
 int ps_pool_init(const struct ps_config *cfg)
 {
 	size_t want = round_up(cfg->pool_size, PS_UNIT) * 2;
 	if (want > PS_RESERVE_MAX)
 		want = PS_RESERVE_MAX;
+	size_t share = address_space_share();
+	if (want > share) {
+		/* Whole units, one of them spent on alignment below. */
+		want = share >= 2 * PS_UNIT ? (share / PS_UNIT - 1) * PS_UNIT : 0;
+		if (want == 0)
+			return -ENOMEM;
+	}
 
 	memset(&info, 0, sizeof(info));
 	info.requested = cfg->hugepages;
