@@ -17,7 +17,7 @@
 #include "pool.h"
 #include "stats.h"
 
-#define PS_REPORT_VERSION 1
+#define PS_REPORT_VERSION 2   /* 2: pool.heap_owner, pool mode "foreign" */
 
 struct ps_buf;
 

@@ -68,7 +68,11 @@ def validate(report):
     # call sites are present only with POOLSHIM_BACKTRACE
     sites = report.pop("callsites", None)
     sample = report.pop("callsite_sample", None)
-    check(report, SCHEMA, "$", errors)
+    schema = SCHEMA
+    if report.get("version") == 1:
+        # Version 1 had no heap_owner (and no "foreign" pool mode).
+        schema = dict(SCHEMA, pool={k: v for k, v in SCHEMA["pool"].items() if k != "heap_owner"})
+    check(report, schema, "$", errors)
     if sites is not None:
         report["callsites"] = sites
         report["callsite_sample"] = sample
@@ -82,7 +86,7 @@ def validate(report):
                 check(f, FRAME, f"$.callsites[{i}].frames[{j}]", errors)
     if errors:
         return errors
-    if report["schema"] != "poolshim-report" or report["version"] != 1:
+    if report["schema"] != "poolshim-report" or report["version"] not in (1, 2):
         errors.append("schema/version")
     pool = report["pool"]
     if pool["mode"] not in MODES:
