@@ -192,7 +192,7 @@ int ps_live_init(const struct ps_config *cfg)
 	fill_identity(h, pid);
 	h->pool_min = cfg->pool_min;
 	h->gauges = *ps_gauges;
-	ps_gauges = &h->gauges;
+	__atomic_store_n(&ps_gauges_mirror, &h->gauges, __ATOMIC_RELEASE);
 	live_pid = pid;
 	__atomic_store_n(&hdr, h, __ATOMIC_RELEASE);
 	ps_live_publish();

@@ -18,8 +18,9 @@
 static struct ps_tstats *blocks;
 static int nblocks;
 __thread struct ps_tstats *ps_stats_tls;
-static struct ps_gauges static_gauges;
-struct ps_gauges *ps_gauges = &static_gauges;
+static struct ps_gauges private_gauges;
+struct ps_gauges *ps_gauges = &private_gauges;
+struct ps_gauges *ps_gauges_mirror;
 void *(*ps_stats_block_source)(void);
 void (*ps_stats_on_claim)(void *block);
 
@@ -152,6 +153,12 @@ void ps_stats_io(enum ps_call call, enum ps_fdkind kind, uint64_t request, long 
 
 void ps_stats_after_fork_child(void)
 {
+	/*
+	 * A thread of the parent may have been between raising in_use and
+	 * raising the peak when the fork happened.
+	 */
+	if (private_gauges.pool_peak < private_gauges.pool_in_use)
+		private_gauges.pool_peak = private_gauges.pool_in_use;
 	/* Only the forking thread lives on; the child reports its own work. */
 	for (struct ps_tstats *t = blocks; t; t = t->next) {
 		zero_counters(t);
@@ -219,6 +226,14 @@ void ps_stats_pool_used(int64_t delta)
 	       !__atomic_compare_exchange_n(&g->pool_peak, &peak, now, true,
 					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
+	struct ps_gauges *m = __atomic_load_n(&ps_gauges_mirror, __ATOMIC_RELAXED);
+	if (m) {
+		/* Threads may store out of order; the next change corrects it. */
+		__atomic_store_n(&m->pool_in_use, __atomic_load_n(&g->pool_in_use, __ATOMIC_RELAXED),
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&m->pool_peak, __atomic_load_n(&g->pool_peak, __ATOMIC_RELAXED),
+				 __ATOMIC_RELAXED);
+	}
 }
 
 static uint64_t anchor_ticks, anchor_ns;

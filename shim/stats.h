@@ -216,8 +216,16 @@ struct ps_gauges {
 	uint64_t pool_in_use;
 	uint64_t pool_peak;
 };
-/* Points into the live-stats file when there is one (live.c). */
+/*
+ * The gauges live in private memory, so a fork child starts from exactly
+ * its parent's values at the fork; a shared live-stats file would hand it
+ * whatever the parent's other threads changed between fork and the child's
+ * handler, and its frees of inherited blocks could then wrap the gauge
+ * below zero.  Each change is copied to the live file (ps_gauges_mirror,
+ * set by live.c) for `poolshim stat`.
+ */
 extern struct ps_gauges *ps_gauges;
+extern struct ps_gauges *ps_gauges_mirror;
 void ps_stats_pool_used(int64_t delta);
 
 /*
