@@ -111,6 +111,7 @@ static void start(void)
 		ps_cfg.uring = PS_URING_OFF;
 		ps_cfg.timing = false;
 		ps_malloc_choose_heap(false);
+		ps_malloc_publish_heap();
 		__atomic_store_n(&ps_state, PS_STATE_OFF, __ATOMIC_RELEASE);
 		/* The I/O wrappers still need the real functions. */
 		ps_io_init(&ps_cfg);
@@ -137,6 +138,7 @@ static void start(void)
 			       ps_errno_name(-lr) ? ps_errno_name(-lr) : "error");
 		ps_pool_on_change = ps_live_publish;
 	}
+	ps_malloc_publish_heap();
 	__atomic_store_n(&ps_state, PS_STATE_ON, __ATOMIC_RELEASE);
 
 	/* These may allocate: malloc now takes the normal path. */

@@ -28,6 +28,8 @@ extern int ps_pid;
  * exists, or the off path.  Defined with the interposers (malloc.c).
  */
 void ps_malloc_choose_heap(bool on);
+/* Make that choice visible to every thread: just before leaving STARTING. */
+void ps_malloc_publish_heap(void);
 
 /* Slow path of ps_enabled(): initialise, or wait for the thread that is. */
 bool ps_init_slow(void);

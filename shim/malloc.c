@@ -54,16 +54,20 @@ static struct {
 
 /* Set while we ask the winning malloc for a block at start (see below). */
 static __thread bool probing, probe_reached_us;
+/* The owner chosen at start; published in ps_heap with the shim's state. */
+static int chosen = PS_HEAP_UNDECIDED;
 
 static bool heap_mine_slow(void)
 {
 	if (probing)
 		probe_reached_us = true;
-	bool on = ps_enabled();
+	bool on = ps_enabled();   /* other threads wait here until start-up ends */
 	int h = __atomic_load_n(&ps_heap, __ATOMIC_ACQUIRE);
 	if (h != PS_HEAP_UNDECIDED)
 		return h == PS_HEAP_MINE;
-	/* Re-entered from our own start-up: follow the on/off decision. */
+	/* Re-entered from our own start-up: the owner if chosen, else on/off. */
+	if (chosen != PS_HEAP_UNDECIDED)
+		return chosen == PS_HEAP_MINE;
 	return on;
 }
 
@@ -119,10 +123,11 @@ static void *other_memalign(size_t align, size_t size)
 	if (other.posix_memalign) {
 		void *p = NULL;
 		int saved_errno = errno;
-		while (align & (align - 1))
-			align &= align - 1;
+		/* memalign rounds an odd alignment up to a power of two. */
 		if (align < sizeof(void *))
 			align = sizeof(void *);
+		if (align & (align - 1))
+			align = (size_t)1 << (64 - __builtin_clzl(align));
 		int r = other.posix_memalign(&p, align, size);
 		errno = r ? r : saved_errno;
 		return r ? NULL : p;
@@ -300,7 +305,9 @@ static void bind_other(void *handle)
 }
 
 /*
- * Called once from start-up, before the shim leaves its starting state.
+ * Called once from start-up; ps_malloc_publish_heap() makes the choice
+ * visible to other threads as the shim leaves its starting state (until
+ * then they wait, so none allocates from a pool not yet fully set up).
  * The heap belongs to whichever allocator the program's malloc resolves to.
  * If that is another allocator preloaded ahead of us, it keeps the heap,
  * on or off.  Otherwise, on: we own it; off: the next allocator after us
@@ -325,11 +332,11 @@ void ps_malloc_choose_heap(bool on)
 	if (!foreign) {
 		if (!on)
 			bind_other(RTLD_NEXT);
-		__atomic_store_n(&ps_heap, on ? PS_HEAP_MINE : PS_HEAP_OTHER, __ATOMIC_RELEASE);
+		chosen = on ? PS_HEAP_MINE : PS_HEAP_OTHER;
 		return;
 	}
 	bind_other(RTLD_DEFAULT);
-	__atomic_store_n(&ps_heap, PS_HEAP_OTHER, __ATOMIC_RELEASE);
+	chosen = PS_HEAP_OTHER;
 	if (!on)
 		return;
 	Dl_info info;
@@ -374,4 +381,9 @@ PS_EXPORT int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
 		/* A protection key can take access away whatever prot says. */
 		ps_pool_note_mprotect(addr, len, pkey == -1 ? prot : PROT_NONE);
 	return r;
+}
+
+void ps_malloc_publish_heap(void)
+{
+	__atomic_store_n(&ps_heap, chosen, __ATOMIC_RELEASE);
 }
