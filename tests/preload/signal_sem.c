@@ -11,8 +11,9 @@
  *   mask SIG [nodefer]          the blocked set inside the handler
  *   resethand SIG               one delivery, the disposition reported, SIG again
  *   flags SIG                   what sigaction() reports after installing
- *   report SIG                  the disposition this image started with
+ *   report SIG                  the disposition this image started with, then SIG_DFL
  *   ign-exec SIG                SIG_IGN, then exec "report SIG"
+ *   family SIG                  sysv_signal, siginterrupt, sigset, sigignore
  *   reap                        SIGCHLD at SIG_IGN: children reaped by the kernel
  *
  * With SEM_PROBE=FILE the handler also says on stderr whether FILE exists
@@ -140,6 +141,40 @@ static int do_resethand(void)
 	return 0;
 }
 
+/* The rest of the signal() family; sigset and sigignore are obsolescent. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static int do_family(void)
+{
+	if (sysv_signal(the_sig, on_sig) == SIG_ERR)
+		return 2;
+	print_disposition("sysv_signal", the_sig);
+	raise(the_sig);
+	printf("handled=%d self blocked=%d\n", (int)handled, (int)self_blocked);
+	print_disposition("sysv_signal, after one delivery", the_sig);
+	if (signal(the_sig, on_sig) == SIG_ERR || siginterrupt(the_sig, 1) != 0)
+		return 2;
+	print_disposition("siginterrupt 1", the_sig);
+	if (signal(the_sig, on_sig) == SIG_ERR)
+		return 2;
+	print_disposition("signal() after siginterrupt 1", the_sig);
+	if (siginterrupt(the_sig, 0) != 0)
+		return 2;
+	print_disposition("siginterrupt 0", the_sig);
+	sighandler_t prev = sigset(the_sig, on_sig);
+	printf("sigset: previous is %s\n", prev == on_sig ? "on_sig" : prev == SIG_DFL ? "DFL" : "other");
+	print_disposition("sigset", the_sig);
+	prev = sigset(the_sig, SIG_HOLD);
+	printf("sigset(SIG_HOLD): previous is %s\n", prev == on_sig ? "on_sig" : "other");
+	prev = sigset(the_sig, SIG_DFL);
+	printf("sigset(SIG_DFL): previous is %s\n", prev == SIG_HOLD ? "SIG_HOLD" : "other");
+	print_disposition("sigset(SIG_DFL)", the_sig);
+	if (sigignore(the_sig) != 0)
+		return 2;
+	print_disposition("sigignore", the_sig);
+	return 0;
+}
+#pragma GCC diagnostic pop
+
 static int do_flags(void)
 {
 	sigset_t m;
@@ -191,6 +226,8 @@ int main(int argc, char **argv)
 		return do_resethand();
 	if (!strcmp(mode, "flags"))
 		return do_flags();
+	if (!strcmp(mode, "family"))
+		return do_family();
 	if (!strcmp(mode, "reap")) {
 		if (signal(SIGCHLD, SIG_IGN) == SIG_ERR)
 			return 2;
@@ -204,6 +241,12 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "report")) {
 		print_disposition("started with", the_sig);
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		if (sigaction(the_sig, &dfl, NULL) != 0)
+			return 2;
+		print_disposition("then set to SIG_DFL", the_sig);
 		return 0;
 	}
 	if (!strcmp(mode, "ign-exec")) {

@@ -55,6 +55,7 @@ same resethand TERM resethand TERM
 # 4. what sigaction() and signal() report is what the kernel would report
 same flags-usr2 USR2 flags USR2
 same flags-hup HUP flags HUP
+same family USR2 family USR2
 
 # 5. SIG_IGN survives exec, set by the program or inherited (nohup, trap '')
 same ign-exec HUP ign-exec HUP
