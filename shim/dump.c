@@ -25,11 +25,14 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "callsite.h"
@@ -358,16 +361,71 @@ PS_EXPORT int siginterrupt(int sig, int flag)
 	return real_siginterrupt(sig, flag);
 }
 
-/* The report of an image about to be replaced, unless we are a vfork child. */
-static void before_exec(void)
+/*
+ * Whether an exec of path is sure to fail: missing, a directory or other
+ * non-file, or no execute bit for anyone (checked with the effective ids,
+ * as exec is).  Only certain failures count; anything else may succeed.
+ */
+static bool cannot_exec(const char *path)
+{
+	struct stat st;
+
+	if (!*path)
+		return true;
+	long r = PS_SYSCALL(SYS_newfstatat, AT_FDCWD, path, &st, 0);
+	if (r == -ENOENT || r == -ENOTDIR || r == -ELOOP || r == -ENAMETOOLONG)
+		return true;
+	return r == 0 && (!S_ISREG(st.st_mode) || !(st.st_mode & 0111));
+}
+
+/*
+ * Whether execvp(file) is sure to fail: each candidate along PATH (glibc's
+ * default when unset; an empty entry is the current directory) cannot be
+ * executed.  A name too long for the buffer counts as one that may work.
+ */
+static bool cannot_execvp(const char *file)
+{
+	char buf[4096];
+
+	if (!*file || strchr(file, '/'))
+		return cannot_exec(file);
+	const char *p = getenv("PATH");
+	if (!p)
+		p = "/bin:/usr/bin";
+	size_t flen = strlen(file);
+	for (;;) {
+		const char *end = strchrnul(p, ':');
+		size_t dlen = (size_t)(end - p);
+		if (dlen + 1 + flen + 1 > sizeof(buf))
+			return false;
+		memcpy(buf, p, dlen);
+		if (dlen)
+			buf[dlen++] = '/';
+		memcpy(buf + dlen, file, flen + 1);
+		if (!cannot_exec(buf))
+			return false;
+		if (!*end)
+			return true;
+		p = end + 1;
+	}
+}
+
+/*
+ * The report of an image about to be replaced, unless we are a vfork child
+ * or the exec cannot succeed (a PATH search that tries each directory).
+ * Only a snapshot: if exec fails the process goes on, so its live file
+ * stays and the report at exit is the complete one.  On success a new
+ * image under the shim takes the file over (same pid).
+ */
+static void before_exec(const char *path, bool search)
 {
 	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) != PS_STATE_ON)
 		return;
 	if ((int)PS_SYSCALL(SYS_getpid) != ps_pid)
 		return;
 	int saved = errno;
-	ps_report_emit(&ps_cfg);
-	ps_live_remove();
+	if (!path || !(search ? cannot_execvp(path) : cannot_exec(path)))
+		ps_report_emit(&ps_cfg);
 	errno = saved;
 }
 
@@ -386,28 +444,28 @@ typedef int (*execv_fn)(const char *, char *const[]);
 PS_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
 	REAL_EXEC(execve, execve_fn)
-	before_exec();
+	before_exec(path, false);
 	return real_execve(path, argv, envp);
 }
 
 PS_EXPORT int execv(const char *path, char *const argv[])
 {
 	REAL_EXEC(execv, execv_fn)
-	before_exec();
+	before_exec(path, false);
 	return real_execv(path, argv);
 }
 
 PS_EXPORT int execvp(const char *file, char *const argv[])
 {
 	REAL_EXEC(execvp, execv_fn)
-	before_exec();
+	before_exec(file, true);
 	return real_execvp(file, argv);
 }
 
 PS_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	REAL_EXEC(execvpe, execve_fn)
-	before_exec();
+	before_exec(file, true);
 	return real_execvpe(file, argv, envp);
 }
 
@@ -415,7 +473,7 @@ PS_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 	REAL_EXEC(fexecve, fexecve_fn)
-	before_exec();
+	before_exec(NULL, false);
 	return real_fexecve(fd, argv, envp);
 }
 
