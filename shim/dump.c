@@ -120,6 +120,7 @@ static int set_user(const struct sigaction *act, struct sigaction *old)
 	if (r < 0)
 		return r;
 	if (act->sa_handler != SIG_DFL && real_sigaction(dump_sig, NULL, &view) == 0) {
+		libc_flags |= view.sa_flags & ~(act->sa_flags | SA_SIGINFO);
 		view.sa_handler = act->sa_handler;
 		if (!(act->sa_flags & SA_SIGINFO))
 			view.sa_flags &= ~SA_SIGINFO;

@@ -13,6 +13,7 @@
  *   flags SIG                   what sigaction() reports after installing
  *   report SIG                  the disposition this image started with, then SIG_DFL
  *   ign-exec SIG                SIG_IGN, then exec "report SIG"
+ *   ign-raise SIG               SIG_IGN, then SIG sent (with SEM_PROBE: no dump)
  *   family SIG                  sysv_signal, siginterrupt, sigset, sigignore
  *   reap                        SIGCHLD at SIG_IGN: children reaped by the kernel
  *
@@ -247,6 +248,15 @@ int main(int argc, char **argv)
 		if (sigaction(the_sig, &dfl, NULL) != 0)
 			return 2;
 		print_disposition("then set to SIG_DFL", the_sig);
+		return 0;
+	}
+	if (!strcmp(mode, "ign-raise")) {
+		if (signal(the_sig, SIG_IGN) == SIG_ERR)
+			return 2;
+		raise(the_sig);
+		printf("still running after an ignored signal\n");
+		if (probe)
+			fprintf(stderr, "probe=%d\n", access(probe, F_OK) == 0);
 		return 0;
 	}
 	if (!strcmp(mode, "ign-exec")) {

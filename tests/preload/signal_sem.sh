@@ -60,6 +60,9 @@ same family USR2 family USR2
 # 5. SIG_IGN survives exec, set by the program or inherited (nohup, trap '')
 same ign-exec HUP ign-exec HUP
 same ign-exec-usr2 USR2 ign-exec USR2
+same ign-raise USR2 ign-raise USR2
+grep -q '^probe=0$' "$PST_TMP/ign-raise.err" && pass "ign-raise: no dump while the program ignores the signal" ||
+	fail "ign-raise: dumped while ignored: $(cat "$PST_TMP/ign-raise.err")"
 (trap '' USR2; same ign-inherited USR2 report USR2; finish) || pst_fail=1
 grep -q '^started with: IGN' "$PST_TMP/ign-inherited.plain" || fail "trap '' did not ignore USR2"
 (trap '' HUP; same ign-inherited-exec HUP ign-exec HUP; finish) || pst_fail=1
