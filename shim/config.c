@@ -100,6 +100,22 @@ static const char *signal_name(int sig)
 	return NULL;
 }
 
+/*
+ * Only a signal whose default is to end the program can carry the dump: the
+ * handler that the dump needs would otherwise turn an ignored or job-control
+ * signal (CHLD, WINCH, URG, CONT, the stops) into one the program takes, and
+ * KILL/STOP never reach a handler.  32 and 33 belong to the C library.
+ */
+static bool ends_program(int sig)
+{
+	switch (sig) {
+	case SIGKILL: case SIGSTOP: case SIGCHLD: case SIGCONT: case SIGTSTP:
+	case SIGTTIN: case SIGTTOU: case SIGURG: case SIGWINCH:
+		return false;
+	}
+	return sig >= 1 && (sig < 32 || (sig >= SIGRTMIN && sig <= SIGRTMAX));
+}
+
 int ps_parse_signal(const char *s, int *out)
 {
 	bool off;
@@ -115,8 +131,7 @@ int ps_parse_signal(const char *s, int *out)
 	if (*s >= '0' && *s <= '9') {
 		uint64_t v;
 		int r = parse_bounded(s, false, 1, 64, &v);
-		/* Signals the kernel never delivers to a handler cannot be used. */
-		if (r == 0 && (v == SIGKILL || v == SIGSTOP))
+		if (r == 0 && !ends_program((int)v))
 			r = -EINVAL;
 		if (r == 0)
 			*out = (int)v;
@@ -126,6 +141,8 @@ int ps_parse_signal(const char *s, int *out)
 		s += 3;
 	for (size_t i = 0; i < PS_ARRAY_SIZE(signal_names); i++)
 		if (strcasecmp(s, signal_names[i].name) == 0) {
+			if (!ends_program(signal_names[i].num))
+				return -EINVAL;
 			*out = signal_names[i].num;
 			return 0;
 		}
@@ -296,7 +313,13 @@ static void put_accepted(struct ps_buf *b, const struct option *o)
 		ps_buf_puts(b, "stderr|off|a file path (%p = pid, %e = program name)");
 		break;
 	case OPT_SIGNAL:
-		ps_buf_puts(b, "a signal name such as USR2 or SIGUSR2, a number 1..64 but KILL/STOP, or off");
+		ps_buf_puts(b, "a signal whose default ends the program: a name such as USR2, SIGUSR2, "
+			       "TERM, HUP, INT, QUIT, ALRM; a number 1..31 other than CHLD, CONT, "
+			       "STOP, TSTP, TTIN, TTOU, URG, WINCH and KILL, or ");
+		ps_buf_i64(b, SIGRTMIN);
+		ps_buf_puts(b, "..");
+		ps_buf_i64(b, SIGRTMAX);
+		ps_buf_puts(b, "; or off");
 		break;
 	}
 }

@@ -9,11 +9,14 @@ pst_programs = \
 	tests/preload/alloc_lifecycle \
 	tests/preload/alloc_cxx
 check_PROGRAMS += $(pst_programs) tests/preload/alloc_helper tests/preload/signal_helper \
-	tests/preload/callsite_helper tests/preload/alloc_mix
+	tests/preload/callsite_helper tests/preload/alloc_mix tests/preload/signal_sem \
+	tests/preload/exec_fail
 TESTS += $(pst_programs) tests/preload/report.sh tests/preload/hugepages.sh tests/preload/live.sh \
-	tests/preload/callsite.sh tests/preload/alloc_foreign.sh
+	tests/preload/callsite.sh tests/preload/alloc_foreign.sh tests/preload/signal_sem.sh \
+	tests/preload/exec_fail.sh
 EXTRA_DIST += tests/preload/report.sh tests/preload/hugepages.sh tests/preload/live.sh \
-	tests/preload/callsite.sh tests/preload/alloc_foreign.sh \
+	tests/preload/callsite.sh tests/preload/alloc_foreign.sh tests/preload/signal_sem.sh \
+	tests/preload/exec_fail.sh \
 	tests/report_schema.py
 
 tests_preload_alloc_api_SOURCES = tests/preload/alloc_api.c
@@ -28,6 +31,8 @@ tests_preload_alloc_lifecycle_LDADD = $(PST_LIBS_ALL)
 tests_preload_alloc_cxx_SOURCES = tests/preload/alloc_cxx.cc
 tests_preload_alloc_cxx_LDADD = -ldl
 tests_preload_signal_helper_SOURCES = tests/preload/signal_helper.c
+tests_preload_signal_sem_SOURCES = tests/preload/signal_sem.c
+tests_preload_exec_fail_SOURCES = tests/preload/exec_fail.c
 tests_preload_callsite_helper_SOURCES = tests/preload/callsite_helper.c
 tests_preload_callsite_helper_CFLAGS = $(AM_CFLAGS) -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls
 tests_preload_callsite_helper_LDFLAGS = -rdynamic
