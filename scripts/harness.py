@@ -1319,7 +1319,8 @@ def main():
     hdr = (f"machine: {result['machine']}\n{args.repeat} interleaved repeat(s) of "
            f"{args.seconds:g} s measured (+{args.warmup:g} s warm-up), {args.concurrency} connections; "
            f"median [min-max]; per-op faults, CPU per GiB moved and I/O calls (shim only) over the "
-           f"measured window; nodes = both storage nodes together")
+           f"measured window; nodes = both storage nodes together"
+           + ("".join(f"\n{k}: {v}" for k, v in libs.items()) if BASELINE else ""))
     wrk_s = max(1, round(args.small_seconds))
     small_hdr = (f"machine: {result['machine']}\n{args.repeat} interleaved repeat(s); loadgen: "
                  f"{args.small_seconds:g} s measured (+{args.small_warmup:g} s warm-up), wrk: {wrk_s} s "
