@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
-# I/O benchmark (included from Makefile.am): bench/iobench, driven by
-# scripts/bench-io (`make bench-io`).  Never part of make check.
+# I/O benchmarks (included from Makefile.am): bench/iobench, driven by
+# scripts/bench-io (`make bench-io`), and bench/smallbench, driven by
+# scripts/bench small.  Never part of make check (tests/harness/bench_small.sh
+# only checks that the small loops run).
 noinst_PROGRAMS += bench/iobench
 bench_iobench_SOURCES = bench/iobench.c
 bench_iobench_CFLAGS = $(AM_CFLAGS) -O2
@@ -9,3 +11,8 @@ EXTRA_DIST += scripts/bench-io
 bench-io: all bench/iobench
 	PS_TOP_BUILDDIR='$(abs_top_builddir)' $(top_srcdir)/scripts/bench-io
 .PHONY: bench-io
+
+# Small-call loops (issue 11: do no harm), driven by `scripts/bench small`.
+noinst_PROGRAMS += bench/smallbench
+bench_smallbench_SOURCES = bench/smallbench.c
+bench_smallbench_CFLAGS = $(AM_CFLAGS) -O2

@@ -3,8 +3,9 @@
 """The demo harness behind scripts/demo: the S3 stack under each allocator
 configuration, measured side by side.
 
-  scripts/demo [--quick] [--scenario S,...] [--config C,...] [--repeat N]
-               [--seconds S] [--concurrency N] [--out DIR] [--port P]
+  scripts/demo [--quick] [--scenario S,...] [--small | --no-small] [--config C,...]
+               [--repeat N] [--seconds S] [--small-seconds S] [--concurrency N]
+               [--shim-lib PATH] [--baseline-lib PATH] [--out DIR] [--port P]
                [--real | --no-real] [--alloc | --no-alloc]
 
 For every repeat, configuration and scenario (interleaved: repeat 1 of every
@@ -19,8 +20,21 @@ PNG plots (gnuplot) into the results directory, and prints the shim's text
 report for the proxy of one run.  --real runs nginx (as a proxy with large
 proxy buffers, and serving files with directio), haproxy and wrk, when
 installed.  The default run ends with scripts/bench alloc's allocator table.
-POOLSHIM_* variables in the environment (but POOLSHIM_STATS*) apply to the
-shim configurations.
+
+Small requests (issue 11, do no harm; part of the default run, alone with
+--small): GET and PUT 4 KiB on the demo stack, nginx serving a 1 KiB file
+and haproxy in front of it (wrk, not shimmed), under no preload, the shim
+and the baseline shim only, in shorter runs (--small-seconds); requests/s
+and p99, with the target "no regression: >= 0.98x".  --quick includes GET
+4 KiB.  --scenario takes any scenario or real setup name.
+
+The shim is the build's .libs/libpoolshim.so, or --shim-lib / POOLSHIM_LIB;
+--baseline-lib / POOLSHIM_BASELINE_LIB adds configuration "baseline", a
+second libpoolshim.so (say, the previous build) run beside it everywhere the
+shim runs (not as shim-nouring or shim-proxy).
+POOLSHIM_* variables in the environment (but POOLSHIM_STATS*, POOLSHIM_LIB
+and POOLSHIM_BASELINE_LIB) apply to the shim configurations, baseline
+included.
 Exit status: 0 done, 1 a run failed (a process died, loadgen failed or found
 data errors), 2 usage or a missing dependency.
 """
@@ -43,7 +57,12 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("PS_TOP_BUILDDIR") or TOP
-SHIM = os.path.join(BUILD, ".libs", "libpoolshim.so")
+# The shim under test, and optionally a baseline shim (an older build) run
+# side by side with it; --shim-lib/--baseline-lib override these.
+SHIM = os.path.abspath(os.environ.get("POOLSHIM_LIB") or os.path.join(BUILD, ".libs", "libpoolshim.so"))
+BASELINE = os.path.abspath(os.environ["POOLSHIM_BASELINE_LIB"]) if os.environ.get("POOLSHIM_BASELINE_LIB") else None
+# The harness's own settings, kept from the shim (which warns about unknown POOLSHIM_ names).
+HARNESS_ENV = ("POOLSHIM_LIB", "POOLSHIM_BASELINE_LIB")
 STORAGED = os.path.join(BUILD, "demo", "storaged")
 S3PROXY = os.path.join(BUILD, "demo", "s3proxy")
 LOADGEN = os.path.join(BUILD, "demo", "loadgen")
@@ -51,17 +70,27 @@ PSSTAT = os.path.join(BUILD, "tools", "poolshim-stat")
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
-# name, environment, Debian package of the preloaded library
-CONFIGS = [
-    ("none", {}, None),
-    ("jemalloc", {"LD_PRELOAD": f"{LIBDIR}/libjemalloc.so.2"}, "libjemalloc2"),
-    ("tcmalloc", {"LD_PRELOAD": f"{LIBDIR}/libtcmalloc_minimal.so.4"}, "libtcmalloc-minimal4"),
-    ("mimalloc", {"LD_PRELOAD": f"{LIBDIR}/libmimalloc.so.2"}, "libmimalloc2.0"),
-    ("glibc-hugetlb", {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}, None),
-    ("shim-nouring", {"LD_PRELOAD": SHIM, "POOLSHIM_URING": "off"}, None),
-    ("shim", {"LD_PRELOAD": SHIM}, None),
-]
-CONFIG_NAMES = [c[0] for c in CONFIGS]
+
+def make_configs():
+    """(name, environment, Debian package of the preloaded library); the
+    baseline shim only when one is given."""
+    configs = [
+        ("none", {}, None),
+        ("jemalloc", {"LD_PRELOAD": f"{LIBDIR}/libjemalloc.so.2"}, "libjemalloc2"),
+        ("tcmalloc", {"LD_PRELOAD": f"{LIBDIR}/libtcmalloc_minimal.so.4"}, "libtcmalloc-minimal4"),
+        ("mimalloc", {"LD_PRELOAD": f"{LIBDIR}/libmimalloc.so.2"}, "libmimalloc2.0"),
+        ("glibc-hugetlb", {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}, None),
+        ("shim-nouring", {"LD_PRELOAD": SHIM, "POOLSHIM_URING": "off"}, None),
+        ("shim", {"LD_PRELOAD": SHIM}, None),
+    ]
+    if BASELINE:
+        configs.append(("baseline", {"LD_PRELOAD": BASELINE}, None))
+    return configs
+
+
+CONFIGS = make_configs()
+# "baseline" is always a known name; it runs only when a baseline shim is given.
+CONFIG_NAMES = [c[0] for c in CONFIGS if c[0] != "baseline"] + ["baseline"]
 
 # name, title, loadgen arguments
 SCENARIOS = [
@@ -71,9 +100,18 @@ SCENARIOS = [
     ("put-16m", "PUT 16 MiB", ["--op", "put", "--size", "16MiB"]),
     ("mix", "mixed 64 KiB-16 MiB", ["--op", "mix", "--size", "64KiB-16MiB"]),
 ]
+# Small requests (issue 11, do no harm): the shim has nothing to gain on
+# them and must cost nothing.  They run under no preload, the shim and the
+# baseline shim only, with shorter runs (--small-seconds).
+SMALL_SCENARIOS = [
+    ("get-4k", "GET 4 KiB", ["--op", "get", "--size", "4KiB"]),
+    ("put-4k", "PUT 4 KiB", ["--op", "put", "--size", "4KiB"]),
+]
+SCENARIOS += SMALL_SCENARIOS
 SCENARIO_NAMES = [s[0] for s in SCENARIOS]
-# --quick: the scenarios whose operations finish well within a short run.
-QUICK_SCENARIOS = ["get-16m", "put-1m", "mix"]
+# --quick: the scenarios whose operations finish well within a short run,
+# and one small one (under none and shim only) so that it stays tested.
+QUICK_SCENARIOS = ["get-16m", "put-1m", "mix", "get-4k"]
 
 # --real: setups and the configurations they run under.
 REAL_SETUPS = [
@@ -81,9 +119,20 @@ REAL_SETUPS = [
     ("nginx-directio", "nginx static files, directio + 16 MiB output_buffers, GET 16 MiB"),
     ("haproxy", "haproxy -> storaged, GET 16 MiB"),
 ]
+# The small real setups: the servers under the configuration, wrk never (it
+# is the measuring instrument, and on 2 CPUs its own cost would blur theirs).
+SMALL_REAL_SETUPS = [
+    ("nginx-1k", "nginx static file, GET 1 KiB"),
+    ("haproxy-nginx-1k", "haproxy -> nginx static file, GET 1 KiB"),
+]
+REAL_SETUPS += SMALL_REAL_SETUPS
+REAL_NAMES = [s[0] for s in REAL_SETUPS]
+SMALL_NAMES = [s[0] for s in SMALL_SCENARIOS] + [s[0] for s in SMALL_REAL_SETUPS]
+SMALL_CONFIGS = ["none", "shim", "baseline"]
+SMALL_SIZE = 1 << 10
 # shim-proxy: the shim in nginx/haproxy only, not in storaged or wrk (what
 # the server alone gains or loses).
-REAL_CONFIGS = ["none", "shim", "shim-proxy"]
+REAL_CONFIGS = ["none", "shim", "shim-proxy", "baseline"]
 REAL_SIZE = 16 << 20
 
 # The proxy's text report is printed for this run (the last repeat).
@@ -140,16 +189,28 @@ class Progress:
 progress = Progress()
 
 
+def bench_module():
+    loader = importlib.machinery.SourceFileLoader("ps_bench", os.path.join(TOP, "scripts", "bench"))
+    spec = importlib.util.spec_from_loader("ps_bench", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
 def machine():
     """scripts/bench's machine line, so both tables name the machine alike."""
     try:
-        loader = importlib.machinery.SourceFileLoader("ps_bench", os.path.join(TOP, "scripts", "bench"))
-        spec = importlib.util.spec_from_loader("ps_bench", loader)
-        mod = importlib.util.module_from_spec(spec)
-        loader.exec_module(mod)
-        return mod.machine()
+        return bench_module().machine()
     except Exception as e:  # the harness runs without scripts/bench too
         return f"{os.cpu_count()} CPUs (machine() unavailable: {e})"
+
+
+def lib_line(path):
+    """scripts/bench's line naming a library (size, date, SHA-256 prefix)."""
+    try:
+        return bench_module().lib_line(path)
+    except Exception:
+        return path
 
 
 # --------------------------------------------------------------------------
@@ -393,24 +454,48 @@ class Sampler:
 # the shim configurations, under each configuration's own; the report's
 # destination is the harness's.
 USER_SHIM_ENV = {k: v for k, v in os.environ.items()
-                 if k.startswith("POOLSHIM_") and not k.startswith("POOLSHIM_STATS")}
+                 if k.startswith("POOLSHIM_") and not k.startswith("POOLSHIM_STATS")
+                 and k not in HARNESS_ENV}
+
+
+def is_shim_env(env):
+    return env.get("LD_PRELOAD") in (SHIM, BASELINE) and env.get("LD_PRELOAD") is not None
 
 
 def config_env(name):
     for n, env, _ in CONFIGS:
         if n == name:
-            if env.get("LD_PRELOAD") == SHIM:
+            if is_shim_env(env):
                 return dict(USER_SHIM_ENV, **env)
             return dict(env)
     raise KeyError(name)
 
 
 def is_shim(name):
-    return config_env(name).get("LD_PRELOAD") == SHIM
+    return is_shim_env(config_env(name))
+
+
+def scenario_configs(scen, configs):
+    """The configurations a scenario runs under, in configs' order."""
+    if scen in SMALL_NAMES:
+        return [c for c in configs if c in SMALL_CONFIGS]
+    if scen in REAL_NAMES:
+        # shim-proxy goes with shim, but not for nginx-directio (nothing behind nginx there)
+        proxy_only = "shim" in configs and scen != "nginx-directio"
+        return [c for c in REAL_CONFIGS if c in configs or (c == "shim-proxy" and proxy_only)]
+    return list(configs)
+
+
+def durations(args, scen):
+    """(measured seconds, warm-up seconds) of one run of scen."""
+    if scen in SMALL_NAMES:
+        return args.small_seconds, args.small_warmup
+    return args.seconds, args.warmup
 
 
 def run_demo(args, cfg, scen, rep, text_report, workdir, outdir):
     title, lgargs = next((t, a) for n, t, a in SCENARIOS if n == scen)
+    seconds, warmup = durations(args, scen)
     run_id = f"{scen}.{cfg}.{rep + 1}"
     tmp = tempfile.mkdtemp(prefix=f"{run_id}.", dir=workdir)
     reports = os.path.join(outdir, "reports", run_id)
@@ -445,15 +530,15 @@ def run_demo(args, cfg, scen, rep, text_report, workdir, outdir):
         sampler = Sampler(groups, [px.pid, n1.pid, n2.pid] if shim else [], tmp)
         lg = [LOADGEN, "--endpoint", f"http://127.0.0.1:{pp}", "--access-key", "PSDEMOHARNESS",
               "--secret-key", "demo-harness-secret", "--bucket", "demo", "--prefix", f"{run_id}/",
-              "--concurrency", str(args.concurrency), "--duration", f"{args.seconds}s",
-              "--warmup", f"{args.warmup}s", "--verify", "--seed", "42", "--timeout", "20s",
+              "--concurrency", str(args.concurrency), "--duration", f"{seconds}s",
+              "--warmup", f"{warmup}s", "--verify", "--seed", "42", "--timeout", "20s",
               "--json", f"{tmp}/loadgen.json"] + lgargs
         if "put" not in lgargs:
             lg += ["--objects", str(2 * args.concurrency)]
         try:
             r = subprocess.run(lg, env=clean_env(env), stdin=subprocess.DEVNULL,
                                stdout=open(f"{tmp}/loadgen.out", "w"), stderr=subprocess.STDOUT,
-                               timeout=args.seconds + args.warmup + 90, preexec_fn=_die_with_parent)
+                               timeout=seconds + warmup + 90, preexec_fn=_die_with_parent)
             rc = r.returncode
         except subprocess.TimeoutExpired:
             rc = "timeout"
@@ -505,6 +590,7 @@ def measure(args, cfg, scen, rep, lgj, rc, sampler, t_end, shim, reports, clean,
     for name, (flt_s, cpu_s) in rates.items():
         d = {"faults_per_op": flt_s / ops_s if ops_s else None,
              "cpu_s_per_gib": cpu_s / gib_s if gib_s else None,
+             "cpu_us_per_op": cpu_s / ops_s * 1e6 if ops_s else None,
              "cpu_util": cpu_s}
         if shim:
             sc = sampler.syscall_rate(pids[name], t_a, t_end)
@@ -576,6 +662,16 @@ def parse_wrk(out):
     return float(rps.group(1)), lat.get("50"), lat.get("99"), nerr
 
 
+def nginx_workers(proc, want=2):
+    """The pids of nginx's workers: its master listens before it forks them."""
+    kids = children(proc.pid)
+    end = time.monotonic() + 5
+    while len(kids) < want and time.monotonic() < end:
+        time.sleep(0.05)
+        kids = children(proc.pid)
+    return kids
+
+
 def run_real(args, cfg, setup, rep, workdir, outdir):
     run_id = f"{setup}.{cfg}.{rep + 1}"
     tmp = tempfile.mkdtemp(prefix=f"{run_id}.", dir=workdir)
@@ -589,13 +685,31 @@ def run_real(args, cfg, setup, rep, workdir, outdir):
         # name the shim then expands holds slashes.
         env["POOLSHIM_STATS"] = os.path.join(reports, "%p.json")
     srv_env = env
-    if cfg == "shim-proxy":
-        env = {}                    # storaged and wrk run plain
+    small = setup in SMALL_NAMES
+    size = SMALL_SIZE if small else REAL_SIZE
+    if cfg == "shim-proxy" or small:
+        env = {}                    # storaged and wrk run plain (small setups: wrk)
     procs = []
     try:
         groups = {}
         port = free_port()
         url = f"http://127.0.0.1:{port}/real/obj"
+        if small:
+            # nginx's defaults: no sendfile, no open_file_cache, so every
+            # request opens, reads and closes the file through the shim.
+            os.makedirs(f"{tmp}/www/real")
+            with open(f"{tmp}/www/real/obj", "wb") as f:
+                f.write(os.urandom(SMALL_SIZE))
+            body = f"        root {tmp}/www;"
+        if setup == "haproxy-nginx-1k":
+            nport = free_port()
+            with open(f"{tmp}/nginx.conf", "w") as f:
+                f.write(nginx_conf(tmp, nport, body))
+            be = Proc("nginx", [which("nginx"), "-p", tmp, "-c", f"{tmp}/nginx.conf",
+                                "-e", f"{tmp}/nginx-error.log"], clean_env(srv_env), tmp)
+            procs.append(be)
+            wait_port(be, nport)
+            groups["node1"] = [be.pid] + nginx_workers(be)
         if setup in ("nginx-proxy", "haproxy"):
             node = Proc("node1", [STORAGED, "--dir", f"{tmp}/data1", "--port", "0", "--no-fsync"],
                         clean_env(env), tmp)
@@ -651,12 +765,7 @@ backend b
             srv.stop_signal = signal.SIGUSR1
         procs.append(srv)
         wait_port(srv, port)
-        # nginx's master listens before it forks its two workers.
-        kids = children(srv.pid)
-        end = time.monotonic() + 5
-        while setup.startswith("nginx") and len(kids) < 2 and time.monotonic() < end:
-            time.sleep(0.05)
-            kids = children(srv.pid)
+        kids = nginx_workers(srv) if setup.startswith("nginx") else children(srv.pid)
         groups = {"proxy": [srv.pid] + kids, **groups}
         # I/O calls come from the exit reports here: tools/poolshim-stat
         # crashes on nginx workers' live files (render_json, pool.requested).
@@ -671,7 +780,7 @@ backend b
             m = re.search(r"(\d+) requests in", wu.stdout)
             warm_reqs = int(m.group(1)) if m else 0
             t_a = time.monotonic()
-            secs = max(1, round(args.seconds))
+            secs = max(1, round(durations(args, setup)[0]))
             r = subprocess.run([which("wrk"), "-t2", f"-c{args.concurrency}", f"-d{secs}s",
                                 "--latency", "--timeout", "20s", url],
                                env=clean_env(env), capture_output=True, text=True,
@@ -700,13 +809,14 @@ backend b
         for p in reversed(procs):
             clean &= p.stop()
         procs = []
-        mib_s = rps * REAL_SIZE / (1 << 20)
+        mib_s = rps * size / (1 << 20)
         run = {"scenario": setup, "config": cfg, "repeat": rep + 1, "mib_s": mib_s,
                "ops_s": rps, "p50_ms": p50, "p99_ms": p99, "errors": nerr, "mismatches": 0,
                "clean_exit": clean, "window_s": round(window, 3), "procs": {}}
         for name, (flt_s, cpu_s) in rates.items():
             run["procs"][name] = {"faults_per_op": flt_s / rps if rps else None,
                                   "cpu_s_per_gib": cpu_s / (mib_s / 1024) if mib_s else None,
+                                  "cpu_us_per_op": cpu_s / rps * 1e6 if rps else None,
                                   "cpu_util": cpu_s}
         if shim:
             run["reports"] = sorted(os.path.join(reports, f) for f in os.listdir(reports))
@@ -754,6 +864,7 @@ def summarize(runs, scenarios, configs):
             row = {"scenario": scen, "config": cfg, "runs": len(rs),
                    "mib_s": med(mib), "mib_s_min": min(mib), "mib_s_max": max(mib),
                    "ops_s": med(r["ops_s"] for r in rs),
+                   "ops_s_min": min(r["ops_s"] for r in rs), "ops_s_max": max(r["ops_s"] for r in rs),
                    "p50_ms": med(r["p50_ms"] for r in rs), "p99_ms": med(r["p99_ms"] for r in rs),
                    "p99_ms_min": min((r["p99_ms"] for r in rs if r["p99_ms"] is not None), default=None),
                    "p99_ms_max": max((r["p99_ms"] for r in rs if r["p99_ms"] is not None), default=None),
@@ -764,7 +875,7 @@ def summarize(runs, scenarios, configs):
                 present = [n for n in names if n in rs[0]["procs"]]
                 if not present:
                     continue
-                for key in ("faults_per_op", "cpu_s_per_gib", "syscalls_per_op"):
+                for key in ("faults_per_op", "cpu_s_per_gib", "cpu_us_per_op", "syscalls_per_op"):
                     vals = []
                     for r in rs:
                         v = [r["procs"][n].get(key) for n in present]
@@ -802,6 +913,50 @@ def print_table(rows, titles, header):
             if r["data_errors"] or r["failed_ops"]:
                 line += f"  DATA ERRORS {r['data_errors']}, FAILED OPS {r['failed_ops']}"
             print(line)
+
+
+def print_small_table(rows, titles, header):
+    """The small-request table: requests/s and p99 first, where harm would show."""
+    print(header)
+    cols = (f"{'config':<10}{'req/s':>9}{'[min-max]':>16}{'x none':>8}{'p50 ms':>8}{'p99 ms':>8}"
+            f"{'[min-max]':>14}{'p99 x':>7}{'CPU us/req':>14}{'calls/req':>14}")
+    sub = f"{'':<80}{'proxy nodes':>14}{'proxy nodes':>14}"
+    for scen in dict.fromkeys(r["scenario"] for r in rows):
+        print(f"\n{titles.get(scen, scen)}")
+        print(cols)
+        print(sub)
+        for r in (x for x in rows if x["scenario"] == scen):
+            spread = f"[{r['ops_s_min']:.0f}-{r['ops_s_max']:.0f}]"
+            p99 = ("-" if r["p99_ms_min"] is None
+                   else f"[{r['p99_ms_min']:.2f}-{r['p99_ms_max']:.2f}]")
+            line = (f"{r['config']:<10}{r['ops_s']:9.0f}{spread:>16}{fmt(r['x_none'], '.3f', 8)}"
+                    f"{fmt(r['p50_ms'], '.2f', 8)}{fmt(r['p99_ms'], '.2f', 8)}{p99:>14}"
+                    f"{fmt(r['p99_x_none'], '.2f', 7)}")
+            for key, spec in (("cpu_us_per_op", ".0f"), ("syscalls_per_op", ".1f")):
+                line += fmt(r.get(f"proxy_{key}"), spec, 7) + fmt(r.get(f"nodes_{key}"), spec, 7)
+            if r["data_errors"] or r["failed_ops"]:
+                line += f"  DATA ERRORS {r['data_errors']}, FAILED OPS {r['failed_ops']}"
+            print(line)
+
+
+def small_markdown(rows, titles):
+    """The small-request table as Markdown (results.md, docs/results.md)."""
+    def f(v, spec):
+        return "-" if v is None else format(v, spec)
+    out = []
+    for scen in dict.fromkeys(r["scenario"] for r in rows):
+        out += [f"\n**{titles.get(scen, scen)}**\n",
+                "| config | req/s | [min-max] | x none | p50 ms | p99 ms | p99 [min-max] | p99 x none | "
+                "CPU us/req proxy | CPU us/req nodes | I/O calls/req proxy | I/O calls/req nodes |",
+                "|---|" + "---:|" * 11]
+        for r in (x for x in rows if x["scenario"] == scen):
+            p99 = "-" if r["p99_ms_min"] is None else f"{r['p99_ms_min']:.2f}-{r['p99_ms_max']:.2f}"
+            out.append(f"| {r['config']} | {r['ops_s']:.0f} | {r['ops_s_min']:.0f}-{r['ops_s_max']:.0f} | "
+                       f"{f(r['x_none'], '.3f')} | {f(r['p50_ms'], '.2f')} | {f(r['p99_ms'], '.2f')} | "
+                       f"{p99} | {f(r['p99_x_none'], '.2f')} | {f(r.get('proxy_cpu_us_per_op'), '.0f')} | "
+                       f"{f(r.get('nodes_cpu_us_per_op'), '.0f')} | {f(r.get('proxy_syscalls_per_op'), '.1f')} | "
+                       f"{f(r.get('nodes_syscalls_per_op'), '.1f')} |")
+    return "\n".join(out) + "\n"
 
 
 def markdown(rows, titles):
@@ -926,6 +1081,39 @@ def targets(rows, real_rows):
     return out
 
 
+SMALL_TARGET = 0.98
+
+
+def small_targets(rows):
+    """issue 11's target: no regression on small requests (requests/s >= 0.98x
+    no preload), with the baseline shim's figures beside it when it ran."""
+    def get(scen, cfg):
+        return next((r for r in rows if r["scenario"] == scen and r["config"] == cfg), None)
+
+    out = []
+    for scen in dict.fromkeys(r["scenario"] for r in rows):
+        none, shim, base = get(scen, "none"), get(scen, "shim"), get(scen, "baseline")
+        if not none or not none["ops_s"]:
+            continue
+        if shim:
+            x = shim["ops_s"] / none["ops_s"]
+            p99 = f"; p99 {shim['p99_x_none']:.2f}x" if shim["p99_x_none"] else ""
+            out.append(f"{'met   ' if x >= SMALL_TARGET else 'MISSED'} {scen}, shim: no regression "
+                       f"(>= {SMALL_TARGET}x): {x:.3f}x ({shim['ops_s']:.0f} vs none "
+                       f"{none['ops_s']:.0f} req/s{p99})")
+        if base:
+            x = base["ops_s"] / none["ops_s"]
+            vs = f"; shim vs baseline {shim['ops_s'] / base['ops_s']:.3f}x" if shim and base["ops_s"] else ""
+            out.append(f"(info) {scen}, baseline shim: {x:.3f}x ({base['ops_s']:.0f} req/s){vs}")
+    shims = [r for r in rows if r["config"] == "shim"]
+    if shims:
+        worse = [r for r in shims if r.get("p99_x_none") and r["p99_x_none"] > 1.10]
+        out.append(("met   " if not worse else "MISSED") + " small: the shim's p99 within 1.10x no "
+                   "preload" + ("" if not worse else ": " + ", ".join(
+                       f"{r['scenario']} {r['p99_x_none']:.2f}x" for r in worse)))
+    return out
+
+
 # --------------------------------------------------------------------------
 def parse_list(value, known, what):
     items = [x.strip() for x in value.split(",") if x.strip()]
@@ -950,17 +1138,32 @@ def check_deps(configs, want_real):
 
 
 def main():
+    global SHIM, BASELINE, CONFIGS
     ap = argparse.ArgumentParser(prog="scripts/demo", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    all_names = SCENARIO_NAMES + REAL_NAMES
     ap.add_argument("--quick", action="store_true",
-                    help="one repeat of 1 s runs of GET 16 MiB, PUT 1 MiB and mixed; no --real, no allocator table")
-    ap.add_argument("--scenario", type=lambda v: parse_list(v, SCENARIO_NAMES, "scenario"),
-                    help="comma-separated: " + ",".join(SCENARIO_NAMES))
+                    help="one repeat of 1 s runs of GET 16 MiB, PUT 1 MiB and mixed, and 0.5 s runs "
+                    "of GET 4 KiB (none and shim); no --real, no allocator table")
+    ap.add_argument("--scenario", type=lambda v: parse_list(v, all_names, "scenario"),
+                    help="only these, comma-separated: " + ",".join(all_names))
+    ap.add_argument("--small", action="store_true",
+                    help="only the small-request scenarios (" + ",".join(SMALL_NAMES) + ")")
+    ap.add_argument("--no-small", action="store_true", help="skip the small-request scenarios")
     ap.add_argument("--config", type=lambda v: parse_list(v, CONFIG_NAMES, "configuration"),
                     help="comma-separated: " + ",".join(CONFIG_NAMES))
+    ap.add_argument("--shim-lib", help="the libpoolshim.so of the shim configurations "
+                    "(default: POOLSHIM_LIB, else the build's .libs/libpoolshim.so)")
+    ap.add_argument("--baseline-lib", help="a second libpoolshim.so (e.g. the previous build), "
+                    "run as configuration 'baseline' (default: POOLSHIM_BASELINE_LIB)")
     ap.add_argument("--repeat", type=int, help="interleaved repeats (default 3, --quick 1)")
     ap.add_argument("--seconds", type=float, help="measured seconds per run (default 2, --quick 1)")
     ap.add_argument("--warmup", type=float, help="unmeasured warm-up per run (default 0.5, --quick 0.3)")
+    ap.add_argument("--small-seconds", type=float,
+                    help="measured seconds per small-request run (default 1, --quick 0.5; wrk: "
+                    "whole seconds, at least 1)")
+    ap.add_argument("--small-warmup", type=float,
+                    help="warm-up per small-request loadgen run (default 0.3, --quick 0.2; wrk: 1 s)")
     ap.add_argument("--concurrency", type=int, default=4, help="loadgen/wrk connections (default 4)")
     ap.add_argument("--port", type=int, default=0, help="s3proxy port (default 0: any free one)")
     ap.add_argument("--out", help="results directory (default results/demo-DATE-TIME)")
@@ -973,28 +1176,62 @@ def main():
     args.repeat = args.repeat or (1 if args.quick else 3)
     args.seconds = args.seconds or (1.0 if args.quick else 2.0)
     args.warmup = args.warmup if args.warmup is not None else (0.3 if args.quick else 0.5)
-    if args.repeat < 1 or args.seconds <= 0 or args.warmup < 0 or args.concurrency < 1:
-        ap.error("--repeat, --seconds and --concurrency must be positive")
+    args.small_seconds = args.small_seconds or (0.5 if args.quick else 1.0)
+    args.small_warmup = (args.small_warmup if args.small_warmup is not None
+                         else (0.2 if args.quick else 0.3))
+    if (args.repeat < 1 or args.seconds <= 0 or args.warmup < 0 or args.concurrency < 1
+            or args.small_seconds <= 0 or args.small_warmup < 0):
+        ap.error("--repeat, --seconds, --small-seconds and --concurrency must be positive")
     if not 0 <= args.port < 65536:
         ap.error("--port wants 0..65535")
-    demo_part = not args.real and not args.alloc
-    real_part = args.real or (not args.quick and not args.no_real and not args.alloc
-                              and not args.scenario and not args.config)
-    alloc_part = args.alloc or (not args.quick and not args.no_alloc and not args.real
-                                and not args.scenario and not args.config)
-    scenarios = args.scenario or (QUICK_SCENARIOS if args.quick else SCENARIO_NAMES)
-    # Canonical order, and always the baseline every ratio needs.
-    configs = [c for c in CONFIG_NAMES if c == "none" or not args.config or c in args.config]
-    scenarios = [s for s in SCENARIO_NAMES if s in scenarios]
-    if demo_part or real_part:
-        check_deps(configs, real_part)
-    if args.real and real_missing():
-        raise SystemExit("demo: --real needs " + ", ".join(real_missing()) + " (Debian packages "
-                         "nginx-light, haproxy, wrk)")
-    if real_part and real_missing():
-        say("demo: nginx/haproxy/wrk part skipped: not installed: " + ", ".join(real_missing()))
-        real_part = False
-    if demo_part and args.port and not port_free(args.port):
+    if args.small and args.no_small:
+        ap.error("--small and --no-small exclude each other")
+
+    # The libraries: flags over the environment.
+    if args.shim_lib:
+        SHIM = os.path.abspath(args.shim_lib)
+    if args.baseline_lib:
+        BASELINE = os.path.abspath(args.baseline_lib)
+    CONFIGS = make_configs()
+    if BASELINE and not os.path.exists(BASELINE):
+        raise SystemExit(f"demo: the baseline shim {BASELINE} does not exist")
+    if args.config and "baseline" in args.config and not BASELINE:
+        ap.error("--config baseline needs a baseline shim (--baseline-lib or POOLSHIM_BASELINE_LIB)")
+
+    # What runs: scenarios of the demo stack, real setups, the allocator table.
+    explicit = bool(args.scenario or args.small or args.real or args.alloc or args.quick)
+    if args.scenario:
+        wanted = list(args.scenario)
+    elif args.small:
+        wanted = list(SMALL_NAMES)
+    elif args.quick:
+        wanted = list(QUICK_SCENARIOS)
+    elif args.real:
+        wanted = list(REAL_NAMES)
+    elif args.alloc:
+        wanted = []
+    else:
+        # The default run; --config limits it to the demo stack, as before.
+        wanted = SCENARIO_NAMES + ([] if args.config else REAL_NAMES)
+    if args.no_small:
+        wanted = [w for w in wanted if w not in SMALL_NAMES]
+    if args.no_real:
+        wanted = [w for w in wanted if w not in REAL_NAMES]
+    alloc_part = args.alloc or (not explicit and not args.no_alloc and not args.config)
+    # Canonical order, and always "none", which every ratio is against.
+    configs = [c for c, _, _ in CONFIGS if c == "none" or not args.config or c in args.config]
+    scenarios = [s for s in SCENARIO_NAMES if s in wanted]
+    real_setups = [s for s in REAL_NAMES if s in wanted]
+    if real_setups and real_missing():
+        # Asked for by name (or --real): an error; part of a larger run: skipped.
+        if args.real or (args.scenario and any(s in REAL_NAMES for s in args.scenario)):
+            raise SystemExit("demo: nginx/haproxy/wrk setups need " + ", ".join(real_missing())
+                             + " (Debian packages nginx-light, haproxy, wrk)")
+        say("demo: nginx/haproxy/wrk setups skipped: not installed: " + ", ".join(real_missing()))
+        real_setups = []
+    if scenarios or real_setups:
+        check_deps(configs, bool(real_setups))
+    if scenarios and args.port and not port_free(args.port):
         raise SystemExit(f"demo: port {args.port} on 127.0.0.1 is taken; pick another with --port")
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -1009,36 +1246,45 @@ def main():
 
     titles = {n: t for n, t, _ in SCENARIOS}
     titles.update({n: t for n, t in REAL_SETUPS})
-    result = {"harness": "poolshim demo", "version": 1, "machine": machine(),
+    libs = {"shim": lib_line(SHIM)}
+    if BASELINE:
+        libs["baseline"] = lib_line(BASELINE)
+    plan_configs = {s: scenario_configs(s, configs) for s in scenarios + real_setups}
+    result = {"harness": "poolshim demo", "version": 2, "machine": machine(),
               "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
               "settings": {"repeat": args.repeat, "seconds": args.seconds, "warmup": args.warmup,
+                           "small_seconds": args.small_seconds, "small_warmup": args.small_warmup,
                            "concurrency": args.concurrency, "scenarios": scenarios,
-                           "configs": configs, "shim_env": USER_SHIM_ENV,
+                           "real_setups": real_setups, "scenario_configs": plan_configs,
+                           "configs": configs, "shim_env": USER_SHIM_ENV, "libraries": libs,
                            "hugepages": open("/proc/sys/vm/nr_hugepages").read().strip()},
-              "runs": [], "summary": [], "real_runs": [], "real_summary": []}
+              "runs": [], "summary": [], "real_runs": [], "real_summary": [], "small_summary": []}
     failed = None
     keep_logs = False
     t_start = time.monotonic()
     try:
+        # Interleaved: repeat 1 of every configuration and scenario, then repeat 2, ...
         plan = []
-        if demo_part:
-            for rep in range(args.repeat):
-                for cfg in configs:
-                    for scen in scenarios:
+        for rep in range(args.repeat):
+            for cfg in configs:
+                for scen in scenarios:
+                    if cfg in plan_configs[scen]:
                         plan.append(("demo", cfg, scen, rep))
-        if real_part:
-            rcfgs = [c for c in REAL_CONFIGS if c in configs or (c == "shim-proxy" and "shim" in configs)]
-            for rep in range(args.repeat):
-                for cfg in rcfgs:
-                    for setup, _ in REAL_SETUPS:
-                        if cfg == "shim-proxy" and setup == "nginx-directio":
-                            continue        # nothing behind nginx there
+        for rep in range(args.repeat):
+            for cfg in REAL_CONFIGS:
+                for setup in real_setups:
+                    if cfg in plan_configs[setup]:
                         plan.append(("real", cfg, setup, rep))
         text_run = None
-        if "shim" in configs:
-            ts = TEXT_REPORT_SCENARIO if TEXT_REPORT_SCENARIO in scenarios else scenarios[0]
+        big = [s for s in scenarios if s not in SMALL_NAMES]
+        if "shim" in configs and scenarios:
+            ts = (TEXT_REPORT_SCENARIO if TEXT_REPORT_SCENARIO in scenarios
+                  else (big or scenarios)[0])
             text_run = ("demo", "shim", ts, args.repeat - 1)
-        progress.plan(len(plan), args.seconds + args.warmup + 1.5)
+        # wrk setups: a 1 s warm-up and whole seconds; every run ~1.5 s to start and stop
+        est = [sum(durations(args, scen)) if kind == "demo"
+               else 1 + max(1, round(durations(args, scen)[0])) for kind, _, scen, _ in plan]
+        progress.plan(len(plan), sum(est) / len(est) + 1.5 if est else 0)
         say(f"demo: {len(plan)} runs; results in {outdir}")
         for kind, cfg, scen, rep in plan:
             progress.show(f"{kind} {scen} under {cfg}, repeat {rep + 1}/{args.repeat}")
@@ -1053,7 +1299,7 @@ def main():
             progress.finished(time.monotonic() - t0)
             if not run["ops_s"]:
                 say(f"demo: {scen} under {cfg}: no operation completed in the measured "
-                    f"{args.seconds:g} s; use a longer --seconds")
+                    f"{durations(args, scen)[0]:g} s; use a longer --seconds or --small-seconds")
             if run["mismatches"] or run["errors"]:
                 say(f"demo: {scen} under {cfg}: data errors {run['mismatches']}, "
                     f"failed operations {run['errors']}")
@@ -1073,38 +1319,62 @@ def main():
     hdr = (f"machine: {result['machine']}\n{args.repeat} interleaved repeat(s) of "
            f"{args.seconds:g} s measured (+{args.warmup:g} s warm-up), {args.concurrency} connections; "
            f"median [min-max]; per-op faults, CPU per GiB moved and I/O calls (shim only) over the "
-           f"measured window; nodes = both storage nodes together")
-    if result["runs"]:
-        result["summary"] = summarize(result["runs"], scenarios, configs)
+           f"measured window; nodes = both storage nodes together"
+           + ("".join(f"\n{k}: {v}" for k, v in libs.items()) if BASELINE else ""))
+    wrk_s = max(1, round(args.small_seconds))
+    small_hdr = (f"machine: {result['machine']}\n{args.repeat} interleaved repeat(s); loadgen: "
+                 f"{args.small_seconds:g} s measured (+{args.small_warmup:g} s warm-up), wrk: {wrk_s} s "
+                 f"(+1 s warm-up); {args.concurrency} connections; median [min-max]; x none = "
+                 f"requests/s against no preload; CPU and I/O calls per request over the measured "
+                 f"window (I/O calls: shim only; for wrk setups from the exit reports, warm-up "
+                 f"included): proxy = s3proxy, nginx, or haproxy; nodes = both storaged, or the "
+                 f"nginx behind haproxy; loadgen runs under the configuration, wrk never"
+                 + "".join(f"\n{k}: {v}" for k, v in libs.items()))
+    big_real = [s for s in real_setups if s not in SMALL_NAMES]
+    big_demo = [s for s in scenarios if s not in SMALL_NAMES]
+    small_all = [s for s in scenarios + real_setups if s in SMALL_NAMES]
+    if result["runs"] and big_demo:
+        result["summary"] = summarize(result["runs"], big_demo, configs)
         print("\n== The demo S3 stack: s3proxy + 2 storaged, loadgen --verify ==")
         print_table(result["summary"], titles, hdr)
-    if result["real_runs"]:
-        result["real_summary"] = summarize(result["real_runs"], [s for s, _ in REAL_SETUPS],
-                                           REAL_CONFIGS)
+    if result["real_runs"] and big_real:
+        result["real_summary"] = summarize(result["real_runs"], big_real, REAL_CONFIGS)
         print("\n== Real programs: nginx, haproxy, driven by wrk (GET 16 MiB) ==")
         print_table(result["real_summary"], titles,
                     hdr.replace("nodes = both storage nodes together", "proxy = the server "
                                 "(nginx master+workers, haproxy); nodes = the storaged behind it")
                     .replace(f"(+{args.warmup:g} s warm-up)", "(+1 s warm-up)")
                     .replace(f"of {args.seconds:g} s measured", f"of {max(1, round(args.seconds))} s measured"))
-    result["targets"] = targets(result["summary"], result["real_summary"])
+    if small_all and (result["runs"] or result["real_runs"]):
+        result["small_summary"] = summarize(result["runs"] + result["real_runs"], small_all,
+                                            SMALL_CONFIGS)
+        print("\n== Small requests (do no harm): the demo stack, nginx, haproxy ==")
+        print_small_table(result["small_summary"], titles, small_hdr)
+    result["targets"] = (targets(result["summary"], result["real_summary"])
+                         + small_targets(result["small_summary"]))
     if result["targets"]:
-        print("\n== Targets (issue 6) ==")
+        print("\n== Targets (issues 6 and 11) ==")
         print("\n".join(result["targets"]))
     made = []
     if result["summary"]:
-        made += plots(result["summary"], scenarios, configs, titles, outdir, "")
+        made += plots(result["summary"], big_demo, configs, titles, outdir, "")
     if result["real_summary"]:
-        made += plots(result["real_summary"], [s for s, _ in REAL_SETUPS], REAL_CONFIGS, titles,
-                      outdir, "real-")
+        made += plots(result["real_summary"], big_real, REAL_CONFIGS, titles, outdir, "real-")
+    if result["small_summary"]:
+        made += plots(result["small_summary"], small_all, SMALL_CONFIGS, titles, outdir, "small-")
     with open(os.path.join(outdir, "results.json"), "w") as f:
         json.dump(result, f, indent=1)
     with open(os.path.join(outdir, "results.md"), "w") as f:
-        f.write(f"machine: {result['machine']}\n\n{hdr.splitlines()[1]}\n")
+        f.write(f"machine: {result['machine']}\n")
+        if result["summary"] or result["real_summary"]:
+            f.write(f"\n{hdr.splitlines()[1]}\n")
         if result["summary"]:
             f.write(markdown(result["summary"], titles))
         if result["real_summary"]:
             f.write(markdown(result["real_summary"], titles))
+        if result["small_summary"]:
+            f.write(f"\nSmall requests (do no harm): {small_hdr.splitlines()[1]}\n"
+                    + small_markdown(result["small_summary"], titles))
         if result["targets"]:
             f.write("\n" + "".join(f"- {t}\n" for t in result["targets"]))
     txt = None
@@ -1133,11 +1403,10 @@ def main():
         print("\n== Allocator micro-benchmark (scripts/bench alloc) ==", flush=True)
         r = subprocess.run([sys.executable, os.path.join(TOP, "scripts", "bench"), "alloc",
                             "--seconds", "0.5", "--repeat", "3", "--threads", "1",
-                            "--json", os.path.join(outdir, "alloc.json")])
+                            "--shim-lib", SHIM, "--json", os.path.join(outdir, "alloc.json")])
         if r.returncode:
             return 1
     return 0
-
 
 if __name__ == "__main__":
     try:

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
-# (included from Makefile.am)  The demo harness: scripts/demo --quick once.
-TESTS += tests/harness/demo_quick.sh
-EXTRA_DIST += tests/harness/demo_quick.sh scripts/demo scripts/harness.py scripts/hugepages scripts/bootstrap
+# (included from Makefile.am)  The demo harness: scripts/demo --quick once;
+# scripts/bench small, briefly.
+TESTS += tests/harness/demo_quick.sh tests/harness/bench_small.sh
+EXTRA_DIST += tests/harness/demo_quick.sh tests/harness/bench_small.sh scripts/demo scripts/harness.py scripts/hugepages scripts/bootstrap
