@@ -6,8 +6,9 @@
  * full that store is a SIGBUS, so no page is written before it is reserved:
  * the header with fallocate at creation, each block with
  * MADV_POPULATE_WRITE (which fails instead of faulting) before it is handed
- * out.  A block without room is not used: its thread counts in anonymous
- * memory, the header says how many do, and verbose mode says so once.
+ * out, and only while a quarter of /dev/shm stays free for others.  A
+ * block without room is not used: its thread counts in anonymous memory,
+ * the header says how many do, and verbose mode says so once.
  *
  * A fork child gets a copy in private memory mapped over the same
  * addresses, so every pointer to a block stays valid and the parent's file
@@ -24,6 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 
 #include "alloc.h"
 #include "fmt.h"
@@ -114,6 +116,23 @@ static int reserve(void *p, size_t len)
 }
 
 /*
+ * Whether a block of len bytes leaves a quarter of /dev/shm to others.
+ * Counters are worth less than the data of the programs that share it (a
+ * database's or browser's shared memory): the shim's files together never
+ * fill the last quarter.  Unknown sizes (statfs failing, tmpfs without a
+ * limit) do not stop it; the reservation still fails safely.
+ */
+static bool room_for(size_t len)
+{
+	struct statfs s;
+
+	if (PS_SYSCALL(SYS_statfs, PS_LIVE_DIR, &s) < 0 || s.f_blocks == 0)
+		return true;
+	uint64_t bsize = (uint64_t)s.f_bsize;
+	return (uint64_t)s.f_bavail * bsize >= len + (uint64_t)s.f_blocks * bsize / 4;
+}
+
+/*
  * The header of the file this process may write, or NULL.  In a child
  * that ran no atfork handler the parent's file is dropped here (counts
  * carry on in private memory); a vfork child, which shares our memory,
@@ -160,7 +179,18 @@ static void *take_block(void)
 	}
 	void *p = (char *)h + PS_LIVE_HEADER + (size_t)i * h->block_stride;
 	/* A block without pages stays a hole: readers see zeros there, never a fault. */
-	if (reserve_each && reserve(p, h->block_stride) < 0) {
+	if (reserve_each && (!room_for(h->block_stride) || reserve(p, h->block_stride) < 0)) {
+		__atomic_add_fetch(&h->unpublished, 1, __ATOMIC_RELAXED);
+		say_unpublished(PS_LIVE_DIR " has no room for another counter block");
+		return NULL;
+	}
+	/*
+	 * Threads starting together all saw room before any reserved: each
+	 * looks again with its block in, and gives it back (MADV_REMOVE frees
+	 * the pages) when the quarter is gone, so the last to look is right.
+	 */
+	if (reserve_each && !room_for(0)) {
+		PS_SYSCALL(SYS_madvise, p, h->block_stride, MADV_REMOVE);
 		__atomic_add_fetch(&h->unpublished, 1, __ATOMIC_RELAXED);
 		say_unpublished(PS_LIVE_DIR " has no room for another counter block");
 		return NULL;

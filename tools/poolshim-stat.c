@@ -266,8 +266,9 @@ static void show(const struct target *t, const struct ps_tstats *counters, const
 		       t->dead ? " [process gone: exited without cleanup or was killed]" :
 		       t->foreign_ns ? " [another pid namespace: not judged, left in place]" : "");
 		if (h->unpublished)
-			printf("(%u threads count outside this file: /dev/shm was full or its blocks "
-			       "taken; the exit report has them)\n", (unsigned)h->unpublished);
+			printf("(%u thread counter blocks are outside this file: /dev/shm was full "
+			       "or the file's blocks all taken; the exit report has them)\n",
+			       (unsigned)h->unpublished);
 	}
 	fflush(stdout);
 	ps_buf_init(&b, storage, sizeof(storage), 1);

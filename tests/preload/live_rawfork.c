@@ -1,18 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
  * A child made without atfork handlers, for live_rawfork.sh: the parent
- * forks with syscall(SYS_fork), the child writes CHILD times to /dev/null
+ * forks with syscall(SYS_fork) (or glibc's _Fork() when HOW is _Fork), the child writes CHILD times to /dev/null
  * from a thread of its own and ends with exit(); the parent, having
  * written PARENT times itself, waits for it and then stops (SIGSTOP) so the
  * test can read its live file; after SIGCONT it exits.  Progress is told
  * with raw write syscalls, which the shim does not count.
  *
- *   live_rawfork PARENT CHILD
+ *   live_rawfork PARENT CHILD [syscall|_Fork]
  */
 #include <fcntl.h>
+#include <features.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -46,7 +48,16 @@ int main(int argc, char **argv)
 	for (int i = 0; i < parent_writes; i++)
 		if (write(fd, &c, 1) != 1)
 			return 2;
-	long pid = syscall(SYS_fork);
+	long pid;
+	if (argc > 3 && !strcmp(argv[3], "_Fork")) {
+#if __GLIBC_PREREQ(2, 34)
+		pid = _Fork();
+#else
+		return 77;
+#endif
+	} else {
+		pid = syscall(SYS_fork);
+	}
 	if (pid < 0)
 		return 2;
 	if (pid == 0) {
