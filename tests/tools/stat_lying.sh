@@ -81,4 +81,24 @@ else
 		fail "name without NUL neither shown nor refused"
 fi
 for f in $made; do [ -e "$f" ] || fail "--keep removed $f"; done
+
+# Another user's file, readable to all (a planted one): not read unless asked.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
+	setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
+	mkfile $((base + 7))
+	chmod 0644 "/dev/shm/poolshim-$((base + 7))$suffix"
+	as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$STAT" --keep "$@"; }
+	as_nobody $((base + 7)) >"$PST_TMP/o1" 2>"$PST_TMP/e1"
+	rc=$?
+	[ $rc = 1 ] && grep -q "belongs to user 0; --all-users reads it" "$PST_TMP/e1" &&
+		! grep -q "pid $((base + 7)) " "$PST_TMP/o1" &&
+		pass "another user's file is not read (status 1, says why)" ||
+		fail "another user's file: status $rc $(cat "$PST_TMP/e1") $(head -2 "$PST_TMP/o1")"
+	as_nobody --all-users $((base + 7)) >"$PST_TMP/o2" 2>"$PST_TMP/e2"
+	rc=$?
+	[ $rc = 0 ] && grep -q "pid $((base + 7)) (signal_helper)" "$PST_TMP/o2" &&
+		pass "--all-users reads it" || fail "--all-users: status $rc $(cat "$PST_TMP/e2")"
+else
+	echo "(not root or no setpriv: the other-user check is not run)"
+fi
 finish
