@@ -1,11 +1,21 @@
 // SPDX-License-Identifier: MIT
 /*
  * The live-stats file.  Created with O_EXCL | O_NOFOLLOW, mode 0600, sized
- * once (sparse: only touched blocks use memory) and mapped shared; counter
- * blocks are handed out from it by an atomic index.  A fork child gets a
- * copy in a file of its own, mapped over the same addresses, so every
- * pointer to a block stays valid and the parent's file is never written by
- * the child.
+ * once (sparse) and mapped shared; counter blocks are handed out from it by
+ * an atomic index.  tmpfs gives a page on the first store, and when it is
+ * full that store is a SIGBUS, so no page is written before it is reserved:
+ * the header with fallocate at creation, each block with
+ * MADV_POPULATE_WRITE (which fails instead of faulting) before it is handed
+ * out, and only while a quarter of /dev/shm stays free for others.  A
+ * block without room is not used: its thread counts in anonymous memory,
+ * the header says how many do, and verbose mode says so once.
+ *
+ * A fork child gets a copy in private memory mapped over the same
+ * addresses, so every pointer to a block stays valid and the parent's file
+ * is never written by the child.  Children that ran no atfork handler
+ * (_Fork, raw clone or syscall(SYS_fork)) are caught on the slow paths
+ * (block claim, publish, removal) by a page marked MADV_WIPEONFORK, which
+ * reads zero in any child with an address space of its own.
  */
 #include "live.h"
 
@@ -15,27 +25,55 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 
 #include "alloc.h"
 #include "fmt.h"
 #include "sys.h"
 #include "uring.h"
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+_Static_assert(sizeof(struct ps_live_header) <= PS_LIVE_HEADER, "header outgrew its room");
+
 static struct ps_live_header *hdr;
 static size_t map_len;
 static int live_pid;
+static uint64_t live_ns;
+static bool live_verbose;
+/* Blocks are reserved one by one; false where the whole file was at creation. */
+static bool reserve_each = true;
+static int said_unpublished;
+/*
+ * Nonzero in the process that made the file; zero in any child with an
+ * address space of its own (MADV_WIPEONFORK), whether or not atfork
+ * handlers ran.  NULL when the kernel has no MADV_WIPEONFORK: then a
+ * changed pid tells, which a vfork child shares (it is left alone).
+ */
+static volatile int *fork_guard;
 
 static size_t stride(void)
 {
 	return (sizeof(struct ps_tstats) + 4095) & ~(size_t)4095;
 }
 
-void ps_live_path(char *out, unsigned long cap, int pid)
+void ps_live_path(char *out, unsigned long cap, int pid, uint64_t ns)
 {
 	struct ps_buf b;
 	ps_buf_init(&b, out, cap, -1);
-	ps_buf_printf(&b, PS_LIVE_DIR "/poolshim-%d.stats", pid);
+	ps_buf_printf(&b, PS_LIVE_DIR "/poolshim-%d-%lu.stats", pid, (unsigned long)ns);
 	ps_buf_str(&b);
+}
+
+uint64_t ps_live_pidns(void)
+{
+	struct stat st;
+	int saved = errno;
+	int r = stat("/proc/self/ns/pid", &st);
+	errno = saved;
+	return r == 0 ? (uint64_t)st.st_ino : 0;
 }
 
 uint64_t ps_live_starttime(int pid)
@@ -43,8 +81,12 @@ uint64_t ps_live_starttime(int pid)
 	char path[64], buf[1024];
 	struct ps_buf b;
 
+	/* /proc/self, not /proc/PID: under a /proc of another pid namespace PID is someone else. */
 	ps_buf_init(&b, path, sizeof(path), -1);
-	ps_buf_printf(&b, "/proc/%d/stat", pid);
+	if (pid)
+		ps_buf_printf(&b, "/proc/%d/stat", pid);
+	else
+		ps_buf_puts(&b, "/proc/self/stat");
 	long fd = ps_sys_openat(AT_FDCWD, ps_buf_str(&b), O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return 0;
@@ -67,17 +109,93 @@ uint64_t ps_live_starttime(int pid)
 	return v;
 }
 
+/* Make pages [p, p + len) of the mapping real, or say why not (-errno). */
+static int reserve(void *p, size_t len)
+{
+	return (int)PS_SYSCALL(SYS_madvise, p, len, MADV_POPULATE_WRITE);
+}
+
+/*
+ * Whether a block of len bytes leaves a quarter of /dev/shm to others.
+ * Counters are worth less than the data of the programs that share it (a
+ * database's or browser's shared memory): the shim's files together never
+ * fill the last quarter.  Unknown sizes (statfs failing, tmpfs without a
+ * limit) do not stop it; the reservation still fails safely.
+ */
+static bool room_for(size_t len)
+{
+	struct statfs s;
+
+	if (PS_SYSCALL(SYS_statfs, PS_LIVE_DIR, &s) < 0 || s.f_blocks == 0)
+		return true;
+	uint64_t bsize = (uint64_t)s.f_bsize;
+	return (uint64_t)s.f_bavail * bsize >= len + (uint64_t)s.f_blocks * bsize / 4;
+}
+
+/*
+ * The header of the file this process may write, or NULL.  In a child
+ * that ran no atfork handler the parent's file is dropped here (counts
+ * carry on in private memory); a vfork child, which shares our memory,
+ * touches nothing.
+ */
+static void disown(struct ps_live_header *h);
+
+static struct ps_live_header *mine(void)
+{
+	struct ps_live_header *h = __atomic_load_n(&hdr, __ATOMIC_ACQUIRE);
+
+	if (!h)
+		return NULL;
+	if (fork_guard) {
+		if (*fork_guard)
+			return h;
+	} else if ((int)PS_SYSCALL(SYS_getpid) == live_pid) {
+		return h;
+	} else {
+		return NULL;     /* may be a vfork child: leave the shared state be */
+	}
+	disown(h);
+	return NULL;
+}
+
+static void say_unpublished(const char *why)
+{
+	if (live_verbose && !__atomic_exchange_n(&said_unpublished, 1, __ATOMIC_RELAXED))
+		ps_log("live statistics: %s; threads from now on count in private memory "
+		       "(in the exit report, not in `poolshim stat`)", why);
+}
+
 static void *take_block(void)
 {
-	struct ps_live_header *h = hdr;
+	struct ps_live_header *h = mine();
 	if (!h)
 		return NULL;
 	uint32_t i = __atomic_fetch_add(&h->nblocks, 1, __ATOMIC_RELAXED);
 	if (i >= h->max_blocks) {
 		__atomic_store_n(&h->nblocks, h->max_blocks, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&h->unpublished, 1, __ATOMIC_RELAXED);
+		say_unpublished("the file's blocks are all taken");
 		return NULL;
 	}
-	return (char *)h + PS_LIVE_HEADER + (size_t)i * h->block_stride;
+	void *p = (char *)h + PS_LIVE_HEADER + (size_t)i * h->block_stride;
+	/* A block without pages stays a hole: readers see zeros there, never a fault. */
+	if (reserve_each && (!room_for(h->block_stride) || reserve(p, h->block_stride) < 0)) {
+		__atomic_add_fetch(&h->unpublished, 1, __ATOMIC_RELAXED);
+		say_unpublished(PS_LIVE_DIR " has no room for another counter block");
+		return NULL;
+	}
+	/*
+	 * Threads starting together all saw room before any reserved: each
+	 * looks again with its block in, and gives it back (MADV_REMOVE frees
+	 * the pages) when the quarter is gone, so the last to look is right.
+	 */
+	if (reserve_each && !room_for(0)) {
+		PS_SYSCALL(SYS_madvise, p, h->block_stride, MADV_REMOVE);
+		__atomic_add_fetch(&h->unpublished, 1, __ATOMIC_RELAXED);
+		say_unpublished(PS_LIVE_DIR " has no room for another counter block");
+		return NULL;
+	}
+	return p;
 }
 
 static void copy_reason(char *dst, const char *src)
@@ -102,7 +220,7 @@ static pthread_mutex_t publish_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void ps_live_publish(void)
 {
-	struct ps_live_header *h = hdr;
+	struct ps_live_header *h = mine();
 	struct ps_pool_info info;
 
 	if (!h || pthread_mutex_trylock(&publish_lock) != 0)
@@ -125,16 +243,20 @@ void ps_live_publish(void)
 	pthread_mutex_unlock(&publish_lock);
 }
 
-/* Create and map PID's file; fill in the identity.  The mapping or NULL. */
-static struct ps_live_header *create(int pid, void *at, int *err)
+/*
+ * Create and map PID's file with its header's pages reserved.  The mapping
+ * or NULL.  Where the kernel cannot reserve pages of a mapping one by one
+ * (MADV_POPULATE_WRITE, Linux 5.14), the whole file is reserved here.
+ */
+static struct ps_live_header *create(int pid, uint64_t ns, int *err)
 {
 	char path[96];
-	ps_live_path(path, sizeof(path), pid);
+	ps_live_path(path, sizeof(path), pid, ns);
 
 	long fd = ps_sys_openat(AT_FDCWD, path,
 				O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd == -EEXIST) {
-		/* Left by a process with our pid: our own image before exec, or a dead one. */
+		/* Left by a process with our pid in our namespace: our own image before exec, or a dead one. */
 		struct stat st;
 		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
 		    st.st_uid == (uid_t)PS_SYSCALL(SYS_geteuid)) {
@@ -147,24 +269,30 @@ static struct ps_live_header *create(int pid, void *at, int *err)
 		*err = (int)fd;
 		return NULL;
 	}
-	if (PS_SYSCALL(SYS_ftruncate, fd, map_len) < 0) {
-		*err = -ENOSPC;
-		ps_sys_close((int)fd);
-		unlink(path);
-		return NULL;
+	void *p = MAP_FAILED;
+	long r = PS_SYSCALL(SYS_ftruncate, fd, map_len);
+	if (r == 0)
+		r = PS_SYSCALL(SYS_fallocate, fd, 0, 0, PS_LIVE_HEADER);
+	if (r == 0) {
+		p = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+		r = p == MAP_FAILED ? -errno : 0;
 	}
-	void *p = mmap(at, map_len, PROT_READ | PROT_WRITE,
-		       MAP_SHARED | (at ? MAP_FIXED : 0), (int)fd, 0);
+	if (r == 0 && reserve(p, PS_LIVE_HEADER) == -EINVAL) {
+		reserve_each = false;
+		r = PS_SYSCALL(SYS_fallocate, fd, 0, 0, map_len);
+	}
 	ps_sys_close((int)fd);
-	if (p == MAP_FAILED) {
-		*err = -errno;
+	if (r < 0) {
+		*err = (int)r;
+		if (p != MAP_FAILED)
+			munmap(p, map_len);
 		unlink(path);
 		return NULL;
 	}
 	return p;
 }
 
-static void fill_identity(struct ps_live_header *h, int pid)
+static void fill_identity(struct ps_live_header *h, int pid, uint64_t ns)
 {
 	memcpy(h->magic, PS_LIVE_MAGIC, 8);
 	h->version = PS_LIVE_VERSION;
@@ -172,7 +300,8 @@ static void fill_identity(struct ps_live_header *h, int pid)
 	h->block_size = sizeof(struct ps_tstats);
 	h->block_stride = stride();
 	h->pid = pid;
-	h->starttime = ps_live_starttime(pid);
+	h->pidns = ns;
+	h->starttime = ps_live_starttime(0);
 	h->exited = 0;
 	copy_reason(h->program, program_invocation_short_name);
 	for (char *c = h->program; *c; c++)
@@ -184,16 +313,28 @@ int ps_live_init(const struct ps_config *cfg)
 {
 	int err = 0;
 	int pid = (int)PS_SYSCALL(SYS_getpid);
+	uint64_t ns = ps_live_pidns();
 
+	live_verbose = cfg->verbose;
 	map_len = PS_LIVE_HEADER + (size_t)PS_LIVE_BLOCKS * stride();
-	struct ps_live_header *h = create(pid, NULL, &err);
+	struct ps_live_header *h = create(pid, ns, &err);
 	if (!h)
 		return err;
-	fill_identity(h, pid);
+	void *g = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (g != MAP_FAILED) {
+		if (PS_SYSCALL(SYS_madvise, g, 4096, MADV_WIPEONFORK) == 0) {
+			*(volatile int *)g = 1;
+			fork_guard = g;
+		} else {
+			munmap(g, 4096);
+		}
+	}
+	fill_identity(h, pid, ns);
 	h->pool_min = cfg->pool_min;
 	h->gauges = *ps_gauges;
 	__atomic_store_n(&ps_gauges_mirror, &h->gauges, __ATOMIC_RELEASE);
 	live_pid = pid;
+	live_ns = ns;
 	__atomic_store_n(&hdr, h, __ATOMIC_RELEASE);
 	ps_live_publish();
 	ps_stats_block_source = take_block;
@@ -202,20 +343,25 @@ int ps_live_init(const struct ps_config *cfg)
 	return 0;
 }
 
-void ps_live_after_fork_child(void)
+/*
+ * Move the counters over the file's addresses into private memory, in a
+ * child: the parent's file is never written or removed by the child.  The
+ * child publishes no file of its own: children that end with _exit() (the
+ * usual way after fork) would leave one file each in /dev/shm.  It still
+ * writes its report at exit; a child that execs publishes again from its
+ * new image.
+ */
+static void disown(struct ps_live_header *h)
 {
-	struct ps_live_header *h = hdr;
-
-	if (!h)
+	/* One thread does it; the others see no file from here on. */
+	if (!__atomic_compare_exchange_n(&hdr, &h, NULL, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
 		return;
-	/*
-	 * The child keeps its counters in private memory over the same
-	 * addresses and publishes no file of its own: children that end with
-	 * _exit() (the usual way after fork) would leave one file each in
-	 * /dev/shm.  It still writes its report at exit; a child that execs
-	 * publishes again from its new image.  Never write the parent's file.
-	 */
-	size_t used = PS_LIVE_HEADER + (size_t)h->nblocks * h->block_stride;
+	ps_stats_block_source = NULL;
+	uint32_t n = __atomic_load_n(&h->nblocks, __ATOMIC_RELAXED);
+	if (n > h->max_blocks)
+		n = h->max_blocks;
+	size_t used = PS_LIVE_HEADER + (size_t)n * h->block_stride;
 	if (used > map_len)
 		used = map_len;
 	void *copy = mmap(NULL, used, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -226,17 +372,25 @@ void ps_live_after_fork_child(void)
 		memcpy(h, copy, used);
 		munmap(copy, used);
 	}
-	hdr = NULL;
-	ps_stats_block_source = NULL;
+	live_pid = 0;
+}
+
+void ps_live_after_fork_child(void)
+{
+	struct ps_live_header *h = __atomic_load_n(&hdr, __ATOMIC_ACQUIRE);
+
+	if (h)
+		disown(h);
 }
 
 void ps_live_remove(void)
 {
 	char path[96];
+	struct ps_live_header *h = mine();
 
-	if (!hdr || live_pid != (int)PS_SYSCALL(SYS_getpid))
+	if (!h || live_pid != (int)PS_SYSCALL(SYS_getpid))
 		return;
-	hdr->exited = 1;
-	ps_live_path(path, sizeof(path), live_pid);
+	h->exited = 1;
+	ps_live_path(path, sizeof(path), live_pid, live_ns);
 	unlink(path);
 }

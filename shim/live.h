@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Live counters in shared memory.  Each process under the shim keeps its
- * per-thread counter blocks in a file, /dev/shm/poolshim-PID.stats (mode
- * 0600), so `poolshim stat` can read a running process, or one killed with
- * SIGKILL, without its help.  The file holds a header (identity and
- * gauges) followed by up to PS_LIVE_BLOCKS counter blocks; threads beyond
- * that count in anonymous memory and appear only in the exit report.
+ * per-thread counter blocks in a file, /dev/shm/poolshim-PID-NS.stats
+ * (mode 0600; NS is the inode of the process's pid namespace, 0 when /proc
+ * is not there, so processes with the same pid in two namespaces sharing
+ * /dev/shm keep apart), so `poolshim stat` can read a running process, or
+ * one killed with SIGKILL, without its help.  The file holds a header
+ * (identity and gauges) followed by up to PS_LIVE_BLOCKS counter blocks;
+ * threads beyond that, or whose block /dev/shm had no room for, count in
+ * anonymous memory and appear only in the exit report (the header counts
+ * them in `unpublished`).
  */
 #ifndef PS_LIVE_H
 #define PS_LIVE_H
@@ -18,7 +22,7 @@
 #include "stats.h"
 
 #define PS_LIVE_MAGIC "PSLIVE01"
-#define PS_LIVE_VERSION 1
+#define PS_LIVE_VERSION 2
 #define PS_LIVE_BLOCKS 128
 #define PS_LIVE_DIR "/dev/shm"
 #define PS_LIVE_HEADER 8192          /* bytes before the first block */
@@ -51,6 +55,9 @@ struct ps_live_header {
 	int32_t uring_state;
 	uint64_t uring_rings;
 	char uring_reason[PS_LIVE_REASON];
+	/* version 2 */
+	uint64_t pidns;              /* inode of the pid namespace, as in the file name */
+	uint32_t unpublished;        /* threads counting outside the file (full, or no room) */
 };
 
 /* Create this process's file and route counter blocks into it.  0 or -errno. */
@@ -62,9 +69,11 @@ void ps_live_after_fork_child(void);
 /* At exit (or before exec): remove the file. */
 void ps_live_remove(void);
 
-/* The path of PID's file into out[cap]. */
-void ps_live_path(char *out, unsigned long cap, int pid);
-/* The start time of pid from /proc (0 when unknown). */
+/* The path of the file of PID in pid namespace NS into out[cap]. */
+void ps_live_path(char *out, unsigned long cap, int pid, uint64_t ns);
+/* The start time of pid from /proc, of this process when pid is 0 (0 when unknown). */
 uint64_t ps_live_starttime(int pid);
+/* The inode of this process's pid namespace (0 when /proc is not mounted). */
+uint64_t ps_live_pidns(void);
 
 #endif

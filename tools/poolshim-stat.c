@@ -1,12 +1,30 @@
 // SPDX-License-Identifier: MIT
 /*
  * poolshim-stat: the live view.  Reads the counters that processes under
- * the shim publish in /dev/shm/poolshim-PID.stats and prints the same table
- * as the exit report: once, or every -i seconds as deltas.  A file whose
- * process is gone (exited without cleaning up, or was killed with SIGKILL)
- * is still read, marked as such and then removed.
+ * the shim publish in /dev/shm/poolshim-PID-NS.stats and prints the same
+ * table as the exit report: once, or every -i seconds as deltas.  A file
+ * whose process is gone (exited without cleaning up, or was killed with
+ * SIGKILL) is still read, marked as such and then removed.
  *
- *   poolshim-stat [-i SECONDS] [-c COUNT] [--json] [--keep] [PID ...]
+ *   poolshim-stat [-i SECONDS] [-c COUNT] [--json] [--keep] [--all-users] [PID ...]
+ *
+ * Anyone can put a file in /dev/shm, so nothing in one is trusted: files
+ * are read with pread into private memory (never mapped: a file cut short
+ * under a mapping faults), the header is checked against the file's real
+ * size before any block is looked at, strings are cut at their room and
+ * enumerations checked.  A file that fails is named on stderr and skipped;
+ * the others are still shown.  Only the reading user's files are read
+ * unless --all-users is given; root reads everyone's, having the right to
+ * anyway and nothing to fear from a file read this way.
+ *
+ * Whether a process is gone is judged only for files of our own pid
+ * namespace (the NS in the name): a pid from another namespace means
+ * nothing to kill(2) here, so such files are shown and left alone.
+ *
+ * Exit status: 0 when every file looked at was shown; 1 when none could
+ * be shown (none there, or every one refused); 3 when some were shown and
+ * others refused.  Files of other users skipped without --all-users are
+ * not refusals.  2 for a bad command line.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -15,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,78 +42,164 @@
 #include "report.h"
 #include "stats.h"
 
+/* Larger than any file the shim writes (about 19 MiB), small enough to read. */
+#define MAX_FILE (256u << 20)
+
 struct target {
 	int pid;
-	struct ps_live_header *hdr;
-	size_t len;
-	bool dead;
-	struct ps_tstats *prev;   /* last totals, for deltas */
+	uint64_t ns;
+	char path[128];
+	int fd;
+	struct ps_live_header *hdr;   /* the latest snapshot, PS_LIVE_HEADER bytes */
+	char *blocks;                 /* its blocks, nblocks * block_stride bytes */
+	uint32_t nblocks;
+	size_t size;                  /* of the file, when opened */
+	bool dead, foreign_ns;
+	struct ps_tstats *prev;       /* last totals, for deltas */
 };
 
-static bool opt_json, opt_keep;
+static bool opt_json, opt_keep, opt_all_users;
+static uint64_t my_ns;
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: poolshim stat [-i SECONDS] [-c COUNT] [--json] [--keep] [PID ...]\n"
+	fprintf(f, "usage: poolshim stat [-i SECONDS] [-c COUNT] [--json] [--keep] [--all-users] [PID ...]\n"
 		   "Prints the live counters of processes running under libpoolshim.so\n"
 		   "(all of them when no PID is given); with -i, the change every SECONDS.\n"
 		   "Files of processes that are gone are read once more, then removed\n"
-		   "(--keep leaves them).\n");
+		   "(--keep leaves them).  Only your own files are read unless --all-users\n"
+		   "(root reads all).  Exit status: 0 all shown, 1 none shown, 3 some refused.\n");
 }
 
-static int open_target(struct target *t, int pid)
+static void refuse(const struct target *t, const char *why)
 {
-	char path[96];
-	struct stat st;
+	fprintf(stderr, "poolshim stat: %s: skipped: %s\n", t->path, why);
+}
 
-	ps_live_path(path, sizeof(path), pid);
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		fprintf(stderr, "poolshim stat: %d: no live statistics (%s): not running under "
-				"the shim, or POOLSHIM_LIVE=off\n", pid, strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) < 0 || (size_t)st.st_size < PS_LIVE_HEADER) {
-		fprintf(stderr, "poolshim stat: %s: too short\n", path);
-		close(fd);
-		return -1;
-	}
-	void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED) {
-		fprintf(stderr, "poolshim stat: %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	struct ps_live_header *h = p;
+/* The header's problem, or NULL when it may be used with a file of size bytes. */
+static const char *check_header(const struct target *t, const struct ps_live_header *h,
+				size_t size)
+{
 	if (memcmp(h->magic, PS_LIVE_MAGIC, 8) != 0 || h->version != PS_LIVE_VERSION ||
-	    h->block_size != sizeof(struct ps_tstats) ||
-	    PS_LIVE_HEADER + (size_t)h->max_blocks * h->block_stride > (size_t)st.st_size) {
-		fprintf(stderr, "poolshim stat: %s: not a live statistics file of this version "
-				"(a different poolshim build?)\n", path);
-		munmap(p, (size_t)st.st_size);
-		return -1;
-	}
-	t->pid = pid;
-	t->hdr = h;
-	t->len = (size_t)st.st_size;
-	/* Gone, or the pid now belongs to another process. */
-	t->dead = (kill(pid, 0) < 0 && errno == ESRCH) ||
-		  (h->starttime && ps_live_starttime(pid) != h->starttime);
-	t->prev = calloc(1, sizeof(struct ps_tstats));
-	return t->prev ? 0 : -1;
+	    h->block_size != sizeof(struct ps_tstats))
+		return "not a live statistics file of this version (a different poolshim build?)";
+	if (h->block_stride < h->block_size || h->block_stride > MAX_FILE)
+		return "header lies: block stride out of range";
+	/* Divide rather than multiply: max_blocks x stride may not fit in 64 bits. */
+	if (h->max_blocks > (size - PS_LIVE_HEADER) / h->block_stride)
+		return "header lies: more blocks than the file holds";
+	if (h->pid != t->pid || h->pidns != t->ns)
+		return "header lies: pid or namespace differs from the file name";
+	if ((uint32_t)h->pool.requested > PS_HUGE_NONE ||
+	    (uint32_t)h->pool.first_mode >= PS_BACK__COUNT ||
+	    (uint32_t)h->uring_state > 2)
+		return "header lies: a state out of range";
+	return NULL;
 }
 
-static void totals(const struct target *t, struct ps_tstats *out)
+/* Read the file afresh into t's snapshot.  NULL, or why it cannot be used. */
+static const char *snapshot(struct target *t)
 {
-	const struct ps_live_header *h = t->hdr;
-	uint32_t n = __atomic_load_n(&h->nblocks, __ATOMIC_ACQUIRE);
+	struct ps_live_header *h = t->hdr;
 
+	if (pread(t->fd, h, PS_LIVE_HEADER, 0) != PS_LIVE_HEADER)
+		return "cut short";
+	const char *why = check_header(t, h, t->size);
+	if (why)
+		return why;
+	/* The writer owns these strings; ours end inside their room whatever it wrote. */
+	h->program[sizeof(h->program) - 1] = '\0';
+	h->pool.hugetlb_reason[PS_LIVE_REASON - 1] = '\0';
+	h->pool.thp_reason[PS_LIVE_REASON - 1] = '\0';
+	h->uring_reason[PS_LIVE_REASON - 1] = '\0';
+	uint32_t n = __atomic_load_n(&h->nblocks, __ATOMIC_RELAXED);
 	if (n > h->max_blocks)
 		n = h->max_blocks;
+	size_t len = (size_t)n * h->block_stride;
+	char *b = realloc(t->blocks, len ? len : 1);
+	if (!b)
+		return "out of memory";
+	t->blocks = b;
+	/* Holes (blocks never reserved) read as zeros. */
+	ssize_t got = len ? pread(t->fd, b, len, PS_LIVE_HEADER) : 0;
+	if (got != (ssize_t)len)
+		return "cut short";
+	t->nblocks = n;
+	return NULL;
+}
+
+/* 0 shown, -1 refused (said why), 1 skipped quietly (another user's). */
+static int open_target(struct target *t, int pid, uint64_t ns, bool named)
+{
+	struct stat st;
+
+	t->pid = pid;
+	t->ns = ns;
+	t->fd = -1;
+	ps_live_path(t->path, sizeof(t->path), pid, ns);
+	/* O_NONBLOCK: a FIFO put there in place of a file must not hang us. */
+	t->fd = open(t->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (t->fd < 0) {
+		if (named)
+			fprintf(stderr, "poolshim stat: %d: no live statistics (%s): not running "
+					"under the shim, or POOLSHIM_LIVE=off\n", pid, strerror(errno));
+		else
+			refuse(t, strerror(errno));
+		return -1;
+	}
+	if (fstat(t->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		refuse(t, "not a regular file");
+		return -1;
+	}
+	if (st.st_uid != geteuid() && geteuid() != 0 && !opt_all_users) {
+		if (named)
+			fprintf(stderr, "poolshim stat: %s: belongs to user %u; --all-users reads "
+					"it\n", t->path, (unsigned)st.st_uid);
+		return named ? -1 : 1;
+	}
+	if (st.st_size < PS_LIVE_HEADER || (uint64_t)st.st_size > MAX_FILE) {
+		refuse(t, st.st_size < PS_LIVE_HEADER ? "too short" : "too large");
+		return -1;
+	}
+	t->size = (size_t)st.st_size;
+	t->hdr = malloc(PS_LIVE_HEADER);
+	t->prev = calloc(1, sizeof(struct ps_tstats));
+	if (!t->hdr || !t->prev) {
+		refuse(t, "out of memory");
+		return -1;
+	}
+	const char *why = snapshot(t);
+	if (why) {
+		refuse(t, why);
+		return -1;
+	}
+	t->foreign_ns = my_ns == 0 || ns != my_ns;
+	/* Gone, or the pid now belongs to another process; judged in our namespace only. */
+	t->dead = !t->foreign_ns &&
+		  ((kill(pid, 0) < 0 && errno == ESRCH) ||
+		   (t->hdr->starttime && ps_live_starttime(pid) != t->hdr->starttime));
+	return 0;
+}
+
+static void close_target(struct target *t)
+{
+	if (t->fd >= 0)
+		close(t->fd);
+	free(t->hdr);
+	free(t->blocks);
+	free(t->prev);
+	memset(t, 0, sizeof(*t));
+	t->fd = -1;
+}
+
+static void totals(const struct target *t, struct ps_tstats *out, struct ps_tstats *tmp)
+{
 	memset(out, 0, sizeof(*out));
-	for (uint32_t i = 0; i < n; i++)
-		ps_stats_add(out, (const struct ps_tstats *)((const char *)h + PS_LIVE_HEADER +
-							     (size_t)i * h->block_stride), 1);
+	for (uint32_t i = 0; i < t->nblocks; i++) {
+		/* Copied out: the stride need not keep a block aligned. */
+		memcpy(tmp, t->blocks + (size_t)i * t->hdr->block_stride, sizeof(*tmp));
+		ps_stats_add(out, tmp, 1);
+	}
 }
 
 /* Page faults and CPU time from /proc/PID/stat, while the process lives. */
@@ -105,7 +208,7 @@ static void proc_usage(const struct target *t, struct ps_report_data *d)
 	char path[64], buf[1024];
 	unsigned long minflt, majflt, utime, stime;
 
-	if (t->dead)
+	if (t->dead || t->foreign_ns)
 		return;
 	snprintf(path, sizeof(path), "/proc/%d/stat", t->pid);
 	FILE *f = fopen(path, "r");
@@ -151,16 +254,22 @@ static void show(const struct target *t, const struct ps_tstats *counters, const
 	d.pool_in_use = h->gauges.pool_in_use;
 	d.pool_peak = h->gauges.pool_peak;
 	d.pool_min = h->pool_min;
-	d.threads = (int)(h->nblocks > h->max_blocks ? h->max_blocks : h->nblocks);
+	d.threads = (int)t->nblocks;
 	proc_usage(t, &d);
 	d.uring_state = h->uring_state;
 	d.uring_reason = h->uring_reason[0] ? h->uring_reason : NULL;
 	d.uring_rings = h->uring_rings;
 
 	fflush(stdout);
-	if (!opt_json)
+	if (!opt_json) {
 		printf("---- pid %d (%s): %s%s ----\n", t->pid, h->program, what,
-		       t->dead ? " [process gone: exited without cleanup or was killed]" : "");
+		       t->dead ? " [process gone: exited without cleanup or was killed]" :
+		       t->foreign_ns ? " [another pid namespace: not judged, left in place]" : "");
+		if (h->unpublished)
+			printf("(%u thread counter blocks are outside this file: /dev/shm was full "
+			       "or the file's blocks all taken; the exit report has them)\n",
+			       (unsigned)h->unpublished);
+	}
 	fflush(stdout);
 	ps_buf_init(&b, storage, sizeof(storage), 1);
 	ps_report_render(&b, &d, opt_json ? PS_FORMAT_JSON : PS_FORMAT_TEXT);
@@ -169,32 +278,48 @@ static void show(const struct target *t, const struct ps_tstats *counters, const
 
 static void forget_dead(struct target *t)
 {
-	char path[96];
+	struct stat now, was;
 
 	if (!t->dead || opt_keep)
 		return;
-	ps_live_path(path, sizeof(path), t->pid);
-	if (unlink(path) == 0 && !opt_json)
-		printf("(removed %s)\n", path);
+	/* The same file we read, not one put in its place since. */
+	if (lstat(t->path, &now) < 0 || fstat(t->fd, &was) < 0 || now.st_ino != was.st_ino ||
+	    now.st_dev != was.st_dev)
+		return;
+	if (unlink(t->path) == 0 && !opt_json)
+		printf("(removed %s)\n", t->path);
 }
 
-static int scan_all(int **pids)
+struct id {
+	int pid;
+	uint64_t ns;
+};
+
+static int scan_all(struct id **ids)
 {
 	DIR *d = opendir(PS_LIVE_DIR);
 	struct dirent *e;
 	int n = 0, cap = 16;
 
-	*pids = malloc(sizeof(int) * (size_t)cap);
-	if (!d || !*pids)
+	*ids = malloc(sizeof(**ids) * (size_t)cap);
+	if (!d || !*ids) {
+		if (d)
+			closedir(d);
 		return 0;
+	}
 	while ((e = readdir(d)) != NULL) {
-		int pid;
-		char tail[16];
-		if (sscanf(e->d_name, "poolshim-%d.%15s", &pid, tail) == 2 &&
-		    strcmp(tail, "stats") == 0 && pid > 0) {
-			if (n == cap)
-				*pids = realloc(*pids, sizeof(int) * (size_t)(cap *= 2));
-			(*pids)[n++] = pid;
+		int pid, end = 0;
+		unsigned long ns;
+		if (sscanf(e->d_name, "poolshim-%d-%lu.stats%n", &pid, &ns, &end) == 2 &&
+		    end > 0 && e->d_name[end] == '\0' && pid > 0) {
+			if (n == cap) {
+				struct id *m = realloc(*ids, sizeof(**ids) * (size_t)(cap *= 2));
+				if (!m)
+					break;
+				*ids = m;
+			}
+			(*ids)[n].pid = pid;
+			(*ids)[n++].ns = ns;
 		}
 	}
 	closedir(d);
@@ -205,9 +330,11 @@ int main(int argc, char **argv)
 {
 	double interval = 0;
 	long count = -1;
-	int *pids = NULL, npids = 0;
+	struct id *ids = NULL;
+	int nids = 0;
 
-	pids = malloc(sizeof(int) * (size_t)(argc > 1 ? argc : 1));
+	ids = malloc(sizeof(*ids) * (size_t)(argc > 1 ? argc : 1));
+	my_ns = ps_live_pidns();
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -217,6 +344,8 @@ int main(int argc, char **argv)
 			opt_json = true;
 		} else if (!strcmp(a, "--keep")) {
 			opt_keep = true;
+		} else if (!strcmp(a, "--all-users")) {
+			opt_all_users = true;
 		} else if ((!strcmp(a, "-i") || !strcmp(a, "-c")) && i + 1 < argc) {
 			char *end;
 			double v = strtod(argv[++i], &end);
@@ -237,39 +366,70 @@ int main(int argc, char **argv)
 				usage(stderr);
 				return 2;
 			}
-			pids[npids++] = (int)pid;
+			ids[nids].pid = (int)pid;
+			ids[nids++].ns = my_ns;
 		}
 	}
-	if (npids == 0) {
-		free(pids);
-		npids = scan_all(&pids);
-		if (npids == 0) {
+	bool named = nids > 0;
+	if (!named) {
+		free(ids);
+		nids = scan_all(&ids);
+		if (nids == 0) {
 			fprintf(stderr, "poolshim stat: no process is publishing live statistics in "
 					PS_LIVE_DIR "\n");
 			return 1;
 		}
 	}
 
-	struct target *t = calloc((size_t)npids, sizeof(*t));
-	struct ps_tstats *now = calloc(1, sizeof(*now));
-	int ok = 0;
-	for (int i = 0; i < npids; i++)
-		if (open_target(&t[ok], pids[i]) == 0)
-			ok++;
-	if (ok == 0)
+	struct target *t = calloc((size_t)nids, sizeof(*t));
+	struct ps_tstats *now = calloc(1, sizeof(*now)), *tmp = calloc(1, sizeof(*tmp));
+	struct ps_tstats *delta = calloc(1, sizeof(*delta));
+	if (!t || !now || !tmp || !delta) {
+		fprintf(stderr, "poolshim stat: out of memory\n");
 		return 1;
+	}
+	int ok = 0, refused = 0, others = 0;
+	for (int i = 0; i < nids; i++) {
+		int r = open_target(&t[ok], ids[i].pid, ids[i].ns, named);
+		if (r == 0) {
+			ok++;
+			continue;
+		}
+		close_target(&t[ok]);
+		if (r < 0)
+			refused++;
+		else
+			others++;
+	}
+	if (others)
+		fprintf(stderr, "poolshim stat: %d files of other users not read (--all-users "
+				"reads them)\n", others);
+	if (ok == 0) {
+		if (!refused)
+			fprintf(stderr, "poolshim stat: none of the files in " PS_LIVE_DIR
+					" is yours\n");
+		return 1;
+	}
 
 	for (long round = 0; count < 0 || round < count; round++) {
 		for (int i = 0; i < ok; i++) {
-			totals(&t[i], now);
+			if (t[i].fd < 0)
+				continue;
+			const char *why = round > 0 ? snapshot(&t[i]) : NULL;
+			if (why) {
+				/* Changed under us: stop following it; it is no longer shown. */
+				refuse(&t[i], why);
+				close(t[i].fd);
+				t[i].fd = -1;
+				continue;
+			}
+			totals(&t[i], now, tmp);
 			if (interval > 0 && round > 0) {
-				struct ps_tstats *delta = calloc(1, sizeof(*delta));
 				memcpy(delta, now, sizeof(*now));
 				ps_stats_add(delta, t[i].prev, -1);
 				char what[64];
 				snprintf(what, sizeof(what), "change over %.3gs", interval);
 				show(&t[i], delta, what);
-				free(delta);
 			} else {
 				show(&t[i], now, interval > 0 ? "totals so far" : "totals");
 			}
@@ -279,7 +439,8 @@ int main(int argc, char **argv)
 			break;
 		bool all_dead = true;
 		for (int i = 0; i < ok; i++)
-			all_dead &= t[i].dead || (kill(t[i].pid, 0) < 0 && errno == ESRCH);
+			all_dead &= t[i].fd < 0 || t[i].dead ||
+				    (!t[i].foreign_ns && kill(t[i].pid, 0) < 0 && errno == ESRCH);
 		if (all_dead)
 			break;
 		struct timespec ts = { (time_t)interval,
@@ -287,6 +448,7 @@ int main(int argc, char **argv)
 		nanosleep(&ts, NULL);
 	}
 	for (int i = 0; i < ok; i++)
-		forget_dead(&t[i]);
-	return 0;
+		if (t[i].fd >= 0)
+			forget_dead(&t[i]);
+	return refused ? 3 : 0;
 }

@@ -76,7 +76,7 @@ kill_restart() {
 	wait "$kpid" 2>/dev/null
 	DEMO_PIDS=$(echo "$DEMO_PIDS" | sed "s/ $kpid\b//")
 	# A killed process leaves its live-counter file; it is ours to remove.
-	rm -f "/dev/shm/poolshim-$kpid.stats"
+	rm -f "/dev/shm/poolshim-$kpid.stats" /dev/shm/poolshim-"$kpid"-*.stats
 	sleep "$down"
 	start_bg "$2" "$STORAGED" --dir "$kdir" --port "$kport"
 	u=$(ms)

@@ -8,6 +8,7 @@
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 H="$PRELOAD_BIN/signal_helper"
 STAT="$PS_TOP_BUILDDIR/tools/poolshim-stat"
+NS=$(stat -L -c %i /proc/self/ns/pid)  # live files are named by pid and pid namespace
 
 wait_ready() {  # wait_ready FILE: until the helper printed its pid
 	for _ in $(seq 100); do
@@ -54,11 +55,11 @@ grep -q "pid $pid (signal_helper)" "$PST_TMP/stat1" && grep -Eq "^malloc +- +[1-
 "$STAT" -i 0.3 -c 2 "$pid" >"$PST_TMP/stat2" 2>&1
 grep -q "change over 0.3s" "$PST_TMP/stat2" && pass "stat -i prints deltas" || fail "stat -i: $(cat "$PST_TMP/stat2")"
 kill -KILL "$pid"; wait "$bg" 2>/dev/null
-[ -f "/dev/shm/poolshim-$pid.stats" ] && pass "SIGKILL leaves the numbers" || fail "no file after SIGKILL"
+[ -f "/dev/shm/poolshim-$pid-$NS.stats" ] && pass "SIGKILL leaves the numbers" || fail "no file after SIGKILL"
 "$STAT" "$pid" >"$PST_TMP/stat3" 2>&1
 grep -q "process gone" "$PST_TMP/stat3" && grep -Eq "^malloc +- +[1-9]" "$PST_TMP/stat3" &&
 	pass "stat reads a killed process" || fail "stat after kill: $(cat "$PST_TMP/stat3")"
-[ ! -e "/dev/shm/poolshim-$pid.stats" ] && pass "dead process's file removed" || fail "file left behind"
+[ ! -e "/dev/shm/poolshim-$pid-$NS.stats" ] && pass "dead process's file removed" || fail "file left behind"
 
 # 4. a clean exit removes the file; POOLSHIM_LIVE=off makes none
 shim POOLSHIM_STATS=off -- "$PRELOAD_BIN/alloc_helper" --count 3 >/dev/null
@@ -66,7 +67,7 @@ shim POOLSHIM_STATS=off POOLSHIM_LIVE=off -- "$H" --signals 1000000 >"$PST_TMP/o
 bg=$!
 pid=$(wait_ready "$PST_TMP/off.out")
 sleep 0.2
-[ ! -e "/dev/shm/poolshim-$pid.stats" ] && pass "POOLSHIM_LIVE=off publishes nothing" || fail "live file with LIVE=off"
+[ ! -e "/dev/shm/poolshim-$pid-$NS.stats" ] && pass "POOLSHIM_LIVE=off publishes nothing" || fail "live file with LIVE=off"
 kill "$pid"; wait "$bg" 2>/dev/null
 # 5. POOLSHIM_DUMP_SIGNAL=TERM on a program that leaves SIGTERM at its
 # default (as haproxy -db does): the report is written, the live file
@@ -83,8 +84,8 @@ rc=$?
 	fail "exit status $rc after SIGTERM, want 143 (killed by SIGTERM)"
 python3 "$PS_TOP_SRCDIR/tests/report_schema.py" "$PST_TMP/term.json" &&
 	pass "report written on SIGTERM" || fail "no report on SIGTERM"
-[ ! -e "/dev/shm/poolshim-$bg.stats" ] && pass "live file removed on SIGTERM" ||
-	{ fail "live file left after SIGTERM"; rm -f "/dev/shm/poolshim-$bg.stats"; }
+[ ! -e "/dev/shm/poolshim-$bg-$NS.stats" ] && pass "live file removed on SIGTERM" ||
+	{ fail "live file left after SIGTERM"; rm -f "/dev/shm/poolshim-$bg-$NS.stats"; }
 env POOLSHIM_DUMP_SIGNAL=USR2 POOLSHIM_STATS_FORMAT=json POOLSHIM_STATS="$PST_TMP/usr2.json" \
 	LD_PRELOAD="$SHIM" sleep 3 &
 bg=$!

@@ -9,15 +9,23 @@ pst_programs = \
 	tests/preload/alloc_lifecycle \
 	tests/preload/alloc_cxx
 check_PROGRAMS += $(pst_programs) tests/preload/alloc_helper tests/preload/signal_helper \
-	tests/preload/callsite_helper tests/preload/alloc_mix tests/preload/signal_sem \
-	tests/preload/exec_fail
+	tests/preload/callsite_helper tests/preload/alloc_mix
 TESTS += $(pst_programs) tests/preload/report.sh tests/preload/hugepages.sh tests/preload/live.sh \
-	tests/preload/callsite.sh tests/preload/alloc_foreign.sh tests/preload/signal_sem.sh \
-	tests/preload/exec_fail.sh
+	tests/preload/callsite.sh tests/preload/alloc_foreign.sh
 EXTRA_DIST += tests/preload/report.sh tests/preload/hugepages.sh tests/preload/live.sh \
-	tests/preload/callsite.sh tests/preload/alloc_foreign.sh tests/preload/signal_sem.sh \
-	tests/preload/exec_fail.sh \
+	tests/preload/callsite.sh tests/preload/alloc_foreign.sh \
 	tests/report_schema.py
+
+# One block per group of tests, so groups are added without touching each other.
+# Signal semantics under POOLSHIM_DUMP_SIGNAL, and failed execs.
+check_PROGRAMS += tests/preload/signal_sem tests/preload/exec_fail
+TESTS += tests/preload/signal_sem.sh tests/preload/exec_fail.sh
+EXTRA_DIST += tests/preload/signal_sem.sh tests/preload/exec_fail.sh
+
+# The live file: a full /dev/shm, children made without atfork, pid namespaces.
+check_PROGRAMS += tests/preload/live_threads tests/preload/live_rawfork
+TESTS += tests/preload/live_shm_full.sh tests/preload/live_rawfork.sh tests/preload/live_pidns.sh
+EXTRA_DIST += tests/preload/live_shm_full.sh tests/preload/live_rawfork.sh tests/preload/live_pidns.sh
 
 tests_preload_alloc_api_SOURCES = tests/preload/alloc_api.c
 tests_preload_alloc_api_CFLAGS = $(PST_CFLAGS_ALL)
@@ -39,6 +47,11 @@ tests_preload_callsite_helper_LDFLAGS = -rdynamic
 tests_preload_alloc_helper_SOURCES = tests/preload/alloc_helper.c
 tests_preload_alloc_helper_CFLAGS = $(PST_CFLAGS_ALL)
 tests_preload_alloc_helper_LDADD = $(PST_LIBS_ALL)
+
+tests_preload_live_threads_SOURCES = tests/preload/live_threads.c
+tests_preload_live_threads_LDADD = -lpthread
+tests_preload_live_rawfork_SOURCES = tests/preload/live_rawfork.c
+tests_preload_live_rawfork_LDADD = -lpthread
 
 tests_preload_alloc_mix_SOURCES = tests/preload/alloc_mix.c
 tests_preload_alloc_mix_LDADD = -ldl

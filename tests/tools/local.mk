@@ -8,3 +8,7 @@ EXTRA_DIST += tests/tools/report_merge.sh scripts/poolshim-report.py
 # The `poolshim` command's warnings (setuid, static) and LD_PRELOAD order.
 TESTS += tests/tools/poolshim_run.sh
 EXTRA_DIST += tests/tools/poolshim_run.sh
+
+# `poolshim stat` on live files whose header lies (crafted in /dev/shm).
+TESTS += tests/tools/stat_lying.sh
+EXTRA_DIST += tests/tools/stat_lying.sh

@@ -38,7 +38,7 @@ run() {
 	rc=$?
 	# The live file is named by pid; a crashed run must not leave it behind.
 	pid=$(sed -n 's/^stress pid \([0-9][0-9]*\)$/\1/p' "$out" | head -n 1)
-	[ -n "$pid" ] && rm -f "/dev/shm/poolshim-$pid.stats"
+	[ -n "$pid" ] && rm -f "/dev/shm/poolshim-$pid.stats" /dev/shm/poolshim-"$pid"-*.stats
 	cat "$out"
 }
 
