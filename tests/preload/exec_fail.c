@@ -14,11 +14,18 @@
 #include <string.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 
 static void live(const char *when)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/dev/shm/poolshim-%d.stats", (int)getpid());
+	char path[96];
+	struct stat ns;
+
+	/* Named by pid and pid namespace (the inode of /proc/self/ns/pid, 0 without /proc). */
+	if (stat("/proc/self/ns/pid", &ns) != 0)
+		ns.st_ino = 0;
+	snprintf(path, sizeof(path), "/dev/shm/poolshim-%d-%lu.stats", (int)getpid(),
+		 (unsigned long)ns.st_ino);
 	fprintf(stderr, "live file %s: %s\n", when, access(path, F_OK) == 0 ? "yes" : "no");
 }
 
