@@ -11,6 +11,7 @@
 . "$PS_TOP_SRCDIR/tests/preload/io_uring_lib.sh"
 [ "$(id -u)" = 0 ] || skip "needs root to mount a small tmpfs"
 command -v unshare >/dev/null || skip "no unshare(1)"
+unshare -m true 2>/dev/null || skip "cannot make a mount namespace here"
 
 # run_fs NAME SPARE VAR=VAL ...: the link mode on a fresh tmpfs
 run_fs() {
