@@ -35,6 +35,7 @@ struct option {
 static const char *const hugepage_names[] = { "auto", "hugetlb", "thp", "none", NULL };
 static const char *const format_names[] = { "text", "json", NULL };
 static const char *const uring_names[] = { "auto", "off", NULL };
+static const char *const uring_test_names[] = { "none", "keepfd", "short_submit", "stuck_submit", NULL };
 
 #define KiB (1024ULL)
 #define MiB (1024ULL * KiB)
@@ -54,6 +55,8 @@ static const struct option options[] = {
 	{ "POOLSHIM_URING_MIN", OPT_SIZE, OFF(uring_min), 64 * KiB, 512, 1 * GiB, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_URING_CHUNK", OPT_SIZE, OFF(uring_chunk), 2 * MiB, 4 * KiB, 1 * GiB, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_URING_DEPTH", OPT_UINT, OFF(uring_depth), 16, 1, 256, NULL, NULL, SIZE_MAX },
+	/* Fault injection for tests/preload/io_uring_*.sh; not documented for users. */
+	{ "POOLSHIM_URING_TEST", OPT_ENUM, OFF(uring_test), PS_URING_TEST_NONE, 0, 0, uring_test_names, NULL, SIZE_MAX },
 	{ "POOLSHIM_TIMING", OPT_BOOL, OFF(timing), 1, 0, 0, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_TIMING_SAMPLE", OPT_UINT, OFF(timing_sample), 16, 1, 65536, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_LIVE", OPT_BOOL, OFF(live), 1, 0, 0, NULL, NULL, SIZE_MAX },

@@ -30,6 +30,14 @@ enum ps_uring_mode {
 	PS_URING_OFF,
 };
 
+/* POOLSHIM_URING_TEST: faults the io_uring tests force (not for use). */
+enum ps_uring_test {
+	PS_URING_TEST_NONE,
+	PS_URING_TEST_KEEPFD,     /* keep ring descriptors, as before Linux 6.3 */
+	PS_URING_TEST_SHORT,      /* the kernel takes one SQE of each wave at first */
+	PS_URING_TEST_STUCK,      /* ... and none after that */
+};
+
 #define PS_PATH_MAX 512
 
 struct ps_config {
@@ -46,6 +54,7 @@ struct ps_config {
 	uint64_t uring_min;            /* POOLSHIM_URING_MIN */
 	uint64_t uring_chunk;          /* POOLSHIM_URING_CHUNK */
 	uint64_t uring_depth;          /* POOLSHIM_URING_DEPTH */
+	enum ps_uring_test uring_test; /* POOLSHIM_URING_TEST, for tests only */
 	bool timing;                   /* POOLSHIM_TIMING */
 	uint64_t timing_sample;        /* POOLSHIM_TIMING_SAMPLE */
 	bool live;                     /* POOLSHIM_LIVE */

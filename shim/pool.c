@@ -371,7 +371,8 @@ bool ps_pool_within_slab(const void *p, size_t len)
 	if (i < 0 || len == 0)
 		return i >= 0;
 	const struct ps_slab *s = &slabs[i];
-	return (uintptr_t)p - s->base + len <= s->len;
+	/* Not offset + len <= slab length: a huge len wraps that to a small sum. */
+	return len <= s->len - ((uintptr_t)p - s->base);
 }
 
 void ps_pool_get_info(struct ps_pool_info *out)

@@ -91,7 +91,7 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch)
 
 static const char *const uring_state_names[] = { "ok", "off", "unavailable" };
 static const char *const uring_fb_names[PS_UFB__COUNT] = {
-	"setup", "register", "not_pooled", "small", "error", "protected",
+	"setup", "register", "not_pooled", "small", "error", "protected", "nested",
 };
 
 /* The errno with the most failures for a call, or 0. */

@@ -82,8 +82,9 @@ enum ps_uring_fb {
 	PS_UFB_REGISTER,     /* the buffer's slab could not be registered */
 	PS_UFB_NOT_POOLED,   /* O_DIRECT call on a buffer outside the pool */
 	PS_UFB_SMALL,        /* below POOLSHIM_URING_MIN */
-	PS_UFB_ERROR,        /* submission failed; the call was redone by libc */
+	PS_UFB_ERROR,        /* submission failed; the call was redone or finished plainly */
 	PS_UFB_PROTECTED,    /* the program mprotect()ed part of the buffer's slab */
+	PS_UFB_NESTED,       /* the thread's ring was in use: a call from a signal handler */
 	PS_UFB__COUNT
 };
 

@@ -7,21 +7,45 @@
  * fd registered.  Where the kernel takes io_uring_register(2) by registered
  * index (6.3 and later) the ring's descriptor is then closed: the shim holds
  * no descriptor the program could close, dup2 over or count against its
- * RLIMIT_NOFILE, and the program's descriptors are numbered as without us.  Its fixed-buffer table is sparse: slab i of the pool is
- * buffer i, registered the first time the thread sees the slab.  Rings live
- * in thread-local storage and are tagged with the pid that made them, so a
- * fork child never submits to its parent's ring.
+ * RLIMIT_NOFILE, and the program's descriptors are numbered as without us.
+ * Older kernels need the descriptor: it is moved high (F_DUPFD_CLOEXEC to
+ * the upper half of RLIMIT_NOFILE, so the program's next open() gets the
+ * number it would get without us), and since the program may still close
+ * or reuse that number, the shim checks that it is still its ring before
+ * using or closing it.  The fixed-buffer table is sparse: slab i of the
+ * pool is buffer i, registered the first time the thread sees the slab.
+ *
+ * Rings live in thread-local storage and are tagged with the pid that made
+ * them.  A fork child must never touch its parent's ring: the ring memory
+ * is shared with the parent, and the kernel object is the parent's.  The
+ * atfork handler drops the copy; forks that run no handler (_Fork, a raw
+ * clone) are noticed on the ring lookup through a MADV_WIPEONFORK page,
+ * which reads as zero in any child, so the lookup costs no system call.
  *
  * Requests are submitted in waves of at most POOLSHIM_URING_DEPTH SQEs and
  * every SQE of a wave is reaped before the call returns: a signal never
  * leaves a chunk in flight (O_DIRECT file I/O is not interruptible anyway,
- * so finishing is what the plain syscall would do).
+ * so finishing is what the plain syscall would do).  A wave of write
+ * chunks is linked, so a chunk that fails or comes up short cancels the
+ * ones after it, as a plain pwrite stops there.  When the kernel takes
+ * fewer SQEs than were queued, what it took is reaped first and the rest
+ * offered again; when it takes none, the ring is dropped (the queued SQEs
+ * would go out with its next use) and the call finishes with plain calls.
+ *
+ * pread and pwrite are async-signal-safe, so a signal handler may call
+ * them while the thread it interrupted is inside this file with its ring:
+ * the ring is marked busy for the whole call, and a nested call takes the
+ * plain path.
  */
 #include "uring.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <liburing.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -33,6 +57,8 @@
 
 #define PS_URING_TABLE 4096       /* registered buffer slots (slabs) */
 #define PS_ALIGN 4096u            /* anything less passes through to the kernel */
+#define PS_MAX_RW 0x7ffff000L     /* the kernel's MAX_RW_COUNT: it cuts longer calls short */
+#define PS_FD_HIGH_MAX 1000       /* kept descriptors start at most this high (fd table size) */
 
 struct ring {
 	struct io_uring ring;
@@ -41,6 +67,9 @@ struct ring {
 	int seen_slabs;           /* slabs [0, seen_slabs) have been looked at */
 	bool have_table;          /* the sparse fixed-buffer table is registered */
 	bool fdless;              /* descriptor closed; reached by registered index */
+	bool regd;                /* ring fd registered: io_uring_enter by index */
+	dev_t fd_dev;             /* identity of a kept descriptor, ring.ring_fd */
+	ino_t fd_ino;
 	uint8_t registered[PS_URING_TABLE / 8];
 };
 
@@ -49,6 +78,12 @@ struct ring {
 #endif
 
 static __thread struct ring tls_ring;
+/*
+ * Set while this thread's ring is in use (a signal handler's call then
+ * stays off it).  Kept apart from tls_ring, which is cleared wholesale
+ * when a ring is dropped.
+ */
+static __thread int tls_busy;
 static bool uring_on;
 static uint64_t min_len, chunk_len;
 static unsigned depth;
@@ -57,7 +92,19 @@ static const char *reason;
 static uint64_t rings;           /* created, ever */
 static uint64_t live_rings;      /* open now */
 static bool verbose;
+static enum ps_uring_test test_mode;
 static int process_pid;
+/*
+ * One word on a MADV_WIPEONFORK page: 1 here, 0 in any child made since
+ * process_pid was last set, whether or not atfork handlers ran.  NULL
+ * where the kernel lacks MADV_WIPEONFORK (before 4.14): then every ring
+ * lookup asks for the pid.
+ */
+static int *fork_canary;
+
+#ifndef MADV_WIPEONFORK
+#define MADV_WIPEONFORK 18
+#endif
 
 void ps_uring_init(const struct ps_config *cfg)
 {
@@ -66,11 +113,36 @@ void ps_uring_init(const struct ps_config *cfg)
 	chunk_len = (cfg->uring_chunk + PS_ALIGN - 1) & ~(uint64_t)(PS_ALIGN - 1);
 	depth = (unsigned)cfg->uring_depth;
 	verbose = cfg->verbose;
+	test_mode = cfg->uring_test;
 	process_pid = (int)PS_SYSCALL(SYS_getpid);
 	if (!uring_on) {
 		state = PS_URING_STATE_OFF;
 		reason = "POOLSHIM_URING=off";
+		return;
 	}
+	long page = PS_SYSCALL(SYS_mmap, NULL, 4096, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (page >= 0 && PS_SYSCALL(SYS_madvise, page, 4096, MADV_WIPEONFORK) == 0) {
+		fork_canary = (int *)page;
+		*fork_canary = 1;
+	} else if (page >= 0) {
+		PS_SYSCALL(SYS_munmap, page, 4096);
+	}
+}
+
+/*
+ * This process's pid.  After a fork that ran no atfork handler (_Fork, a
+ * raw clone) the cached one is the parent's: the wiped canary says so.
+ */
+static int current_pid(void)
+{
+	if (ps_likely(fork_canary != NULL && __atomic_load_n(fork_canary, __ATOMIC_RELAXED)))
+		return __atomic_load_n(&process_pid, __ATOMIC_RELAXED);
+	int pid = (int)PS_SYSCALL(SYS_getpid);
+	__atomic_store_n(&process_pid, pid, __ATOMIC_RELAXED);
+	if (fork_canary)
+		__atomic_store_n(fork_canary, 1, __ATOMIC_RELAXED);
+	return pid;
 }
 
 enum ps_uring_state ps_uring_state(void)
@@ -88,12 +160,45 @@ uint64_t ps_uring_rings(void)
 	return __atomic_load_n(&rings, __ATOMIC_RELAXED);
 }
 
+/*
+ * Whether r's kept descriptor still is its ring: the program may have
+ * closed the number, or put a file of its own there (a close-all loop, a
+ * dup2).  The inode tells rings apart where each has its own; the link
+ * name tells an io_uring from other anonymous-inode files where they share
+ * one (older kernels).
+ */
+static bool ring_fd_ours(const struct ring *r)
+{
+	struct stat st;
+	int fd = r->ring.ring_fd;
+
+	if (fd < 0 || PS_SYSCALL(SYS_fstat, fd, &st) < 0 || st.st_dev != r->fd_dev ||
+	    st.st_ino != r->fd_ino)
+		return false;
+	char path[32] = "/proc/self/fd/", link[32];
+	size_t at = strlen(path);
+	char digits[12];
+	int nd = 0;
+	for (unsigned v = (unsigned)fd; v || nd == 0; v /= 10)
+		digits[nd++] = (char)('0' + v % 10);
+	while (nd)
+		path[at++] = digits[--nd];
+	path[at] = '\0';
+	static const char want[] = "anon_inode:[io_uring]";
+	long n = PS_SYSCALL(SYS_readlinkat, AT_FDCWD, path, link, sizeof(link));
+	if (n < 0)
+		return true;     /* no /proc: the inode is all there is to go by */
+	return n == (long)sizeof(want) - 1 && memcmp(link, want, sizeof(want) - 1) == 0;
+}
+
 /* io_uring_register(2) on r, by registered index once its fd is closed. */
 static int ring_register(struct ring *r, unsigned op, const void *arg, unsigned nr)
 {
 	if (r->fdless)
 		return (int)PS_SYSCALL(SYS_io_uring_register, r->ring.enter_ring_fd,
 				       op | IORING_REGISTER_USE_REGISTERED_RING, arg, nr);
+	if (!ring_fd_ours(r))
+		return -EBADF;
 	return (int)PS_SYSCALL(SYS_io_uring_register, r->ring.ring_fd, op, arg, nr);
 }
 
@@ -121,18 +226,71 @@ static int register_slab(struct ring *r, unsigned slot, const struct iovec *iov)
 }
 
 /*
- * Unmap r and release it.  A descriptor-less ring is unregistered by index
- * first; liburing's own attempt then meets fd -1 and does nothing.
+ * Unmap r's rings: all a fork child may do with its copy of its parent's
+ * ring (the memory is shared with the parent; unmapping our view of it
+ * changes nothing there).  liburing's io_uring_queue_exit would also
+ * unregister and close by descriptor, on a number that may be the
+ * program's by now.
  */
+static void ring_unmap(struct ring *r)
+{
+	struct io_uring_sq *sq = &r->ring.sq;
+	struct io_uring_cq *cq = &r->ring.cq;
+	size_t sqe_size = sizeof(struct io_uring_sqe);
+
+	if (r->ring.flags & IORING_SETUP_SQE128)
+		sqe_size += 64;
+	PS_SYSCALL(SYS_munmap, sq->sqes, sqe_size * sq->ring_entries);
+	PS_SYSCALL(SYS_munmap, sq->ring_ptr, sq->ring_sz);
+	if (cq->ring_ptr && cq->ring_ptr != sq->ring_ptr)
+		PS_SYSCALL(SYS_munmap, cq->ring_ptr, cq->ring_sz);
+}
+
+/* Close r's kept descriptor, if the number still is the ring's. */
+static void ring_close_fd(struct ring *r)
+{
+	if (!r->fdless && ring_fd_ours(r))
+		ps_sys_close(r->ring.ring_fd);
+	r->ring.ring_fd = -1;
+}
+
+/* Release a ring this process made: its registered index, descriptor, mappings. */
 static void ring_exit(struct ring *r)
 {
-	if (r->fdless) {
+	if (r->regd) {
 		struct io_uring_rsrc_update up;
 		memset(&up, 0, sizeof(up));
 		up.offset = (__u32)r->ring.enter_ring_fd;
 		ring_register(r, IORING_UNREGISTER_RING_FDS, &up, 1);
 	}
-	io_uring_queue_exit(&r->ring);
+	ring_close_fd(r);
+	ring_unmap(r);
+	__atomic_sub_fetch(&live_rings, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * Let go of a ring inherited over fork.  Registered indexes are per task
+ * and not inherited; a kept descriptor is our own copy, closed only if the
+ * number still holds it.  Nothing reaches the kernel's ring object, which
+ * the parent goes on using (no unregistering: that would be the parent's
+ * buffers and slots).
+ */
+static void ring_forget(struct ring *r)
+{
+	ring_close_fd(r);
+	ring_unmap(r);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Drop the calling thread's ring, whoever made it; the thread uses plain calls from now on. */
+static void ring_drop(struct ring *r)
+{
+	if (r->pid == current_pid())
+		ring_exit(r);
+	else
+		ring_forget(r);
+	memset(r, 0, sizeof(*r));
+	r->failed = true;
 }
 
 /*
@@ -153,11 +311,23 @@ static void drop_ring_fd(struct ring *r)
 
 void ps_uring_thread_exit(void)
 {
-	if (tls_ring.pid && tls_ring.pid == process_pid) {
-		ring_exit(&tls_ring);
-		__atomic_sub_fetch(&live_rings, 1, __ATOMIC_RELAXED);
-	}
-	memset(&tls_ring, 0, sizeof(tls_ring));
+	struct ring *r = &tls_ring;
+
+	/* A signal handler doing I/O now must not find a half-released ring. */
+	tls_busy = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (r->pid && r->pid == current_pid())
+		ring_exit(r);
+	else if (r->pid)
+		ring_forget(r);
+	/*
+	 * No new ring for I/O from destructors that run after ours: nothing
+	 * would release it.
+	 */
+	memset(r, 0, sizeof(*r));
+	r->failed = true;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	tls_busy = 0;
 }
 
 void ps_uring_before_fork(void)
@@ -167,27 +337,30 @@ void ps_uring_before_fork(void)
 	/*
 	 * Long-term pinned pages are copied into the child at fork: drop this
 	 * thread's registrations so fork stays cheap; they come back on the
-	 * next eligible call.
+	 * next eligible call.  Not when fork() comes from a signal handler
+	 * that interrupted this thread's I/O (buffers in flight), and never
+	 * on a ring inherited from a parent (they would be the parent's).
 	 */
-	if (r->pid && r->pid == process_pid && r->have_table) {
-		ring_register(r, IORING_UNREGISTER_BUFFERS, NULL, 0);
-		r->have_table = false;
-		r->seen_slabs = 0;
-		memset(r->registered, 0, sizeof(r->registered));
-	}
+	if (tls_busy || r->pid == 0 || r->pid != current_pid() || !r->have_table)
+		return;
+	ring_register(r, IORING_UNREGISTER_BUFFERS, NULL, 0);
+	r->have_table = false;
+	r->seen_slabs = 0;
+	memset(r->registered, 0, sizeof(r->registered));
 }
 
 void ps_uring_after_fork_child(void)
 {
-	process_pid = (int)PS_SYSCALL(SYS_getpid);
+	__atomic_store_n(&process_pid, (int)PS_SYSCALL(SYS_getpid), __ATOMIC_RELAXED);
+	if (fork_canary)
+		__atomic_store_n(fork_canary, 1, __ATOMIC_RELAXED);
 	/*
-	 * The forking thread's ring belongs to the parent: unmap our copy of it
-	 * (registered indexes are not inherited; a kept fd is ours to close).
+	 * The forking thread's ring belongs to the parent.  If fork() came
+	 * from a signal handler in the middle of this thread's I/O, the
+	 * interrupted call still holds it: it notices the pid and drops it.
 	 */
-	if (tls_ring.pid) {
-		io_uring_queue_exit(&tls_ring.ring);
-		memset(&tls_ring, 0, sizeof(tls_ring));
-	}
+	if (tls_ring.pid && !tls_busy)
+		ring_forget(&tls_ring);
 }
 
 bool ps_uring_eligible(const void *buf, size_t len, off_t off, bool positional)
@@ -207,7 +380,7 @@ bool ps_uring_eligible(const void *buf, size_t len, off_t off, bool positional)
 		return false;
 	}
 	/* An end past the largest offset is the kernel's EINVAL to give. */
-	if (positional && (uint64_t)off > (uint64_t)INT64_MAX - len)
+	if (positional && (len > (uint64_t)INT64_MAX || (uint64_t)off > (uint64_t)INT64_MAX - len))
 		return false;
 	/* Misaligned O_DIRECT requests go to the kernel, which says EINVAL exactly. */
 	if (((uintptr_t)buf | len | (positional ? (uint64_t)off : 0)) & (PS_ALIGN - 1))
@@ -235,14 +408,47 @@ static void give_up(int err)
 	}
 }
 
+/*
+ * Move a kept ring descriptor to the upper half of RLIMIT_NOFILE (at most
+ * PS_FD_HIGH_MAX, which bounds the fd table the kernel grows for it), so
+ * that the program's descriptors are numbered as they would be without us.
+ * Records its identity.  0 or -errno (no free number up there).
+ */
+static int move_fd_high(struct ring *r)
+{
+	struct rlimit rl;
+	long lim = 1024;
+	struct stat st;
+
+	/* The identity first: on failure the original is what ring_close_fd() must close. */
+	if (PS_SYSCALL(SYS_fstat, r->ring.ring_fd, &st) < 0)
+		return -EBADF;
+	r->fd_dev = st.st_dev;
+	r->fd_ino = st.st_ino;
+	if (PS_SYSCALL(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) == 0)
+		lim = rl.rlim_cur > (rlim_t)PS_FD_HIGH_MAX * 2 ? PS_FD_HIGH_MAX * 2 : (long)rl.rlim_cur;
+	long fd = PS_SYSCALL(SYS_fcntl, r->ring.ring_fd, F_DUPFD_CLOEXEC, lim / 2);
+	if (fd < 0)
+		return (int)fd;
+	ps_sys_close(r->ring.ring_fd);
+	r->ring.ring_fd = (int)fd;
+	if (!r->regd)
+		r->ring.enter_ring_fd = (int)fd;
+	return 0;
+}
+
 /* The calling thread's ring, created on first use; NULL when unavailable. */
 static struct ring *get_ring(void)
 {
 	struct ring *r = &tls_ring;
+	int pid = current_pid();
 
-	if (ps_likely(r->pid == process_pid && r->pid != 0))
+	if (ps_likely(r->pid == pid))
 		return r;
-	if (r->failed && r->pid == 0)
+	/* Made by the thread we were forked from, in a child that ran no atfork handler. */
+	if (r->pid)
+		ring_forget(r);
+	if (r->failed)
 		return NULL;
 
 	struct io_uring_params p;
@@ -265,12 +471,22 @@ static struct ring *get_ring(void)
 		give_up(ret);
 		return NULL;
 	}
-	r->pid = process_pid;
+	r->pid = pid;
 	r->seen_slabs = 0;
-	if (io_uring_register_ring_fd(&r->ring) == 1)
+	r->regd = io_uring_register_ring_fd(&r->ring) == 1;
+	/* POOLSHIM_URING_TEST=keepfd: behave as before Linux 6.3. */
+	if (r->regd && test_mode != PS_URING_TEST_KEEPFD)
 		drop_ring_fd(r);
 	__atomic_add_fetch(&rings, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&live_rings, 1, __ATOMIC_RELAXED);
+	if (!r->fdless && (ret = move_fd_high(r)) < 0) {
+		if (verbose)
+			ps_log("no free descriptor in the upper half of RLIMIT_NOFILE for an io_uring "
+			       "ring (%s); this thread uses the plain calls",
+			       ps_errno_name(-ret) ? ps_errno_name(-ret) : "error");
+		ring_drop(r);
+		return NULL;
+	}
 	return r;
 }
 
@@ -326,7 +542,107 @@ struct piece {
 	off_t off;
 };
 
-/* Submit pieces (in waves) and reap them all; contiguous prefix or -1/errno. */
+/*
+ * POOLSHIM_URING_TEST=short_submit/stuck_submit: what liburing's submit
+ * does, except that the kernel is offered only part of the queued SQEs, as
+ * when it stops early on its own.  short: one SQE on a wave's first try,
+ * the rest on the next; stuck: one, then none.
+ */
+static int push_for_test(struct ring *r, unsigned left, bool first)
+{
+	struct io_uring_sq *sq = &r->ring.sq;
+	unsigned take = left;
+
+	if (first && left > 1)
+		take = 1;
+	else if (!first && test_mode == PS_URING_TEST_STUCK)
+		return 0;
+	if (sq->sqe_head != sq->sqe_tail) {
+		sq->sqe_head = sq->sqe_tail;
+		io_uring_smp_store_release(sq->ktail, sq->sqe_tail);
+	}
+	unsigned flags = (take == left ? IORING_ENTER_GETEVENTS : 0) |
+			 (r->regd ? IORING_ENTER_REGISTERED_RING : 0);
+	return (int)PS_SYSCALL(SYS_io_uring_enter, r->ring.enter_ring_fd, take,
+			       take == left ? left : 0, flags, NULL, 0);
+}
+
+/*
+ * Offer the kernel the left SQEs still queued and wait for them: how many
+ * it took (it may take fewer, and then returns at once), or -errno.
+ */
+static int push(struct ring *r, unsigned left, bool first)
+{
+	int ret = ps_unlikely(test_mode >= PS_URING_TEST_SHORT) ? push_for_test(r, left, first)
+								 : io_uring_submit_and_wait(&r->ring, left);
+	/* Interrupted before taking anything: offer them again, without waiting. */
+	while (ret == -EINTR)
+		ret = io_uring_submit_and_wait(&r->ring, 0);
+	return ret;
+}
+
+/*
+ * Reap n completions into res[] (by user_data, an index below wave).  0,
+ * or -errno if the ring cannot deliver them, or it is no longer ours: a
+ * fork() from a signal handler that interrupted this call, whose child
+ * must not take completions that belong to its parent.
+ */
+static int reap(struct ring *r, int n, int32_t *res, int wave)
+{
+	for (int got = 0; got < n;) {
+		struct io_uring_cqe *cqe;
+		if (ps_unlikely(r->pid != current_pid()))
+			return -ECHILD;
+		int ret = io_uring_wait_cqe(&r->ring, &cqe);
+		if (ret == -EINTR)
+			continue;
+		if (ret < 0)
+			return ret;
+		if (cqe->user_data < (__u64)wave)
+			res[cqe->user_data] = cqe->res;
+		io_uring_cqe_seen(&r->ring, cqe);
+		got++;
+	}
+	return 0;
+}
+
+/* Queue pieces [0, wave) of pc as SQEs; a write wave is one link chain.  Fixed-buffer SQEs. */
+static unsigned prep_wave(struct ring *r, int fd, const struct piece *pc, int wave, bool write,
+			  int slab_of_all)
+{
+	unsigned nfixed = 0;
+
+	for (int i = 0; i < wave; i++) {
+		const struct piece *p = &pc[i];
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+		int slab = slab_of_all >= 0 ? slab_of_all : ps_pool_slab_of(p->buf);
+		bool fixed = is_registered(r, slab);
+		if (fixed && write)
+			io_uring_prep_write_fixed(sqe, fd, p->buf, (unsigned)p->len, (__u64)p->off, slab);
+		else if (fixed)
+			io_uring_prep_read_fixed(sqe, fd, p->buf, (unsigned)p->len, (__u64)p->off, slab);
+		else if (write)
+			io_uring_prep_write(sqe, fd, p->buf, (unsigned)p->len, (__u64)p->off);
+		else
+			io_uring_prep_read(sqe, fd, p->buf, (unsigned)p->len, (__u64)p->off);
+		/*
+		 * Unlinked, a later chunk lands while an earlier one fails (the
+		 * disk fills up): bytes past the prefix the call returns.  Linked,
+		 * a failed or short chunk cancels the rest, as pwrite stops.
+		 */
+		if (write && i + 1 < wave)
+			sqe->flags |= IOSQE_IO_LINK;
+		nfixed += fixed;
+		sqe->user_data = (__u64)i;
+	}
+	return nfixed;
+}
+
+/*
+ * Submit pieces (in waves) and reap them all; contiguous prefix or
+ * -1/errno, as pread/pwrite.  -2 when nothing ran: the caller makes the
+ * real call.
+ */
 static ssize_t submit_pieces(struct ring *r, int fd, const struct piece *pc, int n, bool write,
 			     int slab_of_all)
 {
@@ -340,64 +656,30 @@ static ssize_t submit_pieces(struct ring *r, int fd, const struct piece *pc, int
 	for (int base = 0; base < n && !stop; base += (int)depth) {
 		int wave = n - base < (int)depth ? n - base : (int)depth;
 		int32_t res[256];
-		unsigned nfixed = 0;
+		unsigned nfixed = prep_wave(r, fd, &pc[base], wave, write, slab_of_all);
+		int sent = 0;
 
-		for (int i = 0; i < wave; i++) {
-			const struct piece *p = &pc[base + i];
-			struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
-			int slab = slab_of_all >= 0 ? slab_of_all : ps_pool_slab_of(p->buf);
-			bool fixed = is_registered(r, slab);
-			if (fixed && write)
-				io_uring_prep_write_fixed(sqe, fd, p->buf, (unsigned)p->len,
-							  (__u64)p->off, slab);
-			else if (fixed)
-				io_uring_prep_read_fixed(sqe, fd, p->buf, (unsigned)p->len,
-							 (__u64)p->off, slab);
-			else if (write)
-				io_uring_prep_write(sqe, fd, p->buf, (unsigned)p->len, (__u64)p->off);
-			else
-				io_uring_prep_read(sqe, fd, p->buf, (unsigned)p->len, (__u64)p->off);
-			nfixed += fixed;
-			sqe->user_data = (__u64)i;
+		for (int i = 0; i < wave; i++)
 			res[i] = -ECANCELED;
+		/* Reap what the kernel took before offering the rest: writes stay in order. */
+		while (sent < wave) {
+			int took = push(r, (unsigned)(wave - sent), sent == 0);
+			if (took <= 0)
+				break;
+			if (t) {
+				PS_ADD(t->uring.enters, 1);
+				PS_ADD(t->uring.sqes, (uint64_t)took);
+				ps_hist_add(t->uring.sqes_per_enter, PS_SQE_BUCKETS, (uint64_t)took);
+			}
+			if (reap(r, took, res, wave) < 0)
+				break;
+			sent += took;
 		}
-		int submitted = io_uring_submit_and_wait(&r->ring, (unsigned)wave);
-		while (submitted == -EINTR)
-			submitted = io_uring_submit_and_wait(&r->ring, 0);
-		if (submitted < 0) {
-			/*
-			 * Queued SQEs would go out with the next call: drop the
-			 * ring.  Nothing of this wave ran.
-			 */
-			ring_exit(r);
-			memset(r, 0, sizeof(*r));
-			r->failed = true;
-			if (base == 0)
-				return -2;
-			break;
-		}
-		if (t) {
-			PS_ADD(t->uring.enters, 1);
-			PS_ADD(t->uring.sqes, (uint64_t)wave);
+		if (t && sent == wave)
 			PS_ADD(t->uring.fixed, (uint64_t)nfixed);
-			ps_hist_add(t->uring.sqes_per_enter, PS_SQE_BUCKETS, (uint64_t)wave);
-		}
-		/* Reap every SQE of the wave, whatever happens, before returning. */
-		for (int got = 0; got < wave;) {
-			struct io_uring_cqe *cqe;
-			int ret = io_uring_wait_cqe(&r->ring, &cqe);
-			if (ret == -EINTR)
-				continue;
-			if (ret < 0)
-				break;    /* cannot happen with SQEs in flight; do not spin */
-			if (cqe->user_data < (__u64)wave)
-				res[cqe->user_data] = cqe->res;
-			io_uring_cqe_seen(&r->ring, cqe);
-			got++;
-		}
-		for (int i = 0; i < wave && !stop; i++) {
+		for (int i = 0; i < sent && !stop; i++) {
 			if (res[i] < 0) {
-				if (total == 0 && base + i == 0)
+				if (total == 0)
 					first_err = -res[i];
 				stop = true;
 			} else {
@@ -406,6 +688,27 @@ static ssize_t submit_pieces(struct ring *r, int fd, const struct piece *pc, int
 					stop = true;
 			}
 		}
+		if (sent == wave)
+			continue;
+		/*
+		 * The kernel left SQEs of this wave queued (they would go out
+		 * with the ring's next use) or the ring failed: drop it, with
+		 * nothing in flight, and finish with the plain calls, in order.
+		 */
+		ring_drop(r);
+		ps_stats_uring_fallback(PS_UFB_ERROR);
+		if (!stop && base + sent == 0)
+			return -2;
+		for (int k = base + sent; k < n && !stop; k++) {
+			long v = PS_SYSCALL(write ? SYS_pwrite64 : SYS_pread64, fd, pc[k].buf, pc[k].len,
+					    pc[k].off);
+			if (v < 0 && total == 0)
+				first_err = (int)-v;
+			if (v > 0)
+				total += v;
+			stop = v < 0 || (size_t)v < pc[k].len;
+		}
+		break;
 	}
 	if (total == 0 && first_err) {
 		errno = first_err;
@@ -414,7 +717,26 @@ static ssize_t submit_pieces(struct ring *r, int fd, const struct piece *pc, int
 	return total;
 }
 
-ssize_t ps_uring_rw(int fd, void *buf, size_t len, off_t off, bool write)
+/* Mark the thread's ring busy; false (counted) when it already is: a signal handler's call. */
+static bool claim_ring(void)
+{
+	if (ps_unlikely(tls_busy)) {
+		ps_stats_uring_fallback(PS_UFB_NESTED);
+		return false;
+	}
+	tls_busy = 1;
+	/* The handler runs on this thread: ordering against it is the compiler's alone. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return true;
+}
+
+static void release_ring(void)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	tls_busy = 0;
+}
+
+static ssize_t rw_claimed(int fd, void *buf, size_t len, off_t off, bool write)
 {
 	struct ring *r = get_ring();
 	if (!r) {
@@ -444,13 +766,23 @@ ssize_t ps_uring_rw(int fd, void *buf, size_t len, off_t off, bool write)
 	return submit_pieces(r, fd, pc, n, write, slab);
 }
 
-ssize_t ps_uring_rwv(int fd, const struct iovec *iov, int iovcnt, off_t off, bool write)
+ssize_t ps_uring_rw(int fd, void *buf, size_t len, off_t off, bool write)
+{
+	/* Eligible lengths lie within one slab; this bounds the piece arithmetic regardless. */
+	if (len == 0 || len > PS_SLAB_MAX)
+		return -2;
+	if (!claim_ring())
+		return -2;
+	ssize_t ret = rw_claimed(fd, buf, len, off, write);
+	release_ring();
+	return ret;
+}
+
+static ssize_t rwv_claimed(int fd, const struct iovec *iov, int iovcnt, off_t off, bool write)
 {
 	struct piece pc[256];
 	size_t total = 0;
 
-	if (off < 0 || iovcnt < 1 || iovcnt > (int)PS_ARRAY_SIZE(pc))
-		return -2;
 	struct ring *r = get_ring();
 	if (!r) {
 		ps_stats_uring_fallback(PS_UFB_SETUP);
@@ -470,8 +802,20 @@ ssize_t ps_uring_rwv(int fd, const struct iovec *iov, int iovcnt, off_t off, boo
 		}
 		pc[i] = (struct piece){ v->iov_base, v->iov_len, off + (off_t)total };
 		total += v->iov_len;
-		if (total > (uint64_t)INT64_MAX - (uint64_t)off)
+		/* The kernel cuts a longer call short at MAX_RW_COUNT: its answer to give. */
+		if (total > (uint64_t)PS_MAX_RW || total > (uint64_t)INT64_MAX - (uint64_t)off)
 			return -2;
 	}
 	return submit_pieces(r, fd, pc, iovcnt, write, -1);
+}
+
+ssize_t ps_uring_rwv(int fd, const struct iovec *iov, int iovcnt, off_t off, bool write)
+{
+	if (off < 0 || iovcnt < 1 || iovcnt > 256)
+		return -2;
+	if (!claim_ring())
+		return -2;
+	ssize_t ret = rwv_claimed(fd, iov, iovcnt, off, write);
+	release_ring();
+	return ret;
 }

@@ -38,7 +38,8 @@ bool ps_uring_eligible(const void *buf, size_t len, off_t off, bool positional);
  * Do positional I/O (off >= 0), split into chunks.  write selects writes.
  * Returns what pread/pwrite would:
  * bytes, or -1 with errno.  Returns -2 (errno untouched) when the ring is
- * unavailable and the caller must use the real call.
+ * unavailable, or busy (a call from a signal handler that interrupted this
+ * thread's own), and the caller must use the real call.
  */
 ssize_t ps_uring_rw(int fd, void *buf, size_t len, off_t off, bool write);
 
@@ -48,13 +49,17 @@ ssize_t ps_uring_rw(int fd, void *buf, size_t len, off_t off, bool write);
  */
 ssize_t ps_uring_rwv(int fd, const struct iovec *iov, int iovcnt, off_t off, bool write);
 
-/* Thread exit: close the thread's ring (its fd and mappings). */
+/* Thread exit: close the thread's ring (its fd and mappings); no new one after. */
 void ps_uring_thread_exit(void);
 
 /* Before fork (in the forking thread): release this thread's registered buffers. */
 void ps_uring_before_fork(void);
 
-/* In a fork child: forget the inherited ring. */
+/*
+ * In a fork child: forget the inherited ring, touching nothing the parent
+ * uses.  Children that run no atfork handler (_Fork, raw clone) are caught
+ * on their first ring lookup instead.
+ */
 void ps_uring_after_fork_child(void);
 
 /* For the report. */

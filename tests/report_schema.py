@@ -29,7 +29,7 @@ SCHEMA = {
         "state": str, "reason": (str, type(None)), "rings": U, "enters": U, "sqes": U,
         "fixed": U, "split_calls": U, "sqes_per_enter": list,
         "fallbacks": {"setup": U, "register": U, "not_pooled": U, "small": U, "error": U,
-                      "protected": U},
+                      "protected": U, "nested": U},
     },
     "calls": list,
 }

@@ -18,12 +18,19 @@ pst_io_scripts = \
 	tests/preload/io_fdclobber.sh \
 	tests/preload/fork_soak.sh \
 	tests/preload/alloc_rlimit.sh \
-	tests/preload/io_baseline.sh
+	tests/preload/io_baseline.sh \
+	tests/preload/io_uring_nested.sh \
+	tests/preload/io_uring_keepfd.sh \
+	tests/preload/io_uring_link.sh \
+	tests/preload/io_uring_submit.sh \
+	tests/preload/io_uring_fork.sh \
+	tests/preload/io_uring_bounds.sh
 check_PROGRAMS += $(pst_io_programs) tests/preload/io_direct \
 	tests/preload/io_sandbox tests/preload/io_fortify tests/preload/io_kinds \
-	tests/preload/io_fdclobber tests/preload/fork_soak tests/preload/alloc_rlimit
+	tests/preload/io_fdclobber tests/preload/fork_soak tests/preload/alloc_rlimit \
+	tests/preload/io_uring_cases
 TESTS += $(pst_io_programs) $(pst_io_scripts)
-EXTRA_DIST += $(pst_io_scripts)
+EXTRA_DIST += $(pst_io_scripts) tests/preload/io_uring_lib.sh
 
 pst_io_common = tests/preload/io_common.c tests/preload/io_common.h
 
@@ -63,3 +70,8 @@ tests_preload_fork_soak_LDADD = $(PST_LIBS_ALL) -lpthread
 tests_preload_alloc_rlimit_SOURCES = tests/preload/alloc_rlimit.c $(pst_io_common)
 tests_preload_alloc_rlimit_CFLAGS = $(PST_CFLAGS_ALL)
 tests_preload_alloc_rlimit_LDADD = $(PST_LIBS_ALL)
+
+# The io_uring hostile cases, one mode each, run by tests/preload/io_uring_*.sh.
+tests_preload_io_uring_cases_SOURCES = tests/preload/io_uring_cases.c $(pst_io_common)
+tests_preload_io_uring_cases_CFLAGS = $(PST_CFLAGS_ALL)
+tests_preload_io_uring_cases_LDADD = $(PST_LIBS_ALL) -lpthread -ldl
