@@ -9,11 +9,13 @@ pst_programs = \
 	tests/preload/alloc_lifecycle \
 	tests/preload/alloc_cxx
 check_PROGRAMS += $(pst_programs) tests/preload/alloc_helper tests/preload/signal_helper \
-	tests/preload/callsite_helper tests/preload/alloc_mix
+	tests/preload/callsite_helper tests/preload/alloc_mix tests/preload/report_helper
 TESTS += $(pst_programs) tests/preload/report.sh tests/preload/hugepages.sh tests/preload/live.sh \
-	tests/preload/callsite.sh tests/preload/alloc_foreign.sh
+	tests/preload/callsite.sh tests/preload/alloc_foreign.sh \
+	tests/preload/report_fd2.sh tests/preload/report_path.sh
 EXTRA_DIST += tests/preload/report.sh tests/preload/hugepages.sh tests/preload/live.sh \
 	tests/preload/callsite.sh tests/preload/alloc_foreign.sh \
+	tests/preload/report_fd2.sh tests/preload/report_path.sh \
 	tests/report_schema.py
 
 tests_preload_alloc_api_SOURCES = tests/preload/alloc_api.c
@@ -37,6 +39,7 @@ tests_preload_alloc_helper_LDADD = $(PST_LIBS_ALL)
 
 tests_preload_alloc_mix_SOURCES = tests/preload/alloc_mix.c
 tests_preload_alloc_mix_LDADD = -ldl
+tests_preload_report_helper_SOURCES = tests/preload/report_helper.c
 
 # A forwarding malloc wrapper (as tracers preload) for alloc_foreign.sh.
 check_LTLIBRARIES += tests/preload/libfwdwrap.la
