@@ -14,6 +14,9 @@
  *                         the other end into FILE, then creates FILE.done
  *   fd2 closeall DIR [keep2]  close every fd >= 3 (and 2 unless keep2),
  *                         open DIR/N at every number up to 640, a line each
+ *   busy FILE             reads and writes of every size from 1 byte to
+ *                         512 KiB on /dev/null, /dev/zero and FILE, for a
+ *                         report well over one page
  *   dump                  raise(SIGUSR2) (POOLSHIM_DUMP_SIGNAL=USR2), then
  *                         print "after dump"
  *   fifo-reader FIFO OUT READY all|stall|hangup
@@ -35,6 +38,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -214,6 +218,36 @@ static int fifo_reader(char **argv)
 	return 0;
 }
 
+static int busy(const char *file)
+{
+	static char buf[1 << 19];
+	int null = open("/dev/null", O_WRONLY), zero = open("/dev/zero", O_RDONLY);
+	int f = open(file, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+	if (null < 0 || zero < 0 || f < 0)
+		die("open");
+	for (size_t n = 1; n <= sizeof(buf); n *= 2) {
+		struct iovec iov = { buf, n };
+		if (read(zero, buf, n) < 0 || pread(zero, buf, n, 0) < 0 || readv(zero, &iov, 1) < 0 ||
+		    write(null, buf, n) < 0 || pwrite(null, buf, n, 0) < 0 || writev(null, &iov, 1) < 0 ||
+		    pwrite(f, buf, n, 0) < 0 || pread(f, buf, n, 0) < 0)
+			die("busy I/O");
+		if (pwritev(f, &iov, 1, 0) < 0 || preadv(f, &iov, 1, 0) < 0)
+			die("busy vector I/O");
+	}
+	int p[2], sv[2];
+	if (pipe(p) < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+		die("pipe/socketpair");
+	for (size_t n = 1; n <= 32768; n *= 2)
+		if (write(p[1], buf, n) != (ssize_t)n || read(p[0], buf, n) != (ssize_t)n ||
+		    send(sv[0], buf, n, 0) != (ssize_t)n || recv(sv[1], buf, n, MSG_WAITALL) != (ssize_t)n)
+			die("busy pipe/socket I/O");
+	close(f);
+	unlink(file);
+	printf("busy ok\n");
+	return 0;
+}
+
 static int broken_stderr(char **argv)
 {
 	int p[2];
@@ -241,6 +275,8 @@ int main(int argc, char **argv)
 		printf("after dump\n");
 		return 0;
 	}
+	if (argc >= 3 && !strcmp(argv[1], "busy"))
+		return busy(argv[2]);
 	if (argc >= 6 && !strcmp(argv[1], "fifo-reader"))
 		return fifo_reader(argv + 2);
 	if (argc >= 4 && !strcmp(argv[1], "broken-stderr"))

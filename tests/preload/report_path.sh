@@ -63,7 +63,7 @@ big="POOLSHIM_STATS_FORMAT=json POOLSHIM_TIMING_SAMPLE=1"
 rm -f "$PST_TMP/got.full"
 start_reader "$PST_TMP/fifo" stall
 # shellcheck disable=SC2086
-run_timed stall 30 env $big POOLSHIM_STATS="$PST_TMP/fifo" LD_PRELOAD="$SHIM" "$H" --count 50 --size 300000 \
+run_timed stall 30 env $big POOLSHIM_STATS="$PST_TMP/fifo" LD_PRELOAD="$SHIM" "$RH" busy "$PST_TMP/busy" \
 	>"$PST_TMP/out" 2>"$PST_TMP/err"
 stop_reader
 [ -e "$PST_TMP/got.full" ] || fail "stalled reader: the pipe never filled (report too small for this test?)"
@@ -79,7 +79,7 @@ grep -q "cannot write the report" "$PST_TMP/err" && pass "stalled reader reporte
 rm -f "$PST_TMP/got.full"
 start_reader "$PST_TMP/fifo" hangup
 # shellcheck disable=SC2086
-run_timed hangup 30 env $big POOLSHIM_STATS="$PST_TMP/fifo" LD_PRELOAD="$SHIM" "$H" --count 50 --size 300000 \
+run_timed hangup 30 env $big POOLSHIM_STATS="$PST_TMP/fifo" LD_PRELOAD="$SHIM" "$RH" busy "$PST_TMP/busy" \
 	>"$PST_TMP/out" 2>"$PST_TMP/err"
 stop_reader
 [ -e "$PST_TMP/got.full" ] || fail "hung-up reader: the pipe never filled"
