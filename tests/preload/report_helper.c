@@ -177,7 +177,9 @@ static int fifo_reader(char **argv)
 	if (fd < 0)
 		die(fifo);
 	int o = open_data(out);
-	if (strcmp(mode, "all") != 0 && fcntl(fd, F_SETPIPE_SZ, 4096) < 0)
+	int size = 0;
+	/* One page: the report (over a page, see busy) cannot fit. */
+	if (strcmp(mode, "all") != 0 && (size = fcntl(fd, F_SETPIPE_SZ, 4096)) < 0)
 		die("F_SETPIPE_SZ");
 	touch(ready, NULL);
 
@@ -203,7 +205,7 @@ static int fifo_reader(char **argv)
 		int avail = 0;
 		if (ioctl(fd, FIONREAD, &avail) < 0)
 			die("FIONREAD");
-		if (avail >= 4096) {
+		if (avail >= size) {
 			touch(full, "full\n");
 			if (!strcmp(mode, "hangup"))
 				break;

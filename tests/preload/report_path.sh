@@ -9,9 +9,9 @@
 RH="$PRELOAD_BIN/report_helper"
 H="$PRELOAD_BIN/alloc_helper"
 
-# run_timed NAME SECONDS CMD...: run CMD under timeout; sets rc and took
+# run_timed SECONDS CMD...: run CMD under timeout; sets rc and took
 run_timed() {
-	name=$1; lim=$2; shift 2
+	lim=$1; shift
 	t0=$(date +%s)
 	timeout -s KILL "$lim" "$@"
 	rc=$?
@@ -31,7 +31,7 @@ start_reader() {
 
 # 1. a FIFO with no reader: the program exits at once with its own status
 mkfifo "$PST_TMP/fifo"
-run_timed fifo 20 env POOLSHIM_STATS="$PST_TMP/fifo" LD_PRELOAD="$SHIM" "$H" --count 2 >"$PST_TMP/out" 2>"$PST_TMP/err"
+run_timed 20 env POOLSHIM_STATS="$PST_TMP/fifo" LD_PRELOAD="$SHIM" "$H" --count 2 >"$PST_TMP/out" 2>"$PST_TMP/err"
 if [ $rc = 0 ] && [ $took -le 5 ] && grep -q "helper ok" "$PST_TMP/out"; then
 	pass "FIFO without a reader: exit 0 in ${took}s"
 else
@@ -42,14 +42,14 @@ fi
 	fail "FIFO without a reader: message: $(cat "$PST_TMP/err")"
 
 # 2. the same in the dump handler
-run_timed dump 20 env POOLSHIM_DUMP_SIGNAL=USR2 POOLSHIM_STATS="$PST_TMP/fifo" LD_PRELOAD="$SHIM" \
+run_timed 20 env POOLSHIM_DUMP_SIGNAL=USR2 POOLSHIM_STATS="$PST_TMP/fifo" LD_PRELOAD="$SHIM" \
 	"$RH" dump >"$PST_TMP/out" 2>"$PST_TMP/err"
 [ $rc = 0 ] && grep -q "after dump" "$PST_TMP/out" && pass "dump handler, FIFO without a reader: went on, exit 0" ||
 	fail "dump handler, FIFO without a reader: exit $rc after ${took}s: $(cat "$PST_TMP/out")"
 
 # 3. a FIFO with a reader receives the report
 start_reader "$PST_TMP/fifo" all
-run_timed reader 20 env POOLSHIM_STATS="$PST_TMP/fifo" POOLSHIM_STATS_FORMAT=json LD_PRELOAD="$SHIM" \
+run_timed 20 env POOLSHIM_STATS="$PST_TMP/fifo" POOLSHIM_STATS_FORMAT=json LD_PRELOAD="$SHIM" \
 	"$H" --count 3 >"$PST_TMP/out" 2>"$PST_TMP/err"
 [ $rc = 0 ] || fail "FIFO with a reader: exit $rc: $(cat "$PST_TMP/err")"
 for _ in $(seq 100); do kill -0 "$reader_pid" 2>/dev/null || break; sleep 0.05; done
@@ -58,33 +58,38 @@ python3 "$PS_TOP_SRCDIR/tests/report_schema.py" "$PST_TMP/got" >/dev/null 2>&1 &
 	pass "FIFO with a reader: the report arrived whole" ||
 	fail "FIFO with a reader: got $(wc -c <"$PST_TMP/got") bytes: $(head -c 200 "$PST_TMP/got"); $(cat "$PST_TMP/err")"
 
-# 4. the reader stops reading (a one-page pipe, full): the wait is bounded
-big="POOLSHIM_STATS_FORMAT=json POOLSHIM_TIMING_SAMPLE=1"
-rm -f "$PST_TMP/got.full"
-start_reader "$PST_TMP/fifo" stall
-# shellcheck disable=SC2086
-run_timed stall 30 env $big POOLSHIM_STATS="$PST_TMP/fifo" LD_PRELOAD="$SHIM" "$RH" busy "$PST_TMP/busy" \
-	>"$PST_TMP/out" 2>"$PST_TMP/err"
-stop_reader
-[ -e "$PST_TMP/got.full" ] || fail "stalled reader: the pipe never filled (report too small for this test?)"
-if [ $rc = 0 ] && [ $took -le 10 ]; then
-	pass "reader that stops reading: exit 0 in ${took}s"
+# 4. the reader stops reading (a one-page pipe, full): the wait is bounded.
+# The busy report is over 4 KiB; a one-page pipe is bigger on other pages.
+if [ "$(getconf PAGESIZE)" != 4096 ]; then
+	echo "note: page size $(getconf PAGESIZE): stalled and hung-up readers not tested"
 else
-	fail "reader that stops reading: exit $rc after ${took}s"
-fi
-grep -q "cannot write the report" "$PST_TMP/err" && pass "stalled reader reported: $(head -1 "$PST_TMP/err")" ||
-	fail "stalled reader: no message: $(cat "$PST_TMP/err")"
+	big="POOLSHIM_STATS_FORMAT=json POOLSHIM_TIMING_SAMPLE=1"
+	rm -f "$PST_TMP/got.full"
+	start_reader "$PST_TMP/fifo" stall
+	# shellcheck disable=SC2086
+	run_timed 30 env $big POOLSHIM_STATS="$PST_TMP/fifo" LD_PRELOAD="$SHIM" "$RH" busy "$PST_TMP/busy" \
+		>"$PST_TMP/out" 2>"$PST_TMP/err"
+	stop_reader
+	[ -e "$PST_TMP/got.full" ] || fail "stalled reader: the pipe never filled (is the report under a page?)"
+	if [ $rc = 0 ] && [ $took -le 10 ]; then
+		pass "reader that stops reading: exit 0 in ${took}s"
+	else
+		fail "reader that stops reading: exit $rc after ${took}s"
+	fi
+	grep -q "cannot write the report" "$PST_TMP/err" && pass "stalled reader reported: $(head -1 "$PST_TMP/err")" ||
+		fail "stalled reader: no message: $(cat "$PST_TMP/err")"
 
-# 5. the reader hangs up half-way: no SIGPIPE for the program
-rm -f "$PST_TMP/got.full"
-start_reader "$PST_TMP/fifo" hangup
-# shellcheck disable=SC2086
-run_timed hangup 30 env $big POOLSHIM_STATS="$PST_TMP/fifo" LD_PRELOAD="$SHIM" "$RH" busy "$PST_TMP/busy" \
-	>"$PST_TMP/out" 2>"$PST_TMP/err"
-stop_reader
-[ -e "$PST_TMP/got.full" ] || fail "hung-up reader: the pipe never filled"
-[ $rc = 0 ] && [ $took -le 10 ] && pass "reader that hangs up: exit 0 in ${took}s" ||
-	fail "reader that hangs up: exit $rc after ${took}s (141: SIGPIPE)"
+	# 5. the reader hangs up half-way: no SIGPIPE for the program
+	rm -f "$PST_TMP/got.full"
+	start_reader "$PST_TMP/fifo" hangup
+	# shellcheck disable=SC2086
+	run_timed 30 env $big POOLSHIM_STATS="$PST_TMP/fifo" LD_PRELOAD="$SHIM" "$RH" busy "$PST_TMP/busy" \
+		>"$PST_TMP/out" 2>"$PST_TMP/err"
+	stop_reader
+	[ -e "$PST_TMP/got.full" ] || fail "hung-up reader: the pipe never filled"
+	[ $rc = 0 ] && [ $took -le 10 ] && pass "reader that hangs up: exit 0 in ${took}s" ||
+		fail "reader that hangs up: exit $rc after ${took}s (141: SIGPIPE)"
+fi
 
 # 6. stderr a pipe nobody reads: the report's write must not kill the program
 "$RH" broken-stderr "$SHIM" "$H" --count 2 >"$PST_TMP/out"
@@ -109,11 +114,18 @@ set -- "$PST_TMP"/p/r-*.json
 grep -q "cannot write the report" "$PST_TMP/err" && pass "planted file refusal reported" || fail "planted: no message"
 
 # 9. but an exec chain with a %p path: the last image's report replaces the first's
-mkdir "$PST_TMP/x"
-shim "POOLSHIM_STATS=$PST_TMP/x/r-%p.json" -- sh -c 'exec "$1" --count 2' sh "$H" >/dev/null 2>"$PST_TMP/err" ||
-	fail "exec chain: helper failed"
-set -- "$PST_TMP"/x/r-*.json
-[ $# = 1 ] && [ "$(json_get "$1" "r['program']")" = alloc_helper ] && pass "exec chain: the exec'd image's report" ||
-	fail "exec chain: $(ls "$PST_TMP/x"): $(head -c 200 "$1"); $(cat "$PST_TMP/err")"
+for ext in json txt; do
+	mkdir "$PST_TMP/x-$ext"
+	shim "POOLSHIM_STATS=$PST_TMP/x-$ext/r-%p.$ext" -- sh -c 'exec "$1" --count 2' sh "$H" >/dev/null \
+		2>"$PST_TMP/err" || fail "exec chain ($ext): helper failed"
+	set -- "$PST_TMP/x-$ext"/r-*
+	if [ $ext = json ]; then
+		prog=$(json_get "$1" "r['program']")
+	else
+		prog=$(sed -n '1s/^==== poolshim report: pid [0-9]* (\(.*\)) ====$/\1/p' "$1")
+	fi
+	[ $# = 1 ] && [ "$prog" = alloc_helper ] && pass "exec chain ($ext): the exec'd image's report" ||
+		fail "exec chain ($ext): $(head -c 200 "$1"); $(cat "$PST_TMP/err")"
+done
 
 finish
