@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/kcmp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -24,6 +23,8 @@
 #include "fmt.h"
 #include "sys.h"
 #include "uring.h"
+
+#define PS_KCMP_FILE 0   /* KCMP_FILE of <linux/kcmp.h> (an enum there) */
 
 static const char *const event_names[PS_EV__COUNT] = {
 	"pool_alloc", "pool_free", "pool_full", "too_large", "no_memory",
@@ -483,7 +484,7 @@ static int same_description(int a, int b)
 {
 #ifdef SYS_kcmp
 	long pid = PS_SYSCALL(SYS_getpid);
-	long k = PS_SYSCALL(SYS_kcmp, pid, pid, KCMP_FILE, a, b);
+	long k = PS_SYSCALL(SYS_kcmp, pid, pid, PS_KCMP_FILE, a, b);
 	if (k >= 0)
 		return k == 0;
 #endif
