@@ -54,16 +54,25 @@ int ps_report_path(char *out, size_t cap, const char *pattern, int pid, const ch
 void ps_report_keep_name(void);
 
 /*
- * Keep a private duplicate of stderr (close-on-exec, at a high number) for
- * reports written after the program closed its own fd 2, as programs using
- * gnulib's close_stdout do at exit.  Call once at start.
+ * Remember what fd 2 is now (device, inode, type, access mode), and when
+ * the report goes to stderr keep a private duplicate of it (close-on-exec,
+ * at 600 or above) for reports written after the program closed its own
+ * fd 2, as programs using gnulib's close_stdout do at exit.  The report and
+ * the shim's messages about it go to fd 2 only while it still is that open
+ * file, else to the duplicate while it still is, else nowhere.  Call once
+ * at start, whatever POOLSHIM_STATS is (without the call, fd 2 is trusted
+ * whenever it is open).
  */
 void ps_report_keep_stderr(void);
 
 /*
  * Gather and write the report where cfg says ("off" writes nothing).  A
- * file is opened O_NOFOLLOW, never truncated unless it is a regular file
- * owned by us.  0 or -errno (also logged once).
+ * path is opened without following a symbolic link and without blocking;
+ * it must be a regular file owned by us with no other hard link, or a FIFO
+ * owned by us with a reader (written within a bounded wait).  A %p path is
+ * created anew, or reused only when it holds an earlier report of this pid
+ * (a dump, the image before exec).  SIGPIPE is held off while writing.
+ * 0 or -errno (also said once on stderr, as above).
  */
 int ps_report_emit(const struct ps_config *cfg);
 

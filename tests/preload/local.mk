@@ -9,11 +9,13 @@ pst_programs = \
 	tests/preload/alloc_lifecycle \
 	tests/preload/alloc_cxx
 check_PROGRAMS += $(pst_programs) tests/preload/alloc_helper tests/preload/signal_helper \
-	tests/preload/callsite_helper tests/preload/alloc_mix
+	tests/preload/callsite_helper tests/preload/alloc_mix tests/preload/report_helper
 TESTS += $(pst_programs) tests/preload/report.sh tests/preload/hugepages.sh tests/preload/live.sh \
-	tests/preload/callsite.sh tests/preload/alloc_foreign.sh
+	tests/preload/callsite.sh tests/preload/alloc_foreign.sh \
+	tests/preload/report_fd2.sh tests/preload/report_path.sh
 EXTRA_DIST += tests/preload/report.sh tests/preload/hugepages.sh tests/preload/live.sh \
 	tests/preload/callsite.sh tests/preload/alloc_foreign.sh \
+	tests/preload/report_fd2.sh tests/preload/report_path.sh \
 	tests/report_schema.py
 
 # One block per group of tests, so groups are added without touching each other.
@@ -55,6 +57,7 @@ tests_preload_live_rawfork_LDADD = -lpthread
 
 tests_preload_alloc_mix_SOURCES = tests/preload/alloc_mix.c
 tests_preload_alloc_mix_LDADD = -ldl
+tests_preload_report_helper_SOURCES = tests/preload/report_helper.c
 
 # A forwarding malloc wrapper (as tracers preload) for alloc_foreign.sh.
 check_LTLIBRARIES += tests/preload/libfwdwrap.la
