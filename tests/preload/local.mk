@@ -9,11 +9,14 @@ pst_programs = \
 	tests/preload/alloc_lifecycle \
 	tests/preload/alloc_cxx
 check_PROGRAMS += $(pst_programs) tests/preload/alloc_helper tests/preload/signal_helper \
-	tests/preload/callsite_helper tests/preload/alloc_mix
+	tests/preload/callsite_helper tests/preload/alloc_mix tests/preload/alloc_faults \
+	tests/preload/fork_pool tests/preload/fork_underscore
 TESTS += $(pst_programs) tests/preload/report.sh tests/preload/hugepages.sh tests/preload/live.sh \
-	tests/preload/callsite.sh tests/preload/alloc_foreign.sh
+	tests/preload/callsite.sh tests/preload/alloc_foreign.sh tests/preload/alloc_faults.sh \
+	tests/preload/fork_pool.sh tests/preload/fork_underscore.sh
 EXTRA_DIST += tests/preload/report.sh tests/preload/hugepages.sh tests/preload/live.sh \
-	tests/preload/callsite.sh tests/preload/alloc_foreign.sh \
+	tests/preload/callsite.sh tests/preload/alloc_foreign.sh tests/preload/alloc_faults.sh \
+	tests/preload/fork_pool.sh tests/preload/fork_underscore.sh \
 	tests/report_schema.py
 
 tests_preload_alloc_api_SOURCES = tests/preload/alloc_api.c
@@ -34,6 +37,11 @@ tests_preload_callsite_helper_LDFLAGS = -rdynamic
 tests_preload_alloc_helper_SOURCES = tests/preload/alloc_helper.c
 tests_preload_alloc_helper_CFLAGS = $(PST_CFLAGS_ALL)
 tests_preload_alloc_helper_LDADD = $(PST_LIBS_ALL)
+
+tests_preload_alloc_faults_SOURCES = tests/preload/alloc_faults.c
+tests_preload_fork_pool_SOURCES = tests/preload/fork_pool.c
+tests_preload_fork_pool_LDADD = -lpthread
+tests_preload_fork_underscore_SOURCES = tests/preload/fork_underscore.c
 
 tests_preload_alloc_mix_SOURCES = tests/preload/alloc_mix.c
 tests_preload_alloc_mix_LDADD = -ldl
