@@ -17,8 +17,8 @@
  * are taken first, then the pool lock, the order the extent hook takes them
  * in.  (The other way round, a thread in the hook under jemalloc's grow
  * mutex would wait for the pool lock held by the forking thread, which
- * would wait for the grow mutex.)  glibc keeps its first fork handlers in
- * static storage, so this early registration does not allocate.
+ * would wait for the grow mutex.)  glibc's handler list starts in static
+ * storage (a dynarray), so this early registration does not allocate.
  *
  * _Fork() (glibc 2.34) runs no fork handlers; its wrapper below does the
  * child's part itself, with nothing that allocates or locks.
@@ -213,6 +213,8 @@ bool ps_init_slow(void)
  */
 PS_EXPORT pid_t _Fork(void)
 {
+	if (!real_Fork)
+		ps_enabled();     /* called before our constructor: start binds it */
 	if (!real_Fork) {
 		errno = ENOSYS;
 		return -1;
