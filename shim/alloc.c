@@ -10,7 +10,7 @@
  * the arena, mapped and faulted, for the next request of that size.
  *
  * The arena is made on the first pooled request, not at start: creating
- * it faults in some 60 pages of jemalloc metadata, which a short program
+ * it faults in some 20 pages of jemalloc metadata, which a short program
  * that never asks for a large buffer should not pay for.
  *
  * Pool allocations bypass the thread cache: they are at least
