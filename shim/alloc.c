@@ -9,6 +9,10 @@
  * registered buffer).  Dirty and muzzy decay are -1: freed extents stay in
  * the arena, mapped and faulted, for the next request of that size.
  *
+ * The arena is made on the first pooled request, not at start: creating
+ * it faults in some 20 pages of jemalloc metadata, which a short program
+ * that never asks for a large buffer should not pay for.
+ *
  * Pool allocations bypass the thread cache: they are at least
  * POOLSHIM_POOL_MIN bytes, where tcache has nothing to offer, and an
  * explicit-arena allocation must not land in another arena's cache.
@@ -26,7 +30,15 @@
 #include "pool.h"
 #include "stats.h"
 
-static bool pool_ready;
+/* The pool arena's life: made on first use, by whichever thread gets there. */
+enum arena_state {
+	ARENA_NONE,       /* ps_alloc_init() not called, or the pool is off */
+	ARENA_LAZY,       /* to be made by the first pooled request */
+	ARENA_MAKING,     /* a thread is making it; others use ordinary arenas */
+	ARENA_READY,
+	ARENA_FAILED,
+};
+static int arena_state = ARENA_NONE;
 int ps_heap = PS_HEAP_UNDECIDED;
 const char *ps_heap_owner;
 
@@ -39,6 +51,12 @@ static __thread enum ps_call site_call;
 
 /* Why the last slab request on this thread failed (set by the hook). */
 static __thread enum ps_pool_fail hook_fail;
+/*
+ * The pooled request in progress on this thread, for the hook: while the
+ * pool is small, pool.c declines jemalloc's growth step once, and jemalloc
+ * asks again for the extent this request needs.  0 once declined.
+ */
+static __thread size_t hook_need;
 
 static void *hook_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t alignment,
 			bool *zero, bool *commit, unsigned arena_ind)
@@ -49,9 +67,13 @@ static void *hook_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t a
 	/* Growing in place would mean backing a range we did not choose. */
 	if (new_addr != NULL)
 		return NULL;
-	void *p = ps_pool_take(size, alignment, &zeroed, &why);
+	size_t need = hook_need;
+	void *p = ps_pool_take(size, alignment, need, &zeroed, &why);
 	if (!p) {
-		hook_fail = why;
+		if (why == PS_FAIL_NONE)
+			hook_need = 0;   /* declined: take whatever comes next */
+		else
+			hook_fail = why;
 		return NULL;
 	}
 	*zero = zeroed;
@@ -117,17 +139,15 @@ static int arena_ctl_ssize(unsigned arena, const char *leaf, ssize_t value)
 	return psje_mallctl(ps_buf_str(&b), NULL, NULL, &value, sizeof(value));
 }
 
-int ps_alloc_init(const struct ps_config *cfg)
+/* Make the pool arena: 0, or -errno with the arena (if any) left unused. */
+static int make_arena(void)
 {
 	unsigned arena;
 	size_t sz = sizeof(arena);
 	extent_hooks_t *hooks = &pool_hooks;
 	char name[64];
 	struct ps_buf b;
-	int r;
 
-	if ((r = ps_pool_init(cfg)) < 0)
-		return r;
 	if (psje_mallctl("arenas.create", &arena, &sz, NULL, 0) != 0)
 		return -ENOMEM;
 	/* Never purge, never decay: freed pool memory stays ready for reuse. */
@@ -147,14 +167,64 @@ int ps_alloc_init(const struct ps_config *cfg)
 
 	pool_arena = (int)arena;
 	pool_flags = MALLOCX_ARENA(arena) | MALLOCX_TCACHE_NONE;
+	return 0;
+}
+
+/*
+ * The slow path of pool_try(): make the arena if nobody has.  Never waits
+ * for another thread (nor holds a lock a fork could inherit): while one
+ * thread makes it, the others' requests go to the ordinary arenas.
+ */
+static bool arena_usable(void)
+{
+	int s = ARENA_LAZY;
+
+	if (__atomic_compare_exchange_n(&arena_state, &s, ARENA_MAKING, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		int saved_errno = errno;
+		int r = make_arena();
+		errno = saved_errno;
+		if (r < 0)
+			ps_log("the pool arena could not be created (%s); large buffers use "
+			       "jemalloc's ordinary arenas",
+			       ps_errno_name(-r) ? ps_errno_name(-r) : "error");
+		s = r < 0 ? ARENA_FAILED : ARENA_READY;
+		__atomic_store_n(&arena_state, s, __ATOMIC_RELEASE);
+	}
+	return s == ARENA_READY;
+}
+
+int ps_alloc_init(const struct ps_config *cfg)
+{
+	unsigned narenas;
+	size_t sz = sizeof(narenas);
+	int r;
+
+	if ((r = ps_pool_init(cfg)) < 0)
+		return r;
+	/*
+	 * Initialise jemalloc now, which registers its fork handlers: init.c
+	 * registers the shim's own around them (see there).  The arena waits.
+	 */
+	if (psje_mallctl("arenas.narenas", &narenas, &sz, NULL, 0) != 0)
+		return -ENOMEM;
 	pool_min = cfg->pool_min;
-	__atomic_store_n(&pool_ready, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&arena_state, ARENA_LAZY, __ATOMIC_RELEASE);
 	return 0;
 }
 
 bool ps_alloc_pool_ready(void)
 {
-	return __atomic_load_n(&pool_ready, __ATOMIC_ACQUIRE);
+	int s = __atomic_load_n(&arena_state, __ATOMIC_ACQUIRE);
+	return s != ARENA_NONE && s != ARENA_FAILED;
+}
+
+void ps_alloc_after_fork_child(void)
+{
+	/* The thread making the arena is gone: let the next request retry. */
+	int s = ARENA_MAKING;
+	__atomic_compare_exchange_n(&arena_state, &s, ARENA_LAZY, false,
+				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
 int ps_alloc_arena(void)
@@ -176,13 +246,16 @@ static const enum ps_alloc_event fail_event[PS_FAIL__COUNT] = {
  */
 static void *pool_try(size_t size, int extra_flags)
 {
-	if (ps_unlikely(!ps_alloc_pool_ready())) {
+	if (ps_unlikely(__atomic_load_n(&arena_state, __ATOMIC_ACQUIRE) != ARENA_READY) &&
+	    !arena_usable()) {
 		ps_stats_event(PS_EV_FB_NOT_READY);
 		return NULL;
 	}
 	int saved_errno = errno;
 	hook_fail = PS_FAIL_NONE;
+	hook_need = size;
 	void *p = psje_mallocx(size, pool_flags | extra_flags);
+	hook_need = 0;
 	if (ps_likely(p != NULL)) {
 		ps_stats_event(PS_EV_POOL_ALLOC);
 		ps_stats_pool_used((int64_t)psje_sallocx(p, 0));
@@ -280,7 +353,9 @@ static void *realloc_common(void *p, size_t size)
 	if (pooled && want_pool) {
 		int saved_errno = errno;
 		int64_t before = (int64_t)psje_sallocx(p, 0);
+		hook_need = size;
 		q = psje_rallocx(p, size, pool_flags);
+		hook_need = 0;
 		if (q) {
 			ps_stats_pool_used((int64_t)psje_sallocx(q, 0) - before);
 			return q;

@@ -15,13 +15,17 @@
 #include "config.h"
 
 /*
- * Create the pool and its arena from cfg.  Call once; before it returns (or
- * when it fails) every allocation goes to the ordinary arenas.  0 or -errno.
+ * Set up the pool from cfg and initialise jemalloc; the pool arena itself is
+ * made by the first pooled request.  Call once; before it returns (or when
+ * it fails) every allocation goes to the ordinary arenas.  0 or -errno.
  */
 int ps_alloc_init(const struct ps_config *cfg);
 
-/* Whether the pool arena exists. */
+/* Whether the pool can serve: set up, and its arena not failed. */
 bool ps_alloc_pool_ready(void);
+
+/* In a fork child (async-signal-safe): undo an arena half made by a thread. */
+void ps_alloc_after_fork_child(void);
 
 void *ps_malloc(size_t size);
 void *ps_calloc(size_t n, size_t size);
@@ -36,7 +40,7 @@ void *ps_pvalloc(size_t size);
 void ps_free(void *p);
 size_t ps_usable_size(const void *p);
 
-/* The pool arena's jemalloc index (for tests and the report), or -1. */
+/* The pool arena's jemalloc index (for tests and the report), or -1 until made. */
 int ps_alloc_arena(void);
 
 /*

@@ -10,6 +10,18 @@
  * registers its own fork handlers), and only then do we call into libc
  * functions that may allocate (pthread_atfork, pthread_key_create): their
  * allocations re-enter malloc, which by then takes the normal path.
+ *
+ * One pthread_atfork comes before jemalloc exists: the pool lock's.  glibc
+ * runs prepare handlers in the reverse order of registration and the others
+ * in order, so the pool's run inside jemalloc's: at fork jemalloc's mutexes
+ * are taken first, then the pool lock, the order the extent hook takes them
+ * in.  (The other way round, a thread in the hook under jemalloc's grow
+ * mutex would wait for the pool lock held by the forking thread, which
+ * would wait for the grow mutex.)  glibc's handler list starts in static
+ * storage (a dynarray), so this early registration does not allocate.
+ *
+ * _Fork() (glibc 2.34) runs no fork handlers; its wrapper below does the
+ * child's part itself, with nothing that allocates or locks.
  */
 #include "init.h"
 
@@ -18,7 +30,9 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
 #include <sys/auxv.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -32,6 +46,7 @@
 #include "uring.h"
 #include "report.h"
 #include "stats.h"
+#include "sys.h"
 
 int ps_state = PS_STATE_NEW;
 int ps_pid;
@@ -58,9 +73,14 @@ static bool decide_enabled(void)
 	return on;
 }
 
+/* glibc's _Fork, bound at start so that the wrapper never calls dlsym. */
+static pid_t (*real_Fork)(void);
+
+/* Runs in the child of fork() and _Fork(): async-signal-safe work only. */
 static void after_fork_child(void)
 {
-	ps_pid = (int)getpid();
+	ps_pid = (int)PS_SYSCALL(SYS_getpid);
+	ps_alloc_after_fork_child();
 	/* Move the counters to our own live file before zeroing them. */
 	ps_live_after_fork_child();
 	ps_stats_after_fork_child();
@@ -86,11 +106,14 @@ static void verbose_banner(void)
 	struct ps_buf b;
 	struct ps_pool_info info;
 
-	ps_pool_get_info(&info);
 	ps_buf_init(&b, storage, sizeof(storage), 2);
 	ps_buf_puts(&b, "poolshim: effective configuration:\n");
 	ps_config_print(&ps_cfg, &b);
-	ps_buf_printf(&b, "poolshim: pool %s, reserve ", ps_alloc_pool_ready() ? "ready" : "unavailable");
+	/* Verbose only: reserve and probe now, so the reasons below are known. */
+	ps_pool_prepare();
+	ps_pool_get_info(&info);
+	ps_buf_printf(&b, "poolshim: pool %s, arena made on first use, reserve ",
+		      ps_alloc_pool_ready() ? "ready" : "unavailable");
 	ps_buf_size(&b, info.reserve);
 	ps_buf_puts(&b, "; hugetlb: ");
 	ps_buf_puts(&b, info.hugetlb_reason ? info.hugetlb_reason : "will be tried first");
@@ -115,12 +138,15 @@ static void start(void)
 		__atomic_store_n(&ps_state, PS_STATE_OFF, __ATOMIC_RELEASE);
 		/* The I/O wrappers still need the real functions. */
 		ps_io_init(&ps_cfg);
+		real_Fork = (pid_t (*)(void))dlsym(RTLD_NEXT, "_Fork");
 		errno = saved_errno;
 		return;
 	}
 
 	/* Unknown names are looked for only where the environment is trusted. */
 	ps_config_load(&ps_cfg, env_get, getauxval(AT_SECURE) ? NULL : environ);
+	/* Before jemalloc initialises (ps_alloc_init): see the top of the file. */
+	pthread_atfork(ps_pool_atfork_prepare, ps_pool_atfork_parent, ps_pool_atfork_child);
 	int r = ps_alloc_init(&ps_cfg);
 	if (r < 0)
 		ps_log("the pool could not be created (%s); large buffers use jemalloc's "
@@ -143,6 +169,7 @@ static void start(void)
 
 	/* These may allocate: malloc now takes the normal path. */
 	pthread_atfork(ps_uring_before_fork, NULL, after_fork_child);
+	real_Fork = (pid_t (*)(void))dlsym(RTLD_NEXT, "_Fork");
 	have_thread_key = pthread_key_create(&thread_key, thread_exit) == 0;
 	if (have_thread_key) {
 		ps_stats_on_claim = thread_register;
@@ -175,6 +202,30 @@ bool ps_init_slow(void)
 			sched_yield();
 	}
 	return __atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) == PS_STATE_ON;
+}
+
+/*
+ * _Fork: fork without the handlers, async-signal-safe.  The child gets the
+ * after-fork work that fork() gives it through pthread_atfork, so that its
+ * pid, live file, counters and rings are its own.  The pool lock and
+ * jemalloc are not repaired, as glibc repairs nothing either: such a child
+ * may only make async-signal-safe calls (or, single-threaded, anything).
+ */
+PS_EXPORT pid_t _Fork(void)
+{
+	if (!real_Fork)
+		ps_enabled();     /* called before our constructor: start binds it */
+	if (!real_Fork) {
+		errno = ENOSYS;
+		return -1;
+	}
+	pid_t pid = real_Fork();
+	if (pid == 0 && __atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) == PS_STATE_ON) {
+		int saved_errno = errno;
+		after_fork_child();
+		errno = saved_errno;
+	}
+	return pid;
 }
 
 __attribute__((constructor)) static void poolshim_ctor(void)

@@ -1,31 +1,47 @@
 // SPDX-License-Identifier: MIT
 /*
- * Slabs.  At start the pool reserves one PROT_NONE, MAP_NORESERVE range of
- * address space (twice POOLSHIM_POOL_SIZE, so alignment slack never runs
- * it dry).  A slab is one extent handed to jemalloc's pool arena; slabs are
- * carved back to back in address order, and the range below the highest
- * slab is backed in place, whole 2 MiB units at a time, with MAP_FIXED:
- * hugetlb pages when the system has them, else anonymous memory advised
- * for THP, else plain 4 KiB pages.
+ * Slabs.  On the first slab request the pool reserves one PROT_NONE,
+ * MAP_NORESERVE range of address space (twice POOLSHIM_POOL_SIZE, so
+ * alignment slack never runs it dry) and probes the page kinds: a program
+ * that never makes a pooled allocation pays no syscall and no fault for
+ * the pool.  A slab is one extent handed to jemalloc's pool arena; slabs
+ * are carved back to back in address order, and the range below the
+ * highest slab is backed in place, whole 2 MiB units at a time, with
+ * MAP_FIXED: hugetlb pages when the system has them, else anonymous memory
+ * advised for THP, else plain 4 KiB pages.
+ *
+ * Except at first, when no hugepages are tried (POOLSHIM_HUGEPAGES=none,
+ * or THP disabled): the first 2 MiB unit of the reserve is a small region
+ * where slabs are sized by need (the extent jemalloc needs for the request
+ * at hand, not its 2 MiB growth step) and backed in 64 KiB steps.  A short
+ * program with one 128 KiB buffer then prefaults 192 KiB, not 2 MiB (512
+ * faults).  With hugepages the first unit is one hugepage, one fault, as
+ * before.  The first request that does not fit closes the region: slabs
+ * continue at the next unit boundary and the rest of it stays reserved and
+ * unbacked.
  * Backing is prefaulted (MAP_POPULATE / MADV_POPULATE_WRITE), so a hugetlb
  * shortage shows up here, where we can fall back, and never as a SIGBUS in
  * the middle of a request.  Slabs are never returned: the pool arena never
  * purges, and a buffer freed at the end of one request must come back for
  * the next without faults.
  *
- * The lock below is taken only while jemalloc holds the pool arena's grow
- * mutex (the extent hooks are the only caller), so jemalloc's own fork
- * handlers already keep it free across fork.
+ * The lock below is taken by the extent hook, sometimes under jemalloc's
+ * grow mutex and sometimes not (near the cap, when the growth step fails,
+ * jemalloc asks again for the exact size without that mutex).  So it has
+ * fork handlers of its own (ps_pool_atfork_*), which must run inside
+ * jemalloc's: see init.c for the order.
  */
 #include "pool.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "compiler.h"
@@ -42,11 +58,18 @@
 uintptr_t ps_pool_lo, ps_pool_hi;
 void (*ps_pool_on_change)(void);
 
+#define SMALL_STEP ((size_t)64 << 10)   /* backing step in the small region */
+
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t pool_next;      /* where the next slab may start */
-static uintptr_t backed_end;     /* end of the backed prefix (unit aligned) */
+static uintptr_t backed_end;     /* end of the backed prefix */
+static uintptr_t small_end;      /* end of the open small region, or 0 */
 static enum ps_backing last_backing = PS_BACK_4K;
 static bool try_hugetlb, try_thp, prefault;
+static bool prepared;            /* reserve_range() has run (under the lock) */
+static int prepare_error;        /* and failed with this -errno */
+static size_t cfg_pool_size;
+static unsigned test_delay_us;   /* POOLSHIM_TEST_POOL_DELAY_US, tests only */
 static struct ps_pool_info info;
 
 /* Slab index + 1 for every 2 MiB unit of the reserve; 0 = not a slab. */
@@ -72,6 +95,13 @@ const char *ps_pool_fail_name(enum ps_pool_fail f)
 static size_t round_up(size_t v, size_t to)
 {
 	return (v + to - 1) & ~(to - 1);
+}
+
+/* The test delay: a raw nanosleep, no libc state touched under the lock. */
+static void delay_us(unsigned us)
+{
+	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
+	PS_SYSCALL(SYS_nanosleep, &ts, NULL);
 }
 
 /* Read a small sysfs file into buf (NUL-terminated): length or -errno. */
@@ -159,9 +189,36 @@ static size_t address_space_share(void)
 
 int ps_pool_init(const struct ps_config *cfg)
 {
-	size_t want = round_up(cfg->pool_size, PS_UNIT) * 2;
+	memset(&info, 0, sizeof(info));
+	info.requested = cfg->hugepages;
+	info.cap = cfg->pool_size;
+	cfg_pool_size = cfg->pool_size;
+	prefault = cfg->prefault;
+	/*
+	 * A test-only knob (tests/preload/fork_pool.sh): hold the lock this
+	 * long in each slab request, so a fork can land inside it.  Outside
+	 * the POOLSHIM_ names, which the configuration checks.
+	 */
+	const char *d = secure_getenv("PS_TEST_POOL_DELAY_US");
+	test_delay_us = 0;
+	for (; d && *d >= '0' && *d <= '9' && test_delay_us < 1000000; d++)
+		test_delay_us = test_delay_us * 10 + (unsigned)(*d - '0');
+	prepared = false;
+	prepare_error = 0;
+	return 0;
+}
+
+/*
+ * Probe the page kinds and reserve the range.  Called once, under the lock,
+ * by the first slab request (or ps_pool_prepare()).  0 or -errno.
+ */
+static int reserve_range(void)
+{
+	size_t want = round_up(cfg_pool_size, PS_UNIT) * 2;
 	if (want > PS_RESERVE_MAX)
 		want = PS_RESERVE_MAX;
+
+	probe_page_kinds(info.requested);
 	size_t share = address_space_share();
 	if (want > share) {
 		/* Whole units, one of them spent on alignment below. */
@@ -169,12 +226,6 @@ int ps_pool_init(const struct ps_config *cfg)
 		if (want == 0)
 			return -ENOMEM;
 	}
-
-	memset(&info, 0, sizeof(info));
-	info.requested = cfg->hugepages;
-	info.cap = cfg->pool_size;
-	prefault = cfg->prefault;
-	probe_page_kinds(cfg->hugepages);
 
 	/* Over-reserve by one unit, then trim to a 2 MiB aligned range. */
 	void *p = mmap(NULL, want + PS_UNIT, PROT_NONE,
@@ -191,10 +242,33 @@ int ps_pool_init(const struct ps_config *cfg)
 
 	pool_next = lo;
 	backed_end = lo;
+	/* Hugepages, THP included, come in whole units: no small region then. */
+	small_end = try_hugetlb || try_thp ? 0 : lo + PS_UNIT;
 	info.reserve = want;
-	__atomic_store_n(&ps_pool_hi, hi, __ATOMIC_RELEASE);
+	/* Readers test hi first (ps_pool_contains): lo must be there before it. */
 	__atomic_store_n(&ps_pool_lo, lo, __ATOMIC_RELEASE);
+	__atomic_store_n(&ps_pool_hi, hi, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/* Under the lock: reserve on first use.  0 or -errno. */
+static int prepare_locked(void)
+{
+	if (!prepared) {
+		prepared = true;
+		prepare_error = reserve_range();
+	}
+	return prepare_error;
+}
+
+int ps_pool_prepare(void)
+{
+	int saved_errno = errno;
+	pthread_mutex_lock(&pool_lock);
+	int r = prepare_locked();
+	pthread_mutex_unlock(&pool_lock);
+	errno = saved_errno;
+	return r;
 }
 
 /* Put the PROT_NONE reservation back over [addr, addr + len). */
@@ -245,54 +319,112 @@ static bool back_anon(uintptr_t addr, size_t len, bool thp)
 	return true;
 }
 
-void *ps_pool_take(size_t len, size_t align, bool *zeroed, enum ps_pool_fail *why)
+/*
+ * The most jemalloc asks the hook for when it needs an extent for a request
+ * of need bytes, not its growth step: the size class (at most a quarter
+ * above) plus its one-page cache-colouring pad, and a page of slack.
+ */
+static size_t need_bound(size_t need)
+{
+	return round_up(need + need / 4 + 2 * PS_PAGE, PS_PAGE);
+}
+
+/*
+ * Under the lock: where a slab of len bytes aligned to align goes, and the
+ * range [*back_from, *back_to) to back for it.  Returns false to decline a
+ * growth step while the small region can still hold the request itself.
+ */
+static bool place(size_t len, size_t align, size_t need, uintptr_t *start,
+		  uintptr_t *back_from, uintptr_t *back_to, bool *small)
+{
+	*start = round_up(pool_next, align);
+	*small = false;
+	if (small_end) {
+		if (need && len > need_bound(need) &&
+		    round_up(pool_next, align) + need_bound(need) <= small_end)
+			return false;
+		if (*start + len <= small_end) {
+			*small = true;
+			*back_from = backed_end;
+			*back_to = round_up(*start + len, SMALL_STEP);
+			if (*back_to > small_end)
+				*back_to = small_end;
+			return true;
+		}
+		/* Too big for it: close the region, go on at the next unit. */
+		if (backed_end > ps_pool_lo) {
+			uintptr_t unit = ps_pool_lo + PS_UNIT;
+			backed_end = backed_end > unit ? backed_end : unit;
+			pool_next = pool_next > unit ? pool_next : unit;
+			*start = round_up(pool_next, align);
+		}
+		small_end = 0;
+	}
+	/*
+	 * Slabs sit back to back, so the 2 MiB unit holding the end of one
+	 * slab also holds the start of the next: only whole units beyond what
+	 * is already backed need new memory.
+	 */
+	*back_from = backed_end;
+	*back_to = round_up(*start + len, PS_UNIT);
+	return true;
+}
+
+void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_pool_fail *why)
 {
 	int saved_errno = errno;
 	enum ps_pool_fail fail = PS_FAIL_NONE;
 	enum ps_backing backing = last_backing;
 	uintptr_t start = 0, end = 0, back_from = 0, back_to = 0;
+	bool small = false, declined = false;
 
 	len = round_up(len, PS_PAGE);
 	align = align > PS_PAGE ? align : PS_PAGE;
 
 	pthread_mutex_lock(&pool_lock);
-	if (ps_pool_hi == ps_pool_lo || nslabs >= PS_MAX_SLABS) {
+	if (test_delay_us)
+		delay_us(test_delay_us);
+	if (prepare_locked() < 0 || nslabs >= PS_MAX_SLABS) {
 		fail = PS_FAIL_RESERVE;
 	} else if (len > PS_SLAB_MAX) {
 		fail = PS_FAIL_TOO_LARGE;
+	} else if (!place(len, align, need, &start, &back_from, &back_to, &small)) {
+		declined = true;
 	} else {
-		/*
-		 * Slabs sit back to back, so the 2 MiB unit holding the end of
-		 * one slab also holds the start of the next: only whole units
-		 * beyond what is already backed need new memory.
-		 */
-		start = round_up(pool_next, align);
 		end = start + len;
-		back_from = backed_end;
-		back_to = round_up(end, PS_UNIT);
 		if (start > ps_pool_hi || back_to > ps_pool_hi)
 			fail = PS_FAIL_RESERVE;
 		else if (back_to > back_from && info.backed + (back_to - back_from) > info.cap)
 			fail = PS_FAIL_POOL_FULL;
 	}
 
-	if (fail == PS_FAIL_NONE && back_to > back_from) {
+	if (!declined && fail == PS_FAIL_NONE && back_to > back_from) {
 		size_t n = back_to - back_from;
-		if (try_hugetlb && back_hugetlb(back_from, n))
+		if (small) {
+			/* A few 4 KiB pages: THP cannot back a part of a unit anyway. */
+			if (back_anon(back_from, n, false))
+				backing = PS_BACK_4K;
+			else
+				fail = PS_FAIL_NO_MEMORY;
+		} else if (try_hugetlb && back_hugetlb(back_from, n)) {
 			backing = PS_BACK_HUGETLB;
-		else if (back_anon(back_from, n, try_thp))
+		} else if (back_anon(back_from, n, try_thp)) {
 			backing = try_thp ? PS_BACK_THP : PS_BACK_4K;
-		else
+		} else {
 			fail = PS_FAIL_NO_MEMORY;
+		}
 		if (fail == PS_FAIL_NONE) {
 			backed_end = back_to;
-			last_backing = backing;
+			if (!small)
+				last_backing = backing;
 			info.backed += n;
 			info.backed_by[backing] += n;
 		}
 	}
 
-	if (fail == PS_FAIL_NONE) {
+	if (declined) {
+		/* Not a failure: jemalloc asks again for just the extent it needs. */
+	} else if (fail == PS_FAIL_NONE) {
 		int idx = nslabs;
 		slabs[idx] = (struct ps_slab){ .base = start, .len = len, .backing = backing };
 		for (uintptr_t u = (start - ps_pool_lo) >> PS_UNIT_SHIFT,
@@ -308,11 +440,11 @@ void *ps_pool_take(size_t len, size_t align, bool *zeroed, enum ps_pool_fail *wh
 	}
 	pthread_mutex_unlock(&pool_lock);
 
-	if (ps_pool_on_change)
+	if (ps_pool_on_change && !declined)
 		ps_pool_on_change();
 	errno = saved_errno;
 	*why = fail;
-	if (fail != PS_FAIL_NONE)
+	if (declined || fail != PS_FAIL_NONE)
 		return NULL;
 	/* Fresh anonymous or hugetlb memory, never handed out before. */
 	*zeroed = true;
@@ -346,8 +478,11 @@ bool ps_pool_slab(int i, struct ps_slab *out)
 void ps_pool_note_mprotect(const void *addr, size_t len, int prot)
 {
 	uintptr_t a = (uintptr_t)addr, end = a + len;
+	uintptr_t hi = __atomic_load_n(&ps_pool_hi, __ATOMIC_ACQUIRE);
 
-	if (prot == (PROT_READ | PROT_WRITE) || len == 0 || end <= ps_pool_lo || a >= ps_pool_hi)
+	if (end < a)
+		end = UINTPTR_MAX;   /* a length that wraps reaches every slab above addr */
+	if (prot == (PROT_READ | PROT_WRITE) || len == 0 || hi == 0 || end <= ps_pool_lo || a >= hi)
 		return;
 	int n = ps_pool_nslabs();
 	for (int i = 0; i < n; i++)
@@ -371,7 +506,7 @@ bool ps_pool_within_slab(const void *p, size_t len)
 	if (i < 0 || len == 0)
 		return i >= 0;
 	const struct ps_slab *s = &slabs[i];
-	/* Not offset + len <= slab length: a huge len wraps that to a small sum. */
+	/* off < s->len here; comparing len with what is left cannot wrap. */
 	return len <= s->len - ((uintptr_t)p - s->base);
 }
 
@@ -383,13 +518,35 @@ void ps_pool_get_info(struct ps_pool_info *out)
 		pthread_mutex_unlock(&pool_lock);
 }
 
+/*
+ * Taken after jemalloc's own prepare handler, so that no thread can hold
+ * the lock while waiting for one of jemalloc's (none is taken under it).
+ */
+void ps_pool_atfork_prepare(void)
+{
+	pthread_mutex_lock(&pool_lock);
+}
+
+void ps_pool_atfork_parent(void)
+{
+	pthread_mutex_unlock(&pool_lock);
+}
+
+/* The child has one thread, the one that locked it. */
+void ps_pool_atfork_child(void)
+{
+	pthread_mutex_unlock(&pool_lock);
+}
+
 void ps_pool_reset_for_tests(void)
 {
 	if (ps_pool_hi != ps_pool_lo)
 		munmap((void *)ps_pool_lo, ps_pool_hi - ps_pool_lo);
 	memset(unit_slab, 0, sizeof(unit_slab));
 	nslabs = 0;
-	pool_next = backed_end = 0;
+	pool_next = backed_end = small_end = 0;
+	prepared = false;
+	prepare_error = 0;
 	ps_pool_lo = ps_pool_hi = 0;
 	memset(&info, 0, sizeof(info));
 }

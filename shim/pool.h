@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Slabs: the memory behind pooled allocations.  One virtual range is
- * reserved at start; slabs are carved from it in address order, each backed
+ * reserved at the first slab request; slabs are carved from it in address order, each backed
  * with hugetlb pages, else THP, else 4 KiB pages, and prefaulted.  A slab
  * is never returned to the system, never spans more than PS_SLAB_MAX bytes
  * (the largest io_uring registered buffer), and "is this pointer pooled,
@@ -62,26 +62,44 @@ struct ps_pool_info {
 };
 
 /*
- * Reserve the address range for a pool of at most cfg->pool_size bytes and
- * decide which page kinds to try.  Call once, single-threaded.  0 or -errno
- * (the reserve mmap failed: the pool stays empty, nothing is pooled).
+ * Remember the configuration for a pool of at most cfg->pool_size bytes.
+ * No syscall: the range is reserved and the page kinds probed by the first
+ * ps_pool_take() or ps_pool_prepare().  Call once, single-threaded.  0.
  */
 int ps_pool_init(const struct ps_config *cfg);
 
 /*
- * Take a new slab of at least len bytes aligned to align (a power of two),
- * backed and, if configured, prefaulted.  Thread-safe.  Returns its address,
- * or NULL with *why set.  *zeroed tells whether the memory is known zero.
+ * Reserve the range and probe the page kinds now, if not done yet (for the
+ * verbose banner).  Thread-safe.  0 or -errno (the reserve mmap failed: the
+ * pool stays empty, nothing is pooled).
  */
-void *ps_pool_take(size_t len, size_t align, bool *zeroed, enum ps_pool_fail *why);
+int ps_pool_prepare(void);
 
+/*
+ * Take a new slab of at least len bytes aligned to align (a power of two),
+ * backed and, if configured, prefaulted.  need is the size of the request
+ * that led here (0: unknown): while the pool is small, a len well above it
+ * (jemalloc's growth step) is declined, NULL with *why PS_FAIL_NONE, so that
+ * jemalloc asks again for the extent the request itself needs.  Thread-safe.
+ * Returns its address, or NULL with *why set.  *zeroed tells whether the
+ * memory is known zero.
+ */
+void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_pool_fail *why);
+
+/* Set once, lo before hi, when the range is reserved; 0 before. */
 extern uintptr_t ps_pool_lo, ps_pool_hi;
 
-/* Whether p points into the pool's reserved range.  Lock-free. */
+/*
+ * Whether p points into the pool's reserved range.  Lock-free: hi is read
+ * first, so a reader that sees the range also sees its start.
+ */
 static inline bool ps_pool_contains(const void *p)
 {
-	uintptr_t a = (uintptr_t)p;
-	return a - ps_pool_lo < ps_pool_hi - ps_pool_lo;
+	uintptr_t hi = __atomic_load_n(&ps_pool_hi, __ATOMIC_ACQUIRE);
+	if (hi == 0)
+		return false;
+	uintptr_t lo = __atomic_load_n(&ps_pool_lo, __ATOMIC_RELAXED);
+	return (uintptr_t)p - lo < hi - lo;
 }
 
 /* Index of the slab holding p, or -1.  Lock-free. */
@@ -115,6 +133,14 @@ extern void (*ps_pool_on_change)(void);
 
 const char *ps_backing_name(enum ps_backing b);
 const char *ps_pool_fail_name(enum ps_pool_fail f);
+
+/*
+ * Fork handlers for the pool's lock: prepare takes it, parent and child
+ * release it.  Registered so that they run inside jemalloc's (init.c).
+ */
+void ps_pool_atfork_prepare(void);
+void ps_pool_atfork_parent(void);
+void ps_pool_atfork_child(void);
 
 /* Forget everything (unit tests only): unmaps the reserve. */
 void ps_pool_reset_for_tests(void);

@@ -24,6 +24,11 @@ check_PROGRAMS += tests/preload/signal_sem tests/preload/exec_fail
 TESTS += tests/preload/signal_sem.sh tests/preload/exec_fail.sh
 EXTRA_DIST += tests/preload/signal_sem.sh tests/preload/exec_fail.sh
 
+# Start-up cost of a short program, the pool lock across fork, _Fork children.
+check_PROGRAMS += tests/preload/alloc_faults tests/preload/fork_pool tests/preload/fork_underscore
+TESTS += tests/preload/alloc_faults.sh tests/preload/fork_pool.sh tests/preload/fork_underscore.sh
+EXTRA_DIST += tests/preload/alloc_faults.sh tests/preload/fork_pool.sh tests/preload/fork_underscore.sh
+
 # The live file: a full /dev/shm, children made without atfork, pid namespaces.
 check_PROGRAMS += tests/preload/live_threads tests/preload/live_rawfork
 TESTS += tests/preload/live_shm_full.sh tests/preload/live_rawfork.sh tests/preload/live_pidns.sh
@@ -54,6 +59,10 @@ tests_preload_live_threads_SOURCES = tests/preload/live_threads.c
 tests_preload_live_threads_LDADD = -lpthread
 tests_preload_live_rawfork_SOURCES = tests/preload/live_rawfork.c
 tests_preload_live_rawfork_LDADD = -lpthread
+tests_preload_alloc_faults_SOURCES = tests/preload/alloc_faults.c
+tests_preload_fork_pool_SOURCES = tests/preload/fork_pool.c
+tests_preload_fork_pool_LDADD = -lpthread
+tests_preload_fork_underscore_SOURCES = tests/preload/fork_underscore.c
 
 tests_preload_alloc_mix_SOURCES = tests/preload/alloc_mix.c
 tests_preload_alloc_mix_LDADD = -ldl

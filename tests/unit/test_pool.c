@@ -28,6 +28,11 @@ static void pool_setup(enum ps_hugepages mode, uint64_t size)
 START_TEST(test_reserve)
 {
 	pool_setup(PS_HUGE_NONE, 64 << 20);
+	/* Nothing is reserved until the pool is first used. */
+	ck_assert_uint_eq(ps_pool_hi, 0);
+	ck_assert(!ps_pool_contains((void *)4096));
+	ck_assert(!ps_pool_within_slab((void *)4096, 1));
+	ck_assert_int_eq(ps_pool_prepare(), 0);
 	ck_assert_uint_eq(ps_pool_lo % PS_UNIT, 0);
 	ck_assert_uint_eq(ps_pool_hi - ps_pool_lo, 128 << 20);
 	ck_assert(!ps_pool_contains((void *)(ps_pool_lo - 1)));
@@ -46,11 +51,11 @@ START_TEST(test_take_and_lookup)
 	enum ps_pool_fail why;
 
 	pool_setup(PS_HUGE_NONE, 64 << 20);
-	char *a = ps_pool_take(3 << 20, 4096, &zeroed, &why);
+	char *a = ps_pool_take(3 << 20, 4096, 0, &zeroed, &why);
 	ck_assert_ptr_nonnull(a);
 	ck_assert(zeroed);
-	char *b = ps_pool_take(1 << 20, 4096, &zeroed, &why);
-	char *c = ps_pool_take(8192, 1 << 20, &zeroed, &why);
+	char *b = ps_pool_take(1 << 20, 4096, 0, &zeroed, &why);
+	char *c = ps_pool_take(8192, 1 << 20, 0, &zeroed, &why);
 	ck_assert_ptr_nonnull(b);
 	ck_assert_ptr_nonnull(c);
 	/* back to back, alignment honoured */
@@ -95,13 +100,13 @@ START_TEST(test_cap_and_too_large)
 	enum ps_pool_fail why;
 
 	pool_setup(PS_HUGE_NONE, 8 << 20);
-	ck_assert_ptr_nonnull(ps_pool_take(6 << 20, 4096, &zeroed, &why));
-	ck_assert_ptr_null(ps_pool_take(4 << 20, 4096, &zeroed, &why));
+	ck_assert_ptr_nonnull(ps_pool_take(6 << 20, 4096, 0, &zeroed, &why));
+	ck_assert_ptr_null(ps_pool_take(4 << 20, 4096, 0, &zeroed, &why));
 	ck_assert_int_eq(why, PS_FAIL_POOL_FULL);
-	ck_assert_ptr_nonnull(ps_pool_take(2 << 20, 4096, &zeroed, &why));
+	ck_assert_ptr_nonnull(ps_pool_take(2 << 20, 4096, 0, &zeroed, &why));
 
 	pool_setup(PS_HUGE_NONE, 4ULL << 30);
-	ck_assert_ptr_null(ps_pool_take(PS_SLAB_MAX + 4096, 4096, &zeroed, &why));
+	ck_assert_ptr_null(ps_pool_take(PS_SLAB_MAX + 4096, 4096, 0, &zeroed, &why));
 	ck_assert_int_eq(why, PS_FAIL_TOO_LARGE);
 
 	struct ps_pool_info info;
@@ -117,16 +122,83 @@ START_TEST(test_mode_reasons)
 	enum ps_pool_fail why;
 
 	pool_setup(PS_HUGE_NONE, 64 << 20);
+	/* The page kinds are probed with the reservation, on first use. */
+	ps_pool_get_info(&info);
+	ck_assert_ptr_null(info.hugetlb_reason);
+	ck_assert_int_eq(ps_pool_prepare(), 0);
 	ps_pool_get_info(&info);
 	ck_assert_ptr_nonnull(info.hugetlb_reason);
 	ck_assert_ptr_nonnull(strstr(info.thp_reason, "POOLSHIM_HUGEPAGES=none"));
 
 	pool_setup(PS_HUGE_THP, 64 << 20);
-	ck_assert_ptr_nonnull(ps_pool_take(2 << 20, 4096, &zeroed, &why));
+	ck_assert_ptr_nonnull(ps_pool_take(2 << 20, 4096, 0, &zeroed, &why));
 	ps_pool_get_info(&info);
 	ck_assert_ptr_nonnull(strstr(info.hugetlb_reason, "not requested"));
 	if (info.thp_reason == NULL)
 		ck_assert_uint_eq(info.backed_by[PS_BACK_THP], 2 << 20);
+}
+END_TEST
+
+/* The first slabs are sized by need, backed in 64 KiB steps of 4 KiB pages. */
+START_TEST(test_small_first)
+{
+	bool zeroed;
+	enum ps_pool_fail why;
+	struct ps_pool_info info;
+
+	pool_setup(PS_HUGE_NONE, 64 << 20);
+	/* jemalloc's 2 MiB growth step for a 128 KiB request: declined once */
+	ck_assert_ptr_null(ps_pool_take(2 << 20, 4096, 128 << 10, &zeroed, &why));
+	ck_assert_int_eq(why, PS_FAIL_NONE);
+	char *a = ps_pool_take((128 << 10) + 4096, 4096, 0, &zeroed, &why);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_eq(a, (char *)ps_pool_lo);
+	ps_pool_get_info(&info);
+	ck_assert_uint_eq(info.backed, 192 << 10);
+	ck_assert_uint_eq(info.backed_by[PS_BACK_4K], 192 << 10);
+	ck_assert_uint_eq(info.failures[PS_FAIL_NONE], 0);
+	memset(a, 1, (128 << 10) + 4096);
+	/* the next one continues in the backed step, then a new step */
+	char *b = ps_pool_take(100 << 10, 4096, 0, &zeroed, &why);
+	ck_assert_ptr_eq(b, a + (128 << 10) + 4096);
+	memset(b, 2, 100 << 10);
+	ps_pool_get_info(&info);
+	ck_assert_uint_eq(info.backed, 256 << 10);
+	ck_assert_int_eq(ps_pool_slab_of(b), 1);
+	ck_assert_int_eq(ps_pool_slab_of(a + 4096), 0);
+	/* too big for the region: it closes, slabs go on at the next unit */
+	char *c = ps_pool_take(3 << 20, 4096, 0, &zeroed, &why);
+	ck_assert_ptr_eq(c, (char *)ps_pool_lo + PS_UNIT);
+	memset(c, 3, 3 << 20);
+	ps_pool_get_info(&info);
+	ck_assert_uint_eq(info.backed, (256 << 10) + (4 << 20));
+	ck_assert_int_eq(ps_pool_slab_of(c), 2);
+	ck_assert_int_eq(ps_pool_slab_of((char *)ps_pool_lo + (1 << 20)), -1);   /* the gap */
+	/* and a growth step is no longer declined */
+	ck_assert_ptr_nonnull(ps_pool_take(2 << 20, 4096, 128 << 10, &zeroed, &why));
+
+	/* With THP the first unit is one hugepage: nothing is declined. */
+	pool_setup(PS_HUGE_THP, 64 << 20);
+	ck_assert_ptr_nonnull(ps_pool_take(2 << 20, 4096, 1 << 20, &zeroed, &why));
+	ps_pool_get_info(&info);
+	ck_assert_uint_eq(info.backed, 2 << 20);
+}
+END_TEST
+
+/* A length that wraps past the end of the address space is never "within". */
+START_TEST(test_within_slab_wrap)
+{
+	bool zeroed;
+	enum ps_pool_fail why;
+
+	pool_setup(PS_HUGE_NONE, 64 << 20);
+	char *a = ps_pool_take(1 << 20, 4096, 0, &zeroed, &why);
+	ck_assert_ptr_nonnull(a);
+	ck_assert(ps_pool_within_slab(a + 4096, (1 << 20) - 4096));
+	ck_assert(!ps_pool_within_slab(a + 4096, (1 << 20) - 4095));
+	ck_assert(!ps_pool_within_slab(a + 4096, SIZE_MAX));
+	ck_assert(!ps_pool_within_slab(a + (1 << 20) - 1, SIZE_MAX - 4096));
+	ck_assert(!ps_pool_within_slab(a + 8192, (size_t)0 - 4096));
 }
 END_TEST
 
@@ -180,6 +252,8 @@ Suite *suite_pool(void)
 	tcase_add_test(tc, test_take_and_lookup);
 	tcase_add_test(tc, test_cap_and_too_large);
 	tcase_add_test(tc, test_mode_reasons);
+	tcase_add_test(tc, test_small_first);
+	tcase_add_test(tc, test_within_slab_wrap);
 	tcase_add_test(tc, test_arena_routing);
 	suite_add_tcase(s, tc);
 	return s;
