@@ -61,4 +61,12 @@ const char *ps_errno_name(int err);
  */
 void ps_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * Where ps_log() writes: the descriptor to use, or -1 for nowhere.  NULL
+ * (the default, until start-up has looked at stderr) means fd 2.  Set once
+ * by init.c to the report's check, so a message never lands in a file or
+ * socket the program has put at descriptor 2.
+ */
+extern int (*ps_log_fd)(void);
+
 #endif

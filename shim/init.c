@@ -155,8 +155,9 @@ static void start(void)
 	ps_pid = (int)getpid();
 	ps_report_keep_name();
 	ps_io_init(&ps_cfg);
-	if (strcmp(ps_cfg.stats, "stderr") == 0)
-		ps_report_keep_stderr();
+	/* What stderr is now: reports and messages go there only while it still is. */
+	ps_report_keep_stderr();
+	__atomic_store_n(&ps_log_fd, ps_report_stderr_fd, __ATOMIC_RELEASE);
 	if (ps_cfg.live) {
 		int lr = ps_live_init(&ps_cfg);
 		if (lr < 0 && ps_cfg.verbose)

@@ -514,6 +514,11 @@ static int stderr_fd(void)
 	return copy ? err0.copy : -1;
 }
 
+int ps_report_stderr_fd(void)
+{
+	return stderr_fd();
+}
+
 #define SAY_MAX 16
 
 /* One line for the user where stderr_fd() allows it, a few per process at most. */

@@ -66,6 +66,13 @@ void ps_report_keep_name(void);
 void ps_report_keep_stderr(void);
 
 /*
+ * The descriptor a message for the user may be written to: fd 2 while it
+ * still is the stderr seen by ps_report_keep_stderr(), else the kept copy,
+ * else -1.  Raw system calls only; callable from a signal handler.
+ */
+int ps_report_stderr_fd(void);
+
+/*
  * Gather and write the report where cfg says ("off" writes nothing).  A
  * path is opened without following a symbolic link and without blocking;
  * it must be a regular file owned by us with no other hard link, or a FIFO

@@ -63,4 +63,12 @@ n=$(cat "$PST_TMP/all2"/* | grep -vxc 'program data')
 	fail "close-all + reopen (fd 2 kept): $n foreign lines"
 report_in "close-all + reopen (fd 2 kept)" "$PST_TMP/err7"
 
+# 7. the report goes to a file the shim may not write (no such directory):
+# the one-line complaint at exit is a message for the user, and goes where
+# the report would, never into the file the program put at fd 2.
+shim POOLSHIM_STATS="$PST_TMP/no/such/dir/r.json" -- "$RH" fd2 closeopen "$PST_TMP/msg" \
+	>"$PST_TMP/out" 2>"$PST_TMP/err8" || fail "message: $(cat "$PST_TMP/out")"
+data_only "message after close(2) + open" "$PST_TMP/msg"
+# (No copy of stderr is kept when the report goes to a file, so the line is dropped.)
+
 finish
