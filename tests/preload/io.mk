@@ -15,13 +15,15 @@ pst_io_scripts = \
 	tests/preload/io_nouring.sh \
 	tests/preload/io_fortify.sh \
 	tests/preload/io_kinds.sh \
+	tests/preload/io_syscalls.sh \
 	tests/preload/io_fdclobber.sh \
 	tests/preload/fork_soak.sh \
 	tests/preload/alloc_rlimit.sh \
 	tests/preload/io_baseline.sh
 check_PROGRAMS += $(pst_io_programs) tests/preload/io_direct \
 	tests/preload/io_sandbox tests/preload/io_fortify tests/preload/io_kinds \
-	tests/preload/io_fdclobber tests/preload/fork_soak tests/preload/alloc_rlimit
+	tests/preload/io_fdclobber tests/preload/fork_soak tests/preload/alloc_rlimit \
+	tests/preload/io_syscalls
 TESTS += $(pst_io_programs) $(pst_io_scripts)
 EXTRA_DIST += $(pst_io_scripts)
 
@@ -46,6 +48,9 @@ tests_preload_io_errno_LDADD = $(PST_LIBS_ALL)
 tests_preload_io_kinds_SOURCES = tests/preload/io_kinds.c $(pst_io_common)
 tests_preload_io_kinds_CFLAGS = $(PST_CFLAGS_ALL)
 tests_preload_io_kinds_LDADD = $(PST_LIBS_ALL)
+
+# Plain loops of small I/O, run under strace by io_syscalls.sh.
+tests_preload_io_syscalls_SOURCES = tests/preload/io_syscalls.c
 
 # Runs a command in a sandbox: a seccomp filter on io_uring_setup, a tiny
 # RLIMIT_MEMLOCK, CAP_IPC_LOCK dropped.

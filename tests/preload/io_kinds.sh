@@ -3,7 +3,9 @@
 # The report's per-call, per-kind counts (tests/preload/io_kinds makes each
 # (call, kind) pair a distinct number of times), including descriptor
 # numbers that changed kind: closed and reused, dup2'd over, O_DIRECT set
-# and cleared with fcntl.
+# and cleared with fcntl.  Then each way of making a descriptor, one run
+# each (io_kinds WAY DIR makes 3 writev calls on it): the kind the shim
+# learnt from the making call, or probed for a descriptor of unknown origin.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 J="$PST_TMP/kinds.json"
 shim POOLSHIM_STATS="$J" -- "$PRELOAD_BIN/io_kinds" >"$PST_TMP/out" 2>&1
@@ -55,4 +57,46 @@ v=$(json_get "$PST_TMP/notime.json" "all(not c['lat_hist'] and c['nsec'] == 0 fo
 [ "$v" = True ] && pass "POOLSHIM_TIMING=0: no latency" || fail "POOLSHIM_TIMING=0: latencies still recorded: $v"
 v=$(json_get "$PST_TMP/notime.json" "sum(c['calls'] for c in r['calls'] if c['call'] == 'read')" 2>&1)
 [ "$v" = 25 ] && pass "POOLSHIM_TIMING=0: still counted" || fail "POOLSHIM_TIMING=0: read calls $v, want 25"
+
+# way, the kind its descriptor must be counted under
+ways="socket socket
+accept socket
+accept4 socket
+socketpair socket
+pipe pipe
+pipe2 pipe
+open file
+open-direct direct
+open-dev other
+openat file
+openat-direct direct
+creat file
+dup socket
+dup2-over-socket file
+dup3 pipe
+f-dupfd pipe
+f-dupfd-cloexec socket
+setfl-direct-on direct
+setfl-direct-off file
+setfl-pipe pipe
+inherited socket
+scm-rights pipe
+scm-rights-mmsg pipe
+reuse-eventfd other
+reuse-memfd file"
+echo "$ways" | while read -r way kind; do
+	d="$PST_TMP/$way"
+	mkdir -p "$d"
+	shim POOLSHIM_STATS="$d/r.json" -- "$PRELOAD_BIN/io_kinds" "$way" "$d" >"$d/out" 2>&1
+	rc=$?
+	if [ $rc = 77 ]; then
+		echo "skip: $way: $(cat "$d/out")"
+		continue
+	fi
+	[ $rc = 0 ] || { echo "FAIL: $way: exit $rc: $(cat "$d/out")"; continue; }
+	v=$(json_get "$d/r.json" "sorted((c['kind'], c['calls']) for c in r['calls'] if c['call'] == 'writev')" 2>&1)
+	[ "$v" = "[('$kind', 3)]" ] && echo "ok: $way: $kind" || echo "FAIL: $way: writev counted $v, want [('$kind', 3)]"
+done >"$PST_TMP/ways"
+cat "$PST_TMP/ways"
+grep -q '^FAIL' "$PST_TMP/ways" && pst_fail=1
 finish
