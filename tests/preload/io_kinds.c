@@ -31,6 +31,7 @@
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -256,6 +257,23 @@ static int by_way(const char *way, char **argv)
 	if (!strcmp(way, "setfl-pipe")) {   /* packet mode: still a pipe */
 		fd = pipe_end();
 		must(fcntl(fd, F_SETFL, O_DIRECT) == 0, "F_SETFL");
+		return fd;
+	}
+	if (!strcmp(way, "fifo-setfl-direct")) {
+		/*
+		 * A FIFO opened by path is taken for a file, and F_SETFL takes
+		 * O_DIRECT on it: a pread on a pooled buffer must still be the
+		 * kernel's ESPIPE, never io_uring's read of the pipe.
+		 */
+		must(mkfifo(way_path("fifo"), 0600) == 0, "mkfifo");
+		fd = open(way_path("fifo"), O_RDWR);
+		must(fd >= 0 && fcntl(fd, F_SETFL, O_DIRECT) == 0, "FIFO with O_DIRECT");
+		must(write(fd, "0123456789", 10) == 10, "fill the FIFO");
+		char *big = pio_alloc(1 * MiB);
+		errno = 0;
+		must(pread(fd, big, 1 * MiB, 0) == -1 && errno == ESPIPE, "pread on the FIFO");
+		char ten[10];
+		must(read(fd, ten, 10) == 10 && memcmp(ten, "0123456789", 10) == 0, "FIFO data kept");
 		return fd;
 	}
 	if (!strcmp(way, "scm-rights")) return received(false);

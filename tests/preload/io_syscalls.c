@@ -16,6 +16,8 @@
  *           send/recv + close both; accept4 every other iteration
  *   dup     dup, dup2, dup3, F_DUPFD of one pipe end + a 1-byte write on each
  *   null    1-byte write to /dev/null + read from /dev/zero (no new descriptors)
+ *   direct  pread 1 MiB O_DIRECT into a 1 MiB malloc'd buffer (pooled under
+ *           the shim, so io_uring's path; exit 77 without O_DIRECT)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -125,10 +127,29 @@ static void loop_null(long n)
 	}
 }
 
+static void loop_direct(long n, const char *dir)
+{
+	char path[4096];
+	size_t len = 1 << 20;
+	void *buf;
+	snprintf(path, sizeof(path), "%s/d", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	must(fd >= 0 && posix_memalign(&buf, 4096, len) == 0, "file, buffer");
+	memset(buf, 'd', len);
+	must(write(fd, buf, len) == (ssize_t)len && fsync(fd) == 0 && close(fd) == 0, "fill");
+	fd = open(path, O_RDONLY | O_DIRECT);
+	if (fd < 0 && errno == EINVAL)
+		exit(77);
+	must(fd >= 0, "open O_DIRECT");
+	for (long i = 0; i < n; i++)
+		must(pread(fd, buf, len, 0) == (ssize_t)len, "pread");
+	free(buf);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		fprintf(stderr, "usage: io_syscalls file|pipe|sock|accept|dup|null N DIR\n");
+		fprintf(stderr, "usage: io_syscalls file|pipe|sock|accept|dup|null|direct N DIR\n");
 		return 2;
 	}
 	const char *mode = argv[1], *dir = argv[3];
@@ -145,6 +166,8 @@ int main(int argc, char **argv)
 		loop_dup(n);
 	else if (!strcmp(mode, "null"))
 		loop_null(n);
+	else if (!strcmp(mode, "direct"))
+		loop_direct(n, dir);
 	else
 		return 2;
 	return 0;
