@@ -16,6 +16,7 @@ pst_io_scripts = \
 	tests/preload/io_fortify.sh \
 	tests/preload/io_kinds.sh \
 	tests/preload/io_syscalls.sh \
+	tests/preload/io_nginx.sh \
 	tests/preload/io_fdclobber.sh \
 	tests/preload/fork_soak.sh \
 	tests/preload/alloc_rlimit.sh \
