@@ -35,9 +35,15 @@ per_iteration() {
 			END { print "total", t + 0 }'
 }
 
-for mode in file pipe sock accept dup null; do
-	plain=$(per_iteration $mode)
-	shimmed=$(per_iteration $mode "$SHIM")
+for mode in file pipe sock accept dup null fortified-file; do
+	P="$PRELOAD_BIN/io_syscalls"
+	m=$mode
+	if [ $mode = fortified-file ]; then
+		P="$PRELOAD_BIN/io_syscalls_fortify"   # open() is __open_2 there
+		m=file
+	fi
+	plain=$(per_iteration $m)
+	shimmed=$(per_iteration $m "$SHIM")
 	pt=$(echo "$plain" | sed -n 's/^total //p')
 	st=$(echo "$shimmed" | sed -n 's/^total //p')
 	if [ -n "$pt" ] && [ "$plain" = "$shimmed" ]; then
@@ -49,6 +55,7 @@ for mode in file pipe sock accept dup null; do
 	fi
 done
 # The io_uring path is the shim doing its job: other calls, shown only.
+P="$PRELOAD_BIN/io_syscalls"
 plain=$(per_iteration direct)
 shimmed=$(per_iteration direct "$SHIM")
 echo "note: O_DIRECT pread 1 MiB per iteration, without: $(echo "$plain" | tr '\n' ' ')"
