@@ -176,8 +176,9 @@ static enum ps_fdkind failed_kind(int fd, int err)
  * Nothing here sets errno (the probe and the thread's first claim restore
  * it themselves), so errno is read only when the call failed.
  */
-static inline __attribute__((always_inline)) void end(enum ps_call call, int fd, uint64_t request, long result, long done,
-		       uint64_t t0)
+static inline __attribute__((always_inline)) void end(enum ps_call call, int fd,
+							uint64_t request, long result,
+							long done, uint64_t t0)
 {
 	int err = 0;
 	enum ps_fdkind kind;
@@ -323,7 +324,8 @@ static ssize_t do_pread(int fd, void *buf, size_t n, off_t off)
 {
 	if (ps_unlikely(!ps_enabled()))
 		return REAL(pread)(fd, buf, n, off);
-	ssize_t r = off >= 0 && maybe_direct(fd) ? try_uring(PS_CALL_PREAD, fd, buf, n, off, false) : -2;
+	ssize_t r = off >= 0 && maybe_direct(fd)
+			? try_uring(PS_CALL_PREAD, fd, buf, n, off, false) : -2;
 	if (r != -2)
 		return r;
 	uint64_t t0 = begin();
@@ -336,7 +338,8 @@ static ssize_t do_pwrite(int fd, const void *buf, size_t n, off_t off)
 {
 	if (ps_unlikely(!ps_enabled()))
 		return REAL(pwrite)(fd, buf, n, off);
-	ssize_t r = off >= 0 && maybe_direct(fd) ? try_uring(PS_CALL_PWRITE, fd, (void *)buf, n, off, true) : -2;
+	ssize_t r = off >= 0 && maybe_direct(fd)
+			? try_uring(PS_CALL_PWRITE, fd, (void *)buf, n, off, true) : -2;
 	if (r != -2)
 		return r;
 	uint64_t t0 = begin();
@@ -405,7 +408,8 @@ static ssize_t do_prwv(enum ps_call call, int fd, const struct iovec *iov, int n
 		       int flags)
 {
 	bool write = call == PS_CALL_PWRITEV || call == PS_CALL_PWRITEV2;
-	ssize_t r = flags == 0 && maybe_direct(fd) ? try_uring_v(call, fd, iov, n, off, write) : -2;
+	ssize_t r = flags == 0 && maybe_direct(fd) ? try_uring_v(call, fd, iov, n, off, write)
+						   : -2;
 	if (r != -2)
 		return r;
 	uint64_t t0 = begin();
