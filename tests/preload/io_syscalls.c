@@ -17,6 +17,9 @@
  *           send/recv + close both; accept4 every other iteration
  *   dup     dup, dup2, dup3, F_DUPFD of one pipe end + a 1-byte write on each
  *   null    1-byte write to /dev/null + read from /dev/zero (no new descriptors)
+ *   high    1-byte write + read on a pipe whose ends are dup2'd to 70000 and
+ *           70001, past the first 65536 numbers (exit 77 where RLIMIT_NOFILE
+ *           cannot be raised that far)
  *   direct  pread 1 MiB O_DIRECT into a 1 MiB malloc'd buffer (pooled under
  *           the shim, so io_uring's path; exit 77 without O_DIRECT)
  */
@@ -25,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -130,6 +134,21 @@ static void loop_null(long n)
 	}
 }
 
+static void loop_high(long n)
+{
+	struct rlimit rl;
+	char c = 'h';
+	int p[2];
+	must(getrlimit(RLIMIT_NOFILE, &rl) == 0, "getrlimit");
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < 70002)
+		exit(77);
+	rl.rlim_cur = rl.rlim_max;
+	must(setrlimit(RLIMIT_NOFILE, &rl) == 0 && pipe(p) == 0, "setrlimit, pipe");
+	must(dup2(p[0], 70000) == 70000 && dup2(p[1], 70001) == 70001, "dup2 past 65536");
+	for (long i = 0; i < n; i++)
+		must(write(70001, &c, 1) == 1 && read(70000, &c, 1) == 1, "I/O past 65536");
+}
+
 static void loop_direct(long n, const char *dir)
 {
 	char path[4096];
@@ -152,7 +171,7 @@ static void loop_direct(long n, const char *dir)
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		fprintf(stderr, "usage: io_syscalls file|pipe|sock|accept|dup|null|direct N DIR\n");
+		fprintf(stderr, "usage: io_syscalls file|pipe|sock|accept|dup|null|high|direct N DIR\n");
 		return 2;
 	}
 	const char *mode = argv[1], *dir = argv[3];
@@ -169,6 +188,8 @@ int main(int argc, char **argv)
 		loop_dup(n);
 	else if (!strcmp(mode, "null"))
 		loop_null(n);
+	else if (!strcmp(mode, "high"))
+		loop_high(n);
 	else if (!strcmp(mode, "direct"))
 		loop_direct(n, dir);
 	else
