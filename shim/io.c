@@ -3,16 +3,19 @@
  * The I/O interposers.  Each one either hands an eligible O_DIRECT request
  * on a pooled buffer to uring.c, or calls the real libc function and counts
  * the call (size, result, errno, time) against the descriptor's kind.  The
- * pass-through path takes no lock, allocates nothing and leaves errno as
- * the real call set it, so it is as async-signal-safe as the call itself.
- * Calls that create, close, duplicate or re-flag descriptors are wrapped
- * only to keep the descriptor-kind cache true.
+ * pass-through path takes no lock, allocates nothing, makes no system call
+ * of its own and leaves errno as the real call set it, so it is as
+ * async-signal-safe as the call itself.  Calls that create, close,
+ * duplicate or re-flag descriptors are wrapped only to tell the kind table
+ * (fdinfo.h) what each descriptor is, so that it never has to ask the
+ * kernel.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -38,6 +41,10 @@ ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
 ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
 ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
 		       struct sockaddr *addr, socklen_t *alen);
+int __open_2(const char *path, int flags);
+int __open64_2(const char *path, int flags);
+int __openat_2(int dir, const char *path, int flags);
+int __openat64_2(int dir, const char *path, int flags);
 
 #define REAL_FUNCS(X)                                                              \
 	X(ssize_t, read, (int, void *, size_t))                                     \
@@ -69,6 +76,10 @@ ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
 	X(int, close_range, (unsigned, unsigned, int))                              \
 	X(int, open, (const char *, int, ...))                                      \
 	X(int, openat, (int, const char *, int, ...))                               \
+	X(int, __open_2, (const char *, int))                                       \
+	X(int, __open64_2, (const char *, int))                                     \
+	X(int, __openat_2, (int, const char *, int))                                \
+	X(int, __openat64_2, (int, const char *, int))                              \
 	X(int, socket, (int, int, int))                                             \
 	X(int, accept, (int, struct sockaddr *, socklen_t *))                       \
 	X(int, accept4, (int, struct sockaddr *, socklen_t *, int))                 \
@@ -129,17 +140,18 @@ static long missing(void)
 	 : resolve((void **)&real_##name, #name) ? real_##name                      \
 	 : (__typeof__(real_##name))(void (*)(void))missing)
 
+/* Drives timing sampling: one call in POOLSHIM_TIMING_SAMPLE per thread. */
+static __thread uint32_t sample_tick;
+
 /*
  * Reading the TSC twice costs ~35 ns on a VM, 3% of a 1 us syscall: time
  * one call in POOLSHIM_TIMING_SAMPLE per thread, which keeps the counting
- * within budget and the histograms representative.
+ * within budget and the histograms representative.  begin() and end() are
+ * forced inline: as calls, their prologues cost more than their work.
  */
-static inline uint64_t begin(void)
+static inline __attribute__((always_inline)) uint64_t begin(void)
 {
-	if (!timing)
-		return 0;
-	struct ps_tstats *t = ps_stats_tls;
-	if (ps_likely(t != NULL) && (++t->sample_tick & sample_mask) != 0)
+	if (!timing || (++sample_tick & sample_mask) != 0)
 		return 0;
 	return ps_ticks();
 }
@@ -150,22 +162,45 @@ static inline uint64_t begin_always(void)
 	return timing ? ps_ticks() : 0;
 }
 
-/* Count a finished call; done is the byte count when result is not it. */
-static inline void end(enum ps_call call, int fd, uint64_t request, long result, long done,
-		       uint64_t t0)
+/* The kind a failed call counts under; EBADF is not worth a probe. */
+static enum ps_fdkind failed_kind(int fd, int err)
 {
-	int err = errno;
+	if (err != EBADF)
+		return ps_fd_kind(fd);
+	enum ps_fdkind k = ps_fd_peek(fd);
+	return k != PS_FD_NONE ? k : PS_FD_OTHER;
+}
+
+/*
+ * Count a finished call; done is the byte count when result is not it.
+ * Nothing here sets errno (the probe and the thread's first claim restore
+ * it themselves), so errno is read only when the call failed.
+ */
+static inline __attribute__((always_inline)) void end(enum ps_call call, int fd,
+							uint64_t request, long result,
+							long done, uint64_t t0)
+{
+	int err = 0;
+	enum ps_fdkind kind;
 	uint64_t ns = 0;
 
+	if (ps_likely(result >= 0)) {
+		kind = ps_fd_kind(fd);
+	} else {
+		err = errno;
+		kind = failed_kind(fd, err);
+	}
 	/* A timed call shorter than a nanosecond still counts as timed. */
-	if (t0) {
+	if (ps_unlikely(t0 != 0)) {
 		ns = ps_ticks_to_ns(ps_ticks() - t0);
 		ns = ns ? ns : 1;
 	}
-	ps_stats_io(call, ps_fd_kind(fd), request, result < 0 ? result : done, err, ns);
-	if (request >= site_min)
-		ps_callsite_record(PS_SITE_IO, call, result > 0 ? (uint64_t)done : 0, ns);
-	errno = err;
+	ps_stats_io(call, kind, request, result < 0 ? result : done, err, ns);
+	if (ps_unlikely(ps_callsite_on) && request >= site_min) {
+		int saved = errno;
+		ps_callsite_capture(PS_SITE_IO, call, result > 0 ? (uint64_t)done : 0, ns);
+		errno = saved;
+	}
 }
 
 /*
@@ -194,19 +229,28 @@ static bool file_size_limited(void)
 	       rl.rlim_cur != RLIM_INFINITY;
 }
 
+/*
+ * Whether fd may go through io_uring: known to be O_DIRECT.  One of unknown
+ * origin is probed by its first call's counting, and comes here from the
+ * next.  Inline, so that other descriptors pay two loads for it.
+ */
+static inline bool maybe_direct(int fd)
+{
+	return ps_unlikely(ps_fd_peek(fd) == PS_FD_DIRECT);
+}
+
 /* An O_DIRECT request on a pooled buffer through io_uring; -2 = not taken. */
 static ssize_t try_uring(enum ps_call call, int fd, void *buf, size_t len, off_t off, bool write)
 {
-	if (ps_fd_kind(fd) != PS_FD_DIRECT || !ps_uring_eligible(buf, len, off, off != -1))
+	if (!ps_uring_eligible(buf, len, off, off != -1))
 		return -2;
 	/*
-	 * The cache can be stale if libc closed and reused the number behind
-	 * our back; and O_APPEND writes must not be split or reordered.
+	 * The table can be stale if libc closed and reused the number behind
+	 * our back, or be told O_DIRECT for a FIFO (F_SETFL); and O_APPEND
+	 * writes must not be split or reordered.
 	 */
-	if (!ps_fd_is_direct_now(fd, write)) {
-		ps_fd_forget(fd);
+	if (!ps_fd_is_direct_now(fd, write))
 		return -2;
-	}
 	if (write && file_size_limited())
 		return -2;
 	int saved = errno;
@@ -240,8 +284,7 @@ static ssize_t try_uring_v(enum ps_call call, int fd, const struct iovec *user_i
 {
 	struct iovec iov[64];
 
-	if (off < 0 || n < 1 || n > (int)PS_ARRAY_SIZE(iov) || ps_fd_kind(fd) != PS_FD_DIRECT ||
-	    copy_iov(iov, user_iov, n) < 0)
+	if (off < 0 || n < 1 || n > (int)PS_ARRAY_SIZE(iov) || copy_iov(iov, user_iov, n) < 0)
 		return -2;
 	size_t len = iov_bytes(iov, n);
 	if (!ps_uring_eligible(iov[0].iov_base, iov[0].iov_len, off, true) ||
@@ -281,7 +324,8 @@ static ssize_t do_pread(int fd, void *buf, size_t n, off_t off)
 {
 	if (ps_unlikely(!ps_enabled()))
 		return REAL(pread)(fd, buf, n, off);
-	ssize_t r = off >= 0 ? try_uring(PS_CALL_PREAD, fd, buf, n, off, false) : -2;
+	ssize_t r = off >= 0 && maybe_direct(fd)
+			? try_uring(PS_CALL_PREAD, fd, buf, n, off, false) : -2;
 	if (r != -2)
 		return r;
 	uint64_t t0 = begin();
@@ -294,7 +338,8 @@ static ssize_t do_pwrite(int fd, const void *buf, size_t n, off_t off)
 {
 	if (ps_unlikely(!ps_enabled()))
 		return REAL(pwrite)(fd, buf, n, off);
-	ssize_t r = off >= 0 ? try_uring(PS_CALL_PWRITE, fd, (void *)buf, n, off, true) : -2;
+	ssize_t r = off >= 0 && maybe_direct(fd)
+			? try_uring(PS_CALL_PWRITE, fd, (void *)buf, n, off, true) : -2;
 	if (r != -2)
 		return r;
 	uint64_t t0 = begin();
@@ -363,7 +408,8 @@ static ssize_t do_prwv(enum ps_call call, int fd, const struct iovec *iov, int n
 		       int flags)
 {
 	bool write = call == PS_CALL_PWRITEV || call == PS_CALL_PWRITEV2;
-	ssize_t r = flags == 0 ? try_uring_v(call, fd, iov, n, off, write) : -2;
+	ssize_t r = flags == 0 && maybe_direct(fd) ? try_uring_v(call, fd, iov, n, off, write)
+						   : -2;
 	if (r != -2)
 		return r;
 	uint64_t t0 = begin();
@@ -450,12 +496,42 @@ PS_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockad
 	return do_recvfrom(PS_CALL_RECVFROM, fd, buf, n, flags, addr, alen);
 }
 
+/*
+ * Descriptors passed with SCM_RIGHTS take numbers the table may know under
+ * another kind (closed behind its back): they are of unknown origin.  Read
+ * only after a successful call, when the kernel has written the control
+ * data into the program's buffer.
+ */
+static void forget_passed_fds(const struct msghdr *msg)
+{
+	if (ps_likely(msg->msg_control == NULL) || msg->msg_controllen < sizeof(struct cmsghdr))
+		return;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c && c->cmsg_len >= CMSG_LEN(0);
+	     c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		const unsigned char *data = CMSG_DATA(c);
+		for (size_t i = 0; i < n; i++) {
+			int fd;
+			memcpy(&fd, data + i * sizeof(int), sizeof(fd));
+			ps_fd_forget(fd);
+		}
+	}
+}
+
 PS_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
-	if (ps_unlikely(!ps_enabled()))
-		return REAL(recvmsg)(fd, msg, flags);
+	if (ps_unlikely(!ps_enabled())) {
+		ssize_t r = REAL(recvmsg)(fd, msg, flags);
+		if (r >= 0)
+			forget_passed_fds(msg);
+		return r;
+	}
 	uint64_t t0 = begin();
 	ssize_t r = REAL(recvmsg)(fd, msg, flags);
+	if (r >= 0)
+		forget_passed_fds(msg);
 	end(PS_CALL_RECVMSG, fd, r >= 0 ? iov_bytes(msg->msg_iov, (int)msg->msg_iovlen) : 0, r, r,
 	    t0);
 	return r;
@@ -470,12 +546,22 @@ static size_t mmsg_bytes(const struct mmsghdr *v, int n, bool done)
 	return total;
 }
 
+static void forget_passed_fds_m(const struct mmsghdr *vec, int r)
+{
+	for (int i = 0; i < r; i++)
+		forget_passed_fds(&vec[i].msg_hdr);
+}
+
 PS_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned n, int flags, struct timespec *tmo)
 {
-	if (ps_unlikely(!ps_enabled()))
-		return REAL(recvmmsg)(fd, vec, n, flags, tmo);
+	if (ps_unlikely(!ps_enabled())) {
+		int r = REAL(recvmmsg)(fd, vec, n, flags, tmo);
+		forget_passed_fds_m(vec, r);
+		return r;
+	}
 	uint64_t t0 = begin();
 	int r = REAL(recvmmsg)(fd, vec, n, flags, tmo);
+	forget_passed_fds_m(vec, r);
 	/* Only the r headers the kernel filled in are known to be readable. */
 	end(PS_CALL_RECVMMSG, fd, r > 0 ? mmsg_bytes(vec, r, false) : 0, r,
 	    r > 0 ? (long)mmsg_bytes(vec, r, true) : r, t0);
@@ -591,15 +677,38 @@ PS_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int
 
 /* ---- descriptor bookkeeping ------------------------------------------- */
 
-static int forget_result(int fd)
+/*
+ * Every call here returns what libc returned, errno included: the table
+ * is updated with plain stores (a new chunk of it with one raw mmap, once
+ * per 65536 numbers), never with a system call about the descriptor.
+ */
+static int made(int fd, enum ps_fdkind kind)
 {
 	if (fd >= 0)
-		ps_fd_forget(fd);
+		ps_fd_set(fd, kind);
 	return fd;
+}
+
+static int made_pair(int r, const int fds[2], enum ps_fdkind kind)
+{
+	if (r == 0) {
+		ps_fd_set(fds[0], kind);
+		ps_fd_set(fds[1], kind);
+	}
+	return r;
+}
+
+/* The new descriptor's kind is the source's (unknown stays unknown). */
+static int duplicated(int from, int to)
+{
+	if (to >= 0)
+		ps_fd_copy(from, to);
+	return to;
 }
 
 PS_EXPORT int close(int fd)
 {
+	/* Before too: a probe racing with the close must not outlive it. */
 	ps_fd_forget(fd);
 	int r = REAL(close)(fd);
 	ps_fd_forget(fd);
@@ -617,27 +726,25 @@ PS_EXPORT int fclose(FILE *f)
 
 PS_EXPORT int dup(int fd)
 {
-	return forget_result(REAL(dup)(fd));
+	return duplicated(fd, REAL(dup)(fd));
 }
 
 PS_EXPORT int dup2(int fd, int to)
 {
-	int r = REAL(dup2)(fd, to);
-	ps_fd_forget(to);
-	return r;
+	return duplicated(fd, REAL(dup2)(fd, to));
 }
 
 PS_EXPORT int dup3(int fd, int to, int flags)
 {
-	int r = REAL(dup3)(fd, to, flags);
-	ps_fd_forget(to);
-	return r;
+	return duplicated(fd, REAL(dup3)(fd, to, flags));
 }
 
 PS_EXPORT int close_range(unsigned lo, unsigned hi, int flags)
 {
 	int r = REAL(close_range)(lo, hi, flags);
-	ps_fd_forget_range(lo, hi);
+	/* CLOSE_RANGE_CLOEXEC closes nothing now; exec starts a new table. */
+	if (!(flags & CLOSE_RANGE_CLOEXEC))
+		ps_fd_forget_range(lo, hi);
 	return r;
 }
 
@@ -645,10 +752,12 @@ PS_EXPORT int close_range(unsigned lo, unsigned hi, int flags)
 static int do_fcntl(int fd, int cmd, void *arg)
 {
 	int r = REAL(fcntl)(fd, cmd, arg);
+	if (r < 0)
+		return r;
 	if (cmd == F_SETFL)
-		ps_fd_forget(fd);
+		ps_fd_setfl(fd, (int)(intptr_t)arg);
 	else if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
-		forget_result(r);
+		duplicated(fd, r);
 	return r;
 }
 
@@ -676,13 +785,21 @@ static mode_t open_mode(int flags, va_list ap)
 	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(ap, int) : 0;
 }
 
+/* The path is read only after the kernel took it. */
+static int opened(int fd, const char *path, int flags)
+{
+	if (fd >= 0)
+		ps_fd_set(fd, ps_fd_open_kind(path, flags));
+	return fd;
+}
+
 PS_EXPORT int open(const char *path, int flags, ...)
 {
 	va_list ap;
 	va_start(ap, flags);
 	mode_t mode = open_mode(flags, ap);
 	va_end(ap);
-	return forget_result(REAL(open)(path, flags, mode));
+	return opened(REAL(open)(path, flags, mode), path, flags);
 }
 
 PS_EXPORT int open64(const char *path, int flags, ...)
@@ -691,7 +808,7 @@ PS_EXPORT int open64(const char *path, int flags, ...)
 	va_start(ap, flags);
 	mode_t mode = open_mode(flags, ap);
 	va_end(ap);
-	return forget_result(REAL(open)(path, flags, mode));
+	return opened(REAL(open)(path, flags, mode), path, flags);
 }
 
 PS_EXPORT int openat(int dir, const char *path, int flags, ...)
@@ -700,7 +817,7 @@ PS_EXPORT int openat(int dir, const char *path, int flags, ...)
 	va_start(ap, flags);
 	mode_t mode = open_mode(flags, ap);
 	va_end(ap);
-	return forget_result(REAL(openat)(dir, path, flags, mode));
+	return opened(REAL(openat)(dir, path, flags, mode), path, flags);
 }
 
 PS_EXPORT int openat64(int dir, const char *path, int flags, ...)
@@ -709,12 +826,34 @@ PS_EXPORT int openat64(int dir, const char *path, int flags, ...)
 	va_start(ap, flags);
 	mode_t mode = open_mode(flags, ap);
 	va_end(ap);
-	return forget_result(REAL(openat)(dir, path, flags, mode));
+	return opened(REAL(openat)(dir, path, flags, mode), path, flags);
+}
+
+/* What -D_FORTIFY_SOURCE builds call for open(path, flags) with variable flags. */
+PS_EXPORT int __open_2(const char *path, int flags)
+{
+	return opened(REAL(__open_2)(path, flags), path, flags);
+}
+
+PS_EXPORT int __open64_2(const char *path, int flags)
+{
+	return opened(REAL(__open64_2)(path, flags), path, flags);
+}
+
+PS_EXPORT int __openat_2(int dir, const char *path, int flags)
+{
+	return opened(REAL(__openat_2)(dir, path, flags), path, flags);
+}
+
+PS_EXPORT int __openat64_2(int dir, const char *path, int flags)
+{
+	return opened(REAL(__openat64_2)(dir, path, flags), path, flags);
 }
 
 PS_EXPORT int creat(const char *path, mode_t mode)
 {
-	return forget_result(REAL(open)(path, O_CREAT | O_WRONLY | O_TRUNC, mode));
+	int flags = O_CREAT | O_WRONLY | O_TRUNC;
+	return opened(REAL(open)(path, flags, mode), path, flags);
 }
 
 PS_EXPORT int creat64(const char *path, mode_t mode)
@@ -724,45 +863,30 @@ PS_EXPORT int creat64(const char *path, mode_t mode)
 
 PS_EXPORT int socket(int domain, int type, int proto)
 {
-	return forget_result(REAL(socket)(domain, type, proto));
+	return made(REAL(socket)(domain, type, proto), PS_FD_SOCKET);
 }
 
 PS_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *alen)
 {
-	return forget_result(REAL(accept)(fd, addr, alen));
+	return made(REAL(accept)(fd, addr, alen), PS_FD_SOCKET);
 }
 
 PS_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *alen, int flags)
 {
-	return forget_result(REAL(accept4)(fd, addr, alen, flags));
+	return made(REAL(accept4)(fd, addr, alen, flags), PS_FD_SOCKET);
 }
 
 PS_EXPORT int pipe(int fds[2])
 {
-	int r = REAL(pipe)(fds);
-	if (r == 0) {
-		ps_fd_forget(fds[0]);
-		ps_fd_forget(fds[1]);
-	}
-	return r;
+	return made_pair(REAL(pipe)(fds), fds, PS_FD_PIPE);
 }
 
 PS_EXPORT int pipe2(int fds[2], int flags)
 {
-	int r = REAL(pipe2)(fds, flags);
-	if (r == 0) {
-		ps_fd_forget(fds[0]);
-		ps_fd_forget(fds[1]);
-	}
-	return r;
+	return made_pair(REAL(pipe2)(fds, flags), fds, PS_FD_PIPE);
 }
 
 PS_EXPORT int socketpair(int domain, int type, int proto, int fds[2])
 {
-	int r = REAL(socketpair)(domain, type, proto, fds);
-	if (r == 0) {
-		ps_fd_forget(fds[0]);
-		ps_fd_forget(fds[1]);
-	}
-	return r;
+	return made_pair(REAL(socketpair)(domain, type, proto, fds), fds, PS_FD_SOCKET);
 }

@@ -126,12 +126,18 @@ void ps_stats_release(void *block)
 	__atomic_store_n(&t->in_use, 0, __ATOMIC_RELEASE);
 }
 
-void ps_stats_io(enum ps_call call, enum ps_fdkind kind, uint64_t request, long result,
-		 int err, uint64_t nsec)
+void ps_stats_io_slow(enum ps_call call, enum ps_fdkind kind, uint64_t request, long result,
+		      int err, uint64_t nsec)
 {
-	struct ps_tstats *t = ps_stats_mine();
-	if (ps_unlikely(!t))
-		return;
+	struct ps_tstats *t = ps_stats_tls;
+	if (ps_unlikely(!t)) {
+		/* Claiming may run the thread-exit hook's set-up: keep errno. */
+		int saved_errno = errno;
+		t = ps_stats_claim();
+		errno = saved_errno;
+		if (!t)
+			return;
+	}
 	struct ps_counter *c = &t->c[call][kind];
 	PS_ADD(c->calls, 1);
 	if (result >= 0) {

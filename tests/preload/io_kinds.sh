@@ -3,7 +3,9 @@
 # The report's per-call, per-kind counts (tests/preload/io_kinds makes each
 # (call, kind) pair a distinct number of times), including descriptor
 # numbers that changed kind: closed and reused, dup2'd over, O_DIRECT set
-# and cleared with fcntl.
+# and cleared with fcntl.  Then each way of making a descriptor, one run
+# each (io_kinds WAY DIR makes 3 writev calls on it): the kind the shim
+# learnt from the making call, or probed for a descriptor of unknown origin.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 J="$PST_TMP/kinds.json"
 shim POOLSHIM_STATS="$J" -- "$PRELOAD_BIN/io_kinds" >"$PST_TMP/out" 2>&1
@@ -55,4 +57,59 @@ v=$(json_get "$PST_TMP/notime.json" "all(not c['lat_hist'] and c['nsec'] == 0 fo
 [ "$v" = True ] && pass "POOLSHIM_TIMING=0: no latency" || fail "POOLSHIM_TIMING=0: latencies still recorded: $v"
 v=$(json_get "$PST_TMP/notime.json" "sum(c['calls'] for c in r['calls'] if c['call'] == 'read')" 2>&1)
 [ "$v" = 25 ] && pass "POOLSHIM_TIMING=0: still counted" || fail "POOLSHIM_TIMING=0: read calls $v, want 25"
+
+# way, the kind its descriptor must be counted under
+ways="socket socket
+accept socket
+accept4 socket
+socketpair socket
+pipe pipe
+pipe2 pipe
+open file
+open-direct direct
+open-dev other
+openat file
+openat-direct direct
+creat file
+dup socket
+dup2-over-socket file
+dup3 pipe
+f-dupfd pipe
+f-dupfd-cloexec socket
+setfl-direct-on direct
+setfl-direct-off file
+setfl-pipe pipe
+fifo-setfl-direct pipe
+inherited socket
+scm-rights pipe
+scm-rights-mmsg pipe
+reuse-eventfd other
+reuse-memfd file"
+echo "$ways" | while read -r way kind; do
+	d="$PST_TMP/$way"
+	mkdir -p "$d"
+	shim POOLSHIM_STATS="$d/r.json" -- "$PRELOAD_BIN/io_kinds" "$way" "$d" >"$d/out" 2>&1
+	echo "$way $kind $?"
+done >"$PST_TMP/ways"
+# One interpreter for every report: each writev row must be the expected kind.
+python3 - "$PST_TMP" >"$PST_TMP/verdicts" <<'EOF_PY'
+import json, sys
+tmp = sys.argv[1]
+for line in open(f"{tmp}/ways"):
+    way, kind, rc = line.split()
+    out = open(f"{tmp}/{way}/out").read().strip()
+    if rc == "77":
+        print(f"skip: {way}: {out}")
+        continue
+    if rc != "0":
+        print(f"FAIL: {way}: exit {rc}: {out}")
+        continue
+    r = json.load(open(f"{tmp}/{way}/r.json"))
+    got = sorted((c["kind"], c["calls"]) for c in r["calls"] if c["call"] == "writev")
+    want = [(kind, 3)]
+    print(f"ok: {way}: {kind}" if got == want else f"FAIL: {way}: writev counted {got}, want {want}")
+EOF_PY
+cat "$PST_TMP/verdicts"
+grep -q '^FAIL' "$PST_TMP/verdicts" && pst_fail=1
+grep -q '^ok' "$PST_TMP/verdicts" || fail "no way of making a descriptor was checked"
 finish

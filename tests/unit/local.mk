@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: MIT
-# (included from Makefile.am)  Which copy of the core the unit tests link.
+# (included from Makefile.am)  Which copy of the core the unit tests link,
+# and the suites kept here rather than in Makefile.am's list.
 # With --enable-sanitizers it is a second copy built with ASan and UBSan, so
 # that the sanitizers check the core's code and not only the tests';
 # libpoolshim.so keeps the plain copy (an ASan runtime cannot be preloaded
 # under a program that was not built with it).
+tests_unit_unit_SOURCES += tests/unit/test_fdinfo.c
+
 if SANITIZERS
 check_LTLIBRARIES += libpscore_asan.la
 libpscore_asan_la_SOURCES = $(libpscore_la_SOURCES)

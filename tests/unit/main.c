@@ -8,6 +8,7 @@ int main(void)
 {
 	SRunner *sr = srunner_create(suite_config());
 
+	srunner_add_suite(sr, suite_fdinfo());
 	srunner_add_suite(sr, suite_fmt());
 	srunner_add_suite(sr, suite_pool());
 	srunner_add_suite(sr, suite_report());

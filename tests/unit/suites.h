@@ -6,6 +6,7 @@
 #include <check.h>
 
 Suite *suite_config(void);
+Suite *suite_fdinfo(void);
 Suite *suite_fmt(void);
 Suite *suite_pool(void);
 Suite *suite_report(void);
