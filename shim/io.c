@@ -284,7 +284,13 @@ static ssize_t try_uring_v(enum ps_call call, int fd, const struct iovec *user_i
 {
 	struct iovec iov[64];
 
-	if (off < 0 || n < 1 || n > (int)PS_ARRAY_SIZE(iov) || copy_iov(iov, user_iov, n) < 0)
+	/*
+	 * Copying the array costs a system call (process_vm_readv), one a
+	 * seccomp allow-list may not expect: make it only when io_uring may
+	 * take the request.
+	 */
+	if (off < 0 || n < 1 || n > (int)PS_ARRAY_SIZE(iov) || !ps_uring_usable() ||
+	    copy_iov(iov, user_iov, n) < 0)
 		return -2;
 	size_t len = iov_bytes(iov, n);
 	if (!ps_uring_eligible(iov[0].iov_base, iov[0].iov_len, off, true) ||

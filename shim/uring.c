@@ -363,6 +363,11 @@ void ps_uring_after_fork_child(void)
 		ring_forget(&tls_ring);
 }
 
+bool ps_uring_usable(void)
+{
+	return uring_on && __atomic_load_n(&state, __ATOMIC_RELAXED) == PS_URING_STATE_OK;
+}
+
 bool ps_uring_eligible(const void *buf, size_t len, off_t off, bool positional)
 {
 	if (!uring_on)

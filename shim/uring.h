@@ -35,6 +35,13 @@ void ps_uring_init(const struct ps_config *cfg);
 bool ps_uring_eligible(const void *buf, size_t len, off_t off, bool positional);
 
 /*
+ * Whether io_uring may be used at all (on, and not found unavailable): a
+ * check with no side effect, for callers that must do work (copy an iovec
+ * array) before they can ask ps_uring_eligible().
+ */
+bool ps_uring_usable(void);
+
+/*
  * Do positional I/O (off >= 0), split into chunks.  write selects writes.
  * Returns what pread/pwrite would:
  * bytes, or -1 with errno.  Returns -2 (errno untouched) when the ring is

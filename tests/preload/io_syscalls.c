@@ -31,6 +31,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 static void must(int ok, const char *what)
@@ -168,10 +169,31 @@ static void loop_direct(long n, const char *dir)
 	free(buf);
 }
 
+/* The vectored form: two halves of a 1 MiB pooled buffer in one preadv. */
+static void loop_directv(long n, const char *dir)
+{
+	char path[4096];
+	size_t len = 1 << 20;
+	void *buf;
+	snprintf(path, sizeof(path), "%s/dv", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	must(fd >= 0 && posix_memalign(&buf, 4096, len) == 0, "file, buffer");
+	memset(buf, 'v', len);
+	must(write(fd, buf, len) == (ssize_t)len && fsync(fd) == 0 && close(fd) == 0, "fill");
+	fd = open(path, O_RDONLY | O_DIRECT);
+	if (fd < 0 && errno == EINVAL)
+		exit(77);
+	must(fd >= 0, "open O_DIRECT");
+	struct iovec iov[2] = { { buf, len / 2 }, { (char *)buf + len / 2, len / 2 } };
+	for (long i = 0; i < n; i++)
+		must(preadv(fd, iov, 2, 0) == (ssize_t)len, "preadv");
+	free(buf);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		fprintf(stderr, "usage: io_syscalls file|pipe|sock|accept|dup|null|high|direct N DIR\n");
+		fprintf(stderr, "usage: io_syscalls file|pipe|sock|accept|dup|null|high|direct|directv N DIR\n");
 		return 2;
 	}
 	const char *mode = argv[1], *dir = argv[3];
@@ -192,6 +214,8 @@ int main(int argc, char **argv)
 		loop_high(n);
 	else if (!strcmp(mode, "direct"))
 		loop_direct(n, dir);
+	else if (!strcmp(mode, "directv"))
+		loop_directv(n, dir);
 	else
 		return 2;
 	return 0;

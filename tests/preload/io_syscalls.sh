@@ -14,7 +14,8 @@ N=${PST_SYSCALLS_N:-200}
 
 # syscalls MODE ITER [PRELOAD]: "name count" lines for one run, sorted.
 syscalls() {
-	strace -f -qq -o "$PST_TMP/trace" ${3:+-E LD_PRELOAD=$3} -E POOLSHIM_STATS=off \
+	# shellcheck disable=SC2086
+	strace -f -qq -o "$PST_TMP/trace" ${3:+-E LD_PRELOAD=$3} -E POOLSHIM_STATS=off ${SHIM_ENV:-} \
 		"$P" "$1" "$2" "$PST_TMP" >"$PST_TMP/out" 2>&1
 	case $? in
 	0) ;;
@@ -58,6 +59,21 @@ for mode in file pipe sock accept dup null high fortified-file; do
 		pass "$mode: $pt system calls per iteration, as without the shim"
 	else
 		fail "$mode: ${st:-?} system calls per iteration under the shim, ${pt:-?} without"
+		echo "   without: $(echo "$plain" | tr '\n' ' ')"
+		echo "   shim:    $(echo "$shimmed" | tr '\n' ' ')"
+	fi
+done
+# With io_uring off, O_DIRECT calls on pooled buffers are pass-through too:
+# no F_GETFL, no process_vm_readv copy of an iovec array.
+for mode in direct directv; do
+	plain=$(per_iteration $mode)
+	[ "$plain" = run-skipped ] && { echo "note: $mode: no O_DIRECT here"; continue; }
+	shimmed=$(SHIM_ENV="-E POOLSHIM_URING=off" per_iteration $mode "$SHIM")
+	pt=$(echo "$plain" | sed -n 's/^total //p')
+	if [ -n "$pt" ] && [ "$plain" = "$shimmed" ]; then
+		pass "$mode, POOLSHIM_URING=off: $pt system calls per iteration, as without the shim"
+	else
+		fail "$mode, POOLSHIM_URING=off: the shim adds system calls"
 		echo "   without: $(echo "$plain" | tr '\n' ' ')"
 		echo "   shim:    $(echo "$shimmed" | tr '\n' ' ')"
 	fi
