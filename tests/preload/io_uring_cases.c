@@ -43,6 +43,7 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "io_common.h"
@@ -452,7 +453,12 @@ static void mode_link(const char *spare_arg)
 	fd = pio_open_direct(path, O_RDWR);
 	char *buf = pio_alloc(len);
 	pio_fill(buf, len, 0, SEED + 1);
-	struct pio_res r = PIO_CALL(pwrite(fd, buf, len, 0));
+	/* PST_LINK_VEC=1: the same write as pwritev, one chunk per segment (one SQE each). */
+	struct iovec iov[4];
+	for (int i = 0; i < 4; i++)
+		iov[i] = (struct iovec){ buf + (size_t)i * chunk, chunk };
+	struct pio_res r = getenv("PST_LINK_VEC") ? PIO_CALL(pwritev(fd, iov, 4, 0))
+						  : PIO_CALL(pwrite(fd, buf, len, 0));
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		die("fstat");

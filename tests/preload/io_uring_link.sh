@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# A split O_DIRECT write whose second chunk fails must leave the file as a
+# An O_DIRECT write whose second chunk fails must leave the file as a
 # plain pwrite would: the call returns the prefix, and nothing past it
-# lands.  On a full 8 MiB tmpfs (a private mount namespace; tmpfs takes
+# lands.  pwrite goes through io_uring as one SQE; pwritev as one SQE per
+# segment, linked, which is what the vectored runs check.  On a full 8 MiB tmpfs (a private mount namespace; tmpfs takes
 # O_DIRECT from Linux 6.6) a 4-chunk write over a file whose second chunk
 # is a hole: chunks 1, 3 and 4 overwrite blocks already there, chunk 2
 # needs new ones and gets ENOSPC (or only part of them, with 128 KiB
@@ -32,13 +33,17 @@ run_fs() {
 	sed -n 's/^link: \(ret \)/\1/p' "$PST_TMP/$name.out"
 }
 
-for spare in 0 131072; do
-	want=$(run_fs "plain-$spare" $spare POOLSHIM=off)
-	got=$(run_fs "shim-$spare" $spare LD_PRELOAD="$SHIM")
-	echo "spare $spare without the shim: $want"
-	echo "spare $spare under the shim:   $got"
-	[ -n "$want" ] && [ "$got" = "$want" ] &&
-		pass "spare $spare: the same return, size and blocks as a plain pwrite" ||
-		fail "spare $spare: under the shim '$got', a plain pwrite '$want'"
+for vec in 0 1; do
+	for spare in 0 131072; do
+		v=${vec#0}
+		call=pwrite; [ "$vec" = 1 ] && call=pwritev
+		want=$(run_fs "plain-$spare-$vec" $spare POOLSHIM=off ${v:+PST_LINK_VEC=1})
+		got=$(run_fs "shim-$spare-$vec" $spare LD_PRELOAD="$SHIM" ${v:+PST_LINK_VEC=1})
+		echo "$call, spare $spare, without the shim: $want"
+		echo "$call, spare $spare, under the shim:   $got"
+		[ -n "$want" ] && [ "$got" = "$want" ] &&
+			pass "$call, spare $spare: the same return, size and blocks as without the shim" ||
+			fail "$call, spare $spare: under the shim '$got', without it '$want'"
+	done
 done
 finish
