@@ -12,6 +12,12 @@
 #define ps_likely(x)   __builtin_expect(!!(x), 1)
 #define ps_unlikely(x) __builtin_expect(!!(x), 0)
 
+/*
+ * For the pass-through path's helpers: called as functions, their
+ * prologues and argument shuffles cost more than their work.
+ */
+#define PS_INLINE static inline __attribute__((always_inline))
+
 #define PS_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /*

@@ -311,7 +311,7 @@ static ssize_t try_uring_v(enum ps_call call, int fd, const struct iovec *user_i
 
 /* ---- read and write families ------------------------------------------ */
 
-static ssize_t do_read(int fd, void *buf, size_t n)
+PS_INLINE ssize_t do_read(int fd, void *buf, size_t n)
 {
 	if (ps_unlikely(!ps_enabled()))
 		return REAL(read)(fd, buf, n);
@@ -326,7 +326,7 @@ static ssize_t do_read(int fd, void *buf, size_t n)
 	return r;
 }
 
-static ssize_t do_pread(int fd, void *buf, size_t n, off_t off)
+PS_INLINE ssize_t do_pread(int fd, void *buf, size_t n, off_t off)
 {
 	if (ps_unlikely(!ps_enabled()))
 		return REAL(pread)(fd, buf, n, off);
@@ -340,7 +340,7 @@ static ssize_t do_pread(int fd, void *buf, size_t n, off_t off)
 	return r;
 }
 
-static ssize_t do_pwrite(int fd, const void *buf, size_t n, off_t off)
+PS_INLINE ssize_t do_pwrite(int fd, const void *buf, size_t n, off_t off)
 {
 	if (ps_unlikely(!ps_enabled()))
 		return REAL(pwrite)(fd, buf, n, off);
@@ -479,8 +479,8 @@ PS_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int n, off_t off,
 
 /* ---- sockets ------------------------------------------------------------ */
 
-static ssize_t do_recvfrom(enum ps_call call, int fd, void *buf, size_t n, int flags,
-			   struct sockaddr *addr, socklen_t *alen)
+PS_INLINE ssize_t do_recvfrom(enum ps_call call, int fd, void *buf, size_t n, int flags,
+				   struct sockaddr *addr, socklen_t *alen)
 {
 	if (ps_unlikely(!ps_enabled()))
 		return REAL(recvfrom)(fd, buf, n, flags, addr, alen);
