@@ -91,7 +91,7 @@ int __openat64_2(int dir, const char *path, int flags);
 REAL_FUNCS(DECLARE_REAL)
 
 static bool timing;
-static uint32_t sample_mask;
+static uint32_t sample_period;
 static uint64_t site_min;
 
 void ps_io_init(const struct ps_config *cfg)
@@ -106,7 +106,7 @@ void ps_io_init(const struct ps_config *cfg)
 	if (missing)
 		ps_log("some libc I/O functions were not found; calls to them fail with ENOSYS");
 	timing = cfg->timing;
-	sample_mask = (uint32_t)cfg->timing_sample - 1;
+	sample_period = (uint32_t)cfg->timing_sample;
 	site_min = cfg->uring_min;
 	ps_clock_init();
 	ps_uring_init(cfg);
@@ -140,8 +140,20 @@ static long missing(void)
 	 : resolve((void **)&real_##name, #name) ? real_##name                      \
 	 : (__typeof__(real_##name))(void (*)(void))missing)
 
-/* Drives timing sampling: one call in POOLSHIM_TIMING_SAMPLE per thread. */
-static __thread uint32_t sample_tick;
+/*
+ * Calls left before this thread times one: one in POOLSHIM_TIMING_SAMPLE.
+ * A countdown, so the untimed call pays one decrement and one branch; the
+ * first sample comes at the default period, later ones at the configured.
+ */
+static __thread uint32_t sample_left = 16;
+
+/* The countdown ran out: time this call if timing is on, and start again. */
+static __attribute__((noinline)) uint64_t sample_now(void)
+{
+	/* Timing off: the next visit is 2^32 calls away. */
+	sample_left = timing ? sample_period : 0;
+	return timing ? ps_ticks() : 0;
+}
 
 /*
  * Reading the TSC twice costs ~35 ns on a VM, 3% of a 1 us syscall: time
@@ -151,9 +163,9 @@ static __thread uint32_t sample_tick;
  */
 static inline __attribute__((always_inline)) uint64_t begin(void)
 {
-	if (!timing || (++sample_tick & sample_mask) != 0)
+	if (ps_likely(--sample_left != 0))
 		return 0;
-	return ps_ticks();
+	return sample_now();
 }
 
 /* The same, for the io_uring path: always timed, it is never a tiny call. */
