@@ -30,3 +30,14 @@ shim() {
 json_get() {
 	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
 }
+
+# uring_lock -s|-x: take the system-wide io_uring lock on fd 9.  io_nouring.sh
+# switches io_uring off for every process (kernel.io_uring_disabled) for a
+# moment under -x; the tests that need io_uring working hold it -s.
+uring_lock() {
+	L="${TMPDIR:-/tmp}/poolshim-io_uring.lock"
+	(umask 0; : >>"$L") 2>/dev/null
+	{ [ -r "$L" ] && command -v flock >/dev/null; } || return 0
+	exec 9<"$L"
+	flock "$1" 9
+}

@@ -11,16 +11,6 @@
 P="$PRELOAD_BIN/io_direct"
 RUN="$PS_TOP_SRCDIR/tests/run-test.sh"
 
-# Take the system-wide io_uring lock on fd 9 (flock -s or -x): io_nouring.sh
-# switches io_uring off for every process with kernel.io_uring_disabled for a
-# moment, under -x; the checks that need io_uring working hold it -s.
-uring_lock() {
-	L="${TMPDIR:-/tmp}/poolshim-io_uring.lock"
-	(umask 0; : >>"$L") 2>/dev/null
-	{ [ -r "$L" ] && command -v flock >/dev/null; } || return 0
-	exec 9<"$L"
-	flock "$1" 9
-}
 
 # 1. the matrix (each run prints its own Check summary)
 PS_CONFIGS="default:

@@ -10,16 +10,6 @@
 P="$PRELOAD_BIN/io_direct"
 SB="$PRELOAD_BIN/io_sandbox"
 
-# Take the system-wide io_uring lock on fd 9 (flock -s or -x): io_nouring.sh
-# switches io_uring off for every process with kernel.io_uring_disabled for a
-# moment, under -x; the checks that need io_uring working hold it -s.
-uring_lock() {
-	L="${TMPDIR:-/tmp}/poolshim-io_uring.lock"
-	(umask 0; : >>"$L") 2>/dev/null
-	{ [ -r "$L" ] && command -v flock >/dev/null; } || return 0
-	exec 9<"$L"
-	flock "$1" 9
-}
 
 # run NAME [sandbox options] : io_direct in the sandbox, report in NAME.json
 run() {

@@ -40,6 +40,19 @@ per_iteration() {
 			END { print "total", t + 0 }'
 }
 
+# same NAME PLAIN SHIMMED: the per-iteration counts must be identical.
+same() {
+	pt=$(echo "$2" | sed -n 's/^total //p')
+	st=$(echo "$3" | sed -n 's/^total //p')
+	if [ -n "$pt" ] && [ "$2" = "$3" ]; then
+		pass "$1: $pt system calls per iteration, as without the shim"
+	else
+		fail "$1: ${st:-?} system calls per iteration under the shim, ${pt:-?} without"
+		echo "   without: $(echo "$2" | tr '\n' ' ')"
+		echo "   shim:    $(echo "$3" | tr '\n' ' ')"
+	fi
+}
+
 for mode in file pipe sock accept dup null high fortified-file; do
 	P="$PRELOAD_BIN/io_syscalls"
 	m=$mode
@@ -52,31 +65,15 @@ for mode in file pipe sock accept dup null high fortified-file; do
 		echo "note: $mode: skipped (RLIMIT_NOFILE cannot reach 70002 here)"
 		continue
 	fi
-	shimmed=$(per_iteration $m "$SHIM")
-	pt=$(echo "$plain" | sed -n 's/^total //p')
-	st=$(echo "$shimmed" | sed -n 's/^total //p')
-	if [ -n "$pt" ] && [ "$plain" = "$shimmed" ]; then
-		pass "$mode: $pt system calls per iteration, as without the shim"
-	else
-		fail "$mode: ${st:-?} system calls per iteration under the shim, ${pt:-?} without"
-		echo "   without: $(echo "$plain" | tr '\n' ' ')"
-		echo "   shim:    $(echo "$shimmed" | tr '\n' ' ')"
-	fi
+	same "$mode" "$plain" "$(per_iteration $m "$SHIM")"
 done
 # With io_uring off, O_DIRECT calls on pooled buffers are pass-through too:
 # no F_GETFL, no process_vm_readv copy of an iovec array.
 for mode in direct directv; do
 	plain=$(per_iteration $mode)
 	[ "$plain" = run-skipped ] && { echo "note: $mode: no O_DIRECT here"; continue; }
-	shimmed=$(SHIM_ENV="-E POOLSHIM_URING=off" per_iteration $mode "$SHIM")
-	pt=$(echo "$plain" | sed -n 's/^total //p')
-	if [ -n "$pt" ] && [ "$plain" = "$shimmed" ]; then
-		pass "$mode, POOLSHIM_URING=off: $pt system calls per iteration, as without the shim"
-	else
-		fail "$mode, POOLSHIM_URING=off: the shim adds system calls"
-		echo "   without: $(echo "$plain" | tr '\n' ' ')"
-		echo "   shim:    $(echo "$shimmed" | tr '\n' ' ')"
-	fi
+	same "$mode, POOLSHIM_URING=off" "$plain" \
+		"$(SHIM_ENV="-E POOLSHIM_URING=off" per_iteration $mode "$SHIM")"
 done
 # The io_uring path is the shim doing its job: other calls, shown only.
 P="$PRELOAD_BIN/io_syscalls"

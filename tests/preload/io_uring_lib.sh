@@ -6,14 +6,6 @@
 # takes it exclusively while it switches io_uring off).
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 P="$PRELOAD_BIN/io_uring_cases"
-
-uring_lock() {
-	L="${TMPDIR:-/tmp}/poolshim-io_uring.lock"
-	(umask 0; : >>"$L") 2>/dev/null
-	{ [ -r "$L" ] && command -v flock >/dev/null; } || return 0
-	exec 9<"$L"
-	flock "$1" 9
-}
 uring_lock -s
 
 # ucase NAME VAR=VAL ... -- MODE [ARGS]: run under the shim (no live file, no
