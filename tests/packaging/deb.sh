@@ -50,6 +50,12 @@ pass "dpkg-buildpackage -b -us -uc ($(($(date +%s) - start)) s)"
 grep -q 'PASS: tests/packaging/smoke.sh' "$work/build.log" &&
 	pass "the package build ran its smoke test" || fail "no smoke test in the package build"
 
+# nocheck: the override that runs the smoke test does nothing.
+n=$(cd "$src" && DEB_BUILD_OPTIONS=nocheck env -u MAKEFLAGS -u MAKELEVEL \
+	make -s -n -f debian/rules override_dh_auto_test 2>&1)
+[ -z "$n" ] && pass "DEB_BUILD_OPTIONS=nocheck: no test run" ||
+	fail "DEB_BUILD_OPTIONS=nocheck still runs: $n"
+
 arch=$(dpkg --print-architecture)
 ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 deb="$work/src/poolshim_${dver}_$arch.deb"
