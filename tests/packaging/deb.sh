@@ -97,6 +97,28 @@ rc=$?
 	fail "extracted poolshim-stat --help failed"
 "$root/usr/bin/poolshim-report" "$PST_TMP/true.json" >"$PST_TMP/out" 2>&1 &&
 	pass "extracted poolshim-report reads the report" || fail "extracted poolshim-report: $(head -3 "$PST_TMP/out")"
+# poolshim stat / report find the tools installed next to the command.
+"$root/usr/bin/poolshim" report "$PST_TMP/true.json" >"$PST_TMP/out" 2>&1 &&
+	"$root/usr/bin/poolshim" stat --help >/dev/null 2>&1 &&
+	pass "extracted poolshim report, poolshim stat --help" ||
+	fail "extracted poolshim report / stat: $(head -3 "$PST_TMP/out")"
+
+# The command with its built-in path, the library where the package puts it:
+# in a mount namespace of its own, the package's /usr/lib/<multiarch> laid
+# over the system's (root only; nothing outside the namespace sees it).
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null &&
+	unshare -m sh -c 'mount -t overlay overlay -o "lowerdir=$1/usr/lib/$2:/usr/lib/$2" "/usr/lib/$2"' \
+		sh "$root" "$ma" 2>/dev/null; then
+	unshare -m sh -c 'mount -t overlay overlay -o "lowerdir=$1/usr/lib/$2:/usr/lib/$2" "/usr/lib/$2" &&
+		exec "$1/usr/bin/poolshim" POOLSHIM_STATS_FORMAT=json POOLSHIM_STATS="$3" ls /nonexistent' \
+		sh "$root" "$ma" "$PST_TMP/ns.json" >/dev/null 2>&1
+	rc=$?
+	[ $rc = 2 ] && [ -s "$PST_TMP/ns.json" ] &&
+		pass "poolshim with the library at $libpath: ls exits 2 under the shim" ||
+		fail "poolshim with the library at $libpath: exit $rc, report: $(ls "$PST_TMP/ns.json" 2>&1)"
+else
+	echo "no mount namespace with overlayfs here: the built-in path is checked only by name"
+fi
 
 if command -v lintian >/dev/null; then
 	lintian --fail-on error "$work"/src/poolshim_*.changes \
@@ -118,6 +140,9 @@ if [ "${CI:-}" = true ] && [ "$(id -u)" = 0 ] && ! dpkg -s poolshim >/dev/null 2
 		[ $rc = 2 ] && [ -s "$PST_TMP/inst.json" ] &&
 			pass "installed: poolshim ls (a missing file) exits 2 under the shim" ||
 			fail "installed: poolshim ls exited $rc, report: $(ls -l "$PST_TMP/inst.json" 2>&1)"
+		/usr/bin/poolshim report "$PST_TMP/inst.json" >"$PST_TMP/out" 2>&1 &&
+			pass "installed: poolshim report reads it" ||
+			fail "installed: poolshim report: $(head -3 "$PST_TMP/out")"
 		dpkg -r poolshim >"$PST_TMP/dpkg" 2>&1 && [ ! -e "$libpath" ] &&
 			pass "dpkg -r removes it" || fail "dpkg -r: $(cat "$PST_TMP/dpkg")"
 	else
