@@ -1,0 +1,63 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# What counting a pass-through call costs, in user instructions: an exact,
+# load-independent number (valgrind's callgrind), unlike wall time on a
+# shared machine.  tests/preload/io_cost runs three loops of N iterations
+# (1-byte write to /dev/null; open + pread 1 KiB + close; 1-byte send +
+# recv on a socketpair) with collection on only inside them; the shim's
+# added instructions per I/O call, (shim - none) / N / calls per
+# iteration, must stay under PST_COST_BUDGET (open and close are not
+# counted calls: they only tell the kind table, and their cost is part of
+# the file loop's budget).  A regression of the hot path shows up here
+# as a number, long before it shows up in a benchmark's noise.
+. "$PS_TOP_SRCDIR/tests/lib.sh"
+P="$PRELOAD_BIN/io_cost"
+command -v valgrind >/dev/null 2>&1 || skip "valgrind not installed"
+valgrind --tool=callgrind --callgrind-out-file=/dev/null true >/dev/null 2>&1 ||
+	skip "valgrind cannot run here"
+N=${PST_COST_N:-5000}
+BUDGET=${PST_COST_BUDGET:-30}
+
+# run NAME [PRELOAD]: "loop instructions" for each loop, from one run.
+run() {
+	rm -f "$PST_TMP"/cg.*
+	# shellcheck disable=SC2086
+	env ${2:+LD_PRELOAD=$2} POOLSHIM_STATS=off valgrind -q --tool=callgrind \
+		--collect-atstart=no --toggle-collect='cost_*' --dump-after=cost_devnull \
+		--dump-after=cost_file --dump-after=cost_sock \
+		--callgrind-out-file="$PST_TMP/cg.%p" "$P" "$N" "$PST_TMP" >"$PST_TMP/out.$1" 2>&1 ||
+		{ echo "run-failed"; return; }
+	# One dump per loop, in order; each holds the instructions of N iterations.
+	for f in $(ls "$PST_TMP"/cg.* | sort -t. -k3 -n); do
+		loop=$(sed -n 's/^desc: Trigger: --dump-after=cost_//p' "$f")
+		ir=$(sed -n 's/^summary: //p' "$f")
+		[ -n "$loop" ] && echo "$loop $ir"
+	done
+}
+
+run none >"$PST_TMP/none"
+run shim "$SHIM" >"$PST_TMP/shim"
+if grep -q run-failed "$PST_TMP/none" "$PST_TMP/shim"; then
+	fail "callgrind run failed"
+	cat "$PST_TMP"/out.*
+	finish
+fi
+for spec in devnull:1 file:1 sock:2; do
+	loop=${spec%:*} calls=${spec#*:}
+	a=$(awk -v l="$loop" '$1 == l { print $2 }' "$PST_TMP/none")
+	b=$(awk -v l="$loop" '$1 == l { print $2 }' "$PST_TMP/shim")
+	if [ -z "$a" ] || [ -z "$b" ]; then
+		fail "$loop: no callgrind dump (none '${a}', shim '${b}')"
+		continue
+	fi
+	line=$(awk -v a="$a" -v b="$b" -v n="$N" -v c="$calls" -v l="$loop" 'BEGIN {
+		printf "%s: %.1f instructions per iteration without the shim, %.1f with it: %.1f added per call",
+			l, a / n, b / n, (b - a) / n / c }')
+	added=$(awk -v a="$a" -v b="$b" -v n="$N" -v c="$calls" 'BEGIN { printf "%d", (b - a) / n / c + 0.5 }')
+	if [ "$added" -le "$BUDGET" ]; then
+		pass "$line (budget $BUDGET)"
+	else
+		fail "$line, over the budget of $BUDGET"
+	fi
+done
+finish
