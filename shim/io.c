@@ -242,9 +242,10 @@ static enum ps_fdkind failed_kind(int fd, int err)
  * capture, or a thread whose gate is shut; done is the byte count when
  * result is not it.  Nothing here sets errno (the probe and the thread's
  * first claim restore it themselves), so errno is read only when the call
- * failed.  Out of line: the fast path's registers stay few.
+ * failed.  Out of line, returning result: the fast path calls it last,
+ * as a tail call, and keeps no register for the result.
  */
-static __attribute__((noinline)) void end(enum ps_call call, int fd, uint64_t request,
+static __attribute__((noinline)) long end(enum ps_call call, int fd, uint64_t request,
 					  long result, long done, uint64_t t0)
 {
 	int err = 0;
@@ -268,6 +269,7 @@ static __attribute__((noinline)) void end(enum ps_call call, int fd, uint64_t re
 		ps_callsite_capture(PS_SITE_IO, call, result > 0 ? (uint64_t)done : 0, ns);
 		errno = saved;
 	}
+	return result;
 }
 
 /*
@@ -275,16 +277,17 @@ static __attribute__((noinline)) void end(enum ps_call call, int fd, uint64_t re
  * that no call site is wanted: the common case inline, kind looked up only now (entry: fd's table entry if
  * the caller already read it, else 0).
  */
-PS_INLINE void count(enum ps_call call, int fd, uint8_t entry, uint64_t request, long result,
+PS_INLINE long count(enum ps_call call, int fd, uint8_t entry, uint64_t request, long result,
 		     long done)
 {
-	if (ps_likely(result >= 0)) {
-		enum ps_fdkind kind = ps_likely(entry != 0) ? (enum ps_fdkind)(entry & PS_FD_KIND_MASK)
-							   : ps_fd_kind(fd);
-		ps_stats_io_fast(call, kind, request, done);
-	} else {
-		end(call, fd, request, result, done, 0);
+	if (entry == 0)
+		entry = ps_fd_entry(fd);
+	/* An unknown kind is probed by end(), all of it out of line. */
+	if (ps_likely(result >= 0) && ps_likely(entry != 0)) {
+		ps_stats_io_fast(call, (enum ps_fdkind)(entry & PS_FD_KIND_MASK), request, done);
+		return result;
 	}
+	return end(call, fd, request, result, done, 0);
 }
 
 /* Count a call that went through begin(), timed or not. */
@@ -310,8 +313,7 @@ PS_INLINE void finish(enum ps_call call, int fd, uint64_t request, long result, 
 		if (ps_unlikely(--ps_io_gate == 0))                                  \
 			return slow_##name(__VA_ARGS__);                             \
 		type r_ = real_##name(__VA_ARGS__);                                  \
-		count(call, fd, entry, request, r_, r_);                             \
-		return r_;                                                           \
+		return (type)count(call, fd, entry, request, r_, r_);                \
 	} while (0)
 
 /* The gate ran out: the shim may be off, the call may be timed. */

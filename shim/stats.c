@@ -182,7 +182,7 @@ void ps_stats_after_fork_child(void)
 static uint64_t counter_calls(const struct ps_counter *c, bool block)
 {
 	uint64_t n = PS_LOAD(c->calls);
-	for (int i = 0; block && i < PS_SIZE_BUCKETS; i++)
+	for (int i = 0; block && i < PS_SIZE_SLOTS; i++)
 		n += PS_LOAD(c->size_hist[i]);
 	return n;
 }
@@ -197,8 +197,9 @@ static void add_counter(struct ps_counter *dst, const struct ps_counter *src, ui
 	dst->eagain += m * PS_LOAD(src->eagain);
 	dst->timed += m * PS_LOAD(src->timed);
 	dst->nsec += m * PS_LOAD(src->nsec);
-	for (int i = 0; i < PS_SIZE_BUCKETS; i++)
-		dst->size_hist[i] += m * PS_LOAD(src->size_hist[i]);
+	for (int i = 0; i < PS_SIZE_SLOTS; i++)
+		dst->size_hist[i < PS_SIZE_BUCKETS ? i : PS_SIZE_BUCKETS - 1] +=
+			m * PS_LOAD(src->size_hist[i]);
 	for (int i = 0; i < PS_LAT_BUCKETS; i++)
 		dst->lat_hist[i] += m * PS_LOAD(src->lat_hist[i]);
 }

@@ -50,6 +50,11 @@ enum ps_fdkind {
 };
 
 #define PS_SIZE_BUCKETS 48   /* log2 of bytes: bucket k holds [2^k, 2^(k+1)) */
+/*
+ * A block has a slot for every log2 of a 64-bit size, so the hot path
+ * needs no clamp; ps_stats_add() folds slots 47-63 into bucket 47.
+ */
+#define PS_SIZE_SLOTS 64
 #define PS_LAT_BUCKETS 40    /* log2 of nanoseconds */
 #define PS_ERRNO_MAX 134
 
@@ -65,7 +70,7 @@ struct ps_counter {
 	uint64_t eagain;
 	uint64_t timed;      /* calls that were timed (one in POOLSHIM_TIMING_SAMPLE) */
 	uint64_t nsec;       /* their total time */
-	uint64_t size_hist[PS_SIZE_BUCKETS];
+	uint64_t size_hist[PS_SIZE_SLOTS];
 	uint64_t lat_hist[PS_LAT_BUCKETS];
 };
 
@@ -209,7 +214,7 @@ static inline void ps_stats_io_fast(enum ps_call call, enum ps_fdkind kind, uint
 {
 	struct ps_counter *c = &ps_stats_tls->c[call][kind];
 	PS_ADD(c->bytes, (uint64_t)result);
-	ps_hist_add(c->size_hist, PS_SIZE_BUCKETS, request);
+	PS_ADD(c->size_hist[ps_log2(request)], 1);
 }
 
 /* Called with each newly claimed block (init.c ties it to thread exit). */
