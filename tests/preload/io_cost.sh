@@ -68,4 +68,36 @@ for spec in devnull:1:$B_DEVNULL file:1:$B_FILE sock:2:$B_SOCK; do
 		fail "$line, over the budget of $BUDGET"
 	fi
 done
+
+# Counting fewer instructions must not count less: the same loops, without
+# valgrind, counted exactly (calls = the size histogram's sum, bytes,
+# sizes), with one call in 16 timed.
+M=1000
+if shim POOLSHIM_STATS="$PST_TMP/r.json" -- "$P" "$M" "$PST_TMP" >"$PST_TMP/out" 2>&1; then
+	python3 - "$PST_TMP/r.json" "$M" <<'EOF_PY' >"$PST_TMP/verdicts"
+import json, sys
+r = json.load(open(sys.argv[1]))
+n = int(sys.argv[2]) + 1          # the loop and warm()
+rows = {(c["call"], c["kind"]): c for c in r["calls"]}
+for call, kind, size, want in (("write", "other", 1, n), ("pread", "file", 1024, n),
+                               ("send", "socket", 1, n), ("recv", "socket", 1, n)):
+    c = rows.get((call, kind))
+    got = c and (c["calls"], c["bytes"], c.get("errors", 0))
+    exp = (want, want * size, 0)
+    print(f"ok: {call} on {kind}: {got}" if got == exp
+          else f"FAIL: {call} on {kind}: (calls, bytes, errors) {got}, want {exp}")
+timed = {k[0]: c.get("timed", 0) for k, c in rows.items()}
+# One call in 16 of the thread's, whatever the call: send and recv share
+# their samples (alternating, the countdown always lands on one of them).
+for calls, want in ((("write",), n), (("pread",), n), (("send", "recv"), 2 * n)):
+    t = sum(timed.get(c, 0) for c in calls)
+    lo, hi = want // 16 - 1, want // 16 + 1
+    print(f"ok: {'+'.join(calls)} timed {t} of {want}" if lo <= t <= hi
+          else f"FAIL: {'+'.join(calls)} timed {t} of {want}, want {lo}-{hi}")
+EOF_PY
+	cat "$PST_TMP/verdicts"
+	grep -q '^FAIL' "$PST_TMP/verdicts" && pst_fail=1
+else
+	fail "io_cost under the shim: $(head -c 300 "$PST_TMP/out")"
+fi
 finish
