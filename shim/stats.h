@@ -200,7 +200,10 @@ static inline void ps_stats_event(enum ps_alloc_event ev)
 		PS_ADD(t->events[ev], 1);
 }
 
-/* ps_stats_io() for a failed or timed call, or a thread's first call. */
+/*
+ * Count a finished I/O call the general way: failed (err its errno), timed
+ * (nsec), or in a thread that has no block yet.  Leaves errno alone.
+ */
 void ps_stats_io_slow(enum ps_call call, enum ps_fdkind kind, uint64_t request, long result,
 		      int err, uint64_t nsec);
 
