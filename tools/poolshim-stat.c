@@ -273,8 +273,27 @@ static void show(const struct target *t, const struct ps_tstats *counters, const
 			       (unsigned)h->unpublished);
 	}
 	fflush(stdout);
+	if (opt_json) {
+		/* In memory, so the line can open with when it was read. */
+		static char *big;
+		const size_t cap = 16u << 20;
+		if (!big && !(big = malloc(cap)))
+			return;
+		ps_buf_init(&b, big, cap, -1);
+		ps_report_render(&b, &d, PS_FORMAT_JSON);
+		const char *j = ps_buf_str(&b);
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		if (*j == '{')
+			printf("{\"timestamp\":%lld.%03ld,%s", (long long)now.tv_sec,
+			       now.tv_nsec / 1000000, j + 1);
+		else
+			fputs(j, stdout);
+		fflush(stdout);
+		return;
+	}
 	ps_buf_init(&b, storage, sizeof(storage), 1);
-	ps_report_render(&b, &d, opt_json ? PS_FORMAT_JSON : PS_FORMAT_TEXT);
+	ps_report_render(&b, &d, PS_FORMAT_TEXT);
 	ps_buf_flush(&b);
 }
 
