@@ -401,7 +401,7 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 	prom_family(f, "poolshim_pool_events_total", "counter",
 		    "Pool allocations, frees and fallbacks to the ordinary arenas, by reason.");
 	for (int i = 0; i < n; i++)
-		for (int e = 0; e < PS_EV__COUNT; e++) {
+		for (int e = 0; t[i].fd >= 0 && e < PS_EV__COUNT; e++) {
 			fputs("poolshim_pool_events_total{", f);
 			prom_id(f, &t[i]);
 			fprintf(f, ",event=\"%s\"} %llu\n", ev_names[e],
@@ -420,6 +420,8 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 	for (size_t m = 0; m < sizeof(g) / sizeof(g[0]); m++) {
 		prom_family(f, g[m].name, "gauge", g[m].help);
 		for (int i = 0; i < n; i++) {
+			if (t[i].fd < 0)
+				continue;
 			const struct ps_live_header *h = t[i].hdr;
 			uint64_t v[] = { h->gauges.pool_in_use, h->gauges.pool_peak, h->pool.backed,
 					 h->pool.cap, h->pool_min, t[i].nblocks, h->uring_rings,
@@ -442,6 +444,8 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 	for (size_t m = 0; m < sizeof(u) / sizeof(u[0]); m++) {
 		prom_family(f, u[m].name, "counter", u[m].help);
 		for (int i = 0; i < n; i++) {
+			if (t[i].fd < 0)
+				continue;
 			fprintf(f, "%s{", u[m].name);
 			prom_id(f, &t[i]);
 			fprintf(f, "} %llu\n", (unsigned long long)*(const uint64_t *)
@@ -451,7 +455,7 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 	prom_family(f, "poolshim_uring_fallbacks_total", "counter",
 		    "Eligible-looking calls that went to libc instead of io_uring, by reason.");
 	for (int i = 0; i < n; i++)
-		for (int r = 0; r < PS_UFB__COUNT; r++) {
+		for (int r = 0; t[i].fd >= 0 && r < PS_UFB__COUNT; r++) {
 			fputs("poolshim_uring_fallbacks_total{", f);
 			prom_id(f, &t[i]);
 			fprintf(f, ",reason=\"%s\"} %llu\n", ufb_names[r],
@@ -645,6 +649,43 @@ int main(int argc, char **argv)
 		}
 	}
 	for (long round = 0; count < 0 || round < count; round++) {
+		if (round > 0 && !named) {
+			/* Processes started since: follow them too; drop those that ended. */
+			struct id *more = NULL;
+			int nm = scan_all(&more);
+			for (int j = 0; j < nm; j++) {
+				bool known = false;
+				for (int i = 0; i < ok && !known; i++)
+					known = t[i].pid == more[j].pid && t[i].ns == more[j].ns &&
+						t[i].fd >= 0;
+				if (known)
+					continue;
+				struct target *nt = realloc(t, sizeof(*t) * (size_t)(ok + 1));
+				if (!nt)
+					break;
+				t = nt;
+				memset(&t[ok], 0, sizeof(*t));
+				if (tot) {
+					struct ps_tstats *ntot = realloc(tot, sizeof(*tot) * (size_t)(ok + 1));
+					if (!ntot)
+						break;
+					tot = ntot;
+				}
+				if (open_target(&t[ok], more[j].pid, more[j].ns, false) == 0 &&
+				    !t[ok].dead)
+					ok++;
+				else
+					close_target(&t[ok]);
+			}
+			free(more);
+			for (int i = 0; i < ok; i++)
+				if (t[i].fd >= 0 && !t[i].foreign_ns && kill(t[i].pid, 0) < 0 &&
+				    errno == ESRCH) {
+					forget_dead(&t[i]);
+					close(t[i].fd);
+					t[i].fd = -1;
+				}
+		}
 		for (int i = 0; tot && i < ok; i++) {
 			const char *why = t[i].fd >= 0 && round > 0 ? snapshot(&t[i]) : NULL;
 			if (why) {
@@ -691,7 +732,7 @@ int main(int argc, char **argv)
 		for (int i = 0; i < ok; i++)
 			all_dead &= t[i].fd < 0 || t[i].dead ||
 				    (!t[i].foreign_ns && kill(t[i].pid, 0) < 0 && errno == ESRCH);
-		if (all_dead)
+		if (all_dead && named)
 			break;
 		struct timespec ts = { (time_t)interval,
 				       (long)((interval - (double)(time_t)interval) * 1e9) };
