@@ -49,7 +49,7 @@
 struct target {
 	int pid;
 	uint64_t ns;
-	char path[128];
+	char path[PS_LIVE_DIR_MAX + 64];
 	int fd;
 	struct ps_live_header *hdr;   /* the latest snapshot, PS_LIVE_HEADER bytes */
 	char *blocks;                 /* its blocks, nblocks * block_stride bytes */
@@ -514,7 +514,7 @@ struct id {
 
 static int scan_all(struct id **ids)
 {
-	DIR *d = opendir(PS_LIVE_DIR);
+	DIR *d = opendir(ps_live_dir());
 	struct dirent *e;
 	int n = 0, cap = 16;
 
@@ -552,6 +552,19 @@ int main(int argc, char **argv)
 
 	ids = malloc(sizeof(*ids) * (size_t)(argc > 1 ? argc : 1));
 	my_ns = ps_live_pidns();
+	const char *dir = getenv("POOLSHIM_LIVE_DIR");
+	for (int i = 1; i + 1 < argc; i++)
+		if (!strcmp(argv[i], "--live-dir"))
+			dir = argv[i + 1];
+	if (dir && *dir) {
+		int r = ps_live_set_dir(dir);
+		if (r < 0) {
+			fprintf(stderr, "poolshim stat: live directory %s: %s\n", dir,
+				r == -EINVAL ? "not an absolute path of at most 160 characters" :
+				strerror(-r));
+			return 2;
+		}
+	}
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -559,6 +572,8 @@ int main(int argc, char **argv)
 			return 0;
 		} else if (!strcmp(a, "--json")) {
 			opt_json = true;
+		} else if (!strcmp(a, "--live-dir") && i + 1 < argc) {
+			i++;   /* taken above, before any file is named */
 		} else if (!strcmp(a, "--prometheus")) {
 			opt_prom = true;
 		} else if (!strcmp(a, "--textfile") && i + 1 < argc) {
@@ -603,14 +618,15 @@ int main(int argc, char **argv)
 	if (!named) {
 		free(ids);
 		nids = scan_all(&ids);
-		if (nids == 0) {
+		/* With -i, processes that start later are picked up: none yet is fine. */
+		if (nids == 0 && interval <= 0) {
 			fprintf(stderr, "poolshim stat: no process is publishing live statistics in "
-					PS_LIVE_DIR "\n");
+					"%s\n", ps_live_dir());
 			return 1;
 		}
 	}
 
-	struct target *t = calloc((size_t)nids, sizeof(*t));
+	struct target *t = calloc((size_t)(nids ? nids : 1), sizeof(*t));
 	struct ps_tstats *now = calloc(1, sizeof(*now)), *tmp = calloc(1, sizeof(*tmp));
 	struct ps_tstats *delta = calloc(1, sizeof(*delta));
 	if (!t || !now || !tmp || !delta) {
@@ -633,16 +649,16 @@ int main(int argc, char **argv)
 	if (others)
 		fprintf(stderr, "poolshim stat: %d files of other users not read (--all-users "
 				"reads them)\n", others);
-	if (ok == 0) {
+	if (ok == 0 && (named || interval <= 0)) {
 		if (!refused)
-			fprintf(stderr, "poolshim stat: none of the files in " PS_LIVE_DIR
-					" is yours\n");
+			fprintf(stderr, "poolshim stat: none of the files in %s is yours\n",
+				ps_live_dir());
 		return 1;
 	}
 
 	struct ps_tstats *tot = NULL;
 	if (opt_prom || opt_textfile) {
-		tot = calloc((size_t)ok, sizeof(*tot));
+		tot = calloc((size_t)(ok ? ok : 1), sizeof(*tot));
 		if (!tot) {
 			fprintf(stderr, "poolshim stat: out of memory\n");
 			return 1;
