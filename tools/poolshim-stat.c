@@ -281,14 +281,20 @@ static void show(const struct target *t, const struct ps_tstats *counters, const
 			return;
 		ps_buf_init(&b, big, cap, -1);
 		ps_report_render(&b, &d, PS_FORMAT_JSON);
-		const char *j = ps_buf_str(&b);
+		char *j = (char *)ps_buf_str(&b);
+		/* One line per report: raw newlines in JSON are only layout. */
+		size_t o = 0;
+		for (size_t k = 0; j[k]; k++)
+			if (j[k] != '\n')
+				j[o++] = j[k];
+		j[o] = '\0';
 		struct timespec now;
 		clock_gettime(CLOCK_REALTIME, &now);
 		if (*j == '{')
-			printf("{\"timestamp\":%lld.%03ld,%s", (long long)now.tv_sec,
+			printf("{\"timestamp\":%lld.%03ld,%s\n", (long long)now.tv_sec,
 			       now.tv_nsec / 1000000, j + 1);
 		else
-			fputs(j, stdout);
+			puts(j);
 		fflush(stdout);
 		return;
 	}
