@@ -6,7 +6,8 @@
  * whose process is gone (exited without cleaning up, or was killed with
  * SIGKILL) is still read, marked as such and then removed.
  *
- *   poolshim-stat [-i SECONDS] [-c COUNT] [--json] [--keep] [--all-users] [PID ...]
+ *   poolshim-stat [-i SECONDS] [-c COUNT] [--json | --prometheus | --textfile DIR]
+ *                 [--live-dir DIR] [--keep] [--all-users] [PID ...]
  *
  * Anyone can put a file in /dev/shm, so nothing in one is trusted: files
  * are read with pread into private memory (never mapped: a file cut short
@@ -65,12 +66,16 @@ static uint64_t my_ns;
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: poolshim stat [-i SECONDS] [-c COUNT] [--json] [--keep] [--all-users] [PID ...]\n"
+	fprintf(f, "usage: poolshim stat [-i SECONDS] [-c COUNT] [--json | --prometheus | --textfile DIR]\n"
+		   "                     [--live-dir DIR] [--keep] [--all-users] [PID ...]\n"
 		   "Prints the live counters of processes running under libpoolshim.so\n"
 		   "(all of them when no PID is given); with -i, the change every SECONDS.\n"
 		   "Files of processes that are gone are read once more, then removed\n"
 		   "(--keep leaves them).  Only your own files are read unless --all-users\n"
-		   "(root reads all).  Exit status: 0 all shown, 1 none shown, 3 some refused.\n");
+		   "(root reads all).  --prometheus prints the Prometheus text format;\n"
+		   "--textfile DIR writes it to DIR/poolshim.prom (atomically) for node_exporter.\n"
+		   "--live-dir DIR (default $POOLSHIM_LIVE_DIR, else /dev/shm) is where files are.\n"
+		   "Exit status: 0 all shown, 1 none shown, 3 some refused, 2 bad usage.\n");
 }
 
 static void refuse(const struct target *t, const char *why)
