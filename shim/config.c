@@ -6,6 +6,7 @@
  * the README and poolshim(7) document the same rows.
  */
 #include "config.h"
+#include "live.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -60,6 +61,7 @@ static const struct option options[] = {
 	{ "POOLSHIM_TIMING", OPT_BOOL, OFF(timing), 1, 0, 0, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_TIMING_SAMPLE", OPT_UINT, OFF(timing_sample), 16, 1, 65536, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_LIVE", OPT_BOOL, OFF(live), 1, 0, 0, NULL, NULL, SIZE_MAX },
+	{ "POOLSHIM_LIVE_DIR", OPT_STRING, OFF(live_dir), 0, 0, 0, NULL, PS_LIVE_DIR, SIZE_MAX },
 	{ "POOLSHIM_BACKTRACE", OPT_UINT, OFF(backtrace), 0, 0, 32, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_BACKTRACE_SAMPLE", OPT_UINT, OFF(backtrace_sample), 64, 1, 1000000, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_BACKTRACE_TOP", OPT_UINT, OFF(backtrace_top), 10, 0, 64, NULL, NULL, SIZE_MAX },

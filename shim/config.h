@@ -58,6 +58,7 @@ struct ps_config {
 	bool timing;                   /* POOLSHIM_TIMING */
 	uint64_t timing_sample;        /* POOLSHIM_TIMING_SAMPLE */
 	bool live;                     /* POOLSHIM_LIVE */
+	char live_dir[PS_PATH_MAX];    /* POOLSHIM_LIVE_DIR: where the live file goes */
 	uint64_t backtrace;            /* POOLSHIM_BACKTRACE: frames, 0 = off */
 	uint64_t backtrace_sample;     /* POOLSHIM_BACKTRACE_SAMPLE */
 	uint64_t backtrace_top;        /* POOLSHIM_BACKTRACE_TOP */

@@ -59,11 +59,41 @@ static size_t stride(void)
 	return (sizeof(struct ps_tstats) + 4095) & ~(size_t)4095;
 }
 
+static char live_dir[PS_LIVE_DIR_MAX + 1] = PS_LIVE_DIR;
+
+/*
+ * Only an absolute path to an existing directory: a relative one would
+ * follow the program's working directory, and a file the program cannot
+ * create there is better said once here than failed on silently later.
+ */
+int ps_live_set_dir(const char *dir)
+{
+	struct stat st;
+	size_t n = strlen(dir);
+
+	if (dir[0] != '/' || n > PS_LIVE_DIR_MAX)
+		return -EINVAL;
+	if (stat(dir, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	memcpy(live_dir, dir, n);
+	live_dir[n] = '\0';
+	return 0;
+}
+
+const char *ps_live_dir(void)
+{
+	return live_dir;
+}
+
 void ps_live_path(char *out, unsigned long cap, int pid, uint64_t ns)
 {
 	struct ps_buf b;
 	ps_buf_init(&b, out, cap, -1);
-	ps_buf_printf(&b, PS_LIVE_DIR "/poolshim-%d-%lu.stats", pid, (unsigned long)ns);
+	ps_buf_printf(&b, "%s/poolshim-%d-%lu.stats", live_dir, pid, (unsigned long)ns);
 	ps_buf_str(&b);
 }
 
@@ -126,7 +156,7 @@ static bool room_for(size_t len)
 {
 	struct statfs s;
 
-	if (PS_SYSCALL(SYS_statfs, PS_LIVE_DIR, &s) < 0 || s.f_blocks == 0)
+	if (PS_SYSCALL(SYS_statfs, live_dir, &s) < 0 || s.f_blocks == 0)
 		return true;
 	uint64_t bsize = (uint64_t)s.f_bsize;
 	return (uint64_t)s.f_bavail * bsize >= len + (uint64_t)s.f_blocks * bsize / 4;
@@ -181,7 +211,7 @@ static void *take_block(void)
 	/* A block without pages stays a hole: readers see zeros there, never a fault. */
 	if (reserve_each && (!room_for(h->block_stride) || reserve(p, h->block_stride) < 0)) {
 		__atomic_add_fetch(&h->unpublished, 1, __ATOMIC_RELAXED);
-		say_unpublished(PS_LIVE_DIR " has no room for another counter block");
+		say_unpublished("the live directory has no room for another counter block");
 		return NULL;
 	}
 	/*
@@ -192,7 +222,7 @@ static void *take_block(void)
 	if (reserve_each && !room_for(0)) {
 		PS_SYSCALL(SYS_madvise, p, h->block_stride, MADV_REMOVE);
 		__atomic_add_fetch(&h->unpublished, 1, __ATOMIC_RELAXED);
-		say_unpublished(PS_LIVE_DIR " has no room for another counter block");
+		say_unpublished("the live directory has no room for another counter block");
 		return NULL;
 	}
 	return p;
@@ -250,7 +280,7 @@ void ps_live_publish(void)
  */
 static struct ps_live_header *create(int pid, uint64_t ns, int *err)
 {
-	char path[96];
+	char path[PS_LIVE_DIR_MAX + 64];
 	ps_live_path(path, sizeof(path), pid, ns);
 
 	long fd = ps_sys_openat(AT_FDCWD, path,
@@ -316,6 +346,15 @@ int ps_live_init(const struct ps_config *cfg)
 	uint64_t ns = ps_live_pidns();
 
 	live_verbose = cfg->verbose;
+	if (strcmp(cfg->live_dir, PS_LIVE_DIR) != 0) {
+		int r = ps_live_set_dir(cfg->live_dir);
+		if (r < 0) {
+			ps_log("POOLSHIM_LIVE_DIR=%s: %s; running without a live statistics file",
+			       cfg->live_dir, r == -EINVAL ? "not an absolute path of at most 160 "
+			       "characters" : ps_errno_name(-r) ? ps_errno_name(-r) : "unusable");
+			return r;
+		}
+	}
 	map_len = PS_LIVE_HEADER + (size_t)PS_LIVE_BLOCKS * stride();
 	struct ps_live_header *h = create(pid, ns, &err);
 	if (!h)
@@ -385,7 +424,7 @@ void ps_live_after_fork_child(void)
 
 void ps_live_remove(void)
 {
-	char path[96];
+	char path[PS_LIVE_DIR_MAX + 64];
 	struct ps_live_header *h = mine();
 
 	if (!h || live_pid != (int)PS_SYSCALL(SYS_getpid))

@@ -69,6 +69,15 @@ void ps_live_after_fork_child(void);
 /* At exit (or before exec): remove the file. */
 void ps_live_remove(void);
 
+/*
+ * Where live files are: PS_LIVE_DIR unless POOLSHIM_LIVE_DIR (the shim) or
+ * --live-dir (stat) moved them, e.g. to a directory a container shares
+ * with its host.  0, or -errno for a directory that cannot hold them.
+ */
+int ps_live_set_dir(const char *dir);
+const char *ps_live_dir(void);
+#define PS_LIVE_DIR_MAX 160
+
 /* The path of the file of PID in pid namespace NS into out[cap]. */
 void ps_live_path(char *out, unsigned long cap, int pid, uint64_t ns);
 /* The start time of pid from /proc, of this process when pid is 0 (0 when unknown). */

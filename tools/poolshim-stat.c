@@ -6,7 +6,8 @@
  * whose process is gone (exited without cleaning up, or was killed with
  * SIGKILL) is still read, marked as such and then removed.
  *
- *   poolshim-stat [-i SECONDS] [-c COUNT] [--json] [--keep] [--all-users] [PID ...]
+ *   poolshim-stat [-i SECONDS] [-c COUNT] [--json | --prometheus | --textfile DIR]
+ *                 [--live-dir DIR] [--keep] [--all-users] [PID ...]
  *
  * Anyone can put a file in /dev/shm, so nothing in one is trusted: files
  * are read with pread into private memory (never mapped: a file cut short
@@ -30,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +50,7 @@
 struct target {
 	int pid;
 	uint64_t ns;
-	char path[128];
+	char path[PS_LIVE_DIR_MAX + 64];
 	int fd;
 	struct ps_live_header *hdr;   /* the latest snapshot, PS_LIVE_HEADER bytes */
 	char *blocks;                 /* its blocks, nblocks * block_stride bytes */
@@ -58,17 +60,22 @@ struct target {
 	struct ps_tstats *prev;       /* last totals, for deltas */
 };
 
-static bool opt_json, opt_keep, opt_all_users;
+static bool opt_json, opt_keep, opt_all_users, opt_prom;
+static const char *opt_textfile;
 static uint64_t my_ns;
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: poolshim stat [-i SECONDS] [-c COUNT] [--json] [--keep] [--all-users] [PID ...]\n"
+	fprintf(f, "usage: poolshim stat [-i SECONDS] [-c COUNT] [--json | --prometheus | --textfile DIR]\n"
+		   "                     [--live-dir DIR] [--keep] [--all-users] [PID ...]\n"
 		   "Prints the live counters of processes running under libpoolshim.so\n"
 		   "(all of them when no PID is given); with -i, the change every SECONDS.\n"
 		   "Files of processes that are gone are read once more, then removed\n"
 		   "(--keep leaves them).  Only your own files are read unless --all-users\n"
-		   "(root reads all).  Exit status: 0 all shown, 1 none shown, 3 some refused.\n");
+		   "(root reads all).  --prometheus prints the Prometheus text format;\n"
+		   "--textfile DIR writes it to DIR/poolshim.prom (atomically) for node_exporter.\n"
+		   "--live-dir DIR (default $POOLSHIM_LIVE_DIR, else /dev/shm) is where files are.\n"
+		   "Exit status: 0 all shown, 1 none shown, 3 some refused, 2 bad usage.\n");
 }
 
 static void refuse(const struct target *t, const char *why)
@@ -271,9 +278,230 @@ static void show(const struct target *t, const struct ps_tstats *counters, const
 			       (unsigned)h->unpublished);
 	}
 	fflush(stdout);
+	if (opt_json) {
+		/* In memory, so the line can open with when it was read. */
+		static char *big;
+		const size_t cap = 16u << 20;
+		if (!big && !(big = malloc(cap)))
+			return;
+		ps_buf_init(&b, big, cap, -1);
+		ps_report_render(&b, &d, PS_FORMAT_JSON);
+		char *j = (char *)ps_buf_str(&b);
+		/* One line per report: raw newlines in JSON are only layout. */
+		size_t o = 0;
+		for (size_t k = 0; j[k]; k++)
+			if (j[k] != '\n')
+				j[o++] = j[k];
+		j[o] = '\0';
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		if (*j == '{')
+			printf("{\"timestamp\":%lld.%03ld,%s\n", (long long)now.tv_sec,
+			       now.tv_nsec / 1000000, j + 1);
+		else
+			puts(j);
+		fflush(stdout);
+		return;
+	}
 	ps_buf_init(&b, storage, sizeof(storage), 1);
-	ps_report_render(&b, &d, opt_json ? PS_FORMAT_JSON : PS_FORMAT_TEXT);
+	ps_report_render(&b, &d, PS_FORMAT_TEXT);
 	ps_buf_flush(&b);
+}
+
+static const char *const ev_names[PS_EV__COUNT] = {
+	"pool_alloc", "pool_free", "pool_full", "too_large", "no_memory",
+	"no_address_space", "not_ready",
+};
+static const char *const ufb_names[PS_UFB__COUNT] = {
+	"setup", "register", "not_pooled", "small", "error", "protected", "nested",
+};
+
+/* Label values may hold anything the writer put there; escape as the format asks. */
+static void prom_label(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+static void prom_id(FILE *f, const struct target *t)
+{
+	fprintf(f, "pid=\"%d\",program=\"", t->pid);
+	prom_label(f, t->hdr->program);
+	fputc('"', f);
+}
+
+static void prom_family(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/*
+ * One scrape of all targets.  The format wants every sample of a family
+ * together under its HELP and TYPE, so families are the outer loop.
+ * Series whose call never happened are left out: they would be most of
+ * the output and say nothing.
+ */
+static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
+{
+	static const struct { const char *name, *help; size_t off; } cnt[] = {
+		{ "poolshim_calls_total", "Calls seen, by call and descriptor kind.",
+		  offsetof(struct ps_counter, calls) },
+		{ "poolshim_bytes_total", "Bytes moved (or requested) by the calls.",
+		  offsetof(struct ps_counter, bytes) },
+		{ "poolshim_errors_total", "Calls that failed.",
+		  offsetof(struct ps_counter, errors) },
+		{ "poolshim_eagain_total", "Calls that failed with EAGAIN.",
+		  offsetof(struct ps_counter, eagain) },
+	};
+	for (size_t m = 0; m < sizeof(cnt) / sizeof(cnt[0]); m++) {
+		prom_family(f, cnt[m].name, "counter", cnt[m].help);
+		for (int i = 0; i < n; i++)
+			for (int c = 0; c < PS_CALL__COUNT; c++)
+				for (int k = 0; k < PS_FD__COUNT; k++) {
+					const struct ps_counter *pc = &tot[i].c[c][k];
+					if (!pc->calls)
+						continue;
+					fprintf(f, "%s{", cnt[m].name);
+					prom_id(f, &t[i]);
+					fprintf(f, ",call=\"%s\",kind=\"%s\"} %llu\n",
+						ps_call_name((enum ps_call)c),
+						ps_fdkind_name((enum ps_fdkind)k),
+						(unsigned long long)*(const uint64_t *)
+							((const char *)pc + cnt[m].off));
+				}
+	}
+	prom_family(f, "poolshim_call_duration_seconds", "histogram",
+		    "Time in the call, of the sampled calls (log2 buckets).");
+	for (int i = 0; i < n; i++)
+		for (int c = 0; t[i].fd >= 0 && c < PS_CALL__COUNT; c++)
+			for (int k = 0; k < PS_FD__COUNT; k++) {
+				const struct ps_counter *pc = &tot[i].c[c][k];
+				if (!pc->calls)
+					continue;
+				uint64_t cum = 0;
+				/* Bucket b holds [2^b, 2^(b+1)) ns: its upper bound is le. */
+				for (int b = 0; b < PS_LAT_BUCKETS; b++) {
+					cum += pc->lat_hist[b];
+					fputs("poolshim_call_duration_seconds_bucket{", f);
+					prom_id(f, &t[i]);
+					fprintf(f, ",call=\"%s\",kind=\"%s\",le=\"%.9g\"} %llu\n",
+						ps_call_name((enum ps_call)c),
+						ps_fdkind_name((enum ps_fdkind)k),
+						(double)(1ull << (b + 1)) * 1e-9, (unsigned long long)cum);
+				}
+				const char *sfx[] = { "_bucket", "_sum", "_count" };
+				for (int s = 0; s < 3; s++) {
+					fprintf(f, "poolshim_call_duration_seconds%s{", sfx[s]);
+					prom_id(f, &t[i]);
+					fprintf(f, ",call=\"%s\",kind=\"%s\"%s} ",
+						ps_call_name((enum ps_call)c),
+						ps_fdkind_name((enum ps_fdkind)k),
+						s == 0 ? ",le=\"+Inf\"" : "");
+					if (s == 1)
+						fprintf(f, "%.9f\n", (double)pc->nsec * 1e-9);
+					else
+						fprintf(f, "%llu\n", (unsigned long long)cum);
+				}
+			}
+	prom_family(f, "poolshim_pool_events_total", "counter",
+		    "Pool allocations, frees and fallbacks to the ordinary arenas, by reason.");
+	for (int i = 0; i < n; i++)
+		for (int e = 0; t[i].fd >= 0 && e < PS_EV__COUNT; e++) {
+			fputs("poolshim_pool_events_total{", f);
+			prom_id(f, &t[i]);
+			fprintf(f, ",event=\"%s\"} %llu\n", ev_names[e],
+				(unsigned long long)tot[i].events[e]);
+		}
+	static const struct { const char *name, *help; } g[] = {
+		{ "poolshim_pool_in_use_bytes", "Pooled memory held by live allocations." },
+		{ "poolshim_pool_peak_bytes", "Most pooled memory in use at once." },
+		{ "poolshim_pool_backed_bytes", "Pool memory backed so far." },
+		{ "poolshim_pool_cap_bytes", "The pool's size limit." },
+		{ "poolshim_pool_min_bytes", "Smallest request served from the pool." },
+		{ "poolshim_threads", "Thread counter blocks in the live file." },
+		{ "poolshim_uring_rings", "io_uring rings set up." },
+		{ "poolshim_process_gone", "1 when the process is gone (file left behind)." },
+	};
+	for (size_t m = 0; m < sizeof(g) / sizeof(g[0]); m++) {
+		prom_family(f, g[m].name, "gauge", g[m].help);
+		for (int i = 0; i < n; i++) {
+			if (t[i].fd < 0)
+				continue;
+			const struct ps_live_header *h = t[i].hdr;
+			uint64_t v[] = { h->gauges.pool_in_use, h->gauges.pool_peak, h->pool.backed,
+					 h->pool.cap, h->pool_min, t[i].nblocks, h->uring_rings,
+					 t[i].dead };
+			fprintf(f, "%s{", g[m].name);
+			prom_id(f, &t[i]);
+			fprintf(f, "} %llu\n", (unsigned long long)v[m]);
+		}
+	}
+	static const struct { const char *name, *help; size_t off; } u[] = {
+		{ "poolshim_uring_enters_total", "io_uring_enter calls.",
+		  offsetof(struct ps_uring_counts, enters) },
+		{ "poolshim_uring_sqes_total", "Submission queue entries.",
+		  offsetof(struct ps_uring_counts, sqes) },
+		{ "poolshim_uring_fixed_sqes_total", "Entries that used a registered buffer.",
+		  offsetof(struct ps_uring_counts, fixed) },
+		{ "poolshim_uring_split_calls_total", "Calls split into more than one entry.",
+		  offsetof(struct ps_uring_counts, split_calls) },
+	};
+	for (size_t m = 0; m < sizeof(u) / sizeof(u[0]); m++) {
+		prom_family(f, u[m].name, "counter", u[m].help);
+		for (int i = 0; i < n; i++) {
+			if (t[i].fd < 0)
+				continue;
+			fprintf(f, "%s{", u[m].name);
+			prom_id(f, &t[i]);
+			fprintf(f, "} %llu\n", (unsigned long long)*(const uint64_t *)
+				((const char *)&tot[i].uring + u[m].off));
+		}
+	}
+	prom_family(f, "poolshim_uring_fallbacks_total", "counter",
+		    "Eligible-looking calls that went to libc instead of io_uring, by reason.");
+	for (int i = 0; i < n; i++)
+		for (int r = 0; t[i].fd >= 0 && r < PS_UFB__COUNT; r++) {
+			fputs("poolshim_uring_fallbacks_total{", f);
+			prom_id(f, &t[i]);
+			fprintf(f, ",reason=\"%s\"} %llu\n", ufb_names[r],
+				(unsigned long long)tot[i].uring.fallbacks[r]);
+		}
+}
+
+/* DIR/poolshim.prom replaced whole: a collector never reads half a scrape. */
+static int write_textfile(struct target *t, int n, struct ps_tstats *tot)
+{
+	char tmp[4096], dst[4096];
+	snprintf(dst, sizeof(dst), "%s/poolshim.prom", opt_textfile);
+	snprintf(tmp, sizeof(tmp), "%s/.poolshim.prom.XXXXXX", opt_textfile);
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		fprintf(stderr, "poolshim stat: --textfile %s: cannot write there: %s\n",
+			opt_textfile, strerror(errno));
+		return -1;
+	}
+	fchmod(fd, 0644);   /* node_exporter often runs as another user */
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		unlink(tmp);
+		return -1;
+	}
+	prometheus(f, t, n, tot);
+	int bad = fflush(f) != 0 || fsync(fd) != 0;
+	bad |= fclose(f) != 0;
+	if (bad || rename(tmp, dst) != 0) {
+		fprintf(stderr, "poolshim stat: --textfile %s: %s\n", dst, strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
 }
 
 static void forget_dead(struct target *t)
@@ -297,7 +525,7 @@ struct id {
 
 static int scan_all(struct id **ids)
 {
-	DIR *d = opendir(PS_LIVE_DIR);
+	DIR *d = opendir(ps_live_dir());
 	struct dirent *e;
 	int n = 0, cap = 16;
 
@@ -335,6 +563,19 @@ int main(int argc, char **argv)
 
 	ids = malloc(sizeof(*ids) * (size_t)(argc > 1 ? argc : 1));
 	my_ns = ps_live_pidns();
+	const char *dir = getenv("POOLSHIM_LIVE_DIR");
+	for (int i = 1; i + 1 < argc; i++)
+		if (!strcmp(argv[i], "--live-dir"))
+			dir = argv[i + 1];
+	if (dir && *dir) {
+		int r = ps_live_set_dir(dir);
+		if (r < 0) {
+			fprintf(stderr, "poolshim stat: live directory %s: %s\n", dir,
+				r == -EINVAL ? "not an absolute path of at most 160 characters" :
+				strerror(-r));
+			return 2;
+		}
+	}
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -342,6 +583,20 @@ int main(int argc, char **argv)
 			return 0;
 		} else if (!strcmp(a, "--json")) {
 			opt_json = true;
+		} else if (!strcmp(a, "--live-dir") && i + 1 < argc) {
+			i++;   /* taken above, before any file is named */
+		} else if (!strcmp(a, "--prometheus")) {
+			opt_prom = true;
+		} else if (!strcmp(a, "--textfile") && i + 1 < argc) {
+			opt_textfile = argv[++i];
+			struct stat st;
+			errno = 0;
+			if (stat(opt_textfile, &st) < 0 || !S_ISDIR(st.st_mode) ||
+			    access(opt_textfile, W_OK | X_OK) < 0) {
+				fprintf(stderr, "poolshim stat: --textfile %s: %s\n", opt_textfile,
+					errno ? strerror(errno) : "not a directory");
+				return 2;
+			}
 		} else if (!strcmp(a, "--keep")) {
 			opt_keep = true;
 		} else if (!strcmp(a, "--all-users")) {
@@ -374,14 +629,15 @@ int main(int argc, char **argv)
 	if (!named) {
 		free(ids);
 		nids = scan_all(&ids);
-		if (nids == 0) {
+		/* With -i, processes that start later are picked up: none yet is fine. */
+		if (nids == 0 && interval <= 0) {
 			fprintf(stderr, "poolshim stat: no process is publishing live statistics in "
-					PS_LIVE_DIR "\n");
+					"%s\n", ps_live_dir());
 			return 1;
 		}
 	}
 
-	struct target *t = calloc((size_t)nids, sizeof(*t));
+	struct target *t = calloc((size_t)(nids ? nids : 1), sizeof(*t));
 	struct ps_tstats *now = calloc(1, sizeof(*now)), *tmp = calloc(1, sizeof(*tmp));
 	struct ps_tstats *delta = calloc(1, sizeof(*delta));
 	if (!t || !now || !tmp || !delta) {
@@ -404,15 +660,77 @@ int main(int argc, char **argv)
 	if (others)
 		fprintf(stderr, "poolshim stat: %d files of other users not read (--all-users "
 				"reads them)\n", others);
-	if (ok == 0) {
+	if (ok == 0 && (named || interval <= 0)) {
 		if (!refused)
-			fprintf(stderr, "poolshim stat: none of the files in " PS_LIVE_DIR
-					" is yours\n");
+			fprintf(stderr, "poolshim stat: none of the files in %s is yours\n",
+				ps_live_dir());
 		return 1;
 	}
 
+	struct ps_tstats *tot = NULL;
+	if (opt_prom || opt_textfile) {
+		tot = calloc((size_t)(ok ? ok : 1), sizeof(*tot));
+		if (!tot) {
+			fprintf(stderr, "poolshim stat: out of memory\n");
+			return 1;
+		}
+	}
 	for (long round = 0; count < 0 || round < count; round++) {
-		for (int i = 0; i < ok; i++) {
+		if (round > 0 && !named) {
+			/* Processes started since: follow them too; drop those that ended. */
+			struct id *more = NULL;
+			int nm = scan_all(&more);
+			for (int j = 0; j < nm; j++) {
+				bool known = false;
+				for (int i = 0; i < ok && !known; i++)
+					known = t[i].pid == more[j].pid && t[i].ns == more[j].ns &&
+						t[i].fd >= 0;
+				if (known)
+					continue;
+				struct target *nt = realloc(t, sizeof(*t) * (size_t)(ok + 1));
+				if (!nt)
+					break;
+				t = nt;
+				memset(&t[ok], 0, sizeof(*t));
+				if (tot) {
+					struct ps_tstats *ntot = realloc(tot, sizeof(*tot) * (size_t)(ok + 1));
+					if (!ntot)
+						break;
+					tot = ntot;
+				}
+				if (open_target(&t[ok], more[j].pid, more[j].ns, false) == 0 &&
+				    !t[ok].dead)
+					ok++;
+				else
+					close_target(&t[ok]);
+			}
+			free(more);
+			for (int i = 0; i < ok; i++)
+				if (t[i].fd >= 0 && !t[i].foreign_ns && kill(t[i].pid, 0) < 0 &&
+				    errno == ESRCH) {
+					forget_dead(&t[i]);
+					close(t[i].fd);
+					t[i].fd = -1;
+				}
+		}
+		for (int i = 0; tot && i < ok; i++) {
+			const char *why = t[i].fd >= 0 && round > 0 ? snapshot(&t[i]) : NULL;
+			if (why) {
+				refuse(&t[i], why);
+				close(t[i].fd);
+				t[i].fd = -1;
+			}
+			if (t[i].fd >= 0)
+				totals(&t[i], &tot[i], tmp);
+		}
+		if (opt_textfile) {
+			if (write_textfile(t, ok, tot) < 0)
+				return 1;
+		} else if (opt_prom) {
+			prometheus(stdout, t, ok, tot);
+			fflush(stdout);
+		}
+		for (int i = 0; !tot && i < ok; i++) {
 			if (t[i].fd < 0)
 				continue;
 			const char *why = round > 0 ? snapshot(&t[i]) : NULL;
@@ -441,7 +759,7 @@ int main(int argc, char **argv)
 		for (int i = 0; i < ok; i++)
 			all_dead &= t[i].fd < 0 || t[i].dead ||
 				    (!t[i].foreign_ns && kill(t[i].pid, 0) < 0 && errno == ESRCH);
-		if (all_dead)
+		if (all_dead && named)
 			break;
 		struct timespec ts = { (time_t)interval,
 				       (long)((interval - (double)(time_t)interval) * 1e9) };

@@ -12,3 +12,11 @@ EXTRA_DIST += tests/tools/poolshim_run.sh
 # `poolshim stat` on live files whose header lies (crafted in /dev/shm).
 TESTS += tests/tools/stat_lying.sh
 EXTRA_DIST += tests/tools/stat_lying.sh
+
+# `poolshim stat --prometheus` (promtool) and --textfile (atomic rename).
+TESTS += tests/tools/stat_prom.sh
+EXTRA_DIST += tests/tools/stat_prom.sh
+
+# POOLSHIM_LIVE_DIR / stat --live-dir; --json -i timestamps and late pick-up.
+TESTS += tests/tools/stat_live_dir.sh
+EXTRA_DIST += tests/tools/stat_live_dir.sh
