@@ -351,7 +351,7 @@ static void gather_advice(const struct ps_report_data *d, struct advice_list *l)
 
 static void render_meta_text(struct ps_buf *b, const struct ps_report_data *d)
 {
-	ps_buf_printf(b, "run      poolshim %s; host %s; kernel %s; started ", d->version,
+	ps_buf_printf(b, "run      poolshim %s; host %s; kernel %s; started ", d->version ? d->version : "?",
 		      d->host[0] ? d->host : "?", d->kernel[0] ? d->kernel : "?");
 	if (d->start_time >= 0)
 		put_iso8601(b, d->start_time);
@@ -388,7 +388,7 @@ static void render_advice_text(struct ps_buf *b, const struct ps_report_data *d)
 static void render_meta_json(struct ps_buf *b, const struct ps_report_data *d)
 {
 	ps_buf_puts(b, ",\"meta\":{\"version\":");
-	ps_buf_json_str(b, d->version);
+	ps_buf_json_str(b, d->version ? d->version : "");
 	ps_buf_puts(b, ",\"host\":");
 	ps_buf_json_str(b, d->host);
 	ps_buf_puts(b, ",\"kernel\":");
