@@ -37,6 +37,12 @@ case $thp in
 	;;
 esac
 
+# 2b. the pool at its cap: POOLSHIM_POOL_SIZE advice, suggested twice the cap
+shim POOLSHIM_POOL_SIZE=2M "POOLSHIM_STATS=$PST_TMP/full.json" -- "$H" alloc 8 1048576 >/dev/null || fail "helper (full)"
+[ "$(json_get "$PST_TMP/full.json" "[(a['variable'], a['suggested']) for a in r['advice'] if a['id'] == 'pool_full']")" = \
+  "[('POOLSHIM_POOL_SIZE', '4M')]" ] && pass "pool_full advice, suggested 4M" ||
+	fail "pool_full advice: $(json_get "$PST_TMP/full.json" "(r['advice'], r['pool']['fallbacks'])")"
+
 # 3. metadata and the full effective configuration
 json_get "$PST_TMP/fixed.json" "r['version']" | grep -qx 3 && pass "schema version 3" || fail "version"
 m=$(json_get "$PST_TMP/fixed.json" "(r['meta']['host'], r['meta']['kernel'], bool(r['meta']['version']))")
@@ -105,4 +111,9 @@ case $a in
 	esac ;;
 *) fail "no memlock advice: $a; advice $(json_get "$PST_TMP/direct.json" "r['advice']"); uring $(json_get "$PST_TMP/direct.json" "r['uring']['fallbacks']")" ;;
 esac
+
+# 6. O_DIRECT reads not 4 KiB aligned: counted, and the alignment advice
+(shim "POOLSHIM_STATS=$PST_TMP/unal.json" -- "$H" unaligned "$F") >/dev/null || fail "unaligned helper"
+[ "$(json_get "$PST_TMP/unal.json" "(r['uring']['fallbacks']['unaligned'] >= 16, [a['id'] for a in r['advice']])")" = "(True, ['unaligned'])" ] &&
+	pass "unaligned advice" || fail "unaligned: $(json_get "$PST_TMP/unal.json" "(r['uring']['fallbacks'], r['advice'])")"
 finish

@@ -2,11 +2,14 @@
 /*
  * For advice.sh: programs in the situations the report's advice is about.
  *
- *   alloc COUNT SIZE   malloc COUNT buffers of SIZE bytes, touch, free them
+ *   alloc COUNT SIZE   malloc COUNT buffers of SIZE bytes and touch them,
+ *                      all live at once, then free them
  *   direct FILE        write FILE (4 MiB) with O_DIRECT, then read it back
  *                      in 1 MiB preads into a 4 KiB-aligned malloc'd
  *                      buffer, the I/O the shim sends through io_uring.
  *                      Exits 77 when the directory refuses O_DIRECT.
+ *   unaligned FILE     the same, but the preads start 512 bytes into the
+ *                      file (not 4 KiB aligned; the kernel may refuse them)
  * Prints "advice_helper ok" on success.
  */
 #define _GNU_SOURCE
@@ -21,17 +24,21 @@
 
 static int alloc_mode(long count, long size)
 {
-	for (long i = 0; i < count; i++) {
-		char *p = malloc((size_t)size);
-		if (!p)
+	char **v = calloc((size_t)count, sizeof(*v));
+
+	for (long i = 0; v && i < count; i++) {
+		v[i] = malloc((size_t)size);
+		if (!v[i])
 			return 1;
-		memset(p, (int)i, (size_t)size);
-		free(p);
+		memset(v[i], (int)i, (size_t)size);
 	}
-	return 0;
+	for (long i = 0; v && i < count; i++)
+		free(v[i]);
+	free(v);
+	return v ? 0 : 1;
 }
 
-static int direct_mode(const char *path)
+static int direct_mode(const char *path, long skew)
 {
 	char *buf = NULL;
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT, 0600);
@@ -45,9 +52,12 @@ static int direct_mode(const char *path)
 	for (int i = 0; i < 4; i++)
 		if (pwrite(fd, buf, MiB, i * MiB) != MiB)
 			return errno == EINVAL ? 77 : 1;
-	for (int i = 0; i < 16; i++)
-		if (pread(fd, buf, MiB, (i % 4) * MiB) != MiB || buf[MiB - 1] != 'x')
+	for (int i = 0; i < 16; i++) {
+		ssize_t n = pread(fd, buf, MiB, (i % 3) * MiB + skew);
+		/* A skewed read may be refused (EINVAL) by a 4 KiB-sector device. */
+		if (!skew && (n != MiB || buf[MiB - 1] != 'x'))
 			return 1;
+	}
 	free(buf);
 	close(fd);
 	unlink(path);
@@ -61,9 +71,11 @@ int main(int argc, char **argv)
 	if (argc == 4 && strcmp(argv[1], "alloc") == 0)
 		r = alloc_mode(atol(argv[2]), atol(argv[3]));
 	else if (argc == 3 && strcmp(argv[1], "direct") == 0)
-		r = direct_mode(argv[2]);
+		r = direct_mode(argv[2], 0);
+	else if (argc == 3 && strcmp(argv[1], "unaligned") == 0)
+		r = direct_mode(argv[2], 512);
 	else
-		fprintf(stderr, "usage: advice_helper alloc COUNT SIZE | direct FILE\n");
+		fprintf(stderr, "usage: advice_helper alloc COUNT SIZE | direct FILE | unaligned FILE\n");
 	if (r == 0)
 		printf("advice_helper ok\n");
 	return r;
