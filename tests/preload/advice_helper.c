@@ -12,7 +12,6 @@
  *                      file (not 4 KiB aligned; the kernel may refuse them)
  * Prints "advice_helper ok" on success.
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
