@@ -43,6 +43,14 @@ shim POOLSHIM_POOL_SIZE=2M "POOLSHIM_STATS=$PST_TMP/full.json" -- "$H" alloc 8 1
   "[('POOLSHIM_POOL_SIZE', '4M')]" ] && pass "pool_full advice, suggested 4M" ||
 	fail "pool_full advice: $(json_get "$PST_TMP/full.json" "(r['advice'], r['pool']['fallbacks'])")"
 
+# 2c. hugetlb asked for with none reserved: the vm.nr_hugepages advice
+if [ "$(cat /proc/sys/vm/nr_hugepages 2>/dev/null)" = 0 ]; then
+	shim POOLSHIM_HUGEPAGES=hugetlb "POOLSHIM_STATS=$PST_TMP/huge.json" -- "$H" alloc 4 1048576 >/dev/null || fail "helper (hugetlb)"
+	[ "$(json_get "$PST_TMP/huge.json" "[(a['variable'], a['suggested'].isdigit()) for a in r['advice'] if a['id'] == 'hugetlb_none']")" = \
+	  "[('vm.nr_hugepages', True)]" ] && pass "hugetlb_none advice" ||
+		fail "hugetlb advice: $(json_get "$PST_TMP/huge.json" "(r['advice'], r['pool']['backed_by'])")"
+fi
+
 # 3. metadata and the full effective configuration
 json_get "$PST_TMP/fixed.json" "r['version']" | grep -qx 3 && pass "schema version 3" || fail "version"
 m=$(json_get "$PST_TMP/fixed.json" "(r['meta']['host'], r['meta']['kernel'], bool(r['meta']['version']))")
