@@ -610,6 +610,84 @@ def plot(groups, outdir, top):
 
 
 # ---------------------------------------------------------------------------
+# CSV of the per-call table, and the per-call change between two runs.
+# ---------------------------------------------------------------------------
+
+CSV_FIELDS = ("program", "call", "kind", "calls", "bytes", "errors", "eagain", "timed", "nsec",
+              "mean_ns")
+
+
+def mean_ns(row):
+    return row["nsec"] // row["timed"] if row["timed"] else None
+
+
+def write_csv(programs, out):
+    """One header line, then one row per program, call and descriptor kind."""
+    import csv
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(CSV_FIELDS)
+    for name, g in programs.items():
+        for call, kind, row in g.rows():
+            m = mean_ns(row)
+            w.writerow([name, call, kind] + [row[n] for n in CSV_FIELDS[3:-1]] +
+                       ["" if m is None else m])
+
+
+def ratio(a, b):
+    """B relative to A: x1.50, or what happened when one side is zero."""
+    if a is None or b is None:
+        return "-"
+    if a == 0:
+        return "=" if b == 0 else "new"
+    return "gone" if b == 0 else f"x{b / a:.2f}"
+
+
+DIFF_COLS = ("calls", "bytes", "errors", "mean_ns")
+
+
+def diff_rows(ga, gb):
+    """(call, kind, {col: (a, b)}) over the union of both runs' rows."""
+    ra = {(c, k): row for c, k, row in ga.rows()}
+    rb = {(c, k): row for c, k, row in gb.rows()}
+    order = list(ra) + [ck for ck in rb if ck not in ra]
+    zero = dict({n: 0 for n in CALL_NUMS})
+    out = []
+    for ck in order:
+        a, b = ra.get(ck, zero), rb.get(ck, zero)
+        cols = {n: (a[n], b[n]) for n in DIFF_COLS[:-1]}
+        cols["mean_ns"] = (mean_ns(a), mean_ns(b))
+        out.append((ck[0], ck[1], cols))
+    return out
+
+
+def render_diff(path_a, ga, path_b, gb, out):
+    print(f"==== per-call change: A {path_a} -> B {path_b} ====", file=out)
+    print(f"{'call':<15} {'kind':<7}" + "".join(
+        f" {n + ' A':>12} {n + ' B':>12} {'B/A':>7}" for n in DIFF_COLS), file=out)
+    for call, kind, cols in diff_rows(ga, gb):
+        line = f"{call:<15} {kind:<7}"
+        for n in DIFF_COLS:
+            a, b = cols[n]
+            line += f" {'-' if a is None else a:>12} {'-' if b is None else b:>12} {ratio(a, b):>7}"
+        print(line, file=out)
+
+
+def diff_main(paths, validate):
+    groups = []
+    for path in paths:
+        try:
+            r = load_report(path, validate)
+        except BadInput as e:
+            print(f"{PROG}: {path}: {e}", file=sys.stderr)
+            return 2
+        g = Group(path)
+        g.add(path, r)
+        groups.append(g)
+    render_diff(paths[0], groups[0], paths[1], groups[1], sys.stdout)
+    return 0
+
+
+# ---------------------------------------------------------------------------
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(
@@ -617,13 +695,17 @@ def parse_args(argv):
         "merged tables per program and per process, optionally plot them.",
         epilog="Exit status: 0 ok, 1 a plot or output could not be written, "
         "2 bad usage or a file that is unreadable or not a valid report.  See poolshim(1).")
-    ap.add_argument("files", nargs="+", metavar="FILE", help="JSON reports (POOLSHIM_STATS=...json)")
+    ap.add_argument("files", nargs="*", metavar="FILE", help="JSON reports (POOLSHIM_STATS=...json)")
     ap.add_argument("--plot", metavar="DIR", help="write PNG plots (gnuplot) into DIR")
     ap.add_argument("--json", metavar="OUT", help="write the merged numbers as JSON to OUT (- for stdout)")
     ap.add_argument("--top", metavar="N", type=int, default=10, help="call sites listed and plotted (default 10)")
     ap.add_argument("--summary", action="store_true", help="per program only, no per-process tables")
     ap.add_argument("--exact", action="store_true", help="print bytes as exact integers, not 1.5M")
+    ap.add_argument("--csv", action="store_true", help="print the per-call table as CSV, one row per program, call and kind")
+    ap.add_argument("--diff", nargs=2, metavar=("A", "B"), help="print the per-call change from report A to report B")
     a = ap.parse_args(argv)
+    if not a.files and not a.diff:
+        ap.error("give report FILEs, or --diff A B")
     if a.top < 1:
         ap.error("--top must be at least 1")
     return a
@@ -632,6 +714,8 @@ def parse_args(argv):
 def main(argv):
     a = parse_args(argv)
     validate = find_validator()
+    if a.diff:
+        return diff_main(a.diff, validate)
     reports, bad = [], 0
     for path in a.files:
         try:
@@ -653,6 +737,9 @@ def main(argv):
         processes.append(proc)
 
     out = sys.stdout
+    if a.csv:
+        write_csv(programs, out)
+        return 0
     if a.json == "-":
         out = sys.stderr  # keep stdout for the JSON
     if len(programs) > 1:

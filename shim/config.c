@@ -461,3 +461,12 @@ void ps_config_print(const struct ps_config *cfg, struct ps_buf *b)
 		ps_buf_putc(b, '\n');
 	}
 }
+
+bool ps_config_option(const struct ps_config *cfg, size_t i, const char **name, struct ps_buf *value)
+{
+	if (i >= PS_ARRAY_SIZE(options))
+		return false;
+	*name = options[i].name;
+	put_value(value, cfg, &options[i], false);
+	return true;
+}

@@ -9,6 +9,7 @@
 #define PS_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct ps_buf;
@@ -79,6 +80,12 @@ int ps_config_load(struct ps_config *cfg, const char *(*get)(const char *name),
 
 /* Write the effective configuration, one "NAME=value" per line. */
 void ps_config_print(const struct ps_config *cfg, struct ps_buf *b);
+
+/*
+ * Option i of the table (0, 1, ... until false): its name in *name and its
+ * effective value written to value, as ps_config_print() writes it.
+ */
+bool ps_config_option(const struct ps_config *cfg, size_t i, const char **name, struct ps_buf *value);
 
 /*
  * Pure parsers: 0 on success, -EINVAL for a malformed value, -ERANGE when it

@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 
 #include "alloc.h"
 #include "callsite.h"
@@ -32,9 +33,15 @@ static const char *const event_names[PS_EV__COUNT] = {
 };
 
 static char program_name[64];
+static int64_t start_time = -1;
 
 void ps_report_keep_name(void)
 {
+	struct timespec now;
+
+	/* libc's clock_gettime: the vDSO, no system call at start-up. */
+	if (clock_gettime(CLOCK_REALTIME, &now) == 0)
+		start_time = now.tv_sec;
 	const char *n = program_invocation_short_name;
 	size_t k = 0;
 
@@ -93,11 +100,22 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch)
 	d->uring_state = ps_uring_state();
 	d->uring_reason = ps_uring_reason();
 	d->uring_rings = ps_uring_rings();
+	d->version = PACKAGE_VERSION;
+	struct utsname un;
+	if (PS_SYSCALL(SYS_uname, &un) == 0) {
+		memcpy(d->host, un.nodename, sizeof(d->host) - 1);
+		memcpy(d->kernel, un.release, sizeof(d->kernel) - 1);
+	}
+	d->start_time = start_time;
+	d->cfg = &ps_cfg;
+	struct rlimit rl;
+	d->memlock = PS_SYSCALL(SYS_prlimit64, 0, RLIMIT_MEMLOCK, NULL, &rl) == 0 &&
+			     rl.rlim_cur != RLIM_INFINITY ? (uint64_t)rl.rlim_cur : UINT64_MAX;
 }
 
 static const char *const uring_state_names[] = { "ok", "off", "unavailable" };
 static const char *const uring_fb_names[PS_UFB__COUNT] = {
-	"setup", "register", "not_pooled", "small", "error", "protected", "nested",
+	"setup", "register", "not_pooled", "small", "error", "protected", "nested", "unaligned",
 };
 
 /* The errno with the most failures for a call, or 0. */
@@ -138,6 +156,287 @@ static void put_us(struct ps_buf *b, uint64_t us)
 	ps_buf_putc(b, 's');
 }
 
+/* Seconds since the epoch as ISO 8601 UTC, from the civil-date arithmetic
+ * (days to year/month/day), since gmtime_r is not async-signal-safe. */
+static void put_iso8601(struct ps_buf *b, int64_t t)
+{
+	int64_t days = t / 86400, secs = t % 86400;
+	int64_t z = days + 719468, era = z / 146097;
+	int64_t doe = z - era * 146097;
+	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	int64_t mp = (5 * doy + 2) / 153;
+	int64_t day = doy - (153 * mp + 2) / 5 + 1, month = mp < 10 ? mp + 3 : mp - 9;
+	int64_t year = yoe + era * 400 + (month <= 2);
+
+	int64_t parts[6] = { year, month, day, secs / 3600, secs / 60 % 60, secs % 60 };
+	static const char seps[] = "--T::Z";
+
+	for (int i = 0; i < 6; i++) {
+		if (i && parts[i] < 10)
+			ps_buf_putc(b, '0');
+		ps_buf_i64(b, parts[i]);
+		ps_buf_putc(b, seps[i]);
+	}
+}
+
+/*
+ * Advice: what the report's own numbers say the user should change.  Each
+ * item names the knob and a value, so a reader can act without knowing
+ * the shim's internals.
+ */
+#define ADVICE_MAX 8
+
+struct advice {
+	const char *id;
+	const char *variable;
+	char message[320];
+	char suggested[48];
+};
+
+struct advice_list {
+	int n;
+	struct advice a[ADVICE_MAX];
+};
+
+static struct ps_buf *advice_add(struct advice_list *l, const char *id, const char *variable,
+				 struct ps_buf *msg)
+{
+	struct advice *a = &l->a[l->n++];
+
+	a->id = id;
+	a->variable = variable;
+	a->suggested[0] = '\0';
+	ps_buf_init(msg, a->message, sizeof(a->message), -1);
+	return msg;
+}
+
+static void advice_suggest_size(struct advice_list *l, uint64_t v)
+{
+	struct ps_buf b;
+
+	ps_buf_init(&b, l->a[l->n - 1].suggested, sizeof(l->a[0].suggested), -1);
+	ps_buf_size(&b, v);
+	ps_buf_str(&b);
+}
+
+static void advice_suggest(struct advice_list *l, const char *v)
+{
+	struct ps_buf b;
+
+	ps_buf_init(&b, l->a[l->n - 1].suggested, sizeof(l->a[0].suggested), -1);
+	ps_buf_puts(&b, v);
+	ps_buf_str(&b);
+}
+
+#define ADVICE_MIN_ALLOCS 16   /* fewer large-looking allocations are not worth a line */
+#define PS_HUGE_2M (2ULL << 20)
+
+static void gather_advice(const struct ps_report_data *d, struct advice_list *l)
+{
+	const struct ps_tstats *t = d->totals;
+	const struct ps_pool_info *p = &d->pool;
+	const struct ps_uring_counts *u = &t->uring;
+	struct ps_buf m;
+
+	l->n = 0;
+	/*
+	 * Allocations from a quarter of the threshold up to it look like I/O
+	 * buffers; when they outnumber what reached the pool, the threshold is
+	 * what keeps them out.  A power of two at or below the smallest such
+	 * bucket pools them all (bucket k holds sizes from 2^k).
+	 */
+	uint64_t below = 0, lowest = 0, at_or_above = 0;
+	for (int call = PS_CALL_MALLOC; call < PS_CALL_FREE; call++) {
+		const struct ps_counter *c = &t->c[call][PS_FD_NONE];
+		for (int k = 12; k < PS_SIZE_BUCKETS; k++) {
+			uint64_t lo = 1ULL << k;
+			if (!c->size_hist[k])
+				continue;
+			if (lo >= d->pool_min) {
+				at_or_above += c->size_hist[k];
+			} else if (lo >= d->pool_min / 4 && (lo << 1) <= d->pool_min) {
+				below += c->size_hist[k];
+				if (!lowest || lo < lowest)
+					lowest = lo;
+			}
+		}
+	}
+	if (!d->heap_owner && below >= ADVICE_MIN_ALLOCS && below > at_or_above) {
+		advice_add(l, "pool_min", "POOLSHIM_POOL_MIN", &m);
+		ps_buf_printf(&m, "%lu of %lu large-looking allocations were ", (unsigned long)below,
+			      (unsigned long)(below + at_or_above));
+		ps_buf_size(&m, lowest);
+		ps_buf_puts(&m, " or more but below POOLSHIM_POOL_MIN=");
+		ps_buf_size(&m, d->pool_min);
+		ps_buf_puts(&m, ", so they were not pooled; POOLSHIM_POOL_MIN=");
+		ps_buf_size(&m, lowest);
+		ps_buf_puts(&m, " would pool them");
+		ps_buf_str(&m);
+		advice_suggest_size(l, lowest);
+	}
+
+	if (u->fallbacks[PS_UFB_REGISTER]) {
+		/* The pool's memory is what fixed buffers pin: a limit above it suffices. */
+		uint64_t want = p->backed > d->pool_peak ? p->backed : d->pool_peak;
+		want = (want + PS_HUGE_2M - 1) & ~(PS_HUGE_2M - 1);
+		if (want < PS_HUGE_2M)
+			want = PS_HUGE_2M;
+		advice_add(l, "memlock", "RLIMIT_MEMLOCK", &m);
+		ps_buf_printf(&m, "%lu O_DIRECT calls used the plain calls because the pool's buffers "
+			      "could not be registered with io_uring: RLIMIT_MEMLOCK is ",
+			      (unsigned long)u->fallbacks[PS_UFB_REGISTER]);
+		if (d->memlock == UINT64_MAX)
+			ps_buf_puts(&m, "unlimited");
+		else
+			ps_buf_printf(&m, "%lu KiB", (unsigned long)(d->memlock >> 10));
+		ps_buf_printf(&m, "; raise it to at least %lu KiB (LimitMEMLOCK=", (unsigned long)(want >> 10));
+		ps_buf_size(&m, want);
+		ps_buf_printf(&m, " in the systemd unit, or ulimit -l %lu) or grant CAP_IPC_LOCK",
+			      (unsigned long)(want >> 10));
+		ps_buf_str(&m);
+		advice_suggest_size(l, want);
+	}
+
+	if (u->fallbacks[PS_UFB_UNALIGNED]) {
+		advice_add(l, "unaligned", "O_DIRECT alignment", &m);
+		ps_buf_printf(&m, "%lu O_DIRECT calls on pooled buffers skipped io_uring because the buffer, "
+			      "length or offset was not a multiple of 4 KiB; align them "
+			      "(posix_memalign(..., 4096, ...), 4 KiB-multiple sizes and offsets)",
+			      (unsigned long)u->fallbacks[PS_UFB_UNALIGNED]);
+		ps_buf_str(&m);
+		advice_suggest(l, "4K");
+	}
+
+	if (t->events[PS_EV_FB_POOL_FULL]) {
+		uint64_t want = p->cap * 2 > 32ULL << 30 ? 32ULL << 30 : p->cap * 2;
+		advice_add(l, "pool_full", "POOLSHIM_POOL_SIZE", &m);
+		ps_buf_printf(&m, "%lu allocations fell back to the ordinary arenas because the pool "
+			      "reached its cap of ", (unsigned long)t->events[PS_EV_FB_POOL_FULL]);
+		ps_buf_size(&m, p->cap);
+		ps_buf_puts(&m, " (peak in use ");
+		ps_buf_size(&m, d->pool_peak);
+		ps_buf_puts(&m, "); POOLSHIM_POOL_SIZE=");
+		ps_buf_size(&m, want);
+		ps_buf_puts(&m, " would hold them");
+		ps_buf_str(&m);
+		advice_suggest_size(l, want);
+	}
+
+	if (p->requested == PS_HUGE_HUGETLB && p->slabs && !p->backed_by[PS_BACK_HUGETLB]) {
+		uint64_t pages = (p->backed + PS_HUGE_2M - 1) / PS_HUGE_2M;
+		char n[24];
+		struct ps_buf nb;
+		advice_add(l, "hugetlb_none", "vm.nr_hugepages", &m);
+		ps_buf_printf(&m, "POOLSHIM_HUGEPAGES=hugetlb was asked for but no pool memory came from "
+			      "hugetlb pages (%s); reserve at least %lu 2 MiB pages "
+			      "(sysctl vm.nr_hugepages=%lu)",
+			      p->hugetlb_reason ? p->hugetlb_reason : "none free",
+			      (unsigned long)pages, (unsigned long)pages);
+		ps_buf_str(&m);
+		ps_buf_init(&nb, n, sizeof(n), -1);
+		ps_buf_u64(&nb, pages);
+		advice_suggest(l, ps_buf_str(&nb));
+	}
+
+	if (p->thp_reason && strncmp(p->thp_reason, "THP disabled", 12) == 0 && p->slabs &&
+	    !p->backed_by[PS_BACK_HUGETLB]) {
+		advice_add(l, "thp_disabled", "transparent_hugepage/enabled", &m);
+		ps_buf_puts(&m, "transparent hugepages are disabled system-wide "
+			    "(/sys/kernel/mm/transparent_hugepage/enabled is never), so the pool "
+			    "used 4 KiB pages; set it to madvise");
+		ps_buf_str(&m);
+		advice_suggest(l, "madvise");
+	}
+}
+
+static void render_meta_text(struct ps_buf *b, const struct ps_report_data *d)
+{
+	ps_buf_printf(b, "run      poolshim %s; host %s; kernel %s; started ", d->version ? d->version : "?",
+		      d->host[0] ? d->host : "?", d->kernel[0] ? d->kernel : "?");
+	if (d->start_time >= 0)
+		put_iso8601(b, d->start_time);
+	else
+		ps_buf_putc(b, '?');
+	ps_buf_putc(b, '\n');
+	if (!d->cfg)
+		return;
+	ps_buf_puts(b, "config  ");
+	const char *name;
+	for (size_t i = 0; ; i++) {
+		char storage[PS_PATH_MAX + 8];
+		struct ps_buf v;
+		ps_buf_init(&v, storage, sizeof(storage), -1);
+		if (!ps_config_option(d->cfg, i, &name, &v))
+			break;
+		ps_buf_printf(b, " %s=%s", name, ps_buf_str(&v));
+	}
+	ps_buf_putc(b, '\n');
+}
+
+static void render_advice_text(struct ps_buf *b, const struct ps_report_data *d)
+{
+	struct advice_list l;
+
+	gather_advice(d, &l);
+	if (!l.n)
+		return;
+	ps_buf_puts(b, "advice\n");
+	for (int i = 0; i < l.n; i++)
+		ps_buf_printf(b, "  - %s\n", l.a[i].message);
+}
+
+static void render_meta_json(struct ps_buf *b, const struct ps_report_data *d)
+{
+	ps_buf_puts(b, ",\"meta\":{\"version\":");
+	ps_buf_json_str(b, d->version ? d->version : "");
+	ps_buf_puts(b, ",\"host\":");
+	ps_buf_json_str(b, d->host);
+	ps_buf_puts(b, ",\"kernel\":");
+	ps_buf_json_str(b, d->kernel);
+	ps_buf_puts(b, ",\"start_time\":");
+	if (d->start_time >= 0) {
+		ps_buf_putc(b, '"');
+		put_iso8601(b, d->start_time);
+		ps_buf_putc(b, '"');
+	} else {
+		ps_buf_puts(b, "null");
+	}
+	ps_buf_puts(b, "},\"config\":{");
+	const char *name;
+	for (size_t i = 0; d->cfg; i++) {
+		char storage[PS_PATH_MAX + 8];
+		struct ps_buf v;
+		ps_buf_init(&v, storage, sizeof(storage), -1);
+		if (!ps_config_option(d->cfg, i, &name, &v))
+			break;
+		ps_buf_printf(b, "%s\"%s\":", i ? "," : "", name);
+		ps_buf_json_str(b, ps_buf_str(&v));
+	}
+	ps_buf_putc(b, '}');
+}
+
+static void render_advice_json(struct ps_buf *b, const struct ps_report_data *d)
+{
+	struct advice_list l;
+
+	gather_advice(d, &l);
+	ps_buf_puts(b, ",\"advice\":[");
+	for (int i = 0; i < l.n; i++) {
+		ps_buf_printf(b, "%s{\"id\":\"%s\",\"message\":", i ? "," : "", l.a[i].id);
+		ps_buf_json_str(b, l.a[i].message);
+		ps_buf_puts(b, ",\"variable\":");
+		ps_buf_json_str(b, l.a[i].variable);
+		ps_buf_puts(b, ",\"suggested\":");
+		if (l.a[i].suggested[0])
+			ps_buf_json_str(b, l.a[i].suggested);
+		else
+			ps_buf_puts(b, "null");
+		ps_buf_putc(b, '}');
+	}
+	ps_buf_putc(b, ']');
+}
+
 static void render_text(struct ps_buf *b, const struct ps_report_data *d)
 {
 	const struct ps_tstats *t = d->totals;
@@ -170,6 +469,7 @@ static void render_text(struct ps_buf *b, const struct ps_report_data *d)
 	for (int e = PS_EV_FB_POOL_FULL; e < PS_EV__COUNT; e++)
 		ps_buf_printf(b, " %s %lu", event_names[e], (unsigned long)t->events[e]);
 	ps_buf_putc(b, '\n');
+	render_meta_text(b, d);
 	if (p->hugetlb_reason)
 		ps_buf_printf(b, "pool     hugetlb not used: %s\n", p->hugetlb_reason);
 	if (p->thp_reason)
@@ -270,6 +570,7 @@ static void render_text(struct ps_buf *b, const struct ps_report_data *d)
 		}
 	}
 	ps_callsite_render(b, false, !ps_in_signal);
+	render_advice_text(b, d);
 	ps_buf_puts(b, "==== end of poolshim report ====\n");
 }
 
@@ -378,6 +679,8 @@ close_errnos:
 	}
 	ps_buf_putc(b, ']');
 	ps_callsite_render(b, true, !ps_in_signal);
+	render_meta_json(b, d);
+	render_advice_json(b, d);
 	ps_buf_puts(b, "}\n");
 }
 

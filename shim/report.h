@@ -17,7 +17,8 @@
 #include "pool.h"
 #include "stats.h"
 
-#define PS_REPORT_VERSION 2   /* 2: pool.heap_owner, pool mode "foreign" */
+/* 2: pool.heap_owner, pool mode "foreign"; 3: meta, config, advice, uring.fallbacks.unaligned */
+#define PS_REPORT_VERSION 3
 
 struct ps_buf;
 
@@ -36,6 +37,12 @@ struct ps_report_data {
 	int uring_state;                  /* enum ps_uring_state */
 	const char *uring_reason;
 	uint64_t uring_rings;
+	/* What makes two reports comparable: where and how the run happened. */
+	const char *version;
+	char host[65], kernel[65];
+	int64_t start_time;               /* seconds since the epoch, or -1 */
+	const struct ps_config *cfg;      /* effective configuration, or NULL */
+	uint64_t memlock;                 /* RLIMIT_MEMLOCK soft limit, UINT64_MAX = unlimited */
 };
 
 /* Fill d from the live process; scratch receives the merged counters. */

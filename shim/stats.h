@@ -95,6 +95,7 @@ enum ps_uring_fb {
 	PS_UFB_ERROR,        /* submission failed; the call was redone or finished plainly */
 	PS_UFB_PROTECTED,    /* the program mprotect()ed part of the buffer's slab */
 	PS_UFB_NESTED,       /* the thread's ring was in use: a call from a signal handler */
+	PS_UFB_UNALIGNED,    /* buffer, length or offset not 4 KiB aligned: the kernel's call */
 	PS_UFB__COUNT
 };
 

@@ -393,8 +393,10 @@ bool ps_uring_eligible(const void *buf, size_t len, off_t off, bool positional)
 	if (positional && (len > (uint64_t)INT64_MAX || (uint64_t)off > (uint64_t)INT64_MAX - len))
 		return false;
 	/* Misaligned O_DIRECT requests go to the kernel, which says EINVAL exactly. */
-	if (((uintptr_t)buf | len | (positional ? (uint64_t)off : 0)) & (PS_ALIGN - 1))
+	if (((uintptr_t)buf | len | (positional ? (uint64_t)off : 0)) & (PS_ALIGN - 1)) {
+		ps_stats_uring_fallback(PS_UFB_UNALIGNED);
 		return false;
+	}
 	return __atomic_load_n(&state, __ATOMIC_RELAXED) == PS_URING_STATE_OK;
 }
 

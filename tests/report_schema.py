@@ -29,10 +29,16 @@ SCHEMA = {
         "state": str, "reason": (str, type(None)), "rings": U, "enters": U, "sqes": U,
         "fixed": U, "split_calls": U, "sqes_per_enter": list,
         "fallbacks": {"setup": U, "register": U, "not_pooled": U, "small": U, "error": U,
-                      "protected": U, "nested": U},
+                      "protected": U, "nested": U, "unaligned": U},
     },
     "calls": list,
+    # version 3: what makes two reports comparable, and advice
+    "meta": {"version": str, "host": str, "kernel": str, "start_time": (str, type(None))},
+    "config": dict,
+    "advice": list,
 }
+ADVICE = {"id": str, "message": str, "variable": str, "suggested": (str, type(None))}
+ADVICE_IDS = {"pool_min", "memlock", "unaligned", "pool_full", "hugetlb_none", "thp_disabled"}
 CALL = {"call": str, "kind": str, "calls": U, "bytes": U, "errors": U, "eagain": U,
         "timed": U, "nsec": U, "size_hist": list, "lat_hist": list, "errnos": dict}
 MODES = {"hugetlb", "thp", "4k", "mixed", "unused", "unavailable", "foreign"}
@@ -72,6 +78,11 @@ def validate(report):
     if report.get("version") == 1:
         # Version 1 had no heap_owner (and no "foreign" pool mode).
         schema = dict(SCHEMA, pool={k: v for k, v in SCHEMA["pool"].items() if k != "heap_owner"})
+    if report.get("version") in (1, 2):
+        # meta, config, advice and uring.fallbacks.unaligned came with version 3.
+        schema = {k: v for k, v in schema.items() if k not in ("meta", "config", "advice")}
+        fb = {k: v for k, v in SCHEMA["uring"]["fallbacks"].items() if k != "unaligned"}
+        schema["uring"] = dict(SCHEMA["uring"], fallbacks=fb)
     check(report, schema, "$", errors)
     if sites is not None:
         report["callsites"] = sites
@@ -86,8 +97,20 @@ def validate(report):
                 check(f, FRAME, f"$.callsites[{i}].frames[{j}]", errors)
     if errors:
         return errors
-    if report["schema"] != "poolshim-report" or report["version"] not in (1, 2):
+    if report["schema"] != "poolshim-report" or report["version"] not in (1, 2, 3):
         errors.append("schema/version")
+    if report["version"] >= 3:
+        for i, a in enumerate(report["advice"]):
+            check(a, ADVICE, f"$.advice[{i}]", errors)
+            if a.get("id") not in ADVICE_IDS:
+                errors.append(f"$.advice[{i}].id {a.get('id')}")
+        cfg = report["config"]
+        if not cfg.get("POOLSHIM_POOL_MIN") or not all(
+                k.startswith("POOLSHIM") and isinstance(v, str) for k, v in cfg.items()):
+            errors.append("$.config: want every POOLSHIM_* option as a string")
+        st = report["meta"]["start_time"]
+        if st is not None and not __import__("re").fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", st):
+            errors.append(f"$.meta.start_time {st}: want ISO 8601 UTC")
     pool = report["pool"]
     if pool["mode"] not in MODES:
         errors.append(f"pool.mode {pool['mode']}")

@@ -34,6 +34,12 @@ check_PROGRAMS += tests/preload/live_threads tests/preload/live_rawfork
 TESTS += tests/preload/live_shm_full.sh tests/preload/live_rawfork.sh tests/preload/live_pidns.sh
 EXTRA_DIST += tests/preload/live_shm_full.sh tests/preload/live_rawfork.sh tests/preload/live_pidns.sh
 
+# The report's advice, metadata and configuration; poolshim report --csv/--diff.
+check_PROGRAMS += tests/preload/advice_helper
+TESTS += tests/preload/advice.sh
+EXTRA_DIST += tests/preload/advice.sh
+tests_preload_advice_helper_SOURCES = tests/preload/advice_helper.c
+
 tests_preload_alloc_api_SOURCES = tests/preload/alloc_api.c
 tests_preload_alloc_api_CFLAGS = $(PST_CFLAGS_ALL)
 tests_preload_alloc_api_LDADD = $(PST_LIBS_ALL)

@@ -81,7 +81,7 @@ START_TEST(test_json)
 	ps_report_render(&b, &d, PS_FORMAT_JSON);
 	const char *s = ps_buf_str(&b);
 	ck_assert(!b.truncated);
-	ck_assert_ptr_nonnull(strstr(s, "{\"schema\":\"poolshim-report\",\"version\":2,\"pid\":4242,"
+	ck_assert_ptr_nonnull(strstr(s, "{\"schema\":\"poolshim-report\",\"version\":3,\"pid\":4242,"
 				       "\"program\":\"my\\\"prog\""));
 	ck_assert_ptr_nonnull(strstr(s, "\"mode\":\"hugetlb\""));
 	ck_assert_ptr_nonnull(strstr(s, "\"hugetlb_reason\":null"));
