@@ -17,7 +17,7 @@
 #include "pool.h"
 #include "stats.h"
 
-#define PS_REPORT_VERSION 2   /* 2: pool.heap_owner, pool mode "foreign" */
+#define PS_REPORT_VERSION 3   /* 2: pool.heap_owner, pool mode "foreign"; 3: frame path, build_id, rel, file, line */
 
 struct ps_buf;
 
