@@ -611,6 +611,25 @@ def plot(groups, outdir, top):
 
 # ---------------------------------------------------------------------------
 
+def folded_frame(f):
+    """One frame for a folded stack: no spaces or ';' (flamegraph.pl splits on them)."""
+    name = f.get("function") or f"{f.get('object', '?')}+0x{f.get('rel', f.get('offset', 0)):x}"
+    return name.replace(" ", "_").replace(";", ":")
+
+
+def write_folded(reports, key, out):
+    """--folded: one line per stack, root first, ';'-joined, then the count or bytes."""
+    stacks = {}
+    for _, r in reports:
+        for site in r.get("callsites", []):
+            frames = [folded_frame(f) for f in reversed(site["frames"])]
+            frames.append(f"{site['kind']}:{site['call']}")
+            line = ";".join(frames)
+            stacks[line] = stacks.get(line, 0) + site["count" if key == "count" else "bytes"]
+    for line, n in sorted(stacks.items()):
+        out.write(f"{line} {n}\n")
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(
         prog=PROG, description="Merge poolshim JSON reports (one per process), print the "
@@ -623,6 +642,8 @@ def parse_args(argv):
     ap.add_argument("--top", metavar="N", type=int, default=10, help="call sites listed and plotted (default 10)")
     ap.add_argument("--summary", action="store_true", help="per program only, no per-process tables")
     ap.add_argument("--exact", action="store_true", help="print bytes as exact integers, not 1.5M")
+    ap.add_argument("--folded", nargs="?", const="count", choices=("count", "bytes"),
+                    help="print call-site stacks folded (flamegraph.pl), weighted by count or bytes")
     a = ap.parse_args(argv)
     if a.top < 1:
         ap.error("--top must be at least 1")
@@ -652,6 +673,9 @@ def main(argv):
         proc.add(path, r)
         processes.append(proc)
 
+    if a.folded:
+        write_folded(reports, a.folded, sys.stdout)
+        return 0
     out = sys.stdout
     if a.json == "-":
         out = sys.stderr  # keep stdout for the JSON
