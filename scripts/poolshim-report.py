@@ -642,9 +642,13 @@ def parse_args(argv):
     ap.add_argument("--top", metavar="N", type=int, default=10, help="call sites listed and plotted (default 10)")
     ap.add_argument("--summary", action="store_true", help="per program only, no per-process tables")
     ap.add_argument("--exact", action="store_true", help="print bytes as exact integers, not 1.5M")
-    ap.add_argument("--folded", nargs="?", const="count", choices=("count", "bytes"),
+    ap.add_argument("--folded", nargs="?", const="count", metavar="count|bytes",
                     help="print call-site stacks folded (flamegraph.pl), weighted by count or bytes")
     a = ap.parse_args(argv)
+    if a.folded not in (None, "count", "bytes"):
+        # "--folded FILE": the optional value was a report, not a weight
+        a.files.insert(0, a.folded)
+        a.folded = "count"
     if a.top < 1:
         ap.error("--top must be at least 1")
     return a
