@@ -636,7 +636,7 @@ def parse_args(argv):
         "merged tables per program and per process, optionally plot them.",
         epilog="Exit status: 0 ok, 1 a plot or output could not be written, "
         "2 bad usage or a file that is unreadable or not a valid report.  See poolshim(1).")
-    ap.add_argument("files", nargs="+", metavar="FILE", help="JSON reports (POOLSHIM_STATS=...json)")
+    ap.add_argument("files", nargs="*", metavar="FILE", help="JSON reports (POOLSHIM_STATS=...json)")
     ap.add_argument("--plot", metavar="DIR", help="write PNG plots (gnuplot) into DIR")
     ap.add_argument("--json", metavar="OUT", help="write the merged numbers as JSON to OUT (- for stdout)")
     ap.add_argument("--top", metavar="N", type=int, default=10, help="call sites listed and plotted (default 10)")
@@ -649,6 +649,8 @@ def parse_args(argv):
         # "--folded FILE": the optional value was a report, not a weight
         a.files.insert(0, a.folded)
         a.folded = "count"
+    if not a.files:
+        ap.error("the following arguments are required: FILE")
     if a.top < 1:
         ap.error("--top must be at least 1")
     return a
