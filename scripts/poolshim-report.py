@@ -689,6 +689,25 @@ def diff_main(paths, validate):
 
 # ---------------------------------------------------------------------------
 
+def folded_frame(f):
+    """One frame for a folded stack: no spaces or ';' (flamegraph.pl splits on them)."""
+    name = f.get("function") or f"{f.get('object', '?')}+0x{f.get('rel', f.get('offset', 0)):x}"
+    return name.replace(" ", "_").replace(";", ":")
+
+
+def write_folded(reports, key, out):
+    """--folded: one line per stack, root first, ';'-joined, then the count or bytes."""
+    stacks = {}
+    for _, r in reports:
+        for site in r.get("callsites", []):
+            frames = [folded_frame(f) for f in reversed(site["frames"])]
+            frames.append(f"{site['kind']}:{site['call']}")
+            line = ";".join(frames)
+            stacks[line] = stacks.get(line, 0) + site["count" if key == "count" else "bytes"]
+    for line, n in sorted(stacks.items()):
+        out.write(f"{line} {n}\n")
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(
         prog=PROG, description="Merge poolshim JSON reports (one per process), print the "
@@ -703,7 +722,13 @@ def parse_args(argv):
     ap.add_argument("--exact", action="store_true", help="print bytes as exact integers, not 1.5M")
     ap.add_argument("--csv", action="store_true", help="print the per-call table as CSV, one row per program, call and kind")
     ap.add_argument("--diff", nargs=2, metavar=("A", "B"), help="print the per-call change from report A to report B")
+    ap.add_argument("--folded", nargs="?", const="count", metavar="count|bytes",
+                    help="print call-site stacks folded (flamegraph.pl), weighted by count or bytes")
     a = ap.parse_args(argv)
+    if a.folded not in (None, "count", "bytes"):
+        # "--folded FILE": the optional value was a report, not a weight
+        a.files.insert(0, a.folded)
+        a.folded = "count"
     if not a.files and not a.diff:
         ap.error("give report FILEs, or --diff A B")
     if a.top < 1:
@@ -736,6 +761,9 @@ def main(argv):
         proc.add(path, r)
         processes.append(proc)
 
+    if a.folded:
+        write_folded(reports, a.folded, sys.stdout)
+        return 0
     out = sys.stdout
     if a.csv:
         write_csv(programs, out)

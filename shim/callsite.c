@@ -14,7 +14,10 @@
 #include "callsite.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <link.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <libunwind.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -162,32 +165,257 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path ? path : "?";
 }
 
-/* One frame: function+0xoff (object), or the raw address. */
+/*
+ * Objects mapped in the process, read once per report: path, load bias,
+ * executable range and GNU build id (from PT_NOTE), so each frame carries
+ * what offline symbolization needs (object, build id, object-relative
+ * address).  Filled with dl_iterate_phdr, so never from the signal handler.
+ */
+#define OBJS_MAX 128
+struct obj {
+	uintptr_t lo, hi, bias;
+	char path[256];
+	char build_id[2 * 40 + 1];
+};
+static struct obj objs[OBJS_MAX];
+static unsigned nobjs;
+
+static void note_build_id(struct obj *o, const struct dl_phdr_info *info, const ElfW(Phdr) *ph)
+{
+	const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+	const unsigned char *end = p + ph->p_memsz;
+	size_t align = ph->p_align > 4 ? ph->p_align : 4;
+
+	while (p + sizeof(ElfW(Nhdr)) <= end) {
+		const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+		const unsigned char *name = p + sizeof(*nh);
+		const unsigned char *desc = name + ((nh->n_namesz + align - 1) & ~(align - 1));
+		if (desc + nh->n_descsz > end)
+			return;
+		if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+		    memcmp(name, "GNU", 4) == 0 && nh->n_descsz <= 40) {
+			static const char hex[] = "0123456789abcdef";
+			for (unsigned i = 0; i < nh->n_descsz; i++) {
+				o->build_id[2 * i] = hex[desc[i] >> 4];
+				o->build_id[2 * i + 1] = hex[desc[i] & 15];
+			}
+			o->build_id[2 * nh->n_descsz] = 0;
+			return;
+		}
+		p = desc + ((nh->n_descsz + align - 1) & ~(align - 1));
+	}
+}
+
+static int add_obj(struct dl_phdr_info *info, size_t size, void *unused)
+{
+	(void)size, (void)unused;
+	if (nobjs >= OBJS_MAX)
+		return 1;
+	struct obj *o = &objs[nobjs];
+	memset(o, 0, sizeof(*o));
+	o->bias = info->dlpi_addr;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+			if (!o->lo || lo < o->lo)
+				o->lo = lo;
+			if (lo + ph->p_memsz > o->hi)
+				o->hi = lo + ph->p_memsz;
+		} else if (ph->p_type == PT_NOTE && !o->build_id[0]) {
+			note_build_id(o, info, ph);
+		}
+	}
+	if (!o->lo)
+		return 0;
+	const char *name = info->dlpi_name;
+	if (!name || !name[0]) {
+		/* the main program */
+		ssize_t n = readlink("/proc/self/exe", o->path, sizeof(o->path) - 1);
+		o->path[n > 0 ? n : 0] = 0;
+	} else {
+		size_t n = strlen(name);
+		if (n >= sizeof(o->path))
+			n = sizeof(o->path) - 1;
+		memcpy(o->path, name, n);
+		o->path[n] = 0;
+	}
+	nobjs++;
+	return 0;
+}
+
+static const struct obj *obj_of(uintptr_t a)
+{
+	for (unsigned i = 0; i < nobjs; i++)
+		if (a >= objs[i].lo && a < objs[i].hi)
+			return &objs[i];
+	return NULL;
+}
+
+/*
+ * Naming with elfutils libdwfl (.symtab, separate debug info by build id
+ * and debuglink, DWARF lines), as perf does.  libdw is dlopen'd only when a
+ * report has call sites to name, so the shim has no DT_NEEDED on it and
+ * works (naming with dladdr) where it is not installed.  The handful of
+ * functions is declared here rather than from <elfutils/libdwfl.h> so that
+ * the build does not need libdw-dev either.
+ */
+typedef struct Dwfl Dwfl;
+typedef struct Dwfl_Module Dwfl_Module;
+typedef struct Dwfl_Line Dwfl_Line;
+struct dwfl_callbacks {
+	void *find_elf, *find_debuginfo, *section_address;
+	char **debuginfo_path;
+};
+static struct {
+	bool tried;
+	Dwfl *dwfl;
+	Dwfl *(*begin)(const struct dwfl_callbacks *);
+	int (*proc_report)(Dwfl *, pid_t);
+	int (*report_end)(Dwfl *, void *, void *);
+	Dwfl_Module *(*addrmodule)(Dwfl *, uintptr_t);
+	const char *(*addrinfo)(Dwfl_Module *, uintptr_t, uintptr_t *, void *, void *, void *,
+				void *);
+	Dwfl_Line *(*getsrc)(Dwfl_Module *, uintptr_t);
+	const char *(*lineinfo)(Dwfl_Line *, uintptr_t *, int *, int *, void *, void *);
+	void (*end)(Dwfl *);
+	struct dwfl_callbacks cb;
+	char *path;
+} dw;
+
+static void dw_open(void)
+{
+	if (dw.tried)
+		return;
+	dw.tried = true;
+	void *h = dlopen("libdw.so.1", RTLD_LAZY | RTLD_LOCAL);
+	if (!h)
+		return;
+	*(void **)&dw.begin = dlsym(h, "dwfl_begin");
+	*(void **)&dw.proc_report = dlsym(h, "dwfl_linux_proc_report");
+	*(void **)&dw.report_end = dlsym(h, "dwfl_report_end");
+	*(void **)&dw.addrmodule = dlsym(h, "dwfl_addrmodule");
+	*(void **)&dw.addrinfo = dlsym(h, "dwfl_module_addrinfo");
+	*(void **)&dw.getsrc = dlsym(h, "dwfl_module_getsrc");
+	*(void **)&dw.lineinfo = dlsym(h, "dwfl_lineinfo");
+	*(void **)&dw.end = dlsym(h, "dwfl_end");
+	dw.cb.find_elf = dlsym(h, "dwfl_linux_proc_find_elf");
+	dw.cb.find_debuginfo = dlsym(h, "dwfl_standard_find_debuginfo");
+	if (!dw.begin || !dw.proc_report || !dw.report_end || !dw.addrmodule || !dw.addrinfo ||
+	    !dw.getsrc || !dw.lineinfo || !dw.end || !dw.cb.find_elf || !dw.cb.find_debuginfo)
+		return;
+	/* elfutils' own syntax: ":.debug:/usr/lib/debug" is its default */
+	const char *env = getenv("POOLSHIM_DEBUGINFO_PATH");
+	if (env && env[0]) {
+		dw.path = strdup(env);
+		dw.cb.debuginfo_path = &dw.path;
+	}
+	Dwfl *d = dw.begin(&dw.cb);
+	if (!d)
+		return;
+	if (dw.proc_report(d, getpid()) != 0 || dw.report_end(d, NULL, NULL) != 0) {
+		dw.end(d);
+		return;
+	}
+	dw.dwfl = d;
+}
+
+struct frame_name {
+	const char *fn, *file;
+	uintptr_t off;
+	int line;
+};
+
+static bool dw_name(uintptr_t a, struct frame_name *out)
+{
+	uintptr_t off = 0;
+	dw_open();
+	if (!dw.dwfl)
+		return false;
+	Dwfl_Module *m = dw.addrmodule(dw.dwfl, a);
+	if (!m)
+		return false;
+	Elf64_Sym sym;
+	uint32_t shndx;
+	void *elf;
+	uint64_t bias;
+	const char *fn = dw.addrinfo(m, a, &off, &sym, &shndx, &elf, &bias);
+	if (!fn)
+		return false;
+	out->fn = fn;
+	out->off = off;
+	Dwfl_Line *l = dw.getsrc(m, a);
+	int line = 0, col = 0;
+	uintptr_t la = 0;
+	uint64_t mtime = 0, len = 0;
+	const char *file = l ? dw.lineinfo(l, &la, &line, &col, &mtime, &len) : NULL;
+	if (file && line > 0) {
+		out->file = file;
+		out->line = line;
+	}
+	return true;
+}
+
+/*
+ * One frame: function+0xoff (object) file:line, or the raw address.  In the
+ * signal handler (symbolize = false) only the address is known.
+ */
 static void put_frame(struct ps_buf *b, void *addr, bool json, bool symbolize)
 {
 	Dl_info di;
+	uintptr_t a = (uintptr_t)addr;
+	const struct obj *o = symbolize ? obj_of(a) : NULL;
+	uintptr_t rel = o ? a - o->bias : a;
+	struct frame_name nm = { 0 };
+
 	/* A return address points after the call: look up the byte before. */
-	bool found = symbolize && dladdr((char *)addr - 1, &di);
-	const char *fn = found && di.dli_sname ? di.dli_sname : NULL;
-	uintptr_t off = found ? (uintptr_t)addr - (uintptr_t)(fn ? di.dli_saddr : di.dli_fbase) : 0;
-	const char *obj = found ? base_name(di.dli_fname) : "?";
+	if (symbolize && dw_name(a - 1, &nm)) {
+		nm.off++;
+	} else if (symbolize && dladdr((char *)addr - 1, &di) && di.dli_sname) {
+		nm.fn = di.dli_sname;
+		nm.off = a - (uintptr_t)di.dli_saddr;
+	}
+	if (!nm.fn)
+		nm.off = rel;
+	const char *obj = o ? base_name(o->path) : "?";
 
 	if (json) {
 		ps_buf_puts(b, "{\"function\":");
-		if (fn)
-			ps_buf_json_str(b, fn);
+		if (nm.fn)
+			ps_buf_json_str(b, nm.fn);
 		else
 			ps_buf_puts(b, "null");
-		ps_buf_printf(b, ",\"offset\":%lu,\"object\":", (unsigned long)off);
+		ps_buf_printf(b, ",\"offset\":%lu,\"object\":", (unsigned long)nm.off);
 		ps_buf_json_str(b, obj);
-		ps_buf_printf(b, ",\"address\":\"0x%lx\"}", (unsigned long)(uintptr_t)addr);
+		ps_buf_puts(b, ",\"path\":");
+		if (o && o->path[0])
+			ps_buf_json_str(b, o->path);
+		else
+			ps_buf_puts(b, "null");
+		ps_buf_puts(b, ",\"build_id\":");
+		if (o && o->build_id[0])
+			ps_buf_json_str(b, o->build_id);
+		else
+			ps_buf_puts(b, "null");
+		ps_buf_printf(b, ",\"rel\":%lu,\"file\":", (unsigned long)rel);
+		if (nm.file)
+			ps_buf_json_str(b, nm.file);
+		else
+			ps_buf_puts(b, "null");
+		if (nm.file)
+			ps_buf_printf(b, ",\"line\":%d", nm.line);
+		else
+			ps_buf_puts(b, ",\"line\":null");
+		ps_buf_printf(b, ",\"address\":\"0x%lx\"}", (unsigned long)a);
 		return;
 	}
-	if (fn)
-		ps_buf_printf(b, "%s+0x%lx", fn, (unsigned long)off);
+	if (nm.fn)
+		ps_buf_printf(b, "%s+0x%lx", nm.fn, (unsigned long)nm.off);
 	else
-		ps_buf_printf(b, "0x%lx", (unsigned long)(uintptr_t)addr);
+		ps_buf_printf(b, "0x%lx", (unsigned long)a);
 	ps_buf_printf(b, " (%s)", obj);
+	if (nm.file)
+		ps_buf_printf(b, " %s:%d", nm.file, nm.line);
 }
 
 /*
@@ -295,8 +523,15 @@ void ps_callsite_render(struct ps_buf *b, bool json, bool symbolize)
 {
 	if (!sites || top == 0)
 		return;
+	/* naming allocates (libdw): keep those allocations out of the table */
+	guard++;
+	if (symbolize) {
+		nobjs = 0;
+		dl_iterate_phdr(add_obj, NULL);
+	}
 	if (json)
 		render_json(b, symbolize);
 	else
 		render_text(b, symbolize);
+	guard--;
 }

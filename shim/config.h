@@ -48,6 +48,7 @@ struct ps_config {
 	enum ps_hugepages hugepages;   /* POOLSHIM_HUGEPAGES */
 	bool prefault;                 /* POOLSHIM_PREFAULT */
 	char stats[PS_PATH_MAX];       /* POOLSHIM_STATS: "stderr", "off" or a path */
+	char debuginfo_path[PS_PATH_MAX]; /* POOLSHIM_DEBUGINFO_PATH: elfutils debug-info search path */
 	enum ps_stats_format stats_format;   /* POOLSHIM_STATS_FORMAT */
 	bool stats_format_set;         /* given explicitly (else implied by the path) */
 	bool verbose;                  /* POOLSHIM_VERBOSE */

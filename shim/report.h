@@ -17,7 +17,8 @@
 #include "pool.h"
 #include "stats.h"
 
-/* 2: pool.heap_owner, pool mode "foreign"; 3: meta, config, advice, uring.fallbacks.unaligned */
+/* 2: pool.heap_owner, pool mode "foreign"; 3: meta, config, advice,
+ * uring.fallbacks.unaligned, and frame path, build_id, rel, file, line */
 #define PS_REPORT_VERSION 3
 
 struct ps_buf;

@@ -67,6 +67,10 @@ def check(obj, schema, path, errors):
 
 SITE = {"kind": str, "call": str, "count": U, "bytes": U, "nsec": U, "frames": list}
 FRAME = {"function": (str, type(None)), "offset": U, "object": str, "address": str}
+# Version 3 frames also carry what offline symbolization needs.
+OPT_STR = (str, type(None))
+FRAME3 = dict(FRAME, path=OPT_STR, build_id=OPT_STR, rel=U, file=OPT_STR,
+              line=(int, type(None)))
 
 
 def validate(report):
@@ -94,7 +98,8 @@ def validate(report):
             if s.get("kind") not in ("alloc", "io"):
                 errors.append(f"$.callsites[{i}].kind {s.get('kind')}")
             for j, f in enumerate(s.get("frames", [])):
-                check(f, FRAME, f"$.callsites[{i}].frames[{j}]", errors)
+                check(f, FRAME3 if report.get("version", 0) >= 3 else FRAME,
+                      f"$.callsites[{i}].frames[{j}]", errors)
     if errors:
         return errors
     if report["schema"] != "poolshim-report" or report["version"] not in (1, 2, 3):

@@ -82,3 +82,10 @@ tests_preload_libfwdwrap_la_LIBADD = -ldl
 
 # I/O tests (tests/preload/io.mk)
 include tests/preload/io.mk
+
+# Call sites named without -rdynamic, and from split debug info (callsite_named.sh).
+check_PROGRAMS += tests/preload/callsite_plain
+TESTS += tests/preload/callsite_named.sh
+EXTRA_DIST += tests/preload/callsite_named.sh
+tests_preload_callsite_plain_SOURCES = tests/preload/callsite_helper.c
+tests_preload_callsite_plain_CFLAGS = $(AM_CFLAGS) -g -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls
