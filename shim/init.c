@@ -171,12 +171,14 @@ static void verbose_banner(void)
 	struct ps_pool_info info;
 
 	ps_buf_init(&b, storage, sizeof(storage), 2);
-	ps_buf_puts(&b, "poolshim: effective configuration:\n");
+	ps_buf_log_prefix(&b);
+	ps_buf_puts(&b, "effective configuration:\n");
 	ps_config_print(&ps_cfg, &b);
 	/* Verbose only: reserve and probe now, so the reasons below are known. */
 	ps_pool_prepare();
 	ps_pool_get_info(&info);
-	ps_buf_printf(&b, "poolshim: pool %s, arena made on first use, reserve ",
+	ps_buf_log_prefix(&b);
+	ps_buf_printf(&b, "pool %s, arena made on first use, reserve ",
 		      ps_alloc_pool_ready() ? "ready" : "unavailable");
 	ps_buf_size(&b, info.reserve);
 	ps_buf_puts(&b, "; hugetlb: ");

@@ -76,3 +76,7 @@ tests_preload_libfwdwrap_la_LIBADD = -ldl
 
 # I/O tests (tests/preload/io.mk)
 include tests/preload/io.mk
+
+# POOLSHIM_PROGRAMS, MALLOC_CONF kept from the private jemalloc, the log prefix.
+TESTS += tests/preload/scope.sh
+EXTRA_DIST += tests/preload/scope.sh
