@@ -9,6 +9,8 @@
 #include "live.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -17,10 +19,11 @@
 
 #include "compiler.h"
 #include "fmt.h"
+#include "sys.h"
 
 struct ps_config ps_cfg;
 
-enum opt_kind { OPT_BOOL, OPT_SIZE, OPT_UINT, OPT_ENUM, OPT_STRING, OPT_SIGNAL };
+enum opt_kind { OPT_BOOL, OPT_SIZE, OPT_UINT, OPT_ENUM, OPT_STRING, OPT_SIGNAL, OPT_LIST };
 
 struct option {
 	const char *name;
@@ -67,6 +70,8 @@ static const struct option options[] = {
 	{ "POOLSHIM_BACKTRACE_TOP", OPT_UINT, OFF(backtrace_top), 10, 0, 64, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_DEBUGINFO_PATH", OPT_STRING, OFF(debuginfo_path), 0, 0, 0, NULL, "", SIZE_MAX },
 	{ "POOLSHIM_DUMP_SIGNAL", OPT_SIGNAL, OFF(dump_signal), 0, 0, 0, NULL, NULL, SIZE_MAX },
+	/* Checked by init.c before anything else (ps_programs_match); kept here to be printed. */
+	{ "POOLSHIM_PROGRAMS", OPT_LIST, OFF(programs), 0, 0, 0, NULL, "", SIZE_MAX },
 };
 
 static const char *const true_words[] = { "1", "on", "yes", "true", NULL };
@@ -235,6 +240,7 @@ static void set_default(struct ps_config *cfg, const struct option *o)
 		*(int *)field(cfg, o->offset) = (int)o->def;
 		break;
 	case OPT_STRING:
+	case OPT_LIST:
 		strcpy((char *)field(cfg, o->offset), o->def_str);
 		break;
 	}
@@ -277,6 +283,7 @@ static void put_value(struct ps_buf *b, const struct ps_config *cfg, const struc
 		ps_buf_puts(b, o->choices[deflt ? (int)o->def : *(const int *)f]);
 		break;
 	case OPT_STRING:
+	case OPT_LIST:
 		ps_buf_puts(b, deflt ? o->def_str : (const char *)f);
 		break;
 	case OPT_SIGNAL: {
@@ -317,6 +324,9 @@ static void put_accepted(struct ps_buf *b, const struct option *o)
 		break;
 	case OPT_STRING:
 		ps_buf_puts(b, "stderr|off|a file path (%p = pid, %e = program name)");
+		break;
+	case OPT_LIST:
+		ps_buf_puts(b, "program names separated by commas");
 		break;
 	case OPT_SIGNAL:
 		ps_buf_puts(b, "a signal whose default ends the program: a name such as USR2, SIGUSR2, "
@@ -381,6 +391,12 @@ static int apply(struct ps_config *cfg, const struct option *o, const char *v)
 		if (*v == '\0')
 			r = -EINVAL;
 		else if (strlen(v) >= PS_PATH_MAX)
+			r = -ERANGE;
+		else
+			strcpy((char *)field(cfg, o->offset), v);
+		break;
+	case OPT_LIST:
+		if (strlen(v) >= PS_PATH_MAX)
 			r = -ERANGE;
 		else
 			strcpy((char *)field(cfg, o->offset), v);
@@ -470,4 +486,98 @@ bool ps_config_option(const struct ps_config *cfg, size_t i, const char **name, 
 	*name = options[i].name;
 	put_value(value, cfg, &options[i], false);
 	return true;
+}
+
+/*
+ * A byte that may be part of a listed name.  Program names may hold almost
+ * anything, but a list holding separators other than ',' or a pattern was
+ * meant some other way than it reads, and guessing could shim the wrong
+ * program.
+ */
+static bool name_byte(unsigned char c)
+{
+	return c > ' ' && c != 0x7f && !strchr(",/;:*?[]=", c);
+}
+
+static bool blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+int ps_programs_match(const char *list, const char *name, bool *mentioned, const char **why)
+{
+	bool match = false;
+	size_t nlen = strlen(name);
+
+	*mentioned = false;
+	*why = NULL;
+	for (const char *p = list;;) {
+		const char *end = strchr(p, ',');
+		const char *a = p, *z = end ? end : p + strlen(p);
+		while (a < z && blank(*a))
+			a++;
+		while (z > a && blank(z[-1]))
+			z--;
+		size_t len = (size_t)(z - a);
+		const char *bad = NULL;
+		for (const char *c = a; c < z && !bad; c++)
+			if (!name_byte((unsigned char)*c))
+				bad = c;
+		if (len == 0)
+			*why = *why ? *why : "has an empty name";
+		else if (len > 63)
+			*why = *why ? *why : "has a name longer than the 63 bytes a report keeps";
+		else if (bad && *bad == '/')
+			*why = *why ? *why : "has a path where a program name belongs (the report's program field)";
+		else if (bad)
+			*why = *why ? *why : "has a character that is not part of a program name";
+		else if (len == nlen && memcmp(a, name, len) == 0)
+			match = true;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+
+	/* Read loosely, for whom to tell: any run of name bytes equal to ours. */
+	for (const char *p = list; *p;) {
+		while (*p && !name_byte((unsigned char)*p))
+			p++;
+		const char *a = p;
+		while (*p && name_byte((unsigned char)*p))
+			p++;
+		if (p > a && (size_t)(p - a) == nlen && memcmp(a, name, nlen) == 0)
+			*mentioned = true;
+	}
+	if (*why)
+		return -EINVAL;
+	return match ? 1 : 0;
+}
+
+/*
+ * The private jemalloc's view of its settings (see the jemalloc rule in
+ * Makefile.am).  MALLOC_CONF and /etc/malloc.conf configure the program's
+ * allocator, whatever that is: a junk or abort_conf:true value meant for it
+ * must not reach, or end, the program through our copy.
+ */
+char *ps_jemalloc_getenv(const char *name);
+char *ps_jemalloc_getenv(const char *name)
+{
+	if (strcmp(name, "MALLOC_CONF") == 0)
+		return NULL;
+	return secure_getenv(name);
+}
+
+ssize_t ps_jemalloc_readlink(const char *path, char *buf, size_t len);
+ssize_t ps_jemalloc_readlink(const char *path, char *buf, size_t len)
+{
+	if (strcmp(path, "/etc/malloc.conf") == 0) {
+		errno = ENOENT;    /* jemalloc puts its errno back */
+		return -1;
+	}
+	long r = PS_SYSCALL(SYS_readlinkat, AT_FDCWD, path, buf, len);
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return (ssize_t)r;
 }

@@ -65,6 +65,7 @@ struct ps_config {
 	uint64_t backtrace_sample;     /* POOLSHIM_BACKTRACE_SAMPLE */
 	uint64_t backtrace_top;        /* POOLSHIM_BACKTRACE_TOP */
 	int dump_signal;               /* POOLSHIM_DUMP_SIGNAL, 0 = none */
+	char programs[PS_PATH_MAX];    /* POOLSHIM_PROGRAMS, "" = every program */
 };
 
 /* The built-in defaults. */
@@ -97,6 +98,17 @@ int ps_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int ps_parse_bool(const char *s, bool *out);
 /* A signal by name (USR2, SIGUSR2), by number (1..64), or off/none/0 for none. */
 int ps_parse_signal(const char *s, int *out);
+
+/*
+ * POOLSHIM_PROGRAMS: whether name (the report's program field) is in list,
+ * names separated by ',' with blanks around them ignored.  1 listed, 0 not,
+ * -EINVAL when the list is malformed (an empty name, a path, a pattern or
+ * other separator, a name over 63 bytes): then *why says how, and the
+ * caller leaves every program alone rather than guess.  *mentioned tells,
+ * reading the list loosely, whether name appears in it at all: that process
+ * is the one whose user should hear of the mistake.  Pure.
+ */
+int ps_programs_match(const char *list, const char *name, bool *mentioned, const char **why);
 
 /* The process-wide configuration, valid once the shim is initialised. */
 extern struct ps_config ps_cfg;

@@ -299,7 +299,32 @@ const char *ps_errno_name(int err)
 #define PS_LOG_MAX_LINES 64
 
 int (*ps_log_fd)(void);
+char ps_program[64];
 static __thread int log_depth;
+
+void ps_program_clean(char *out, size_t cap, const char *name)
+{
+	size_t k = 0;
+
+	/* A slash would make %e in a report path a directory. */
+	for (; name && name[k] && k + 1 < cap; k++)
+		out[k] = name[k] == '/' ? '_' : name[k];
+	if (cap)
+		out[k] = '\0';
+}
+
+void ps_buf_log_prefix(struct ps_buf *b)
+{
+	/* Asked each time: right in fork, vfork and clone children alike. */
+	ps_buf_puts(b, "poolshim[");
+	ps_buf_u64(b, (uint64_t)PS_SYSCALL(SYS_getpid));
+	ps_buf_putc(b, ']');
+	if (ps_program[0]) {
+		ps_buf_putc(b, ' ');
+		ps_buf_puts(b, ps_program);
+	}
+	ps_buf_puts(b, ": ");
+}
 static int log_lines;
 
 void ps_log(const char *fmt, ...)
@@ -314,7 +339,7 @@ void ps_log(const char *fmt, ...)
 		return;
 	log_depth++;
 	ps_buf_init(&b, storage, sizeof(storage), -1);
-	ps_buf_puts(&b, "poolshim: ");
+	ps_buf_log_prefix(&b);
 	va_start(ap, fmt);
 	ps_buf_vprintf(&b, fmt, ap);
 	va_end(ap);

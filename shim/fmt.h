@@ -55,7 +55,7 @@ size_t ps_fmt_u64(char *out, uint64_t v);
 const char *ps_errno_name(int err);
 
 /*
- * One diagnostic line on stderr, prefixed "poolshim: ", written with a raw
+ * One diagnostic line on stderr, prefixed "poolshim[PID] PROGRAM: ", written with a raw
  * write(2).  Guarded against recursion and capped in count so a broken
  * environment cannot flood the host program's stderr.
  */
@@ -68,5 +68,15 @@ void ps_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * socket the program has put at descriptor 2.
  */
 extern int (*ps_log_fd)(void);
+
+/*
+ * The program's name as reports and log lines give it (argv[0]'s last part,
+ * cut to 63 bytes, '/' made '_'), filled at start-up; "" until then.
+ */
+extern char ps_program[64];
+/* That cleanup of name into out[cap]; name may be NULL.  Pure. */
+void ps_program_clean(char *out, size_t cap, const char *name);
+/* "poolshim[PID] PROGRAM: ", the head of every diagnostic line (raw getpid). */
+void ps_buf_log_prefix(struct ps_buf *b);
 
 #endif

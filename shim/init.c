@@ -26,6 +26,7 @@
 #include "init.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -62,15 +63,78 @@ static const char *env_get(const char *name)
 	return secure_getenv(name);
 }
 
+/*
+ * argv[0]'s last part.  glibc sets program_invocation_short_name before any
+ * constructor; a call from the loader itself may come earlier, and then
+ * the name is read from /proc (the only system calls a left-alone process
+ * makes, and only when POOLSHIM_PROGRAMS asks for the name that early).
+ */
+static void keep_program_name(bool need)
+{
+	char cmd[256];
+
+	if (program_invocation_short_name) {
+		ps_program_clean(ps_program, sizeof(ps_program), program_invocation_short_name);
+		return;
+	}
+	if (!need)
+		return;
+	long fd = PS_SYSCALL(SYS_openat, AT_FDCWD, "/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	long n = PS_SYSCALL(SYS_read, (int)fd, cmd, sizeof(cmd) - 1);
+	PS_SYSCALL(SYS_close, (int)fd);
+	if (n <= 0)
+		return;
+	cmd[n] = '\0';
+	const char *slash = strrchr(cmd, '/');
+	ps_program_clean(ps_program, sizeof(ps_program), slash ? slash + 1 : cmd);
+}
+
+/* Why this process was left alone, for the one line start() may write. */
+static const char *scope_why;
+static bool scope_tell;
+
 static bool decide_enabled(void)
 {
 	const char *v = secure_getenv("POOLSHIM");
-	bool on = true;
+	const char *list = secure_getenv("POOLSHIM_PROGRAMS");
+	bool on = true, mentioned;
 
 	/* A bad value is reported by ps_config_load(), which keeps the default. */
 	if (v && ps_parse_bool(v, &on) < 0)
 		on = true;
-	return on;
+	keep_program_name(on && list);
+	if (!on || !list)
+		return on;
+	int r = ps_programs_match(list, ps_program, &mentioned, &scope_why);
+	if (r == 1)
+		return true;
+	/* Malformed: told where the user meant the shim to run, or in verbose mode. */
+	scope_tell = r < 0 && mentioned;
+	if (r == 0)
+		scope_why = NULL;
+	return false;
+}
+
+/* The off path's only output: never a descriptor, never an allocation. */
+static void say_left_alone(void)
+{
+	const char *v = secure_getenv("POOLSHIM_VERBOSE");
+	const char *list = secure_getenv("POOLSHIM_PROGRAMS");
+	bool verbose = false;
+
+	if (!list || (v && ps_parse_bool(v, &verbose) < 0))
+		verbose = false;
+	if (!list || (!verbose && !scope_tell))
+		return;
+	if (scope_why)
+		ps_log("POOLSHIM_PROGRAMS='%s' %s; poolshim leaves this and every other "
+		       "program alone (names separated by commas, as the report's program "
+		       "field gives them)", list, scope_why);
+	else
+		ps_log("left alone on purpose: POOLSHIM_PROGRAMS='%s' does not name '%s'",
+		       list, ps_program);
 }
 
 /* glibc's _Fork, bound at start so that the wrapper never calls dlsym. */
@@ -107,12 +171,14 @@ static void verbose_banner(void)
 	struct ps_pool_info info;
 
 	ps_buf_init(&b, storage, sizeof(storage), 2);
-	ps_buf_puts(&b, "poolshim: effective configuration:\n");
+	ps_buf_log_prefix(&b);
+	ps_buf_puts(&b, "effective configuration:\n");
 	ps_config_print(&ps_cfg, &b);
 	/* Verbose only: reserve and probe now, so the reasons below are known. */
 	ps_pool_prepare();
 	ps_pool_get_info(&info);
-	ps_buf_printf(&b, "poolshim: pool %s, arena made on first use, reserve ",
+	ps_buf_log_prefix(&b);
+	ps_buf_printf(&b, "pool %s, arena made on first use, reserve ",
 		      ps_alloc_pool_ready() ? "ready" : "unavailable");
 	ps_buf_size(&b, info.reserve);
 	ps_buf_puts(&b, "; hugetlb: ");
@@ -139,6 +205,7 @@ static void start(void)
 		/* The I/O wrappers still need the real functions. */
 		ps_io_init(&ps_cfg);
 		real_Fork = (pid_t (*)(void))dlsym(RTLD_NEXT, "_Fork");
+		say_left_alone();
 		errno = saved_errno;
 		return;
 	}
@@ -154,6 +221,8 @@ static void start(void)
 	ps_malloc_choose_heap(true);
 	ps_pid = (int)getpid();
 	ps_report_keep_name();
+	if (!ps_program[0])
+		keep_program_name(false);
 	ps_io_init(&ps_cfg);
 	/* What stderr is now: reports and messages go there only while it still is. */
 	ps_report_keep_stderr();

@@ -42,13 +42,8 @@ void ps_report_keep_name(void)
 	/* libc's clock_gettime: the vDSO, no system call at start-up. */
 	if (clock_gettime(CLOCK_REALTIME, &now) == 0)
 		start_time = now.tv_sec;
-	const char *n = program_invocation_short_name;
-	size_t k = 0;
-
 	/* Copied now: some servers (nginx) rewrite argv, and with it this name. */
-	for (; n && n[k] && k < sizeof(program_name) - 1; k++)
-		program_name[k] = n[k] == '/' ? '_' : n[k];
-	program_name[k] = '\0';
+	ps_program_clean(program_name, sizeof(program_name), program_invocation_short_name);
 }
 
 static const char *name_of(int v, const char *const *names, int n)
@@ -839,7 +834,7 @@ static void say(const char *fmt, ...)
 	if (fd < 0)
 		return;
 	ps_buf_init(&b, storage, sizeof(storage), -1);
-	ps_buf_puts(&b, "poolshim: ");
+	ps_buf_log_prefix(&b);
 	va_start(ap, fmt);
 	ps_buf_vprintf(&b, fmt, ap);
 	va_end(ap);

@@ -119,7 +119,9 @@ void ps_uring_init(const struct ps_config *cfg)
 	depth = (unsigned)cfg->uring_depth;
 	verbose = cfg->verbose;
 	test_mode = cfg->uring_test;
-	process_pid = (int)PS_SYSCALL(SYS_getpid);
+	/* A process the shim leaves alone makes no system call of ours. */
+	if (cfg->enabled)
+		process_pid = (int)PS_SYSCALL(SYS_getpid);
 	if (!uring_on) {
 		state = PS_URING_STATE_OFF;
 		reason = "POOLSHIM_URING=off";

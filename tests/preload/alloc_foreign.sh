@@ -32,7 +32,7 @@ for lib in libjemalloc.so.2 libtcmalloc_minimal.so.4 libmimalloc.so.2; do
 				fail "$what: exit $rc: $(head -c 300 "$PST_TMP/err")"
 				continue
 			fi
-			lines=$(grep -c 'poolshim: malloc comes from' "$PST_TMP/err")
+			lines=$(grep -c 'poolshim\[[0-9]*\] [^:]*: malloc comes from' "$PST_TMP/err")
 			if [ $order = ahead ] && [ $on = on ]; then
 				want=1
 			else

@@ -89,3 +89,7 @@ TESTS += tests/preload/callsite_named.sh
 EXTRA_DIST += tests/preload/callsite_named.sh
 tests_preload_callsite_plain_SOURCES = tests/preload/callsite_helper.c
 tests_preload_callsite_plain_CFLAGS = $(AM_CFLAGS) -g -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls
+
+# POOLSHIM_PROGRAMS, MALLOC_CONF kept from the private jemalloc, the log prefix.
+TESTS += tests/preload/scope.sh
+EXTRA_DIST += tests/preload/scope.sh

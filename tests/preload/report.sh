@@ -48,10 +48,10 @@ for kv in POOLSHIM=perhaps POOLSHIM_POOL_MIN=64X POOLSHIM_POOL_MIN=1 POOLSHIM_PO
 	lines=$(grep -c . "$PST_TMP/err")
 	if [ "$name" = POOLSHIM_STATS ]; then
 		# the bad STATS value falls back to stderr, where the report then goes
-		lines=$(grep -c "^poolshim: " "$PST_TMP/err")
+		lines=$(grep -c "^poolshim\[[0-9]*\] [^:]*: " "$PST_TMP/err")
 	fi
 	if [ $rc -eq 0 ] && grep -q "helper ok" "$PST_TMP/out" && [ "$lines" = 1 ] &&
-	   grep -q "^poolshim: .*$name" "$PST_TMP/err"; then
+	   grep -q "^poolshim\[[0-9]*\] [^:]*: .*$name" "$PST_TMP/err"; then
 		pass "bad $kv: $(head -1 "$PST_TMP/err")"
 	else
 		fail "bad $kv: rc=$rc lines=$lines: $(cat "$PST_TMP/err")"

@@ -37,7 +37,7 @@ if [ $rc = 0 ] && [ $took -le 5 ] && grep -q "helper ok" "$PST_TMP/out"; then
 else
 	fail "FIFO without a reader: exit $rc after ${took}s (137: hung, killed)"
 fi
-[ "$(grep -c "^poolshim: cannot write the report to $PST_TMP/fifo" "$PST_TMP/err")" = 1 ] &&
+[ "$(grep -c "^poolshim\[[0-9]*\] [^:]*: cannot write the report to $PST_TMP/fifo" "$PST_TMP/err")" = 1 ] &&
 	[ "$(grep -c . "$PST_TMP/err")" = 1 ] && pass "one line: $(cat "$PST_TMP/err")" ||
 	fail "FIFO without a reader: message: $(cat "$PST_TMP/err")"
 

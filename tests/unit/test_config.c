@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "fmt.h"
 #include "suites.h"
 
 START_TEST(test_parse_size)
@@ -220,6 +221,52 @@ START_TEST(test_load_cross_check)
 }
 END_TEST
 
+/* POOLSHIM_PROGRAMS: exact names, blanks trimmed, malformed lists refused. */
+START_TEST(test_programs_match)
+{
+	bool m;
+	const char *why;
+
+	ck_assert_int_eq(ps_programs_match("nginx,haproxy", "haproxy", &m, &why), 1);
+	ck_assert_int_eq(ps_programs_match(" nginx ,\thaproxy ", "nginx", &m, &why), 1);
+	ck_assert_int_eq(ps_programs_match("nginx,haproxy", "cat", &m, &why), 0);
+	ck_assert(!m);
+	ck_assert_int_eq(ps_programs_match("nginx", "Nginx", &m, &why), 0);
+	ck_assert_int_eq(ps_programs_match("nginx", "ngin", &m, &why), 0);
+	/* Malformed: refused even where a good name matches; m says who hears. */
+	ck_assert_int_eq(ps_programs_match("nginx,,haproxy", "nginx", &m, &why), -EINVAL);
+	ck_assert(m && strstr(why, "empty"));
+	ck_assert_int_eq(ps_programs_match("", "nginx", &m, &why), -EINVAL);
+	ck_assert(!m);
+	ck_assert_int_eq(ps_programs_match("/usr/sbin/nginx", "nginx", &m, &why), -EINVAL);
+	ck_assert(m && strstr(why, "path"));
+	ck_assert_int_eq(ps_programs_match("nginx;haproxy", "haproxy", &m, &why), -EINVAL);
+	ck_assert(m);
+	ck_assert_int_eq(ps_programs_match("ngi*", "nginx", &m, &why), -EINVAL);
+	ck_assert(!m);
+	ck_assert_int_eq(ps_programs_match("my prog", "prog", &m, &why), -EINVAL);
+	char longname[80];
+	memset(longname, 'a', 64);
+	longname[64] = '\0';
+	ck_assert_int_eq(ps_programs_match(longname, "a", &m, &why), -EINVAL);
+	ck_assert(strstr(why, "63"));
+}
+END_TEST
+
+/* The report's cleanup of the program name, shared with the log prefix. */
+START_TEST(test_program_clean)
+{
+	char out[8];
+
+	ps_program_clean(out, sizeof(out), "a/b");
+	ck_assert_str_eq(out, "a_b");
+	ps_program_clean(out, sizeof(out), "longer-than-eight");
+	ck_assert_str_eq(out, "longer-");
+	ps_program_clean(out, sizeof(out), NULL);
+	ck_assert_str_eq(out, "");
+}
+END_TEST
+
 Suite *suite_config(void)
 {
 	Suite *s = suite_create("config");
@@ -233,6 +280,8 @@ Suite *suite_config(void)
 	tcase_add_test(tc, test_load_bad_values);
 	tcase_add_test(tc, test_load_unknown_name);
 	tcase_add_test(tc, test_load_cross_check);
+	tcase_add_test(tc, test_programs_match);
+	tcase_add_test(tc, test_program_clean);
 	suite_add_tcase(s, tc);
 	return s;
 }
