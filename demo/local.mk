@@ -51,6 +51,11 @@ EXTRA_DIST += tests/demo/resign.sh tests/demo/lib.sh tests/demo/stack.sh tests/d
 TESTS += tests/demo/idle.sh tests/demo/soak.sh tests/demo/valgrind.sh
 EXTRA_DIST += tests/demo/idle.sh tests/demo/idle.py tests/demo/soak.sh tests/demo/valgrind.sh
 
+# A one-node Ceph cluster with radosgw under the shim, and s3proxy in front
+# of it (scripts/rgw; ~40 s, Ceph packages installed on demand as root).
+TESTS += tests/demo/rgw.sh
+EXTRA_DIST += tests/demo/rgw.sh scripts/rgw
+
 # ---------------------------------------------------------------------------
 # Fuzz targets (libFuzzer): the request parser, SigV4, the list/XML
 # parameter parsers, the aws-chunked decoder and the Range parser, linked
