@@ -308,13 +308,16 @@ static void show(const struct target *t, const struct ps_tstats *counters, const
 	ps_buf_flush(&b);
 }
 
-static const char *const ev_names[PS_EV__COUNT] = {
+static const char *const ev_names[] = {
 	"pool_alloc", "pool_free", "pool_full", "too_large", "no_memory",
 	"no_address_space", "not_ready",
 };
-static const char *const ufb_names[PS_UFB__COUNT] = {
-	"setup", "register", "not_pooled", "small", "error", "protected", "nested",
+static const char *const ufb_names[] = {
+	"setup", "register", "not_pooled", "small", "error", "protected", "nested", "unaligned",
 };
+/* Copies of report.c's names: a reason added there must be added here. */
+_Static_assert(sizeof(ev_names) / sizeof(ev_names[0]) == PS_EV__COUNT, "ev_names");
+_Static_assert(sizeof(ufb_names) / sizeof(ufb_names[0]) == PS_UFB__COUNT, "ufb_names");
 
 /* Label values may hold anything the writer put there; escape as the format asks. */
 static void prom_label(FILE *f, const char *s)

@@ -37,7 +37,7 @@ partial=0 seen=0 inodes=""
 for _ in $(seq 2000); do
 	if [ -f "$D/poolshim.prom" ]; then
 		# A whole scrape ends with the last fallback reason's line.
-		tail -n 1 "$D/poolshim.prom" | grep -q 'reason="nested"' || partial=$((partial + 1))
+		tail -n 1 "$D/poolshim.prom" | grep -q 'reason="unaligned"' || partial=$((partial + 1))
 		seen=$((seen + 1))
 		inodes="$inodes $(stat -c %i "$D/poolshim.prom" 2>/dev/null)"
 	fi
