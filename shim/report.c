@@ -113,6 +113,16 @@ static const char *const uring_fb_names[PS_UFB__COUNT] = {
 	"setup", "register", "not_pooled", "small", "error", "protected", "nested", "unaligned",
 };
 
+const char *ps_event_name(unsigned e)
+{
+	return e < PS_EV__COUNT ? event_names[e] : "?";
+}
+
+const char *ps_uring_fb_name(unsigned r)
+{
+	return r < PS_UFB__COUNT ? uring_fb_names[r] : "?";
+}
+
 /* The errno with the most failures for a call, or 0. */
 static int top_errno(const struct ps_tstats *t, int call, uint32_t *count)
 {

@@ -308,17 +308,6 @@ static void show(const struct target *t, const struct ps_tstats *counters, const
 	ps_buf_flush(&b);
 }
 
-static const char *const ev_names[] = {
-	"pool_alloc", "pool_free", "pool_full", "too_large", "no_memory",
-	"no_address_space", "not_ready",
-};
-static const char *const ufb_names[] = {
-	"setup", "register", "not_pooled", "small", "error", "protected", "nested", "unaligned",
-};
-/* Copies of report.c's names: a reason added there must be added here. */
-_Static_assert(sizeof(ev_names) / sizeof(ev_names[0]) == PS_EV__COUNT, "ev_names");
-_Static_assert(sizeof(ufb_names) / sizeof(ufb_names[0]) == PS_UFB__COUNT, "ufb_names");
-
 /* Label values may hold anything the writer put there; escape as the format asks. */
 static void prom_label(FILE *f, const char *s)
 {
@@ -418,7 +407,7 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 		for (int e = 0; t[i].fd >= 0 && e < PS_EV__COUNT; e++) {
 			fputs("poolshim_pool_events_total{", f);
 			prom_id(f, &t[i]);
-			fprintf(f, ",event=\"%s\"} %llu\n", ev_names[e],
+			fprintf(f, ",event=\"%s\"} %llu\n", ps_event_name(e),
 				(unsigned long long)tot[i].events[e]);
 		}
 	static const struct { const char *name, *help; } g[] = {
@@ -472,7 +461,7 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 		for (int r = 0; t[i].fd >= 0 && r < PS_UFB__COUNT; r++) {
 			fputs("poolshim_uring_fallbacks_total{", f);
 			prom_id(f, &t[i]);
-			fprintf(f, ",reason=\"%s\"} %llu\n", ufb_names[r],
+			fprintf(f, ",reason=\"%s\"} %llu\n", ps_uring_fb_name(r),
 				(unsigned long long)tot[i].uring.fallbacks[r]);
 		}
 }
