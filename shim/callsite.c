@@ -43,6 +43,7 @@ static struct site *sites;
 static int depth;
 static uint32_t sample;
 static unsigned top;
+static const char *debuginfo_path;   /* POOLSHIM_DEBUGINFO_PATH, NULL: elfutils' default */
 static uintptr_t self_lo, self_hi;     /* our own code, skipped in stacks */
 static uint64_t captures, dropped;
 static __thread int guard;
@@ -79,6 +80,7 @@ void ps_callsite_init(const struct ps_config *cfg)
 	depth = (int)cfg->backtrace;
 	sample = (uint32_t)cfg->backtrace_sample;
 	top = (unsigned)cfg->backtrace_top;
+	debuginfo_path = cfg->debuginfo_path[0] ? cfg->debuginfo_path : NULL;
 	if (dladdr((void *)ps_callsite_init, &di) && di.dli_fbase)
 		dl_iterate_phdr(find_self, di.dli_fbase);
 	__atomic_store_n(&ps_callsite_on, true, __ATOMIC_RELEASE);
@@ -305,9 +307,8 @@ static void dw_open(void)
 	    !dw.getsrc || !dw.lineinfo || !dw.end || !dw.cb.find_elf || !dw.cb.find_debuginfo)
 		return;
 	/* elfutils' own syntax: ":.debug:/usr/lib/debug" is its default */
-	const char *env = getenv("POOLSHIM_DEBUGINFO_PATH");
-	if (env && env[0]) {
-		dw.path = strdup(env);
+	if (debuginfo_path) {
+		dw.path = strdup(debuginfo_path);
 		dw.cb.debuginfo_path = &dw.path;
 	}
 	Dwfl *d = dw.begin(&dw.cb);
