@@ -3,7 +3,6 @@
 #include "poolshim.h"
 
 #include <errno.h>
-#include <sys/mman.h>
 
 #include "compiler.h"
 #include "fmt.h"
@@ -30,16 +29,14 @@ PS_EXPORT int poolshim_report_fd(int fd, int json)
 	if (!ps_enabled())
 		return -ENOTSUP;
 	int saved_errno = errno;
-	struct ps_tstats *scratch = mmap(NULL, sizeof(*scratch), PROT_READ | PROT_WRITE,
-					 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	errno = saved_errno;
-	if (scratch == MAP_FAILED)
+	struct ps_tstats *scratch = ps_report_scratch_get();
+	if (!scratch)
 		return -ENOMEM;
 	ps_report_gather(&d, scratch);
 	ps_buf_init(&b, storage, sizeof(storage), fd);
 	ps_report_render(&b, &d, json ? PS_FORMAT_JSON : PS_FORMAT_TEXT);
 	int r = ps_buf_flush(&b);
-	munmap(scratch, sizeof(*scratch));
+	ps_report_scratch_put(scratch);
 	errno = saved_errno;
 	return r;
 }

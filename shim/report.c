@@ -67,6 +67,32 @@ static const char *pool_mode(const struct ps_report_data *d)
 
 static const char *const huge_names[] = { "auto", "hugetlb", "thp", "none" };
 
+/* Untouched, so it costs no memory, until the first report fills it. */
+static struct ps_tstats reserved_scratch;
+static int reserved_taken;
+
+struct ps_tstats *ps_report_scratch_get(void)
+{
+	if (!__atomic_exchange_n(&reserved_taken, 1, __ATOMIC_ACQUIRE))
+		return &reserved_scratch;
+	int saved_errno = errno;
+	struct ps_tstats *s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	errno = saved_errno;
+	return s == MAP_FAILED ? NULL : s;
+}
+
+void ps_report_scratch_put(struct ps_tstats *scratch)
+{
+	if (scratch == &reserved_scratch) {
+		__atomic_store_n(&reserved_taken, 0, __ATOMIC_RELEASE);
+		return;
+	}
+	int saved_errno = errno;
+	munmap(scratch, sizeof(*scratch));
+	errno = saved_errno;
+}
+
 void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch)
 {
 	struct rusage ru;
@@ -1076,12 +1102,9 @@ int ps_report_emit(const struct ps_config *cfg)
 		return -EBADF;
 
 	int saved_errno = errno;
-	struct ps_tstats *scratch = mmap(NULL, sizeof(*scratch), PROT_READ | PROT_WRITE,
-					 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (scratch == MAP_FAILED) {
-		errno = saved_errno;
+	struct ps_tstats *scratch = ps_report_scratch_get();
+	if (!scratch)
 		return -ENOMEM;
-	}
 	ps_report_gather(&d, scratch);
 
 	if (!to_stderr) {
@@ -1091,7 +1114,7 @@ int ps_report_emit(const struct ps_config *cfg)
 		if (r < 0) {
 			say("cannot write the report to %s: %s%s%s%s", cfg->stats, err_name(r),
 			    why ? " (" : "", why ? why : "", why ? ")" : "");
-			munmap(scratch, sizeof(*scratch));
+			ps_report_scratch_put(scratch);
 			errno = saved_errno;
 			return r;
 		}
@@ -1112,7 +1135,7 @@ int ps_report_emit(const struct ps_config *cfg)
 			    r == -ETIMEDOUT ? " (the reader stopped reading)" :
 			    r == -EPIPE ? " (the reader went away)" : "");
 	}
-	munmap(scratch, sizeof(*scratch));
+	ps_report_scratch_put(scratch);
 	errno = saved_errno;
 	return r;
 }

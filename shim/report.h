@@ -53,6 +53,16 @@ struct ps_report_data {
 /* Fill d from the live process; scratch receives the merged counters. */
 void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch);
 
+/*
+ * Room for one report's merged counters: a block reserved in the library's
+ * .bss, so a program that has used up its address space (RLIMIT_AS) still
+ * gets its report, or, while another report holds that block (a dump
+ * signal during the exit report), a fresh mapping.  NULL if neither.
+ * Leaves errno alone.  Give it back with ps_report_scratch_put().
+ */
+struct ps_tstats *ps_report_scratch_get(void);
+void ps_report_scratch_put(struct ps_tstats *scratch);
+
 void ps_report_render(struct ps_buf *b, const struct ps_report_data *d,
 		      enum ps_stats_format format);
 
