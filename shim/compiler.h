@@ -25,7 +25,22 @@
  * store of the incremented value compiles to a plain add on x86 but keeps
  * the data race formally defined (and quiet under TSan).
  */
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+/*
+ * The same as one add instruction to memory: the atomic store above costs
+ * a load, an add and a store (three instructions on the hot path, where
+ * every instruction counts).  A naturally aligned 8-byte add is a single
+ * access on x86-64, so the reporter never sees a torn value; not atomic
+ * against another writer, and there is none.  TSan builds keep the form it
+ * can see.
+ */
+#define PS_ADD(x, v)                                                               \
+	__builtin_choose_expr(sizeof(x) == 8,                                       \
+		({ __asm__ volatile("addq %1, %0" : "+m"(x) : "er"((unsigned long)(v))); }), \
+		({ __asm__ volatile("addl %1, %0" : "+m"(x) : "ir"((unsigned)(v))); }))
+#else
 #define PS_ADD(x, v) __atomic_store_n(&(x), (x) + (v), __ATOMIC_RELAXED)
+#endif
 #define PS_LOAD(x)   __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
 #endif

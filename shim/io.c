@@ -91,21 +91,30 @@ int __openat64_2(int dir, const char *path, int flags);
 REAL_FUNCS(DECLARE_REAL)
 
 static bool timing;
+/* Call sites are captured (POOLSHIM_BACKTRACE): every call takes the slow path. */
+static bool sites_wanted;
 static uint32_t sample_period;
 static uint64_t site_min;
 
+static long missing(void);
+
 void ps_io_init(const struct ps_config *cfg)
 {
-	bool missing = false;
+	bool absent = false;
 
+	/* None left NULL: the pass-through path calls them unchecked. */
 #define RESOLVE(ret, name, params)                                                  \
 	real_##name = (ret(*) params)dlsym(RTLD_NEXT, #name);                       \
-	missing |= real_##name == NULL;
+	if (real_##name == NULL) {                                                  \
+		real_##name = (ret(*) params)(void (*)(void))missing;               \
+		absent = true;                                                      \
+	}
 	REAL_FUNCS(RESOLVE)
 #undef RESOLVE
-	if (missing)
+	if (absent)
 		ps_log("some libc I/O functions were not found; calls to them fail with ENOSYS");
 	timing = cfg->timing;
+	sites_wanted = cfg->backtrace != 0;
 	sample_period = (uint32_t)cfg->timing_sample;
 	site_min = cfg->uring_min;
 	ps_clock_init();
@@ -141,31 +150,76 @@ static long missing(void)
 	 : (__typeof__(real_##name))(void (*)(void))missing)
 
 /*
- * Calls left before this thread times one: one in POOLSHIM_TIMING_SAMPLE.
- * A countdown, so the untimed call pays one decrement and one branch; the
- * first sample comes at the default period, later ones at the configured.
+ * What gate_slow() returns besides 0 (untimed) and a TSC reading (timed):
+ * the shim is off; or the call must be counted the slow way (the thread
+ * has no counter block).  rdtsc never reads that high.
  */
-static __thread uint32_t sample_left = 16;
+#define PS_IO_OFF UINT64_MAX
+#define PS_IO_SLOW (UINT64_MAX - 1)
 
-/* The countdown ran out: time this call if timing is on, and start again. */
-static __attribute__((noinline)) uint64_t sample_now(void)
+/* Whether this thread has been through gate_slow() once (sampling's start). */
+static __thread bool gate_started;
+/* The countdown to the next timed call while call sites are captured. */
+static __thread uint32_t site_left;
+
+/*
+ * ps_io_gate ran out (stats.h): PS_IO_OFF when the shim is off (the call
+ * goes to libc uncounted), else 0 for an untimed call or the TSC at its
+ * start.  Sets the gate again: to the sampling period (one call in
+ * POOLSHIM_TIMING_SAMPLE is timed), to 0 with timing off (the next visit is
+ * 2^32 calls away), to 1 while the shim is off or the thread has no
+ * counter block (PS_IO_SLOW), or while call sites are captured (end()
+ * looks at each call).  A thread's first visit claims its block and sets the
+ * first sample at the default period.
+ */
+static __attribute__((noinline)) uint64_t gate_slow(void)
 {
-	/* Timing off: the next visit is 2^32 calls away. */
-	sample_left = timing ? sample_period : 0;
+	if (!ps_enabled()) {
+		ps_io_gate = 1;
+		return PS_IO_OFF;
+	}
+	if (ps_unlikely(ps_stats_tls == NULL)) {
+		/* Claiming may run the thread-exit hook's set-up: keep errno. */
+		int saved = errno;
+		struct ps_tstats *t = ps_stats_claim();
+		errno = saved;
+		if (!t) {
+			ps_io_gate = 1;
+			return PS_IO_SLOW;
+		}
+	}
+	if (ps_unlikely(sites_wanted)) {
+		/* Every call comes here; the sampling countdown is site_left. */
+		ps_io_gate = 1;
+		if (!gate_started) {
+			gate_started = true;
+			site_left = 16;
+		}
+		if (--site_left != 0 || !timing)
+			return PS_IO_SLOW;
+		site_left = sample_period;
+		return ps_ticks();
+	}
+	if (!gate_started) {
+		gate_started = true;
+		ps_io_gate = 15;
+		return 0;
+	}
+	ps_io_gate = timing ? sample_period : 0;
 	return timing ? ps_ticks() : 0;
 }
 
 /*
  * Reading the TSC twice costs ~35 ns on a VM, 3% of a 1 us syscall: time
- * one call in POOLSHIM_TIMING_SAMPLE per thread, which keeps the counting
- * within budget and the histograms representative.  begin() and end() are
- * forced inline: as calls, their prologues cost more than their work.
+ * one call in POOLSHIM_TIMING_SAMPLE per thread.  The untimed call pays one
+ * decrement and one branch, which also stand for "the shim is on" and
+ * "this thread has its block" (ps_io_gate).  PS_IO_OFF: call libc only.
  */
-static inline __attribute__((always_inline)) uint64_t begin(void)
+PS_INLINE uint64_t begin(void)
 {
-	if (ps_likely(--sample_left != 0))
+	if (ps_likely(--ps_io_gate != 0))
 		return 0;
-	return sample_now();
+	return gate_slow();
 }
 
 /* The same, for the io_uring path: always timed, it is never a tiny call. */
@@ -184,13 +238,15 @@ static enum ps_fdkind failed_kind(int fd, int err)
 }
 
 /*
- * Count a finished call; done is the byte count when result is not it.
- * Nothing here sets errno (the probe and the thread's first claim restore
- * it themselves), so errno is read only when the call failed.
+ * Count a finished call the slow way: failed, timed, a call site to
+ * capture, or a thread whose gate is shut; done is the byte count when
+ * result is not it.  Nothing here sets errno (the probe and the thread's
+ * first claim restore it themselves), so errno is read only when the call
+ * failed.  Out of line, returning result: the fast path calls it last,
+ * as a tail call, and keeps no register for the result.
  */
-static inline __attribute__((always_inline)) void end(enum ps_call call, int fd,
-							uint64_t request, long result,
-							long done, uint64_t t0)
+static __attribute__((noinline)) long end(enum ps_call call, int fd, uint64_t request,
+					  long result, long done, uint64_t t0)
 {
 	int err = 0;
 	enum ps_fdkind kind;
@@ -203,17 +259,113 @@ static inline __attribute__((always_inline)) void end(enum ps_call call, int fd,
 		kind = failed_kind(fd, err);
 	}
 	/* A timed call shorter than a nanosecond still counts as timed. */
-	if (ps_unlikely(t0 != 0)) {
+	if (t0 != 0 && t0 != PS_IO_SLOW) {
 		ns = ps_ticks_to_ns(ps_ticks() - t0);
 		ns = ns ? ns : 1;
 	}
-	ps_stats_io(call, kind, request, result < 0 ? result : done, err, ns);
+	ps_stats_io_slow(call, kind, request, result < 0 ? result : done, err, ns);
 	if (ps_unlikely(ps_callsite_on) && request >= site_min) {
 		int saved = errno;
 		ps_callsite_capture(PS_SITE_IO, call, result > 0 ? (uint64_t)done : 0, ns);
 		errno = saved;
 	}
+	return result;
 }
+
+/*
+ * Count a call that passed the gate untimed (t0 == 0 from begin()), so
+ * that no call site is wanted: the common case inline.  entry is fd's
+ * table entry, read after the call (pread reads it before, for its
+ * io_uring test too); 0, unknown, goes to end() for a probe.
+ */
+PS_INLINE long count(enum ps_call call, int fd, uint8_t entry, uint64_t request, long result,
+		     long done)
+{
+	/* An unknown kind is probed by end(), all of it out of line. */
+	if (ps_likely(result >= 0) && ps_likely(entry != 0)) {
+		ps_stats_io_fast(call, (enum ps_fdkind)(entry & PS_FD_KIND_MASK), request, done);
+		return result;
+	}
+	return end(call, fd, request, result, done, 0);
+}
+
+/* Count a call that went through begin(), timed or not. */
+PS_INLINE void finish(enum ps_call call, int fd, uint64_t request, long result, long done,
+		      uint64_t t0)
+{
+	if (ps_likely(t0 == 0))
+		count(call, fd, ps_fd_entry(fd), request, result, done);
+	else
+		end(call, fd, request, result, done, t0);
+}
+
+/*
+ * The whole pass-through of a call whose request is known before it and
+ * whose result is its byte count.  Past the gate the shim is on, so the
+ * real function is resolved (ps_io_init() ran before the shim was turned
+ * on, and left none NULL).  Everything else is slow_NAME's, a tail call
+ * out of line, so that the fast path keeps two registers across the call
+ * and no more.
+ */
+#define PASS(type, call, fd, request, name, ...)                             \
+	do {                                                                         \
+		if (ps_unlikely(--ps_io_gate == 0))                                  \
+			return slow_##name(__VA_ARGS__);                             \
+		type r_ = real_##name(__VA_ARGS__);                                  \
+		return (type)count(call, fd, ps_fd_entry(fd), request, r_, r_);      \
+	} while (0)
+
+/*
+ * A timed call that passed gate_slow(): the common case (it succeeded, the
+ * kind is known, no call sites) without end()'s generality, since one call
+ * in 16 comes here and its cost is shared by all of them.
+ */
+static __attribute__((noinline)) long timed(enum ps_call call, int fd, uint64_t request,
+					    long result, uint64_t t0)
+{
+	uint8_t e = ps_fd_entry(fd);
+	if (result < 0 || e == 0 || t0 == 0 || t0 == PS_IO_SLOW || sites_wanted)
+		return end(call, fd, request, result, result, t0);
+	uint64_t ns = ps_ticks_to_ns(ps_ticks() - t0);
+	ns = ns ? ns : 1;   /* shorter than a nanosecond still counts as timed */
+	struct ps_counter *c = &ps_stats_tls->c[call][e & PS_FD_KIND_MASK];
+	PS_ADD(c->bytes, (uint64_t)result);
+	PS_ADD(c->size_hist[ps_log2(request)], 1);
+	PS_ADD(c->timed, 1);
+	PS_ADD(c->nsec, ns);
+	ps_hist_add(c->lat_hist, PS_LAT_BUCKETS, ns);
+	return result;
+}
+
+/* The gate ran out: the shim may be off, the call may be timed. */
+#define SLOW_PASS(type, name, call, fd, request, params, args)                      \
+	static __attribute__((noinline)) type slow_##name params                     \
+	{                                                                            \
+		uint64_t t0 = gate_slow();                                           \
+		if (t0 == PS_IO_OFF)                                                 \
+			return REAL(name) args;                                      \
+		type r = REAL(name) args;                                            \
+		return (type)timed(call, fd, request, r, t0);                        \
+	}
+
+SLOW_PASS(ssize_t, read, PS_CALL_READ, fd, n, (int fd, void *buf, size_t n), (fd, buf, n))
+SLOW_PASS(ssize_t, write, PS_CALL_WRITE, fd, n, (int fd, const void *buf, size_t n), (fd, buf, n))
+SLOW_PASS(ssize_t, recv, PS_CALL_RECV, fd, n, (int fd, void *buf, size_t n, int flags),
+	  (fd, buf, n, flags))
+SLOW_PASS(ssize_t, recvfrom, PS_CALL_RECVFROM, fd, n,
+	  (int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *alen),
+	  (fd, buf, n, flags, addr, alen))
+SLOW_PASS(ssize_t, send, PS_CALL_SEND, fd, n, (int fd, const void *buf, size_t n, int flags),
+	  (fd, buf, n, flags))
+SLOW_PASS(ssize_t, sendto, PS_CALL_SENDTO, fd, n,
+	  (int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr,
+	   socklen_t alen),
+	  (fd, buf, n, flags, addr, alen))
+SLOW_PASS(ssize_t, sendfile, PS_CALL_SENDFILE, out, n, (int out, int in, off_t *off, size_t n),
+	  (out, in, off, n))
+SLOW_PASS(ssize_t, splice, PS_CALL_SPLICE, in, n,
+	  (int in, off_t *in_off, int out, off_t *out_off, size_t n, unsigned flags),
+	  (in, in_off, out, out_off, n, flags))
 
 /*
  * Bytes asked for by an iovec array.  Read only after the kernel accepted
@@ -325,45 +477,88 @@ static ssize_t try_uring_v(enum ps_call call, int fd, const struct iovec *user_i
 
 PS_INLINE ssize_t do_read(int fd, void *buf, size_t n)
 {
-	if (ps_unlikely(!ps_enabled()))
-		return REAL(read)(fd, buf, n);
 	/*
 	 * read/write on the file position stay plain: io_uring does not keep
 	 * the position exactly right for O_DIRECT (async completions), and
 	 * emulating it with lseek would not be atomic.
 	 */
-	uint64_t t0 = begin();
-	ssize_t r = REAL(read)(fd, buf, n);
-	end(PS_CALL_READ, fd, n, r, r, t0);
-	return r;
+	PASS(ssize_t, PS_CALL_READ, fd, n, read, fd, buf, n);
+}
+
+/*
+ * pread on a descriptor known to be O_DIRECT, at an offset: io_uring's
+ * if it takes it, else the plain call (counted untimed).  The shim is on.
+ */
+static __attribute__((noinline)) ssize_t direct_pread(int fd, void *buf, size_t n, off_t off,
+							 uint64_t t0)
+{
+	ssize_t r = try_uring(PS_CALL_PREAD, fd, buf, n, off, false);
+	if (r != -2)
+		return r;
+	r = REAL(pread)(fd, buf, n, off);
+	return end(PS_CALL_PREAD, fd, n, r, r, t0);
+}
+
+/* The gate ran out on pread. */
+static __attribute__((noinline)) ssize_t slow_pread(int fd, void *buf, size_t n, off_t off)
+{
+	uint64_t t0 = gate_slow();
+	if (t0 == PS_IO_OFF)
+		return REAL(pread)(fd, buf, n, off);
+	if (ps_fd_peek(fd) == PS_FD_DIRECT && off >= 0)
+		return direct_pread(fd, buf, n, off, t0);
+	ssize_t r = REAL(pread)(fd, buf, n, off);
+	return timed(PS_CALL_PREAD, fd, n, r, t0);
 }
 
 PS_INLINE ssize_t do_pread(int fd, void *buf, size_t n, off_t off)
 {
-	if (ps_unlikely(!ps_enabled()))
-		return REAL(pread)(fd, buf, n, off);
-	ssize_t r = off >= 0 && maybe_direct(fd)
-			? try_uring(PS_CALL_PREAD, fd, buf, n, off, false) : -2;
+	if (ps_unlikely(--ps_io_gate == 0))
+		return slow_pread(fd, buf, n, off);
+	/* One look at the table serves both the io_uring test and the count. */
+	uint8_t e = ps_fd_entry(fd);
+	if (ps_unlikely((e & PS_FD_KIND_MASK) == PS_FD_DIRECT) && off >= 0)
+		return direct_pread(fd, buf, n, off, 0);
+	ssize_t r = real_pread(fd, buf, n, off);
+	return count(PS_CALL_PREAD, fd, e, n, r, r);
+}
+
+/*
+ * pwrite on a descriptor known to be O_DIRECT, at an offset: io_uring's
+ * if it takes it, else the plain call (counted untimed).  The shim is on.
+ */
+static __attribute__((noinline)) ssize_t direct_pwrite(int fd, const void *buf, size_t n, off_t off,
+							 uint64_t t0)
+{
+	ssize_t r = try_uring(PS_CALL_PWRITE, fd, (void *)buf, n, off, true);
 	if (r != -2)
 		return r;
-	uint64_t t0 = begin();
-	r = REAL(pread)(fd, buf, n, off);
-	end(PS_CALL_PREAD, fd, n, r, r, t0);
-	return r;
+	r = REAL(pwrite)(fd, buf, n, off);
+	return end(PS_CALL_PWRITE, fd, n, r, r, t0);
+}
+
+/* The gate ran out on pwrite. */
+static __attribute__((noinline)) ssize_t slow_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	uint64_t t0 = gate_slow();
+	if (t0 == PS_IO_OFF)
+		return REAL(pwrite)(fd, buf, n, off);
+	if (ps_fd_peek(fd) == PS_FD_DIRECT && off >= 0)
+		return direct_pwrite(fd, buf, n, off, t0);
+	ssize_t r = REAL(pwrite)(fd, buf, n, off);
+	return timed(PS_CALL_PWRITE, fd, n, r, t0);
 }
 
 PS_INLINE ssize_t do_pwrite(int fd, const void *buf, size_t n, off_t off)
 {
-	if (ps_unlikely(!ps_enabled()))
-		return REAL(pwrite)(fd, buf, n, off);
-	ssize_t r = off >= 0 && maybe_direct(fd)
-			? try_uring(PS_CALL_PWRITE, fd, (void *)buf, n, off, true) : -2;
-	if (r != -2)
-		return r;
-	uint64_t t0 = begin();
-	r = REAL(pwrite)(fd, buf, n, off);
-	end(PS_CALL_PWRITE, fd, n, r, r, t0);
-	return r;
+	if (ps_unlikely(--ps_io_gate == 0))
+		return slow_pwrite(fd, buf, n, off);
+	/* One look at the table serves both the io_uring test and the count. */
+	uint8_t e = ps_fd_entry(fd);
+	if (ps_unlikely((e & PS_FD_KIND_MASK) == PS_FD_DIRECT) && off >= 0)
+		return direct_pwrite(fd, buf, n, off, 0);
+	ssize_t r = real_pwrite(fd, buf, n, off);
+	return count(PS_CALL_PWRITE, fd, e, n, r, r);
 }
 
 PS_EXPORT ssize_t read(int fd, void *buf, size_t n)
@@ -373,12 +568,7 @@ PS_EXPORT ssize_t read(int fd, void *buf, size_t n)
 
 PS_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
-	if (ps_unlikely(!ps_enabled()))
-		return REAL(write)(fd, buf, n);
-	uint64_t t0 = begin();
-	ssize_t r = REAL(write)(fd, buf, n);
-	end(PS_CALL_WRITE, fd, n, r, r, t0);
-	return r;
+	PASS(ssize_t, PS_CALL_WRITE, fd, n, write, fd, buf, n);
 }
 
 PS_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
@@ -407,7 +597,7 @@ PS_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 		return REAL(readv)(fd, iov, n);
 	uint64_t t0 = begin();
 	ssize_t r = REAL(readv)(fd, iov, n);
-	end(PS_CALL_READV, fd, r >= 0 ? iov_bytes(iov, n) : 0, r, r, t0);
+	finish(PS_CALL_READV, fd, r >= 0 ? iov_bytes(iov, n) : 0, r, r, t0);
 	return r;
 }
 
@@ -417,7 +607,7 @@ PS_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 		return REAL(writev)(fd, iov, n);
 	uint64_t t0 = begin();
 	ssize_t r = REAL(writev)(fd, iov, n);
-	end(PS_CALL_WRITEV, fd, r >= 0 ? iov_bytes(iov, n) : 0, r, r, t0);
+	finish(PS_CALL_WRITEV, fd, r >= 0 ? iov_bytes(iov, n) : 0, r, r, t0);
 	return r;
 }
 
@@ -437,7 +627,7 @@ static ssize_t do_prwv(enum ps_call call, int fd, const struct iovec *iov, int n
 	case PS_CALL_PWRITEV: r = REAL(pwritev)(fd, iov, n, off); break;
 	default: r = REAL(pwritev2)(fd, iov, n, off, flags); break;
 	}
-	end(call, fd, r >= 0 ? iov_bytes(iov, n) : 0, r, r, t0);
+	finish(call, fd, r >= 0 ? iov_bytes(iov, n) : 0, r, r, t0);
 	return r;
 }
 
@@ -494,13 +684,9 @@ PS_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int n, off_t off,
 PS_INLINE ssize_t do_recvfrom(enum ps_call call, int fd, void *buf, size_t n, int flags,
 				   struct sockaddr *addr, socklen_t *alen)
 {
-	if (ps_unlikely(!ps_enabled()))
-		return REAL(recvfrom)(fd, buf, n, flags, addr, alen);
-	uint64_t t0 = begin();
-	ssize_t r = call == PS_CALL_RECV ? REAL(recv)(fd, buf, n, flags)
-					 : REAL(recvfrom)(fd, buf, n, flags, addr, alen);
-	end(call, fd, n, r, r, t0);
-	return r;
+	if (call == PS_CALL_RECV)
+		PASS(ssize_t, PS_CALL_RECV, fd, n, recv, fd, buf, n, flags);
+	PASS(ssize_t, PS_CALL_RECVFROM, fd, n, recvfrom, fd, buf, n, flags, addr, alen);
 }
 
 PS_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
@@ -550,7 +736,7 @@ PS_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	ssize_t r = REAL(recvmsg)(fd, msg, flags);
 	if (r >= 0)
 		forget_passed_fds(msg);
-	end(PS_CALL_RECVMSG, fd, r >= 0 ? iov_bytes(msg->msg_iov, (int)msg->msg_iovlen) : 0, r, r,
+	finish(PS_CALL_RECVMSG, fd, r >= 0 ? iov_bytes(msg->msg_iov, (int)msg->msg_iovlen) : 0, r, r,
 	    t0);
 	return r;
 }
@@ -581,30 +767,20 @@ PS_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned n, int flags, struc
 	int r = REAL(recvmmsg)(fd, vec, n, flags, tmo);
 	forget_passed_fds_m(vec, r);
 	/* Only the r headers the kernel filled in are known to be readable. */
-	end(PS_CALL_RECVMMSG, fd, r > 0 ? mmsg_bytes(vec, r, false) : 0, r,
+	finish(PS_CALL_RECVMMSG, fd, r > 0 ? mmsg_bytes(vec, r, false) : 0, r,
 	    r > 0 ? (long)mmsg_bytes(vec, r, true) : r, t0);
 	return r;
 }
 
 PS_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
-	if (ps_unlikely(!ps_enabled()))
-		return REAL(send)(fd, buf, n, flags);
-	uint64_t t0 = begin();
-	ssize_t r = REAL(send)(fd, buf, n, flags);
-	end(PS_CALL_SEND, fd, n, r, r, t0);
-	return r;
+	PASS(ssize_t, PS_CALL_SEND, fd, n, send, fd, buf, n, flags);
 }
 
 PS_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
 			 const struct sockaddr *addr, socklen_t alen)
 {
-	if (ps_unlikely(!ps_enabled()))
-		return REAL(sendto)(fd, buf, n, flags, addr, alen);
-	uint64_t t0 = begin();
-	ssize_t r = REAL(sendto)(fd, buf, n, flags, addr, alen);
-	end(PS_CALL_SENDTO, fd, n, r, r, t0);
-	return r;
+	PASS(ssize_t, PS_CALL_SENDTO, fd, n, sendto, fd, buf, n, flags, addr, alen);
 }
 
 PS_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
@@ -613,7 +789,7 @@ PS_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 		return REAL(sendmsg)(fd, msg, flags);
 	uint64_t t0 = begin();
 	ssize_t r = REAL(sendmsg)(fd, msg, flags);
-	end(PS_CALL_SENDMSG, fd, r >= 0 ? iov_bytes(msg->msg_iov, (int)msg->msg_iovlen) : 0, r, r,
+	finish(PS_CALL_SENDMSG, fd, r >= 0 ? iov_bytes(msg->msg_iov, (int)msg->msg_iovlen) : 0, r, r,
 	    t0);
 	return r;
 }
@@ -624,19 +800,14 @@ PS_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned n, int flags)
 		return REAL(sendmmsg)(fd, vec, n, flags);
 	uint64_t t0 = begin();
 	int r = REAL(sendmmsg)(fd, vec, n, flags);
-	end(PS_CALL_SENDMMSG, fd, r > 0 ? mmsg_bytes(vec, r, false) : 0, r,
+	finish(PS_CALL_SENDMMSG, fd, r > 0 ? mmsg_bytes(vec, r, false) : 0, r,
 	    r > 0 ? (long)mmsg_bytes(vec, r, true) : r, t0);
 	return r;
 }
 
 PS_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n)
 {
-	if (ps_unlikely(!ps_enabled()))
-		return REAL(sendfile)(out, in, off, n);
-	uint64_t t0 = begin();
-	ssize_t r = REAL(sendfile)(out, in, off, n);
-	end(PS_CALL_SENDFILE, out, n, r, r, t0);
-	return r;
+	PASS(ssize_t, PS_CALL_SENDFILE, out, n, sendfile, out, in, off, n);
 }
 
 PS_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t n)
@@ -647,12 +818,7 @@ PS_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t n)
 PS_EXPORT ssize_t splice(int in, off_t *in_off, int out, off_t *out_off, size_t n,
 			 unsigned flags)
 {
-	if (ps_unlikely(!ps_enabled()))
-		return REAL(splice)(in, in_off, out, out_off, n, flags);
-	uint64_t t0 = begin();
-	ssize_t r = REAL(splice)(in, in_off, out, out_off, n, flags);
-	end(PS_CALL_SPLICE, in, n, r, r, t0);
-	return r;
+	PASS(ssize_t, PS_CALL_SPLICE, in, n, splice, in, in_off, out, out_off, n, flags);
 }
 
 /* ---- fortified entry points (-D_FORTIFY_SOURCE) --------------------------- */

@@ -18,6 +18,8 @@
 static struct ps_tstats *blocks;
 static int nblocks;
 __thread struct ps_tstats *ps_stats_tls;
+/* 1: a new thread's first I/O call takes the slow path (stats.h). */
+__thread uint32_t ps_io_gate = 1;
 static struct ps_gauges private_gauges;
 struct ps_gauges *ps_gauges = &private_gauges;
 struct ps_gauges *ps_gauges_mirror;
@@ -75,6 +77,7 @@ struct ps_tstats *ps_stats_claim(void)
 	}
 	t = p;
 	t->in_use = 1;
+	t->is_block = 1;
 	t->next = __atomic_load_n(&blocks, __ATOMIC_RELAXED);
 	while (!__atomic_compare_exchange_n(&blocks, &t->next, t, true,
 					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
@@ -106,6 +109,7 @@ void ps_stats_rehome(void)
 	memcpy(t->events, old->events, sizeof(t->events));
 	t->uring = old->uring;
 	t->in_use = 1;
+	t->is_block = 1;
 	t->next = __atomic_load_n(&blocks, __ATOMIC_RELAXED);
 	while (!__atomic_compare_exchange_n(&blocks, &t->next, t, true,
 					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
@@ -121,8 +125,10 @@ void ps_stats_release(void *block)
 {
 	struct ps_tstats *t = block;
 
-	if (ps_stats_tls == t)
+	if (ps_stats_tls == t) {
 		ps_stats_tls = NULL;
+		ps_io_gate = 1;
+	}
 	__atomic_store_n(&t->in_use, 0, __ATOMIC_RELEASE);
 }
 
@@ -139,7 +145,6 @@ void ps_stats_io_slow(enum ps_call call, enum ps_fdkind kind, uint64_t request, 
 			return;
 	}
 	struct ps_counter *c = &t->c[call][kind];
-	PS_ADD(c->calls, 1);
 	if (result >= 0) {
 		PS_ADD(c->bytes, (uint64_t)result);
 	} else {
@@ -173,17 +178,28 @@ void ps_stats_after_fork_child(void)
 	}
 }
 
-static void add_counter(struct ps_counter *dst, const struct ps_counter *src, int sign)
+/* A block's calls are the unsized ones plus its size histogram's sum. */
+static uint64_t counter_calls(const struct ps_counter *c, bool block)
+{
+	uint64_t n = PS_LOAD(c->calls);
+	for (int i = 0; block && i < PS_SIZE_SLOTS; i++)
+		n += PS_LOAD(c->size_hist[i]);
+	return n;
+}
+
+static void add_counter(struct ps_counter *dst, const struct ps_counter *src, uint64_t calls,
+			int sign)
 {
 	uint64_t m = (uint64_t)(int64_t)sign;   /* 1 or all ones: add or subtract */
-	dst->calls += m * PS_LOAD(src->calls);
+	dst->calls += m * calls;
 	dst->bytes += m * PS_LOAD(src->bytes);
 	dst->errors += m * PS_LOAD(src->errors);
 	dst->eagain += m * PS_LOAD(src->eagain);
 	dst->timed += m * PS_LOAD(src->timed);
 	dst->nsec += m * PS_LOAD(src->nsec);
-	for (int i = 0; i < PS_SIZE_BUCKETS; i++)
-		dst->size_hist[i] += m * PS_LOAD(src->size_hist[i]);
+	for (int i = 0; i < PS_SIZE_SLOTS; i++)
+		dst->size_hist[i < PS_SIZE_BUCKETS ? i : PS_SIZE_BUCKETS - 1] +=
+			m * PS_LOAD(src->size_hist[i]);
 	for (int i = 0; i < PS_LAT_BUCKETS; i++)
 		dst->lat_hist[i] += m * PS_LOAD(src->lat_hist[i]);
 }
@@ -193,9 +209,11 @@ void ps_stats_add(struct ps_tstats *dst, const struct ps_tstats *src, int sign)
 	uint64_t m = (uint64_t)(int64_t)sign;
 
 	for (int call = 0; call < PS_CALL__COUNT; call++) {
-		for (int k = 0; k < PS_FD__COUNT; k++)
-			if (PS_LOAD(src->c[call][k].calls))
-				add_counter(&dst->c[call][k], &src->c[call][k], sign);
+		for (int k = 0; k < PS_FD__COUNT; k++) {
+			uint64_t calls = counter_calls(&src->c[call][k], src->is_block);
+			if (calls)
+				add_counter(&dst->c[call][k], &src->c[call][k], calls, sign);
+		}
 		for (int e = 0; e < PS_ERRNO_MAX; e++)
 			dst->errnos[call][e] += (uint32_t)m * PS_LOAD(src->errnos[call][e]);
 	}

@@ -50,17 +50,27 @@ enum ps_fdkind {
 };
 
 #define PS_SIZE_BUCKETS 48   /* log2 of bytes: bucket k holds [2^k, 2^(k+1)) */
+/*
+ * A block has a slot for every log2 of a 64-bit size, so the hot path
+ * needs no clamp; ps_stats_add() folds slots 47-63 into bucket 47.
+ */
+#define PS_SIZE_SLOTS 64
 #define PS_LAT_BUCKETS 40    /* log2 of nanoseconds */
 #define PS_ERRNO_MAX 134
 
 struct ps_counter {
+	/*
+	 * In a thread's block, the calls that have no size (free) only: a
+	 * sized call is counted once, in size_hist, and ps_stats_add() adds
+	 * the histogram in.  In a sum (ps_stats_merge) every call.
+	 */
 	uint64_t calls;
 	uint64_t bytes;
 	uint64_t errors;
 	uint64_t eagain;
 	uint64_t timed;      /* calls that were timed (one in POOLSHIM_TIMING_SAMPLE) */
 	uint64_t nsec;       /* their total time */
-	uint64_t size_hist[PS_SIZE_BUCKETS];
+	uint64_t size_hist[PS_SIZE_SLOTS];
 	uint64_t lat_hist[PS_LAT_BUCKETS];
 };
 
@@ -108,12 +118,22 @@ struct ps_tstats {
 	/* bookkeeping, not counters */
 	struct ps_tstats *next;
 	int in_use;
+	int is_block;        /* a thread's block (calls to derive), not a sum */
 };
 
 /* The calling thread's block, claiming one on first use; NULL only if mmap fails. */
 struct ps_tstats *ps_stats_claim(void);
 
 extern __thread struct ps_tstats *ps_stats_tls;
+
+/*
+ * The pass-through I/O path's one test (io.c): decremented on every call,
+ * and only when it reaches 0 does the call take the slow path, which
+ * checks that the shim is on, claims the thread's block and decides
+ * whether to time the call.  So while it is non-zero the shim is on and
+ * ps_stats_tls is set; whoever clears ps_stats_tls sets it to 1.
+ */
+extern __thread uint32_t ps_io_gate;
 
 static inline struct ps_tstats *ps_stats_mine(void)
 {
@@ -155,7 +175,6 @@ static inline void ps_stats_count(enum ps_call call, enum ps_fdkind kind, uint64
 	if (ps_unlikely(!t))
 		return;
 	struct ps_counter *c = &t->c[call][kind];
-	PS_ADD(c->calls, 1);
 	PS_ADD(c->bytes, bytes);
 	ps_hist_add(c->size_hist, PS_SIZE_BUCKETS, bytes);
 }
@@ -182,28 +201,24 @@ static inline void ps_stats_event(enum ps_alloc_event ev)
 		PS_ADD(t->events[ev], 1);
 }
 
-/* ps_stats_io() for a failed or timed call, or a thread's first call. */
+/*
+ * Count a finished I/O call the general way: failed (err its errno), timed
+ * (nsec), or in a thread that has no block yet.  Leaves errno alone.
+ */
 void ps_stats_io_slow(enum ps_call call, enum ps_fdkind kind, uint64_t request, long result,
 		      int err, uint64_t nsec);
 
 /*
- * Count a finished I/O call: result is the call's return value (bytes or
- * -1), err the errno when it failed, nsec its duration (0 = not timed).
- * Leaves errno alone.  The common case, an untimed success in a thread
- * that has its block, is inline: three relaxed additions.
+ * Count a successful, untimed I/O call of the thread that passed
+ * ps_io_gate (so its block exists): two additions, calls being the size
+ * histogram's sum.  Leaves errno alone.
  */
-static inline void ps_stats_io(enum ps_call call, enum ps_fdkind kind, uint64_t request,
-			       long result, int err, uint64_t nsec)
+static inline void ps_stats_io_fast(enum ps_call call, enum ps_fdkind kind, uint64_t request,
+				    long result)
 {
-	struct ps_tstats *t = ps_stats_tls;
-	if (ps_unlikely(t == NULL || result < 0 || nsec != 0)) {
-		ps_stats_io_slow(call, kind, request, result, err, nsec);
-		return;
-	}
-	struct ps_counter *c = &t->c[call][kind];
-	PS_ADD(c->calls, 1);
+	struct ps_counter *c = &ps_stats_tls->c[call][kind];
 	PS_ADD(c->bytes, (uint64_t)result);
-	ps_hist_add(c->size_hist, PS_SIZE_BUCKETS, request);
+	PS_ADD(c->size_hist[ps_log2(request)], 1);
 }
 
 /* Called with each newly claimed block (init.c ties it to thread exit). */

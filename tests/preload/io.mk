@@ -16,6 +16,7 @@ pst_io_scripts = \
 	tests/preload/io_fortify.sh \
 	tests/preload/io_kinds.sh \
 	tests/preload/io_syscalls.sh \
+	tests/preload/io_cost.sh \
 	tests/preload/io_nginx.sh \
 	tests/preload/io_fdclobber.sh \
 	tests/preload/fork_soak.sh \
@@ -30,7 +31,8 @@ pst_io_scripts = \
 check_PROGRAMS += $(pst_io_programs) tests/preload/io_direct \
 	tests/preload/io_sandbox tests/preload/io_fortify tests/preload/io_kinds \
 	tests/preload/io_fdclobber tests/preload/fork_soak tests/preload/alloc_rlimit \
-	tests/preload/io_uring_cases tests/preload/io_syscalls tests/preload/io_syscalls_fortify
+	tests/preload/io_uring_cases tests/preload/io_syscalls tests/preload/io_syscalls_fortify \
+	tests/preload/io_cost
 TESTS += $(pst_io_programs) $(pst_io_scripts)
 EXTRA_DIST += $(pst_io_scripts) tests/preload/io_uring_lib.sh
 
@@ -60,6 +62,9 @@ tests_preload_io_kinds_LDADD = $(PST_LIBS_ALL)
 tests_preload_io_syscalls_SOURCES = tests/preload/io_syscalls.c
 tests_preload_io_syscalls_fortify_SOURCES = tests/preload/io_syscalls.c
 tests_preload_io_syscalls_fortify_CFLAGS = $(AM_CFLAGS) -U_FORTIFY_SOURCE -O2 -D_FORTIFY_SOURCE=2 -Wno-error=cpp
+
+# Loops of small I/O, run under callgrind by io_cost.sh.
+tests_preload_io_cost_SOURCES = tests/preload/io_cost.c
 
 # Runs a command in a sandbox: a seccomp filter on io_uring_setup, a tiny
 # RLIMIT_MEMLOCK, CAP_IPC_LOCK dropped.

@@ -1,0 +1,103 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# What counting a pass-through call costs, in user instructions: an exact,
+# load-independent number (valgrind's callgrind), unlike wall time on a
+# shared machine.  tests/preload/io_cost runs three loops of N iterations
+# (1-byte write to /dev/null; open + pread 1 KiB + close; 1-byte send +
+# recv on a socketpair) with collection on only inside them; the shim's
+# added instructions per I/O call, (shim - none) / N / calls per
+# iteration, must stay within each loop's budget.  The file loop's one
+# call is its pread; open and close are not counted, they only tell the
+# kind table, and their cost is in that loop's budget.  The budgets sit a
+# little above what the shim costs now (devnull and sock: 44 per call,
+# with the one-in-16 timing sample worth ~9 of them; file: 154 per
+# iteration), and well below main before this test (81, 83, 198).  A
+# regression of the hot path shows up here as a number, long before it
+# shows up in a benchmark's noise.
+. "$PS_TOP_SRCDIR/tests/lib.sh"
+P="$PRELOAD_BIN/io_cost"
+command -v valgrind >/dev/null 2>&1 || skip "valgrind not installed"
+valgrind --tool=callgrind --callgrind-out-file=/dev/null true >/dev/null 2>&1 ||
+	skip "valgrind cannot run here"
+N=${PST_COST_N:-5000}
+# Budgets per call: devnull, file (per iteration), sock.
+B_DEVNULL=${PST_COST_DEVNULL:-50}
+B_FILE=${PST_COST_FILE:-170}
+B_SOCK=${PST_COST_SOCK:-50}
+
+# run NAME [PRELOAD]: "loop instructions" for each loop, from one run.
+run() {
+	rm -f "$PST_TMP"/cg.*
+	# shellcheck disable=SC2086
+	env ${2:+LD_PRELOAD=$2} POOLSHIM_STATS=off valgrind -q --tool=callgrind \
+		--collect-atstart=no --toggle-collect='cost_*' --dump-after=cost_devnull \
+		--dump-after=cost_file --dump-after=cost_sock \
+		--callgrind-out-file="$PST_TMP/cg.%p" "$P" "$N" "$PST_TMP" >"$PST_TMP/out.$1" 2>&1 ||
+		{ echo "run-failed"; return; }
+	# One dump per loop, in order; each holds the instructions of N iterations.
+	for f in $(ls "$PST_TMP"/cg.* | sort -t. -k3 -n); do
+		loop=$(sed -n 's/^desc: Trigger: --dump-after=cost_//p' "$f")
+		ir=$(sed -n 's/^summary: //p' "$f")
+		[ -n "$loop" ] && echo "$loop $ir"
+	done
+}
+
+run none >"$PST_TMP/none"
+run shim "$SHIM" >"$PST_TMP/shim"
+if grep -q run-failed "$PST_TMP/none" "$PST_TMP/shim"; then
+	fail "callgrind run failed"
+	cat "$PST_TMP"/out.*
+	finish
+fi
+for spec in devnull:1:$B_DEVNULL file:1:$B_FILE sock:2:$B_SOCK; do
+	loop=${spec%%:*} rest=${spec#*:}
+	calls=${rest%:*} BUDGET=${rest#*:}
+	a=$(awk -v l="$loop" '$1 == l { print $2 }' "$PST_TMP/none")
+	b=$(awk -v l="$loop" '$1 == l { print $2 }' "$PST_TMP/shim")
+	if [ -z "$a" ] || [ -z "$b" ]; then
+		fail "$loop: no callgrind dump (none '${a}', shim '${b}')"
+		continue
+	fi
+	line=$(awk -v a="$a" -v b="$b" -v n="$N" -v c="$calls" -v l="$loop" 'BEGIN {
+		printf "%s: %.1f instructions per iteration without the shim, %.1f with it: %.1f added per call",
+			l, a / n, b / n, (b - a) / n / c }')
+	added=$(awk -v a="$a" -v b="$b" -v n="$N" -v c="$calls" 'BEGIN { printf "%d", (b - a) / n / c + 0.5 }')
+	if [ "$added" -le "$BUDGET" ]; then
+		pass "$line (budget $BUDGET)"
+	else
+		fail "$line, over the budget of $BUDGET"
+	fi
+done
+
+# Counting fewer instructions must not count less: the same loops, without
+# valgrind, counted exactly (calls = the size histogram's sum, bytes,
+# sizes), with one call in 16 timed.
+M=1000
+if shim POOLSHIM_STATS="$PST_TMP/r.json" -- "$P" "$M" "$PST_TMP" >"$PST_TMP/out" 2>&1; then
+	python3 - "$PST_TMP/r.json" "$M" <<'EOF_PY' >"$PST_TMP/verdicts"
+import json, sys
+r = json.load(open(sys.argv[1]))
+n = int(sys.argv[2]) + 1          # the loop and warm()
+rows = {(c["call"], c["kind"]): c for c in r["calls"]}
+for call, kind, size, want in (("write", "other", 1, n), ("pread", "file", 1024, n),
+                               ("send", "socket", 1, n), ("recv", "socket", 1, n)):
+    c = rows.get((call, kind))
+    got = c and (c["calls"], c["bytes"], c.get("errors", 0))
+    exp = (want, want * size, 0)
+    print(f"ok: {call} on {kind}: {got}" if got == exp
+          else f"FAIL: {call} on {kind}: (calls, bytes, errors) {got}, want {exp}")
+timed = {k[0]: c.get("timed", 0) for k, c in rows.items()}
+# One call in 16 of the thread's, whatever the call: send and recv share
+# their samples (alternating, the countdown always lands on one of them).
+for calls, want in ((("write",), n), (("pread",), n), (("send", "recv"), 2 * n)):
+    t = sum(timed.get(c, 0) for c in calls)
+    lo, hi = want // 16 - 1, want // 16 + 1
+    print(f"ok: {'+'.join(calls)} timed {t} of {want}" if lo <= t <= hi
+          else f"FAIL: {'+'.join(calls)} timed {t} of {want}, want {lo}-{hi}")
+EOF_PY
+	cat "$PST_TMP/verdicts"
+	grep -q '^FAIL' "$PST_TMP/verdicts" && pst_fail=1
+else
+	fail "io_cost under the shim: $(head -c 300 "$PST_TMP/out")"
+fi
+finish
