@@ -62,7 +62,7 @@ static const struct option options[] = {
 	/* Fault injection for tests/preload/io_uring_*.sh; not documented for users. */
 	{ "POOLSHIM_URING_TEST", OPT_ENUM, OFF(uring_test), PS_URING_TEST_NONE, 0, 0, uring_test_names, NULL, SIZE_MAX },
 	{ "POOLSHIM_TIMING", OPT_BOOL, OFF(timing), 1, 0, 0, NULL, NULL, SIZE_MAX },
-	{ "POOLSHIM_TIMING_SAMPLE", OPT_UINT, OFF(timing_sample), 16, 1, 65536, NULL, NULL, SIZE_MAX },
+	{ "POOLSHIM_TIMING_SAMPLE", OPT_UINT, OFF(timing_sample), 64, 1, 65536, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_LIVE", OPT_BOOL, OFF(live), 1, 0, 0, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_LIVE_DIR", OPT_STRING, OFF(live_dir), 0, 0, 0, NULL, PS_LIVE_DIR, SIZE_MAX },
 	{ "POOLSHIM_BACKTRACE", OPT_UINT, OFF(backtrace), 0, 0, 32, NULL, NULL, SIZE_MAX },

@@ -161,16 +161,39 @@ static long missing(void)
 static __thread bool gate_started;
 /* The countdown to the next timed call while call sites are captured. */
 static __thread uint32_t site_left;
+/* This thread's xorshift state for the sampling jitter; never 0 once seeded. */
+static __thread uint32_t sample_rng;
+
+/*
+ * Calls until the next timed one: on average POOLSHIM_TIMING_SAMPLE, drawn
+ * from [period/2, period*3/2).  A fixed period would time the same call of
+ * a loop every time: a server that alternates recv and send, with an even
+ * period, would never have a recv timed.
+ */
+static uint32_t next_sample(void)
+{
+	uint32_t x = sample_rng, p = sample_period;
+
+	if (p < 2)
+		return 1;
+	if (ps_unlikely(x == 0))
+		x = (uint32_t)ps_ticks() | 1;
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	sample_rng = x;
+	return p / 2 + (x & (p - 1));
+}
 
 /*
  * ps_io_gate ran out (stats.h): PS_IO_OFF when the shim is off (the call
  * goes to libc uncounted), else 0 for an untimed call or the TSC at its
- * start.  Sets the gate again: to the sampling period (one call in
- * POOLSHIM_TIMING_SAMPLE is timed), to 0 with timing off (the next visit is
+ * start.  Sets the gate again: to the next sampling gap (next_sample(),
+ * one call in POOLSHIM_TIMING_SAMPLE on average is timed), to 0 with timing off (the next visit is
  * 2^32 calls away), to 1 while the shim is off or the thread has no
  * counter block (PS_IO_SLOW), or while call sites are captured (end()
- * looks at each call).  A thread's first visit claims its block and sets the
- * first sample at the default period.
+ * looks at each call).  A thread's first visit claims its block and times
+ * its 16th call, so that a short-lived thread has a sample too.
  */
 static __attribute__((noinline)) uint64_t gate_slow(void)
 {
@@ -197,7 +220,7 @@ static __attribute__((noinline)) uint64_t gate_slow(void)
 		}
 		if (--site_left != 0 || !timing)
 			return PS_IO_SLOW;
-		site_left = sample_period;
+		site_left = next_sample();
 		return ps_ticks();
 	}
 	if (!gate_started) {
@@ -205,7 +228,7 @@ static __attribute__((noinline)) uint64_t gate_slow(void)
 		ps_io_gate = 15;
 		return 0;
 	}
-	ps_io_gate = timing ? sample_period : 0;
+	ps_io_gate = timing ? next_sample() : 0;
 	return timing ? ps_ticks() : 0;
 }
 
@@ -318,7 +341,7 @@ PS_INLINE void finish(enum ps_call call, int fd, uint64_t request, long result, 
 /*
  * A timed call that passed gate_slow(): the common case (it succeeded, the
  * kind is known, no call sites) without end()'s generality, since one call
- * in 16 comes here and its cost is shared by all of them.
+ * in POOLSHIM_TIMING_SAMPLE comes here and its cost is shared by all of them.
  */
 static __attribute__((noinline)) long timed(enum ps_call call, int fd, uint64_t request,
 					    long result, uint64_t t0)

@@ -10,7 +10,7 @@
 # call is its pread; open and close are not counted, they only tell the
 # kind table, and their cost is in that loop's budget.  The budgets sit a
 # little above what the shim costs now (devnull and sock: 44 per call,
-# with the one-in-16 timing sample worth ~9 of them; file: 154 per
+# with the one-in-64 timing sample worth ~2 of them; file: 154 per
 # iteration), and well below main before this test (81, 83, 198).  A
 # regression of the hot path shows up here as a number, long before it
 # shows up in a benchmark's noise.
@@ -71,7 +71,7 @@ done
 
 # Counting fewer instructions must not count less: the same loops, without
 # valgrind, counted exactly (calls = the size histogram's sum, bytes,
-# sizes), with one call in 16 timed.
+# sizes), with one call in 64 timed on average.
 M=1000
 if shim POOLSHIM_STATS="$PST_TMP/r.json" -- "$P" "$M" "$PST_TMP" >"$PST_TMP/out" 2>&1; then
 	python3 - "$PST_TMP/r.json" "$M" <<'EOF_PY' >"$PST_TMP/verdicts"
@@ -87,13 +87,19 @@ for call, kind, size, want in (("write", "other", 1, n), ("pread", "file", 1024,
     print(f"ok: {call} on {kind}: {got}" if got == exp
           else f"FAIL: {call} on {kind}: (calls, bytes, errors) {got}, want {exp}")
 timed = {k[0]: c.get("timed", 0) for k, c in rows.items()}
-# One call in 16 of the thread's, whatever the call: send and recv share
-# their samples (alternating, the countdown always lands on one of them).
+# One call in 64 of the thread's on average (gaps of 32-95 calls, the
+# first sample at its 16th call), whatever the call.
 for calls, want in ((("write",), n), (("pread",), n), (("send", "recv"), 2 * n)):
     t = sum(timed.get(c, 0) for c in calls)
-    lo, hi = want // 16 - 1, want // 16 + 1
+    lo, hi = (want - 16) // 96 + 1, (want - 16) // 32 + 1
     print(f"ok: {'+'.join(calls)} timed {t} of {want}" if lo <= t <= hi
           else f"FAIL: {'+'.join(calls)} timed {t} of {want}, want {lo}-{hi}")
+# The loop alternates send and recv: with a fixed, even gap every sample
+# would fall on the same one of them.
+for call in ("send", "recv"):
+    t = timed.get(call, 0)
+    print(f"ok: {call} timed {t} times" if t >= 3
+          else f"FAIL: {call} timed {t} times of {n}: the sampling always misses it")
 EOF_PY
 	cat "$PST_TMP/verdicts"
 	grep -q '^FAIL' "$PST_TMP/verdicts" && pst_fail=1

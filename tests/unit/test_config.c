@@ -113,7 +113,7 @@ START_TEST(test_load_defaults)
 	ck_assert(!cfg.verbose);
 	ck_assert_int_eq(cfg.uring, PS_URING_AUTO);
 	ck_assert(cfg.timing);
-	ck_assert_uint_eq(cfg.timing_sample, 16);
+	ck_assert_uint_eq(cfg.timing_sample, 64);
 }
 END_TEST
 
