@@ -230,7 +230,7 @@ static void start(void)
 	if (ps_cfg.live) {
 		int lr = ps_live_init(&ps_cfg);
 		if (lr < 0 && ps_cfg.verbose)
-			ps_log("no live statistics file in " PS_LIVE_DIR " (%s)",
+			ps_log("no live statistics file in %s (%s)", ps_live_dir(),
 			       ps_errno_name(-lr) ? ps_errno_name(-lr) : "error");
 		ps_pool_on_change = ps_live_publish;
 	}

@@ -411,6 +411,7 @@ static void give_up(int err)
 		if (__atomic_compare_exchange_n(&state, &expected, PS_URING_STATE_UNAVAILABLE, false,
 						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
 			reason = err == -ENOSYS ? "io_uring_setup: ENOSYS (kernel or seccomp)"
+				 : err == -EACCES ? "io_uring_setup: EACCES (kernel.io_uring_disabled or seccomp)"
 				 : "io_uring_setup: EPERM (kernel.io_uring_disabled or seccomp)";
 			if (verbose)
 				ps_log("io_uring unavailable (%s); O_DIRECT I/O uses the plain calls",

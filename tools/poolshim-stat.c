@@ -328,6 +328,12 @@ static void prom_id(FILE *f, const struct target *t)
 	fputc('"', f);
 }
 
+/* A descriptor kind as the JSON report names it ("none" for calls on no descriptor). */
+static const char *prom_kind(int k)
+{
+	return k == PS_FD_NONE ? "none" : ps_fdkind_name((enum ps_fdkind)k);
+}
+
 static void prom_family(FILE *f, const char *name, const char *type, const char *help)
 {
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
@@ -363,7 +369,7 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 					prom_id(f, &t[i]);
 					fprintf(f, ",call=\"%s\",kind=\"%s\"} %llu\n",
 						ps_call_name((enum ps_call)c),
-						ps_fdkind_name((enum ps_fdkind)k),
+						prom_kind(k),
 						(unsigned long long)*(const uint64_t *)
 							((const char *)pc + cnt[m].off));
 				}
@@ -384,7 +390,7 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 					prom_id(f, &t[i]);
 					fprintf(f, ",call=\"%s\",kind=\"%s\",le=\"%.9g\"} %llu\n",
 						ps_call_name((enum ps_call)c),
-						ps_fdkind_name((enum ps_fdkind)k),
+						prom_kind(k),
 						(double)(1ull << (b + 1)) * 1e-9, (unsigned long long)cum);
 				}
 				const char *sfx[] = { "_bucket", "_sum", "_count" };
@@ -393,7 +399,7 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 					prom_id(f, &t[i]);
 					fprintf(f, ",call=\"%s\",kind=\"%s\"%s} ",
 						ps_call_name((enum ps_call)c),
-						ps_fdkind_name((enum ps_fdkind)k),
+						prom_kind(k),
 						s == 0 ? ",le=\"+Inf\"" : "");
 					if (s == 1)
 						fprintf(f, "%.9f\n", (double)pc->nsec * 1e-9);

@@ -21,7 +21,7 @@ rc=$?
 [ $rc = 0 ] && promtool check metrics <"$PST_TMP/scrape" >"$PST_TMP/lint" 2>&1 &&
 	pass "promtool check metrics accepts the scrape" ||
 	fail "rc=$rc $(cat "$PST_TMP/scrape.err" "$PST_TMP/lint" | head -5)"
-grep -Eq "^poolshim_calls_total\{pid=\"$pid\",program=\"signal_helper\",call=\"malloc\",kind=\"-\"\} [1-9]" "$PST_TMP/scrape" &&
+grep -Eq "^poolshim_calls_total\{pid=\"$pid\",program=\"signal_helper\",call=\"malloc\",kind=\"none\"\} [1-9]" "$PST_TMP/scrape" &&
 	grep -q '^poolshim_call_duration_seconds_bucket{.*le="+Inf"}' "$PST_TMP/scrape" &&
 	grep -q '^poolshim_uring_fallbacks_total{.*reason="not_pooled"}' "$PST_TMP/scrape" &&
 	grep -q '^poolshim_pool_in_use_bytes{' "$PST_TMP/scrape" &&
