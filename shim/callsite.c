@@ -358,6 +358,21 @@ static bool dw_name(uintptr_t a, struct frame_name *out)
 }
 
 /*
+ * A symbol's name without its version: elfutils names a libc symbol from
+ * .dynsym as "__libc_start_main@@GLIBC_2.34", a report should say
+ * "__libc_start_main".  The name as it came when buf cannot hold it.
+ */
+static const char *unversioned(const char *fn, char *buf, size_t cap)
+{
+	const char *at = strchr(fn, '@');
+	if (!at || at == fn || (size_t)(at - fn) >= cap)
+		return fn;
+	memcpy(buf, fn, (size_t)(at - fn));
+	buf[at - fn] = '\0';
+	return buf;
+}
+
+/*
  * One frame: function+0xoff (object) file:line, or the raw address.  In the
  * signal handler (symbolize = false) only the address is known.
  */
@@ -376,7 +391,10 @@ static void put_frame(struct ps_buf *b, void *addr, bool json, bool symbolize)
 		nm.fn = di.dli_sname;
 		nm.off = a - (uintptr_t)di.dli_saddr;
 	}
-	if (!nm.fn)
+	char plain[256];
+	if (nm.fn)
+		nm.fn = unversioned(nm.fn, plain, sizeof(plain));
+	else
 		nm.off = rel;
 	const char *obj = o ? base_name(o->path) : "?";
 

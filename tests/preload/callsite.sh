@@ -22,6 +22,11 @@ site() {  # site FUNCTION FIELD: FIELD of the site whose first frame is FUNCTION
 	pass "stacks start in the program, no shim frames" || fail "frames: $(json_get "$R" "[s['frames'][0] for s in r['callsites']]")"
 [ "$(json_get "$R" "any(f['function'] == 'main' for s in r['callsites'] for f in s['frames'])")" = True ] &&
 	pass "frames reach main" || fail "no main frame"
+# libc's frames are named from .dynsym, whose names carry a version.
+[ "$(json_get "$R" "any(f['function'] == '__libc_start_main' for s in r['callsites'] for f in s['frames'])")" = True ] &&
+	[ "$(json_get "$R" "[f['function'] for s in r['callsites'] for f in s['frames'] if '@' in (f['function'] or '')]")" = "[]" ] &&
+	pass "libc frames named without symbol versions" ||
+	fail "versioned names: $(json_get "$R" "sorted({f['function'] for s in r['callsites'] for f in s['frames'] if f['object'].startswith('libc')} - {None})")"
 
 # the text report lists them by bytes, biggest first
 shim POOLSHIM_BACKTRACE=4 POOLSHIM_BACKTRACE_SAMPLE=1 -- "$H" >/dev/null 2>"$PST_TMP/text"
