@@ -913,10 +913,14 @@ static int duplicated(int from, int to)
 	return to;
 }
 
+/*
+ * The entry is cleared after the call: a probe of another thread that
+ * stored a kind for fd while it was still open is erased with it.  (One
+ * that stores after this is not: that number's next user is probed again
+ * only if it came from a call the shim does not wrap.)
+ */
 PS_EXPORT int close(int fd)
 {
-	/* Before too: a probe racing with the close must not outlive it. */
-	ps_fd_forget(fd);
 	int r = REAL(close)(fd);
 	ps_fd_forget(fd);
 	return r;
@@ -925,7 +929,6 @@ PS_EXPORT int close(int fd)
 PS_EXPORT int fclose(FILE *f)
 {
 	int fd = f ? fileno(f) : -1;
-	ps_fd_forget(fd);
 	int r = REAL(fclose)(f);
 	ps_fd_forget(fd);
 	return r;
@@ -993,9 +996,9 @@ static mode_t open_mode(int flags, va_list ap)
 }
 
 /* The path is read only after the kernel took it. */
-static int opened(int fd, const char *path, int flags)
+PS_INLINE int opened(int fd, const char *path, int flags)
 {
-	if (fd >= 0)
+	if (ps_likely(fd >= 0))
 		ps_fd_set(fd, ps_fd_open_kind(path, flags));
 	return fd;
 }
