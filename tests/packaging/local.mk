@@ -7,3 +7,8 @@
 # (CI=true or PS_SLOW=1) like nodemo.sh, because they build once more.
 TESTS += tests/packaging/smoke.sh tests/packaging/nodemo.sh tests/packaging/deb.sh
 EXTRA_DIST += tests/packaging/smoke.sh tests/packaging/nodemo.sh tests/packaging/deb.sh debian
+
+# `poolshim systemd`: the drop-in passes systemd-analyze verify and systemd
+# reads its environment back as given (% escaped); --install --root.
+TESTS += tests/packaging/systemd_dropin.sh
+EXTRA_DIST += tests/packaging/systemd_dropin.sh

@@ -20,3 +20,8 @@ EXTRA_DIST += tests/tools/stat_prom.sh
 # POOLSHIM_LIVE_DIR / stat --live-dir; --json -i timestamps and late pick-up.
 TESTS += tests/tools/stat_live_dir.sh
 EXTRA_DIST += tests/tools/stat_live_dir.sh
+
+# The `poolshim` command: build-tree library, LD_PRELOAD once, --print-env,
+# --dry-run, --version, POOLSHIM_LIBRARY kept from the program.
+TESTS += tests/tools/poolshim_wrapper.sh
+EXTRA_DIST += tests/tools/poolshim_wrapper.sh

@@ -1,0 +1,149 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# `poolshim systemd UNIT VAR=VALUE ...`: the drop-in it prints passes
+# `systemd-analyze verify` next to a test unit without a complaint, and
+# systemd reads back the environment we meant: LD_PRELOAD, a value with
+# %p (which must stay %p for the shim, not become the unit's prefix), one
+# with blanks, quotes and a backslash; LimitMEMLOCK from POOLSHIM_POOL_SIZE
+# or the default pool cap.  Bad unit names and variables the shim does not
+# read are refused with status 2; --install --root writes the file by
+# rename; the list of variables the command accepts is shim/config.c's.
+. "$PS_TOP_SRCDIR/tests/lib.sh"
+PS="$PS_TOP_BUILDDIR/poolshim"
+[ -x "$PS" ] || { fail "$PS not built"; finish; }
+SA=$(command -v systemd-analyze) || skip "systemd-analyze not installed (apt-get install systemd)"
+unset POOLSHIM_LIBRARY
+
+# The variables the command accepts are the shim's option table, less the
+# fault injection that only the tests use.
+grep -o '{ "POOLSHIM[A-Z_]*"' "$PS_TOP_SRCDIR/shim/config.c" | tr -d '{ "' |
+	grep -vx POOLSHIM_URING_TEST | sort >"$PST_TMP/table"
+sed -n "/^known_vars='/,/'$/p" "$PS" | tr -d "'" | sed 's/^known_vars=//' | tr ' ' '\n' |
+	grep . | sort >"$PST_TMP/known"
+if [ -s "$PST_TMP/table" ] && cmp -s "$PST_TMP/table" "$PST_TMP/known"; then
+	pass "accepted variables = shim/config.c's table ($(wc -l <"$PST_TMP/table"))"
+else
+	fail "accepted variables differ from shim/config.c: $(diff "$PST_TMP/table" "$PST_TMP/known" | tr '\n' ' ')"
+fi
+
+# verify_unit NAME DROPIN: NAME.service (ExecStart=/bin/true) with DROPIN as
+# its poolshim.conf, verified; the settings dump goes to $PST_TMP/dump.
+units="$PST_TMP/units"
+verify_unit() {
+	rm -rf "$units"
+	mkdir -p "$units/$1.service.d"
+	printf '[Unit]\nDescription=poolshim test\n[Service]\nExecStart=/bin/true\n' >"$units/$1.service"
+	cp "$2" "$units/$1.service.d/poolshim.conf"
+	SYSTEMD_UNIT_PATH="$units:" "$SA" verify "$units/$1.service" >"$PST_TMP/verify" 2>&1
+	vrc=$?
+	SYSTEMD_LOG_LEVEL=debug SYSTEMD_UNIT_PATH="$units:" "$SA" verify "$units/$1.service" \
+		>"$PST_TMP/dump" 2>&1
+	# Only this unit's block: its Environment: and LimitMEMLOCK: lines.
+	sed -n "/-> Unit $1.service:/,/-> Unit /p" "$PST_TMP/dump" | sed -n 's/^[[:space:]]*//p' >"$PST_TMP/settings"
+}
+
+odd='/tmp/a b\c"d'"'e"
+"$PS" systemd pstest POOLSHIM_STATS='/tmp/r.%p' POOLSHIM_PROGRAMS=nginx,haproxy \
+	POOLSHIM_DEBUGINFO_PATH="$odd" POOLSHIM_POOL_SIZE=1G \
+	>"$PST_TMP/d1" 2>"$PST_TMP/err"
+rc=$?
+[ $rc = 0 ] && grep -q '^\[Service\]$' "$PST_TMP/d1" && pass "drop-in printed" ||
+	fail "poolshim systemd: exit $rc: $(cat "$PST_TMP/err")"
+grep -qx 'Environment=POOLSHIM_STATS=/tmp/r.%%p' "$PST_TMP/d1" &&
+	pass "% written as %% in the drop-in" || fail "no %%p line: $(grep STATS "$PST_TMP/d1")"
+
+verify_unit pstest "$PST_TMP/d1"
+if [ $vrc = 0 ] && ! grep -q 'pstest' "$PST_TMP/verify"; then
+	pass "systemd-analyze verify: no complaint"
+else
+	fail "systemd-analyze verify (exit $vrc): $(cat "$PST_TMP/verify")"
+fi
+lib=$(sed -n 's/^Environment=LD_PRELOAD=//p' "$PST_TMP/d1")
+case $lib in
+/*/libpoolshim.so) [ "$lib" != "$SHIM" ] && pass "LD_PRELOAD is the installed library ($lib)" ||
+	fail "LD_PRELOAD is the build tree's ($lib)" ;;
+*) fail "LD_PRELOAD line: '$lib'" ;;
+esac
+printf '%s\n' "Environment: LD_PRELOAD=$lib" 'Environment: POOLSHIM_STATS=/tmp/r.%p' \
+	'Environment: POOLSHIM_PROGRAMS=nginx,haproxy' "Environment: POOLSHIM_DEBUGINFO_PATH=$odd" \
+	'Environment: POOLSHIM_POOL_SIZE=1G' >"$PST_TMP/want"
+grep '^Environment: ' "$PST_TMP/settings" >"$PST_TMP/got"
+if cmp -s "$PST_TMP/want" "$PST_TMP/got"; then
+	pass "systemd reads the environment back as given (%p literal, quotes, backslash)"
+else
+	fail "environment as systemd reads it: $(diff "$PST_TMP/want" "$PST_TMP/got" | tr '\n' '|')"
+fi
+grep -qx 'LimitMEMLOCK: 1073741824' "$PST_TMP/settings" && pass "LimitMEMLOCK = POOLSHIM_POOL_SIZE (1G)" ||
+	fail "LimitMEMLOCK: $(grep LimitMEMLOCK "$PST_TMP/settings")"
+
+# The default pool cap (4G), a size that is not a whole 2M, and --memlock.
+"$PS" systemd pstest.service >"$PST_TMP/d2" 2>/dev/null
+verify_unit pstest "$PST_TMP/d2"
+[ $vrc = 0 ] && grep -qx 'LimitMEMLOCK: 4294967296' "$PST_TMP/settings" &&
+	pass "no POOLSHIM_POOL_SIZE: LimitMEMLOCK = the 4G default" ||
+	fail "default LimitMEMLOCK: $(grep LimitMEMLOCK "$PST_TMP/settings") $(cat "$PST_TMP/verify")"
+"$PS" systemd pstest POOLSHIM_POOL_SIZE=3000001K 2>/dev/null | grep -qx 'LimitMEMLOCK=2930M' &&
+	pass "3000001K rounds up to 2930M" || fail "3000001K: $("$PS" systemd pstest POOLSHIM_POOL_SIZE=3000001K 2>&1 | grep Limit)"
+"$PS" systemd pstest --memlock infinity >"$PST_TMP/d3" 2>/dev/null
+verify_unit pstest "$PST_TMP/d3"
+[ $vrc = 0 ] && grep -qx 'LimitMEMLOCK: 18446744073709551615' "$PST_TMP/settings" && pass "--memlock infinity" ||
+	fail "--memlock infinity: $(grep LimitMEMLOCK "$PST_TMP/settings")"
+
+# With or without .service, the same drop-in; a template too.
+"$PS" systemd pstest >"$PST_TMP/a" 2>/dev/null
+"$PS" systemd pstest.service >"$PST_TMP/b" 2>/dev/null
+sed 1,2d "$PST_TMP/a" >"$PST_TMP/a2"
+sed 1,2d "$PST_TMP/b" >"$PST_TMP/b2"
+cmp -s "$PST_TMP/a2" "$PST_TMP/b2" && pass "UNIT and UNIT.service: same drop-in" ||
+	fail "UNIT and UNIT.service differ"
+"$PS" systemd 'pstest@.service' >/dev/null 2>&1 && pass "template unit accepted" || fail "template unit refused"
+
+# Refusals: status 2 and a line saying why.
+refuse() {
+	what=$1
+	shift
+	"$PS" systemd "$@" >"$PST_TMP/out" 2>"$PST_TMP/err"
+	rc=$?
+	if [ $rc = 2 ] && [ ! -s "$PST_TMP/out" ] && grep -q 'poolshim systemd: ' "$PST_TMP/err"; then
+		pass "refused: $what ($(head -1 "$PST_TMP/err"))"
+	else
+		fail "$what: exit $rc, out $(head -c 200 "$PST_TMP/out"), err $(cat "$PST_TMP/err")"
+	fi
+}
+refuse "a socket unit" nginx.socket
+refuse "a name with /" 'a/b'
+refuse "a name with a blank" 'a b'
+refuse "two @" 'a@b@c'
+refuse "no unit" POOLSHIM_VERBOSE=1
+refuse "an unknown POOLSHIM_ variable" pstest POOLSHIM_POOLSIZE=1G
+refuse "a variable that is not the shim's" pstest MALLOC_CONF=junk:true
+refuse "LD_PRELOAD" pstest LD_PRELOAD=/x.so
+refuse "the test-only POOLSHIM_URING_TEST" pstest POOLSHIM_URING_TEST=keepfd
+refuse "a pool size the shim refuses" pstest POOLSHIM_POOL_SIZE=64G
+refuse "a line break in a value" pstest "POOLSHIM_STATS=/tmp/a
+b"
+
+# --install --root: the file appears by rename (a new inode each time),
+# with what the command prints, and no temporary file is left.
+root="$PST_TMP/root"
+"$PS" systemd pstest POOLSHIM_PROGRAMS=nginx --install --root "$root" >"$PST_TMP/out" 2>/dev/null
+rc=$?
+f="$root/etc/systemd/system/pstest.service.d/poolshim.conf"
+"$PS" systemd pstest POOLSHIM_PROGRAMS=nginx 2>/dev/null | sed 2d >"$PST_TMP/printed"
+if [ $rc = 0 ] && [ -f "$f" ] && sed 2d "$f" | cmp -s - "$PST_TMP/printed" &&
+	grep -qF "$f" "$PST_TMP/out" && grep -q 'systemctl daemon-reload' "$PST_TMP/out"; then
+	pass "--install --root wrote $f and says to daemon-reload"
+else
+	fail "--install: exit $rc, $(cat "$PST_TMP/out"), file: $(ls -l "$f" 2>&1)"
+fi
+ino1=$(stat -c %i "$f" 2>/dev/null)
+"$PS" systemd pstest POOLSHIM_PROGRAMS=haproxy --install --root "$root" >/dev/null 2>&1
+ino2=$(stat -c %i "$f" 2>/dev/null)
+left=$(find "$root" -name '.poolshim*' | wc -l)
+if [ -n "$ino1" ] && [ "$ino1" != "$ino2" ] && grep -qx 'Environment=POOLSHIM_PROGRAMS=haproxy' "$f" &&
+	[ "$left" = 0 ] && [ "$(stat -c %a "$f")" = 644 ]; then
+	pass "--install again: replaced by rename (inode $ino1 -> $ino2), mode 644, no temporary left"
+else
+	fail "--install again: inode $ino1 -> $ino2, $left temporaries, $(cat "$f")"
+fi
+finish
