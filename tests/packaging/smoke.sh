@@ -9,11 +9,11 @@
 PS="$PS_TOP_BUILDDIR/poolshim"
 [ -r "$SHIM" ] || { fail "$SHIM not built"; finish; }
 
-env LD_PRELOAD="$SHIM" POOLSHIM_STATS=none true 2>"$PST_TMP/err"
+env LD_PRELOAD="$SHIM" POOLSHIM_STATS=off true 2>"$PST_TMP/err"
 rc=$?
 [ $rc = 0 ] && [ ! -s "$PST_TMP/err" ] && pass "true under the shim: exit 0, quiet" ||
 	fail "true under the shim: exit $rc, stderr: $(head -c 300 "$PST_TMP/err")"
-env LD_PRELOAD="$SHIM" POOLSHIM_STATS=none false 2>/dev/null
+env LD_PRELOAD="$SHIM" POOLSHIM_STATS=off false 2>/dev/null
 rc=$?
 [ $rc = 1 ] && pass "false under the shim: exit 1" || fail "false under the shim: exit $rc"
 
