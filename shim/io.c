@@ -28,6 +28,7 @@
 #include "fmt.h"
 #include "init.h"
 #include "io.h"
+#include "live.h"
 #include "stats.h"
 #include "sys.h"
 #include "uring.h"
@@ -211,6 +212,8 @@ static __attribute__((noinline)) uint64_t gate_slow(void)
 			return PS_IO_SLOW;
 		}
 	}
+	if (ps_unlikely(__atomic_load_n(&ps_live_child_due, __ATOMIC_RELAXED)))
+		ps_live_child_tick();
 	if (ps_unlikely(sites_wanted)) {
 		/* Every call comes here; the sampling countdown is site_left. */
 		ps_io_gate = 1;
@@ -228,7 +231,8 @@ static __attribute__((noinline)) uint64_t gate_slow(void)
 		ps_io_gate = 15;
 		return 0;
 	}
-	ps_io_gate = timing ? next_sample() : 0;
+	/* Untimed, a fork child still comes back to publish its live file. */
+	ps_io_gate = timing ? next_sample() : ps_live_child_due ? 4096 : 0;
 	return timing ? ps_ticks() : 0;
 }
 

@@ -26,6 +26,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <time.h>
 
 #include "alloc.h"
 #include "fmt.h"
@@ -43,6 +44,10 @@ static size_t map_len;
 static int live_pid;
 static uint64_t live_ns;
 static bool live_verbose;
+static uint64_t live_pool_min;
+int ps_live_child_due;
+/* When this fork child was born (CLOCK_MONOTONIC ns). */
+static uint64_t child_born;
 /* Blocks are reserved one by one; false where the whole file was at creation. */
 static bool reserve_each = true;
 static int said_unpublished;
@@ -339,6 +344,29 @@ static void fill_identity(struct ps_live_header *h, int pid, uint64_t ns)
 			*c = '_';
 }
 
+static uint64_t mono_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The file is made and mapped: make it this process's and move its counters in. */
+static void adopt_file(struct ps_live_header *h, int pid, uint64_t ns)
+{
+	fill_identity(h, pid, ns);
+	h->pool_min = live_pool_min;
+	h->gauges = *ps_gauges;
+	__atomic_store_n(&ps_gauges_mirror, &h->gauges, __ATOMIC_RELEASE);
+	live_pid = pid;
+	live_ns = ns;
+	__atomic_store_n(&hdr, h, __ATOMIC_RELEASE);
+	ps_live_publish();
+	ps_stats_block_source = take_block;
+	/* Counts made so far went to anonymous memory: bring this thread's in. */
+	ps_stats_rehome();
+}
+
 int ps_live_init(const struct ps_config *cfg)
 {
 	int err = 0;
@@ -346,6 +374,7 @@ int ps_live_init(const struct ps_config *cfg)
 	uint64_t ns = ps_live_pidns();
 
 	live_verbose = cfg->verbose;
+	live_pool_min = cfg->pool_min;
 	if (strcmp(cfg->live_dir, PS_LIVE_DIR) != 0) {
 		int r = ps_live_set_dir(cfg->live_dir);
 		if (r < 0) {
@@ -368,27 +397,17 @@ int ps_live_init(const struct ps_config *cfg)
 			munmap(g, 4096);
 		}
 	}
-	fill_identity(h, pid, ns);
-	h->pool_min = cfg->pool_min;
-	h->gauges = *ps_gauges;
-	__atomic_store_n(&ps_gauges_mirror, &h->gauges, __ATOMIC_RELEASE);
-	live_pid = pid;
-	live_ns = ns;
-	__atomic_store_n(&hdr, h, __ATOMIC_RELEASE);
-	ps_live_publish();
-	ps_stats_block_source = take_block;
-	/* Counts made while starting up went to anonymous memory: bring them in. */
-	ps_stats_rehome();
+	adopt_file(h, pid, ns);
 	return 0;
 }
 
 /*
  * Move the counters over the file's addresses into private memory, in a
  * child: the parent's file is never written or removed by the child.  The
- * child publishes no file of its own: children that end with _exit() (the
- * usual way after fork) would leave one file each in /dev/shm.  It still
- * writes its report at exit; a child that execs publishes again from its
- * new image.
+ * child publishes a file of its own only if it lives on
+ * (ps_live_child_tick): children that end with _exit() soon after fork
+ * would otherwise leave one file each behind.  A child that execs
+ * publishes again from its new image.
  */
 static void disown(struct ps_live_header *h)
 {
@@ -412,14 +431,51 @@ static void disown(struct ps_live_header *h)
 		munmap(copy, used);
 	}
 	live_pid = 0;
+	child_born = mono_now();
+	__atomic_store_n(&ps_live_child_due, 1, __ATOMIC_RELEASE);
 }
 
 void ps_live_after_fork_child(void)
 {
 	struct ps_live_header *h = __atomic_load_n(&hdr, __ATOMIC_ACQUIRE);
 
-	if (h)
+	if (h) {
 		disown(h);
+	} else if (__atomic_load_n(&ps_live_child_due, __ATOMIC_RELAXED)) {
+		/* The child of a child that had no file yet: its own clock. */
+		child_born = mono_now();
+	}
+}
+
+/*
+ * Async-signal-safe (raw system calls and the vDSO clock); one thread
+ * does it.  Its counters move into the new file (ps_stats_rehome); threads
+ * the child started before this keep counting in private memory, which
+ * the header's unpublished count tells `poolshim stat`.
+ */
+void ps_live_child_tick(void)
+{
+	if (mono_now() - child_born < PS_LIVE_CHILD_DELAY_NS)
+		return;
+	if (!__atomic_exchange_n(&ps_live_child_due, 0, __ATOMIC_ACQ_REL))
+		return;
+	if (__atomic_load_n(&hdr, __ATOMIC_ACQUIRE))
+		return;
+	int saved_errno = errno, err = 0;
+	int pid = (int)PS_SYSCALL(SYS_getpid);
+	uint64_t ns = ps_live_pidns();
+	struct ps_live_header *h = create(pid, ns, &err);
+	if (!h) {
+		if (live_verbose)
+			ps_log("no live statistics file for this fork child in %s (%s)",
+			       ps_live_dir(), ps_errno_name(-err) ? ps_errno_name(-err) : "error");
+		errno = saved_errno;
+		return;
+	}
+	if (fork_guard)
+		*fork_guard = 1;
+	adopt_file(h, pid, ns);
+	errno = saved_errno;
 }
 
 void ps_live_remove(void)

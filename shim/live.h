@@ -64,8 +64,22 @@ struct ps_live_header {
 int ps_live_init(const struct ps_config *cfg);
 /* Copy the pool and io_uring state into the header (after they change). */
 void ps_live_publish(void);
-/* In a fork child: move the counters to a file of the child's own. */
+/*
+ * In a fork child: move the counters over the parent's file into private
+ * memory, and arm ps_live_child_due.
+ */
 void ps_live_after_fork_child(void);
+
+/*
+ * Nonzero in a fork child that has no file of its own yet.  Such a child
+ * publishes one when it is still running PS_LIVE_CHILD_DELAY_NS after the
+ * fork (ps_live_child_tick(), called from the I/O path's slow branch), so
+ * that a server's long-lived workers show in `poolshim stat` and the many
+ * children that _exit() soon after fork leave no file behind.
+ */
+extern int ps_live_child_due;
+#define PS_LIVE_CHILD_DELAY_NS 1000000000ull
+void ps_live_child_tick(void);
 /* At exit (or before exec): remove the file. */
 void ps_live_remove(void);
 
