@@ -30,6 +30,7 @@
 
 #include "alloc.h"
 #include "fmt.h"
+#include "report.h"
 #include "sys.h"
 #include "uring.h"
 
@@ -338,7 +339,9 @@ static void fill_identity(struct ps_live_header *h, int pid, uint64_t ns)
 	h->pidns = ns;
 	h->starttime = ps_live_starttime(0);
 	h->exited = 0;
-	copy_reason(h->program, program_invocation_short_name);
+	/* The name kept at start: nginx's workers have rewritten argv[0] since. */
+	const char *name = ps_report_program();
+	copy_reason(h->program, name[0] ? name : program_invocation_short_name);
 	for (char *c = h->program; *c; c++)
 		if (*c == '/')
 			*c = '_';

@@ -46,6 +46,11 @@ void ps_report_keep_name(void)
 	ps_program_clean(program_name, sizeof(program_name), program_invocation_short_name);
 }
 
+const char *ps_report_program(void)
+{
+	return program_name;
+}
+
 static const char *name_of(int v, const char *const *names, int n)
 {
 	return v >= 0 && v < n ? names[v] : "?";

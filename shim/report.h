@@ -74,6 +74,8 @@ int ps_report_path(char *out, size_t cap, const char *pattern, int pid, const ch
 
 /* Remember the program's name now, before the program can rewrite argv. */
 void ps_report_keep_name(void);
+/* That name ("" before ps_report_keep_name). */
+const char *ps_report_program(void);
 
 /*
  * Remember what fd 2 is now (device, inode, type, access mode), and when

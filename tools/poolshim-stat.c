@@ -273,8 +273,9 @@ static void show(const struct target *t, const struct ps_tstats *counters, const
 		       t->dead ? " [process gone: exited without cleanup or was killed]" :
 		       t->foreign_ns ? " [another pid namespace: not judged, left in place]" : "");
 		if (h->unpublished)
-			printf("(%u thread counter blocks are outside this file: /dev/shm was full "
-			       "or the file's blocks all taken; the exit report has them)\n",
+			printf("(%u thread counter blocks are outside this file: the live directory "
+			       "had less than a quarter free, or the file's blocks were all taken; "
+			       "the exit report has them)\n",
 			       (unsigned)h->unpublished);
 	}
 	fflush(stdout);

@@ -20,6 +20,8 @@ EXTRA_DIST += tests/tools/stat_prom.sh
 # POOLSHIM_LIVE_DIR / stat --live-dir; --json -i timestamps and late pick-up.
 TESTS += tests/tools/stat_live_dir.sh
 TESTS += tests/tools/stat_fork.sh
+TESTS += tests/tools/stat_nginx.sh
+EXTRA_DIST += tests/tools/stat_nginx.sh
 EXTRA_DIST += tests/tools/stat_fork.sh
 EXTRA_DIST += tests/tools/stat_live_dir.sh
 

@@ -7,8 +7,10 @@
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 STAT="$PS_TOP_BUILDDIR/tools/poolshim-stat"
 NS=$(stat -L -c %i /proc/self/ns/pid)
-D="$PST_TMP/live"
-mkdir "$D"
+# On tmpfs: a live file takes blocks only while the directory keeps a
+# quarter free, which a disk shared with other work may not.
+D=$(mktemp -d /dev/shm/pst-stat-fork.XXXXXX) || skip "no /dev/shm"
+at_exit "rm -rf '$D'"
 command -v python3 >/dev/null 2>&1 || skip "python3 not installed"
 
 cat >"$PST_TMP/fork.py" <<'PY'
