@@ -362,7 +362,7 @@ static ssize_t do_rw(enum ps_call call, void *buf, size_t len, off_t off, bool w
 	}
 	int err = errno;
 	uint64_t ns = ps_ticks_to_ns(ps_ticks() - t0);
-	ps_stats_io(call, ps_fd_kind(io_fd), len, r, err, ns ? ns : 1);
+	ps_stats_io_slow(call, ps_fd_kind(io_fd), len, r, err, ns ? ns : 1);
 	ps_callsite_record(PS_SITE_IO, call, r > 0 ? (uint64_t)r : 0, ns);
 	return r;
 }
@@ -386,7 +386,7 @@ static ssize_t do_rwv(enum ps_call call, struct iovec *iov, int n, off_t off, bo
 	} else {
 		t->uring++;
 	}
-	ps_stats_io(call, ps_fd_kind(io_fd), len, r, errno, 0);
+	ps_stats_io_slow(call, ps_fd_kind(io_fd), len, r, errno, 0);
 	return r;
 }
 
