@@ -97,3 +97,7 @@ EXTRA_DIST += tests/preload/scope.sh
 # poolshim report names call sites offline, by build id (callsite_offline.sh).
 TESTS += tests/preload/callsite_offline.sh
 EXTRA_DIST += tests/preload/callsite_offline.sh
+
+# poolshim report --folded, checked against the folded-stack grammar (folded.sh).
+TESTS += tests/preload/folded.sh
+EXTRA_DIST += tests/preload/folded.sh
