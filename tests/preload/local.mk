@@ -101,3 +101,7 @@ EXTRA_DIST += tests/preload/callsite_offline.sh
 # poolshim report --folded, checked against the folded-stack grammar (folded.sh).
 TESTS += tests/preload/folded.sh
 EXTRA_DIST += tests/preload/folded.sh
+
+# A Debian-style stripped server with a -dbgsym tree, named in process and offline.
+TESTS += tests/preload/callsite_dbgsym.sh
+EXTRA_DIST += tests/preload/callsite_dbgsym.sh
