@@ -1029,7 +1029,7 @@ def main(argv):
             bad += 1
     if bad:
         return 2
-    if not a.no_symbolize:
+    if not a.no_symbolize and not a.csv:  # the CSV has no frames
         told = set()
 
         def warn(msg):

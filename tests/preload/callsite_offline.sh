@@ -11,7 +11,9 @@ H="$PRELOAD_BIN/callsite_plain"
 REPORT="$PS_TOP_SRCDIR/scripts/poolshim-report.py"
 R="$PST_TMP/sites.json"
 command -v eu-addr2line >/dev/null || skip "eu-addr2line not installed (elfutils)"
-command -v objcopy >/dev/null || skip "objcopy not installed (binutils)"
+for t in objcopy readelf; do
+	command -v $t >/dev/null || skip "$t not installed (binutils)"
+done
 want="['main', 'site_big_buffers', 'site_read_file', 'site_small_buffers', 'site_write_file']"
 
 id=$(LC_ALL=C readelf -n "$H" | awk '/Build ID:/ { print $3 }')
