@@ -16,3 +16,6 @@ bench-io: all bench/iobench
 noinst_PROGRAMS += bench/smallbench
 bench_smallbench_SOURCES = bench/smallbench.c
 bench_smallbench_CFLAGS = $(AM_CFLAGS) -O2
+
+# Exit time with 10,000 distinct call sites (issue 13): bench/callsites.py, run by hand.
+EXTRA_DIST += bench/callsites.py

@@ -8,10 +8,14 @@ validates each against docs/report-schema.md, and prints the numbers merged
 per program and per process, in the same columns as the shim's text report.
 Every merged number is the exact sum of the per-process numbers.
 
-    poolshim-report [--plot DIR] [--json OUT] [--top N] [--summary] [--exact] FILE...
+    poolshim-report [--plot DIR] [--json OUT] [--top N] [--summary] [--exact]
+                    [--csv | --folded[=count|bytes]] [--debug-dir DIR]... [--no-symbolize] FILE...
+    poolshim-report --diff A B
 
 --plot DIR draws PNG files with gnuplot (Debian: gnuplot-nox), --json OUT
-writes the merged numbers.  Exit status: 0 done, 1 a plot or output could
+writes the merged numbers.  Call-site frames the report left unnamed are
+named here from their object's build id and offset (eu-addr2line, from
+elfutils), unless --no-symbolize.  Exit status: 0 done, 1 a plot or output could
 not be written, 2 bad usage or a file that is unreadable or not a valid
 report (each named on one line of stderr).  Standard library only.
 """
@@ -20,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -266,7 +271,8 @@ class Group:
             add_hist(row["lat_hist"], c["lat_hist"])
             add_counts(self.errnos.setdefault(c["call"], {}), c["errnos"])
         for s in r.get("callsites") or ():
-            frames = tuple((f.get("function"), f["offset"], f.get("object"))
+            frames = tuple((f.get("function"), f["offset"], f.get("object"), f.get("file"),
+                            f.get("line"), tuple(f.get("inlined") or ()))
                            for f in s["frames"])
             site = self.sites.setdefault((s["kind"], s["call"], frames),
                                          {n: 0 for n in SITE_NUMS})
@@ -322,7 +328,9 @@ class Group:
             "files": [m[0] for m in self.members],
             "pool": pool, "process": dict(self.process), "uring": uring, "calls": calls,
             "callsites": [dict(kind=k, call=c, **v, frames=[
-                {"function": fn, "offset": off, "object": obj} for fn, off, obj in fr])
+                dict({"function": fn, "offset": off, "object": obj, "file": file, "line": line},
+                     **({"inlined": list(inl)} if inl else {}))
+                for fn, off, obj, file, line, inl in fr])
                 for (k, c, fr), v in self.sites.items()],
         }
 
@@ -366,9 +374,14 @@ def tally(d):
     return " ".join(f"{k}:{n}" for k, n in sorted(d.items(), key=lambda kv: -kv[1]))
 
 
-def frame_text(fn, off, obj):
+def frame_text(fn, off, obj, file=None, line=None, inlined=()):
     where = f"{fn}+0x{off:x}" if fn else f"0x{off:x}"
-    return f"{where} ({os.path.basename(obj) if obj else '??'})"
+    text = f"{where} ({os.path.basename(obj) if obj else '??'})"
+    if file:
+        text += f" {file}:{line}"
+    if inlined:
+        text += " [inlined: " + " < ".join(inlined) + "]"
+    return text
 
 
 def render(g, out, exact, top):
@@ -688,11 +701,272 @@ def diff_main(paths, validate):
 
 
 # ---------------------------------------------------------------------------
+# Offline symbolization.  A report written where there was no debug info has
+# frames with "function": null but the object's path, build id and the
+# object-relative address ("rel").  They are named here, on the machine that
+# reads the report, with elfutils' eu-addr2line, from the first of:
+#   DIR/.build-id/xx/rest.debug for each --debug-dir DIR, then /usr/lib/debug;
+#   the object at its recorded path when its build id is the report's (its
+#   .gnu_debuglink target first, when that is found with the same build id).
+# An object whose build id differs from the report's names nothing: its code
+# is not the code that ran.
+# ---------------------------------------------------------------------------
 
-def folded_frame(f):
-    """One frame for a folded stack: no spaces or ';' (flamegraph.pl splits on them)."""
-    name = f.get("function") or f"{f.get('object', '?')}+0x{f.get('rel', f.get('offset', 0)):x}"
+SYSTEM_DEBUG_DIR = "/usr/lib/debug"
+ADDR2LINE = ("eu-addr2line", "-a", "-f", "-i", "-C", "-S")
+
+
+def elf_sections(f, hdr):
+    """(name, type, offset, size, align) of each section, [] if none can be read."""
+    is64, end = hdr[4] == 2, "<" if hdr[5] == 1 else ">"
+    if is64:
+        shoff, = struct.unpack(end + "Q", hdr[0x28:0x30])
+        shentsize, shnum, shstrndx = struct.unpack(end + "HHH", hdr[0x3a:0x40])
+        fmt = end + "IIQQQQIIQ"
+    else:
+        shoff, = struct.unpack(end + "I", hdr[0x20:0x24])
+        shentsize, shnum, shstrndx = struct.unpack(end + "HHH", hdr[0x2e:0x34])
+        fmt = end + "IIIIIIIII"
+    width = struct.calcsize(fmt)
+    if not shoff or shentsize < width or shnum > 65535:
+        return []
+    f.seek(shoff)
+    table = f.read(shentsize * shnum)
+    raw = []
+    for i in range(len(table) // shentsize):
+        s = struct.unpack(fmt, table[i * shentsize:i * shentsize + width])
+        raw.append((s[0], s[1], s[4], s[5], s[8]))  # name, type, offset, size, addralign
+    names = b""
+    if shstrndx < len(raw):
+        f.seek(raw[shstrndx][2])
+        names = f.read(min(raw[shstrndx][3], 1 << 20))
+    out = []
+    for name, typ, off, size, align in raw:
+        n = names[name:names.find(b"\0", name)] if name < len(names) else b""
+        out.append((n.decode("latin-1"), typ, off, size, align))
+    return out
+
+
+def elf_notes(data, align, end):
+    """(type, name, desc) of each note in a note section's bytes."""
+    align = 8 if align == 8 else 4
+    pos = 0
+    while pos + 12 <= len(data):
+        namesz, descsz, typ = struct.unpack(end + "III", data[pos:pos + 12])
+        pos += 12
+        name = data[pos:pos + namesz].rstrip(b"\0")
+        pos += (namesz + align - 1) & ~(align - 1)
+        desc = data[pos:pos + descsz]
+        pos += (descsz + align - 1) & ~(align - 1)
+        yield typ, name, desc
+
+
+def elf_info(path):
+    """(build id in hex or None, .gnu_debuglink file name or None); None if
+    the file cannot be read or is not ELF."""
+    try:
+        with open(path, "rb") as f:
+            hdr = f.read(64)
+            if len(hdr) < 52 or hdr[:4] != b"\x7fELF" or hdr[4] not in (1, 2):
+                return None
+            end = "<" if hdr[5] == 1 else ">"
+            build_id = link = None
+            for name, typ, off, size, align in elf_sections(f, hdr):
+                if typ == 7 and build_id is None:  # SHT_NOTE
+                    f.seek(off)
+                    for ntype, nname, desc in elf_notes(f.read(min(size, 1 << 16)), align, end):
+                        if ntype == 3 and nname == b"GNU":  # NT_GNU_BUILD_ID
+                            build_id = desc.hex()
+                elif name == ".gnu_debuglink" and typ != 8:  # not NOBITS
+                    f.seek(off)
+                    data = f.read(min(size, 4096))
+                    link = data[:data.find(b"\0")].decode("utf-8", "replace") or None
+            return build_id, link
+    except (OSError, ValueError, IndexError, struct.error):
+        return None
+
+
+class Symbolizer:
+    """Finds the file to name each object's frames from, once per object."""
+
+    def __init__(self, debug_dirs, warn):
+        self.dirs = list(debug_dirs) + [SYSTEM_DEBUG_DIR]
+        self.warn = warn
+        self.files = {}  # (path, build_id) -> file to read, or None
+
+    def matches(self, path, build_id):
+        info = elf_info(path)
+        return info is not None and info[0] == build_id
+
+    def by_build_id(self, build_id):
+        for d in self.dirs:
+            for sub in (os.path.join(d, ".build-id"), d):
+                cand = os.path.join(sub, build_id[:2], build_id[2:] + ".debug")
+                if os.path.isfile(cand) and self.matches(cand, build_id):
+                    return cand
+        return None
+
+    def source(self, path, build_id):
+        key = (path, build_id)
+        if key in self.files:
+            return self.files[key]
+        found = self.by_build_id(build_id)
+        if found is None and path and os.path.isfile(path):
+            info = elf_info(path)
+            if info is None or info[0] != build_id:
+                have = info[0] if info and info[0] else "none"
+                self.warn(f"{path}: build id {have} here, {build_id} in the report: "
+                          "not naming its frames from it (give --debug-dir with the "
+                          "debug info of the build that ran)")
+            else:
+                found = path
+                link = info[1]
+                if link:
+                    here = os.path.dirname(path)
+                    for cand in [os.path.join(here, link), os.path.join(here, ".debug", link)] + \
+                            [os.path.join(d, here.lstrip("/"), link) for d in self.dirs]:
+                        if os.path.isfile(cand) and self.matches(cand, build_id):
+                            found = cand
+                            break
+        elif found is None:
+            self.warn(f"{path or '?'} (build id {build_id}): no such object here and no "
+                      "debug file by its build id; its frames stay unnamed")
+        self.files[key] = found
+        return found
+
+
+SRC_LINE = re.compile(r"^(.*):(\d+):\d+$|^(.*):(\d+)$")
+SYM_OFF = re.compile(r"^(.+)\+0x([0-9a-f]+)$")
+INLINED = re.compile(r"^(.*) inlined at .* in (.+)$")
+
+
+def known(name):
+    return bool(name) and name != "??" and not name.startswith("(")
+
+
+def parse_addr2line(lines):
+    """One address's lines of `eu-addr2line -f -i -S` output (without the
+    address line): (symbol, offset or None, [functions innermost first],
+    file, line).  Each level is a function line (-f; absent without DWARF),
+    the symbol+0xoffset (-S; on the first level only, and folded into an
+    "X inlined at F:L in sym+0xoff" function line) and file:line."""
+    sym, funcs, src = None, [], None
+    i, n = 0, len(lines)
+    while i < n:
+        first = lines[i]
+        i += 1
+        m = INLINED.match(first)
+        fn = first
+        if m:
+            fn = m.group(1)
+            sym = sym or m.group(2)
+        elif not funcs and SYM_OFF.match(first) and (i >= n or SRC_LINE.match(lines[i])):
+            fn, sym = None, sym or first  # no DWARF: the -S line alone
+        elif i < n and SYM_OFF.match(lines[i]) and not SRC_LINE.match(lines[i]):
+            sym = sym or lines[i]
+            i += 1
+        if i < n and SRC_LINE.match(lines[i]):
+            src = src or lines[i]
+            i += 1
+        if known(fn):
+            funcs.append(fn)
+    off = None
+    m = SYM_OFF.match(sym or "")
+    if m:
+        sym, off = m.group(1), int(m.group(2), 16)
+    if not known(sym):
+        sym = funcs[-1] if funcs else None
+    file = line = None
+    m = SRC_LINE.match(src or "")
+    if m:
+        file, line = (m.group(1), m.group(2)) if m.group(1) is not None else (m.group(3), m.group(4))
+        if file == "??" or int(line) <= 0:
+            file = line = None
+        else:
+            line = int(line)
+    return sym, off, funcs, file, line
+
+
+def addr2line(tool, path, addrs, warn):
+    """{address: parsed record} for the addresses, one eu-addr2line run."""
+    try:
+        res = subprocess.run([tool] + list(ADDR2LINE[1:]) + ["-e", path],
+                             input="".join(f"0x{a:x}\n" for a in addrs),
+                             capture_output=True, text=True, errors="replace")
+    except OSError as e:
+        warn(f"{tool}: {e.strerror or e}")
+        return {}
+    if res.returncode != 0 and not res.stdout:
+        warn(f"eu-addr2line -e {path}: " + (res.stderr.strip().splitlines() or
+                                            [f"exit status {res.returncode}"])[-1])
+    heads = {f"0x{a:016x}": a for a in addrs}
+    out, cur, lines = {}, None, []
+    for text in res.stdout.splitlines() + [None]:
+        if text is None or text in heads:
+            if cur is not None:
+                out[cur] = parse_addr2line(lines)
+            if text is not None:
+                cur, lines = heads[text], []
+            continue
+        lines.append(text)
+    return out
+
+
+def symbolize(reports, debug_dirs, warn):
+    """Name in place the frames of the reports that have no function name;
+    returns how many were named."""
+    todo = {}  # (path, build_id) -> [frames]
+    for _, r in reports:
+        for s in r.get("callsites") or ():
+            for f in s.get("frames") or ():
+                if f.get("function") is None and isinstance(f.get("build_id"), str) and \
+                        is_uint(f.get("rel")) and f["rel"] > 0:
+                    todo.setdefault((f.get("path"), f["build_id"].lower()), []).append(f)
+    if not todo:
+        return 0
+    tool = shutil.which(ADDR2LINE[0])
+    if tool is None:
+        warn(f"{len(todo)} objects have unnamed frames, and eu-addr2line is not installed "
+             "(Debian package elfutils): they stay unnamed")
+        return 0
+    sym = Symbolizer(debug_dirs, warn)
+    named = 0
+    for (path, build_id), frames in todo.items():
+        src = sym.source(path, build_id)
+        if src is None:
+            continue
+        # a return address: the call is the byte before it
+        found = addr2line(tool, src, sorted({f["rel"] - 1 for f in frames}), warn)
+        for f in frames:
+            rec = found.get(f["rel"] - 1)
+            if rec is None or rec[0] is None:
+                continue
+            fn, off, funcs, file, line = rec
+            f["function"] = fn
+            if off is not None:
+                f["offset"] = off + 1
+            if file is not None and not f.get("file"):
+                f["file"], f["line"] = file, line
+            if len(funcs) > 1:
+                f["inlined"] = funcs[:-1]
+            named += 1
+    return named
+
+
+# ---------------------------------------------------------------------------
+
+def folded_name(name):
+    """No spaces or ';' in a frame (flamegraph.pl splits on them)."""
     return name.replace(" ", "_").replace(";", ":")
+
+
+def folded_frames(f):
+    """A frame root first: the function, then what was inlined into it,
+    marked _[i] as stackcollapse-perf does."""
+    if not f.get("function"):
+        return [folded_name(f"{f.get('object') or '?'}+0x{f.get('rel', f.get('offset', 0)):x}")]
+    return [folded_name(f["function"])] + [folded_name(n) + "_[i]"
+                                           for n in reversed(f.get("inlined") or ())]
 
 
 def write_folded(reports, key, out):
@@ -700,7 +974,7 @@ def write_folded(reports, key, out):
     stacks = {}
     for _, r in reports:
         for site in r.get("callsites", []):
-            frames = [folded_frame(f) for f in reversed(site["frames"])]
+            frames = [n for f in reversed(site["frames"]) for n in folded_frames(f)]
             frames.append(f"{site['kind']}:{site['call']}")
             line = ";".join(frames)
             stacks[line] = stacks.get(line, 0) + site["count" if key == "count" else "bytes"]
@@ -724,6 +998,11 @@ def parse_args(argv):
     ap.add_argument("--diff", nargs=2, metavar=("A", "B"), help="print the per-call change from report A to report B")
     ap.add_argument("--folded", nargs="?", const="count", metavar="count|bytes",
                     help="print call-site stacks folded (flamegraph.pl), weighted by count or bytes")
+    ap.add_argument("--debug-dir", metavar="DIR", action="append", default=[],
+                    help="name unnamed call-site frames from DIR/.build-id/xx/rest.debug "
+                    "(repeatable; " + SYSTEM_DEBUG_DIR + " is always searched last)")
+    ap.add_argument("--no-symbolize", action="store_true",
+                    help="leave frames the report did not name unnamed")
     a = ap.parse_args(argv)
     if a.folded not in (None, "count", "bytes"):
         # "--folded FILE": the optional value was a report, not a weight
@@ -750,6 +1029,14 @@ def main(argv):
             bad += 1
     if bad:
         return 2
+    if not a.no_symbolize and not a.csv:  # the CSV has no frames
+        told = set()
+
+        def warn(msg):
+            if msg not in told:
+                told.add(msg)
+                print(f"{PROG}: {msg}", file=sys.stderr)
+        symbolize(reports, a.debug_dir, warn)
 
     total = Group("all programs")
     programs, processes = {}, []

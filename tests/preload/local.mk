@@ -93,3 +93,15 @@ tests_preload_callsite_plain_CFLAGS = $(AM_CFLAGS) -g -O1 -fno-omit-frame-pointe
 # POOLSHIM_PROGRAMS, MALLOC_CONF kept from the private jemalloc, the log prefix.
 TESTS += tests/preload/scope.sh
 EXTRA_DIST += tests/preload/scope.sh
+
+# poolshim report names call sites offline, by build id (callsite_offline.sh).
+TESTS += tests/preload/callsite_offline.sh
+EXTRA_DIST += tests/preload/callsite_offline.sh
+
+# poolshim report --folded, checked against the folded-stack grammar (folded.sh).
+TESTS += tests/preload/folded.sh
+EXTRA_DIST += tests/preload/folded.sh
+
+# A Debian-style stripped server with a -dbgsym tree, named in process and offline.
+TESTS += tests/preload/callsite_dbgsym.sh
+EXTRA_DIST += tests/preload/callsite_dbgsym.sh
