@@ -24,7 +24,7 @@
 
 #include "fmt.h"
 
-#define SLOTS 4096                 /* power of two */
+#define SLOTS 16384                /* power of two; 4.9 MiB of address space, paged in as used */
 #define DEPTH_MAX 32
 #define PROBES 64
 
