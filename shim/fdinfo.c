@@ -16,9 +16,7 @@
 #include "sys.h"
 
 uint8_t *ps_fd_chunks[PS_FD_CHUNKS];
-
-/* Descriptors 0-65535, the only ones most programs have: no mmap for them. */
-static uint8_t first_chunk[PS_FD_CHUNK];
+uint8_t ps_fd_first[PS_FD_CHUNK];
 static unsigned chunks_mapped;
 
 enum ps_fdkind ps_fd_probe(int fd)
@@ -56,7 +54,7 @@ static uint8_t *chunk_for_store(unsigned i)
 	uint8_t *c = __atomic_load_n(&ps_fd_chunks[i], __ATOMIC_ACQUIRE);
 	if (c)
 		return c;
-	uint8_t *mine = first_chunk;
+	uint8_t *mine = ps_fd_first;
 	if (i != 0) {
 		/* Raw mmap: this may run inside malloc or a signal handler. */
 		long p = PS_SYSCALL(SYS_mmap, NULL, PS_FD_CHUNK, PROT_READ | PROT_WRITE,
@@ -92,7 +90,7 @@ void ps_fd_forget_range(unsigned lo, unsigned hi)
 	if (lo > hi)
 		return;
 	for (unsigned i = lo >> PS_FD_CHUNK_BITS; i <= hi >> PS_FD_CHUNK_BITS; i++) {
-		uint8_t *c = __atomic_load_n(&ps_fd_chunks[i], __ATOMIC_ACQUIRE);
+		uint8_t *c = i == 0 ? ps_fd_first : __atomic_load_n(&ps_fd_chunks[i], __ATOMIC_ACQUIRE);
 		if (!c)
 			continue;
 		unsigned base = i << PS_FD_CHUNK_BITS;

@@ -11,7 +11,8 @@
  * The table has an entry for every possible descriptor number, 0 to
  * INT_MAX, in two levels: a fixed array of chunk pointers, and 64 KiB
  * chunks of one-byte entries mapped on the first store into them and never
- * unmapped.  Readers take two loads and no lock; writers publish a new
+ * unmapped; numbers below 65536 live in a static first chunk that needs
+ * no pointer.  Readers take one or two loads and no lock; writers publish a new
  * chunk with one CAS.  Nothing here allocates with malloc or takes a lock,
  * so every function is async-signal-safe.
  *
@@ -48,14 +49,20 @@
 #define PS_FD_CHECKED 0x80u
 
 extern uint8_t *ps_fd_chunks[PS_FD_CHUNKS];
+/*
+ * Descriptors 0-65535, the only ones most programs have, in static memory:
+ * one compare and one load, no chunk pointer (ps_fd_chunks[0] stays NULL).
+ */
+extern uint8_t ps_fd_first[PS_FD_CHUNK];
 
 /* The raw entry of fd: 0 when unknown, never probes. */
 static inline uint8_t ps_fd_entry(int fd)
 {
+	if (ps_likely((unsigned)fd < PS_FD_CHUNK))
+		return __atomic_load_n(&ps_fd_first[fd], __ATOMIC_RELAXED);
 	uint8_t *c = __atomic_load_n(&ps_fd_chunks[(unsigned)fd >> PS_FD_CHUNK_BITS],
 				     __ATOMIC_ACQUIRE);
-	return ps_likely(c != NULL) ? __atomic_load_n(&c[fd & (PS_FD_CHUNK - 1)], __ATOMIC_RELAXED)
-				    : 0;
+	return c != NULL ? __atomic_load_n(&c[fd & (PS_FD_CHUNK - 1)], __ATOMIC_RELAXED) : 0;
 }
 
 /* The kind recorded for fd, PS_FD_NONE when unknown.  No system call. */
@@ -89,6 +96,10 @@ static inline enum ps_fdkind ps_fd_kind(int fd)
 /* Set fd's raw entry; maps its chunk when needed (one mmap per 64K numbers). */
 static inline void ps_fd_store(int fd, uint8_t v)
 {
+	if (ps_likely((unsigned)fd < PS_FD_CHUNK)) {
+		__atomic_store_n(&ps_fd_first[fd], v, __ATOMIC_RELAXED);
+		return;
+	}
 	if (ps_unlikely(fd < 0))
 		return;
 	uint8_t *c = __atomic_load_n(&ps_fd_chunks[(unsigned)fd >> PS_FD_CHUNK_BITS],
