@@ -9,8 +9,8 @@
 # iteration, must stay within each loop's budget.  The file loop's one
 # call is its pread; open and close are not counted, they only tell the
 # kind table, and their cost is in that loop's budget.  The budgets sit a
-# little above what the shim costs now (devnull and sock: 44 per call,
-# with the one-in-64 timing sample worth ~2 of them; file: 154 per
+# little above what the shim costs now (devnull and sock: 36 per call,
+# with the one-in-64 timing sample worth ~2 of them; file: 114 per
 # iteration), and well below main before this test (81, 83, 198).  A
 # regression of the hot path shows up here as a number, long before it
 # shows up in a benchmark's noise.
@@ -21,9 +21,9 @@ valgrind --tool=callgrind --callgrind-out-file=/dev/null true >/dev/null 2>&1 ||
 	skip "valgrind cannot run here"
 N=${PST_COST_N:-5000}
 # Budgets per call: devnull, file (per iteration), sock.
-B_DEVNULL=${PST_COST_DEVNULL:-50}
-B_FILE=${PST_COST_FILE:-170}
-B_SOCK=${PST_COST_SOCK:-50}
+B_DEVNULL=${PST_COST_DEVNULL:-42}
+B_FILE=${PST_COST_FILE:-130}
+B_SOCK=${PST_COST_SOCK:-42}
 
 # run NAME [PRELOAD]: "loop instructions" for each loop, from one run.
 run() {
