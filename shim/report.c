@@ -388,6 +388,9 @@ static void gather_advice(const struct ps_report_data *d, struct advice_list *l)
 
 static void render_meta_text(struct ps_buf *b, const struct ps_report_data *d)
 {
+	/* A live file (poolshim stat) carries no run metadata: no line of question marks. */
+	if (!d->version && !d->host[0] && !d->cfg)
+		return;
 	ps_buf_printf(b, "run      poolshim %s; host %s; kernel %s; started ", d->version ? d->version : "?",
 		      d->host[0] ? d->host : "?", d->kernel[0] ? d->kernel : "?");
 	if (d->start_time >= 0)
