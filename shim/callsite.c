@@ -9,8 +9,13 @@
  * guard keeps those allocations from being captured in turn, and a capture
  * is never attempted from the report's signal handler.  Frames inside the
  * shim itself are dropped so stacks start at the program's call.
+ *
+ * libunwind is opened with dlopen(RTLD_LOCAL) when POOLSHIM_BACKTRACE asks
+ * for stacks, never linked: as a dependency of a preloaded library its
+ * _Unwind_RaiseException and backtrace() would come before libgcc's and
+ * glibc's for the whole program, so every C++ exception of the host would
+ * unwind through it (two sigprocmask calls per frame, ~17x slower throws).
  */
-#define UNW_LOCAL_ONLY
 #include "callsite.h"
 
 #include <dlfcn.h>
@@ -18,7 +23,6 @@
 #include <link.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include <libunwind.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -47,6 +51,7 @@ static const char *debuginfo_path;   /* POOLSHIM_DEBUGINFO_PATH, NULL: elfutils'
 static uintptr_t self_lo, self_hi;     /* our own code, skipped in stacks */
 static uint64_t captures, dropped;
 static __thread int guard;
+static int (*unw_backtrace_fn)(void **, int);
 static __thread uint32_t tick[2];
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *base)
@@ -72,6 +77,14 @@ void ps_callsite_init(const struct ps_config *cfg)
 
 	if (cfg->backtrace == 0)
 		return;
+	void *u = dlopen("libunwind.so.8", RTLD_LAZY | RTLD_LOCAL);
+	if (u)
+		*(void **)&unw_backtrace_fn = dlsym(u, "unw_backtrace");
+	if (!unw_backtrace_fn) {
+		ps_log("POOLSHIM_BACKTRACE: libunwind.so.8 cannot be loaded (%s); no call sites "
+		       "(Debian package libunwind8)", u ? "no unw_backtrace" : "not installed");
+		return;
+	}
 	void *p = mmap(NULL, sizeof(struct site) * SLOTS, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
@@ -107,7 +120,7 @@ void ps_callsite_capture(enum ps_site_kind kind, enum ps_call call, uint64_t byt
 		return;
 	tick[kind] = 0;
 	guard++;
-	int n = unw_backtrace(raw, depth + 16 < (int)PS_ARRAY_SIZE(raw) ? depth + 16
+	int n = unw_backtrace_fn(raw, depth + 16 < (int)PS_ARRAY_SIZE(raw) ? depth + 16
 									   : (int)PS_ARRAY_SIZE(raw));
 	int skip = 0;
 	while (skip < n && (uintptr_t)raw[skip] >= self_lo && (uintptr_t)raw[skip] < self_hi)

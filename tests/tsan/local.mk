@@ -13,7 +13,7 @@ libpscore_tsan_la_CFLAGS = $(libpscore_la_CFLAGS) $(TSAN_CFLAGS)
 check_PROGRAMS += tests/tsan/stress
 tests_tsan_stress_SOURCES = tests/tsan/stress.c
 tests_tsan_stress_CFLAGS = $(AM_CFLAGS) $(TSAN_CFLAGS)
-tests_tsan_stress_LDADD = libpscore_tsan.la $(JEMALLOC_PS) $(URING_LIBS) $(UNWIND_LIBS) -lm -ldl
+tests_tsan_stress_LDADD = libpscore_tsan.la $(JEMALLOC_PS) $(URING_LIBS) -lm -ldl
 tests_tsan_stress_LDFLAGS = $(TSAN_CFLAGS)
 TESTS += tests/tsan/stress.sh
 endif
