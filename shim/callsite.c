@@ -20,13 +20,17 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <link.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "fmt.h"
+#include "sys.h"
 
 #define SLOTS 16384                /* power of two; 4.9 MiB of address space, paged in as used */
 #define DEPTH_MAX 32
@@ -293,10 +297,85 @@ static struct {
 				void *);
 	Dwfl_Line *(*getsrc)(Dwfl_Module *, uintptr_t);
 	const char *(*lineinfo)(Dwfl_Line *, uintptr_t *, int *, int *, void *, void *);
+	int (*module_build_id)(Dwfl_Module *, const unsigned char **, uint64_t *);
 	void (*end)(Dwfl *);
 	struct dwfl_callbacks cb;
 	char *path;
 } dw;
+
+/* Open path for the caller of local_debuginfo(), or -1. */
+static int try_debug_file(const char *path, const char *object, char **name_out)
+{
+	if (object && strcmp(path, object) == 0)
+		return -1;
+	long fd = ps_sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	*name_out = strdup(path);
+	return (int)fd;
+}
+
+/*
+ * Separate debug info for a module, from the local disk only: by build id
+ * under each absolute directory of the debug-info path (elfutils' syntax;
+ * ":.debug:/usr/lib/debug" by default, POOLSHIM_DEBUGINFO_PATH), and, for
+ * an object without a build id, by its .gnu_debuglink next to it, in its
+ * .debug/ and under each absolute directory.  Not elfutils'
+ * dwfl_standard_find_debuginfo: that one falls back on debuginfod, which
+ * loads libcurl into the host at exit (radosgw crashed in curl's start-up,
+ * after it had torn down its TLS library) and, where DEBUGINFOD_URLS is set
+ * (Debian sets it in every login shell), asks servers on the network about
+ * every object it cannot name, from inside the program.
+ */
+static int local_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			   uint64_t base, const char *file_name, const char *debuglink,
+			   uint32_t crc, char **debuginfo_file_name)
+{
+	const char *list = dw.path ? dw.path : ":.debug:/usr/lib/debug";
+	const unsigned char *id = NULL;
+	uint64_t vaddr;
+	char path[PATH_MAX], hex[2 * 64 + 1];
+	int fd, n = dw.module_build_id(mod, &id, &vaddr);
+
+	(void)userdata, (void)modname, (void)base, (void)crc;
+	if (n > 1 && n <= 64)
+		for (int i = 1; i < n; i++)
+			snprintf(hex + 2 * (i - 1), 3, "%02x", id[i]);
+	for (const char *e = list; *e;) {
+		const char *end = strchr(e, ':');
+		size_t len = end ? (size_t)(end - e) : strlen(e);
+		const char *dir = e;
+		/* elfutils' CRC-checking marks (+, -) say nothing about where to look. */
+		while (len && (*dir == '+' || *dir == '-'))
+			dir++, len--;
+		char d[PATH_MAX];
+		if (len < sizeof(d)) {
+			memcpy(d, dir, len);
+			d[len] = '\0';
+			if (n > 1 && n <= 64 && d[0] == '/' &&
+			    snprintf(path, sizeof(path), "%s/.build-id/%02x/%s.debug", d, id[0], hex) <
+				    (int)sizeof(path) &&
+			    (fd = try_debug_file(path, NULL, debuginfo_file_name)) >= 0)
+				return fd;
+			if (n <= 0 && debuglink && file_name) {
+				const char *slash = strrchr(file_name, '/');
+				int dl = slash ? (int)(slash - file_name) : 0;
+				int w = d[0] == '/' ? snprintf(path, sizeof(path), "%s%.*s/%s", d, dl,
+							       file_name, debuglink)
+					: d[0] ? snprintf(path, sizeof(path), "%.*s/%s/%s", dl, file_name,
+							  d, debuglink)
+					: snprintf(path, sizeof(path), "%.*s/%s", dl, file_name, debuglink);
+				if (w > 0 && w < (int)sizeof(path) &&
+				    (fd = try_debug_file(path, file_name, debuginfo_file_name)) >= 0)
+					return fd;
+			}
+		}
+		if (!end)
+			break;
+		e = end + 1;
+	}
+	return -1;
+}
 
 static void dw_open(void)
 {
@@ -314,10 +393,11 @@ static void dw_open(void)
 	*(void **)&dw.getsrc = dlsym(h, "dwfl_module_getsrc");
 	*(void **)&dw.lineinfo = dlsym(h, "dwfl_lineinfo");
 	*(void **)&dw.end = dlsym(h, "dwfl_end");
+	*(void **)&dw.module_build_id = dlsym(h, "dwfl_module_build_id");
 	dw.cb.find_elf = dlsym(h, "dwfl_linux_proc_find_elf");
-	dw.cb.find_debuginfo = dlsym(h, "dwfl_standard_find_debuginfo");
+	dw.cb.find_debuginfo = (void *)local_debuginfo;
 	if (!dw.begin || !dw.proc_report || !dw.report_end || !dw.addrmodule || !dw.addrinfo ||
-	    !dw.getsrc || !dw.lineinfo || !dw.end || !dw.cb.find_elf || !dw.cb.find_debuginfo)
+	    !dw.getsrc || !dw.lineinfo || !dw.end || !dw.cb.find_elf || !dw.module_build_id)
 		return;
 	/* elfutils' own syntax: ":.debug:/usr/lib/debug" is its default */
 	if (debuginfo_path) {

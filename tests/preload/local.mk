@@ -91,6 +91,8 @@ include tests/preload/io.mk
 check_PROGRAMS += tests/preload/callsite_plain
 TESTS += tests/preload/callsite_named.sh
 EXTRA_DIST += tests/preload/callsite_named.sh
+TESTS += tests/preload/callsite_nonet.sh
+EXTRA_DIST += tests/preload/callsite_nonet.sh
 tests_preload_callsite_plain_SOURCES = tests/preload/callsite_helper.c
 tests_preload_callsite_plain_CFLAGS = $(AM_CFLAGS) -g -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls
 
