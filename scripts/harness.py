@@ -1407,8 +1407,9 @@ def rgw_targets(rows):
             what = f"{scen}, {who} under the shim" + {"shim": "", "shim-osd": " (and the OSD)",
                                                       "baseline": " (baseline shim)"}[cfg]
             mark = "(info)" if cfg == "baseline" else ("met   " if x >= 0.98 else "MISSED")
-            out.append(f"{mark} {what}: no regression (>= 0.98x): {x:.2f}x "
-                       f"({r['mib_s']:.0f} vs none {none['mib_s']:.0f} MiB/s)")
+            out.append(f"{mark} {what}: no regression (>= 0.98x): {x:.3f}x "
+                       f"({r['mib_s']:.0f} [{r['mib_s_min']:.0f}-{r['mib_s_max']:.0f}] vs none "
+                       f"{none['mib_s']:.0f} [{none['mib_s_min']:.0f}-{none['mib_s_max']:.0f}] MiB/s)")
     return out
 
 
