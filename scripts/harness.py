@@ -6,7 +6,7 @@ configuration, measured side by side.
   scripts/demo [--quick] [--scenario S,...] [--small | --no-small] [--config C,...]
                [--repeat N] [--seconds S] [--small-seconds S] [--concurrency N]
                [--shim-lib PATH] [--baseline-lib PATH] [--out DIR] [--port P]
-               [--real | --no-real] [--alloc | --no-alloc]
+               [--real | --no-real] [--rgw] [--shim-osd] [--alloc | --no-alloc]
 
 For every repeat, configuration and scenario (interleaved: repeat 1 of every
 configuration, then repeat 2, ...) it starts two storaged nodes and an
@@ -19,7 +19,19 @@ Prints a table (median [min-max] over the repeats), writes results.json and
 PNG plots (gnuplot) into the results directory, and prints the shim's text
 report for the proxy of one run.  --real runs nginx (as a proxy with large
 proxy buffers, and serving files with directio), haproxy and wrk, when
-installed.  The default run ends with scripts/bench alloc's allocator table.
+installed, and then the radosgw setups.  The default run ends with
+scripts/bench alloc's allocator table.
+
+radosgw (issue 16; --real, alone with --rgw, never in the default run):
+scripts/rgw brings up a one-node Ceph cluster once (installing the Ceph
+packages as root; skipped with one line when they cannot be had), radosgw
+restarts under none and the shim for every repeat, and loadgen --verify
+(plain) does GET and PUT of 1 and 16 MiB against it, and GET and PUT of
+16 MiB through s3proxy --backend-auth in front of it; CPU per GiB and
+faults of radosgw and the OSD, the target "no regression: >= 0.98x", and
+the shim's report for radosgw with its call sites (from a separate,
+unmeasured radosgw).  --shim-osd adds configuration shim-osd (the OSD
+under the shim too).  The cluster goes down at the end, however it ends.
 
 Small requests (issue 11, do no harm; part of the default run, alone with
 --small): GET and PUT 4 KiB on the demo stack, nginx serving a 1 KiB file
@@ -134,6 +146,26 @@ SMALL_SIZE = 1 << 10
 # the server alone gains or loses).
 REAL_CONFIGS = ["none", "shim", "shim-proxy", "baseline"]
 REAL_SIZE = 16 << 20
+
+# --real on Ceph (issue 16): radosgw on a one-node cluster (scripts/rgw),
+# up once for all of them, radosgw restarted under each configuration;
+# loadgen runs plain (it is the instrument).  The rgw-proxy setups put
+# s3proxy --backend-auth in front of radosgw, both under the configuration.
+RGW_SETUPS = [
+    ("rgw-get-1m", "radosgw, GET 1 MiB", ["--op", "get", "--size", "1MiB"]),
+    ("rgw-get-16m", "radosgw, GET 16 MiB", ["--op", "get", "--size", "16MiB"]),
+    ("rgw-put-1m", "radosgw, PUT 1 MiB", ["--op", "put", "--size", "1MiB"]),
+    ("rgw-put-16m", "radosgw, PUT 16 MiB", ["--op", "put", "--size", "16MiB"]),
+    ("rgw-proxy-get-16m", "s3proxy --backend-auth -> radosgw, GET 16 MiB",
+     ["--op", "get", "--size", "16MiB"]),
+    ("rgw-proxy-put-16m", "s3proxy --backend-auth -> radosgw, PUT 16 MiB",
+     ["--op", "put", "--size", "16MiB"]),
+]
+RGW_NAMES = [s[0] for s in RGW_SETUPS]
+RGW_QUICK = ["rgw-get-16m", "rgw-put-1m", "rgw-proxy-get-16m"]
+# shim-osd (with --shim-osd): radosgw and the OSD under the shim; the OSD
+# restarts whenever it changes sides, so it is opt-in.
+RGW_CONFIGS = ["none", "shim", "shim-osd", "baseline"]
 
 # The proxy's text report is printed for this run (the last repeat).
 TEXT_REPORT_SCENARIO = "get-16m"
@@ -479,6 +511,8 @@ def scenario_configs(scen, configs):
     """The configurations a scenario runs under, in configs' order."""
     if scen in SMALL_NAMES:
         return [c for c in configs if c in SMALL_CONFIGS]
+    if scen in RGW_NAMES:
+        return [c for c in RGW_CONFIGS if c in configs]
     if scen in REAL_NAMES:
         # shim-proxy goes with shim, but not for nginx-directio (nothing behind nginx there)
         proxy_only = "shim" in configs and scen != "nginx-directio"
@@ -846,6 +880,292 @@ backend b
 
 
 # --------------------------------------------------------------------------
+# --real on Ceph: radosgw (scripts/rgw), and s3proxy --backend-auth in front.
+# --------------------------------------------------------------------------
+RGW_SCRIPT = os.path.join(TOP, "scripts", "rgw")
+
+
+class RgwCluster:
+    """scripts/rgw's one-node cluster: brought up once for every radosgw
+    run, radosgw restarted (and the OSD, for shim-osd) when the
+    configuration or the repeat changes, taken down however the harness
+    ends."""
+
+    def __init__(self, workdir):
+        self.dir = os.path.join(workdir, "rgw")
+        self.state = None           # "up", "skipped", or None before up()
+        self.session = None         # (cfg, rep) radosgw now runs for
+        self.env = {}
+        self.shimmed = set()        # pids of shimmed daemons, for their live files
+
+    def script(self, argv, extra=None, timeout=120):
+        env = clean_env({"RGW_BUILDDIR": BUILD, **(extra or {})})
+        try:
+            return subprocess.run([RGW_SCRIPT] + argv + ["--dir", self.dir], env=env,
+                                  stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                  timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise Fail(f"scripts/rgw {argv[0]} took over {timeout} s; logs in {self.dir}/log")
+
+    def parse_env(self, out):
+        m = re.search(r"^export (.*)$", out, re.M)
+        if not m:
+            raise Fail(f"scripts/rgw printed no export line:\n{out[-500:]}")
+        self.env = dict(kv.split("=", 1) for kv in m.group(1).split())
+
+    def up(self):
+        """True when the cluster runs; False when the Ceph packages are
+        missing and cannot be installed (scripts/rgw's exit status 3)."""
+        say("demo: bringing up the one-node Ceph cluster (scripts/rgw up)")
+        r = self.script(["up"], timeout=900)
+        if r.returncode == 3:
+            self.state = "skipped"
+            say("demo: radosgw setups skipped: " + (r.stderr.strip().splitlines() or ["?"])[-1])
+            return False
+        self.state = "up"
+        if r.returncode:
+            raise Fail(f"scripts/rgw up failed (exit {r.returncode}):\n{r.stderr[-1500:]}")
+        self.parse_env(r.stdout)
+        # The first writes create radosgw's pools and warm the OSD: not in
+        # the first measured run (always "none"), but here.
+        for op, size in (("put", "16MiB"), ("put", "1MiB"), ("get", "16MiB")):
+            self.loadgen(["--prefix", "prime/", "--op", op, "--size", size, "--ops", "32",
+                          "--concurrency", "4", "--verify"], f"priming ({op} {size})")
+        return True
+
+    def loadgen(self, argv, what):
+        """Runs loadgen, plain, against radosgw (not measured)."""
+        env = self.env
+        if "get" in argv:
+            argv = argv + ["--objects", "8"]
+        r = subprocess.run([LOADGEN, "--endpoint", env["S3_ENDPOINT"], "--access-key",
+                            env["AWS_ACCESS_KEY_ID"], "--secret-key", env["AWS_SECRET_ACCESS_KEY"],
+                            "--bucket", "psdemo", "--seed", "42"] + argv,
+                           env=clean_env({}), stdin=subprocess.DEVNULL, capture_output=True,
+                           text=True, timeout=300, preexec_fn=_die_with_parent)
+        if r.returncode:
+            raise Fail(f"loadgen {what} against radosgw failed (exit {r.returncode}):\n"
+                       f"{(r.stdout + r.stderr)[-1000:]}")
+
+    def gateway(self, cfg, stats, extra=None):
+        """Restarts radosgw under cfg, its report going to stats; the pids
+        of radosgw and the OSD."""
+        env = rgw_env(cfg)
+        argv = ["restart"]
+        extra = dict(extra or {})
+        if is_shim_env(env):
+            argv.append("--shim")
+            extra.update({k: v for k, v in env.items() if k != "LD_PRELOAD"})
+            extra["RGW_SHIM_LIB"] = env["LD_PRELOAD"]
+            extra["POOLSHIM_STATS"] = stats
+        if cfg == "shim-osd":
+            argv.append("--shim-osd")
+        r = self.script(argv, extra, timeout=300)
+        if r.returncode:
+            raise Fail(f"scripts/rgw restart under {cfg} failed (exit {r.returncode}):\n"
+                       f"{r.stderr[-1500:]}")
+        self.parse_env(r.stdout)
+        pids = self.pids()
+        if is_shim_env(env):
+            self.shimmed.add(pids["radosgw"])
+        if cfg == "shim-osd":
+            self.shimmed.add(pids["ceph-osd"])
+        return pids
+
+    def pids(self):
+        pids = {}
+        with open(os.path.join(self.dir, "pids")) as f:
+            for line in f:
+                name, pid = line.split()
+                pids[name] = int(pid)
+        return pids
+
+    def down(self):
+        if self.state != "up":
+            return
+        self.state = None
+        self.session = None
+        r = self.script(["down"], timeout=180)
+        if r.returncode:
+            say(f"demo: scripts/rgw down: exit {r.returncode}: {r.stderr.strip()[-500:]}")
+        # The shimmed OSD ends without the shim's exit path, and so does
+        # the radosgw of the report (see rgw_report): their live files
+        # (22 MiB each in /dev/shm) stay.  poolshim-stat reads a gone
+        # process's file once more and removes it.
+        gone = [str(p) for p in self.shimmed if not os.path.exists(f"/proc/{p}")]
+        self.shimmed = set()
+        if gone and os.access(PSSTAT, os.X_OK):
+            live = USER_SHIM_ENV.get("POOLSHIM_LIVE_DIR")
+            subprocess.run([PSSTAT] + (["--live-dir", live] if live else []) + gone,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=60)
+
+
+def rgw_env(cfg):
+    return config_env("shim" if cfg == "shim-osd" else cfg)
+
+
+def run_rgw(args, cluster, cfg, setup, rep, workdir, outdir):
+    title, lgargs = next((t, a) for n, t, a in RGW_SETUPS if n == setup)
+    seconds, warmup = durations(args, setup)
+    run_id = f"{setup}.{cfg}.{rep + 1}"
+    tmp = tempfile.mkdtemp(prefix=f"{run_id}.", dir=workdir)
+    env = rgw_env(cfg)
+    shim = is_shim_env(env)
+    # One radosgw for every setup of a configuration and repeat: its
+    # report, written as it stops, goes with that session.
+    reports = os.path.join(outdir, "reports", f"rgw.{cfg}.{rep + 1}")
+    if cluster.session != (cfg, rep):
+        os.makedirs(reports, exist_ok=True)
+        cluster.rgw_pids = cluster.gateway(cfg, os.path.join(reports, "%e-%p.json"))
+        cluster.session = (cfg, rep)
+    rgw, osd = cluster.rgw_pids["radosgw"], cluster.rgw_pids["ceph-osd"]
+    ak, sk = cluster.env["AWS_ACCESS_KEY_ID"], cluster.env["AWS_SECRET_ACCESS_KEY"]
+    endpoint = cluster.env["S3_ENDPOINT"]
+    procs = []
+    try:
+        if setup.startswith("rgw-proxy-"):
+            with open(f"{tmp}/creds", "w") as f:
+                f.write("# demo harness\nPSDEMOHARNESS demo-harness-secret\n")
+            penv = dict(env)
+            if shim:
+                penv["POOLSHIM_STATS"] = os.path.join(reports, "%e-%p.json")
+            px = Proc("proxy", [S3PROXY, "--port", "0", "--credentials", f"{tmp}/creds",
+                                "--backend", endpoint, "--backend-auth", f"{ak}:{sk}:us-east-1"],
+                      clean_env(penv), tmp)
+            procs.append(px)
+            endpoint = f"http://127.0.0.1:{px.wait_listening()}"
+            ak, sk = "PSDEMOHARNESS", "demo-harness-secret"
+            pids = {"proxy": px.pid, "node1": rgw}
+        else:
+            pids = {"proxy": rgw, "node1": osd}
+        groups = {n: [p] for n, p in pids.items()}
+        sampler = Sampler(groups, [p for n, p in pids.items()
+                                   if shim and (n == "proxy" or p == rgw or cfg == "shim-osd")], tmp)
+        lg = [LOADGEN, "--endpoint", endpoint, "--access-key", ak, "--secret-key", sk,
+              "--bucket", "psdemo", "--prefix", f"{run_id}/",
+              "--concurrency", str(args.concurrency), "--duration", f"{seconds}s",
+              "--warmup", f"{warmup}s", "--verify", "--seed", "42", "--timeout", "30s",
+              "--json", f"{tmp}/loadgen.json"] + lgargs
+        if "put" not in lgargs:
+            lg += ["--objects", str(2 * args.concurrency)]
+        try:
+            r = subprocess.run(lg, env=clean_env({}), stdin=subprocess.DEVNULL,
+                               stdout=open(f"{tmp}/loadgen.out", "w"), stderr=subprocess.STDOUT,
+                               timeout=seconds + warmup + 120, preexec_fn=_die_with_parent)
+            rc = r.returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+        t_end = time.monotonic()
+        sampler.finish()
+        for name, pid in (("radosgw", rgw), ("ceph-osd", osd)):
+            if not os.path.exists(f"/proc/{pid}"):
+                raise Fail(f"{name} (pid {pid}) died during {run_id}; its logs are in "
+                           f"{cluster.dir}/log")
+        for p in procs:
+            if not p.alive():
+                raise Fail(f"{p.name} died (status {p.p.returncode}) during {run_id}; its log "
+                           f"({p.err}):\n{p.log_tail()}")
+        try:
+            with open(f"{tmp}/loadgen.json") as f:
+                lgj = json.load(f)
+        except (OSError, ValueError):
+            with open(f"{tmp}/loadgen.out", errors="replace") as f:
+                out = f.read()[-1500:]
+            raise Fail(f"loadgen failed in {run_id} (exit {rc}) and wrote no results:\n{out}")
+        clean = all([p.stop() for p in procs])
+        procs = []
+        return measure(args, cfg, setup, rep, lgj, rc, sampler, t_end, shim, reports, clean, pids)
+    finally:
+        for p in procs:
+            p.stop(timeout=5.0)
+        if args.keep or isinstance(sys.exc_info()[1], Fail):
+            pass                    # kept for the logs
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def untemplate(name):
+    """Boost's template arguments run to a screenful: "f<a<b>, c>(x)" -> "f<>(x)"
+    (but operator<, operator<<, ... keep their name)."""
+    out, depth = [], 0
+    for i, ch in enumerate(name):
+        if ch == "<" and not name[:i].endswith(("operator", "operator<")):
+            depth += 1
+            if depth == 1:
+                out.append("<>")
+        elif ch == ">" and depth and not name[:i].endswith("operator-"):
+            depth -= 1
+        elif not depth:
+            out.append(ch)
+    return "".join(out)
+
+
+def symbolize_live(text, pid):
+    """Names the frames a report written on a signal leaves as bare
+    addresses ("#0 0x7f.. (?)"), with eu-addr2line on the live process."""
+    tool = shutil.which("eu-addr2line")
+    addrs = sorted(set(re.findall(r"#\d+ (0x[0-9a-f]+) \(\?\)", text)))
+    if not tool or not addrs:
+        return text
+    try:
+        r = subprocess.run([tool, f"--pid={pid}", "-a", "-f", "-C", "-S"] + addrs,
+                           capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return text
+    # -a: each answer starts with the address; a name, then source lines.
+    names, at = {}, None
+    for line in r.stdout.splitlines():
+        if re.fullmatch(r"0x[0-9a-f]+", line):
+            at = hex(int(line, 16))
+        elif at:
+            if not line.startswith(("??", "()")):
+                line = untemplate(line)
+                names[at] = line if len(line) <= 160 else line[:157] + "..."
+            at = None
+    return re.sub(r"#(\d+) (0x[0-9a-f]+) \(\?\)",
+                  lambda m: f"#{m.group(1)} {m.group(2)} " + (names.get(m.group(2)) or "(?)"), text)
+
+
+def rgw_report(args, cluster, outdir):
+    """The shim's text report for radosgw, with call sites: a radosgw of
+    its own under the shim (POOLSHIM_BACKTRACE=8, so not measured), a few
+    verified GETs and PUTs of 1 and 16 MiB, and the report it writes on
+    SIGUSR2 (POOLSHIM_DUMP_SIGNAL), its frames named by eu-addr2line.  Not
+    the report at exit: naming call sites there starts elfutils' debuginfod
+    client, whose curl_global_init reaches the OpenSSL radosgw has already
+    torn down, and radosgw dies half-way through the report.  The path of
+    the report, or None."""
+    path = os.path.join(outdir, "reports", "radosgw-report.txt")
+    dump = os.path.join(cluster.dir, "log", "radosgw-report.txt")
+    pids = cluster.gateway("shim", dump, {"POOLSHIM_STATS_FORMAT": "text", "POOLSHIM_BACKTRACE": "8",
+                                          "POOLSHIM_DUMP_SIGNAL": "USR2"})
+    cluster.session = None
+    for op, size, n in (("put", "16MiB", 24), ("get", "16MiB", 48), ("put", "1MiB", 96),
+                        ("get", "1MiB", 192)):
+        cluster.loadgen(["--prefix", f"report-{size}/", "--op", op, "--size", size, "--ops", str(n),
+                         "--concurrency", str(args.concurrency), "--verify"],
+                        f"{op} {size} for radosgw's report")
+    os.kill(pids["radosgw"], signal.SIGUSR2)
+    text = ""
+    end = time.monotonic() + 30
+    while "end of poolshim report" not in text and time.monotonic() < end:
+        time.sleep(0.2)
+        try:
+            with open(dump, errors="replace") as f:
+                text = f.read()
+        except OSError:
+            pass
+    if "end of poolshim report" in text:
+        with open(path, "w") as f:
+            f.write(symbolize_live(text, pids["radosgw"]))
+    # Back to a plain radosgw.
+    cluster.gateway("none", "")
+    cluster.session = None
+    return path if os.path.exists(path) else None
+
+
+# --------------------------------------------------------------------------
 # Summary, table, plots.
 # --------------------------------------------------------------------------
 def med(xs):
@@ -894,11 +1214,13 @@ def fmt(v, spec, width):
     return f"{'-' if v is None else format(v, spec):>{width}}"
 
 
-def print_table(rows, titles, header):
+def print_table(rows, titles, header, labels=("proxy", "nodes")):
+    """labels: what the two columns of each per-process figure stand for."""
     print(header)
     cols = (f"{'config':<14}{'MiB/s':>8}{'[min-max]':>14}{'x none':>7}{'ops/s':>8}{'p50 ms':>8}"
             f"{'p99 ms':>8}{'flt/op':>14}{'CPU s/GiB':>14}{'syscalls/op':>14}")
-    sub = f"{'':<75}{'proxy nodes':>14}{'proxy nodes':>14}{'proxy nodes':>14}"
+    pair = f"{labels[0]:>7}{labels[1]:>7}"
+    sub = f"{'':<75}{pair:>14}{pair:>14}{pair:>14}"
     for scen in dict.fromkeys(r["scenario"] for r in rows):
         print(f"\n{titles.get(scen, scen)}")
         print(cols)
@@ -959,16 +1281,17 @@ def small_markdown(rows, titles):
     return "\n".join(out) + "\n"
 
 
-def markdown(rows, titles):
+def markdown(rows, titles, labels=("proxy", "nodes")):
     """The table as Markdown (results.md), for the README and docs/results.md."""
     def f(v, spec):
         return "-" if v is None else format(v, spec)
+    a, b = labels
     out = []
     for scen in dict.fromkeys(r["scenario"] for r in rows):
         out += [f"\n**{titles.get(scen, scen)}**\n",
-                "| config | MiB/s | [min-max] | x none | ops/s | p50 ms | p99 ms | faults/op proxy | "
-                "faults/op nodes | CPU s/GiB proxy | CPU s/GiB nodes | I/O calls/op proxy | "
-                "I/O calls/op nodes |",
+                f"| config | MiB/s | [min-max] | x none | ops/s | p50 ms | p99 ms | faults/op {a} | "
+                f"faults/op {b} | CPU s/GiB {a} | CPU s/GiB {b} | I/O calls/op {a} | "
+                f"I/O calls/op {b} |",
                 "|---|" + "---:|" * 12]
         for r in (x for x in rows if x["scenario"] == scen):
             out.append(f"| {r['config']} | {r['mib_s']:.0f} | {r['mib_s_min']:.0f}-{r['mib_s_max']:.0f} | "
@@ -1081,6 +1404,32 @@ def targets(rows, real_rows):
     return out
 
 
+def rgw_targets(rows):
+    """issue 16's target: radosgw (and s3proxy in front of it) under the
+    shim no slower than without (>= 0.98x), per setup."""
+    def get(scen, cfg):
+        return next((r for r in rows if r["scenario"] == scen and r["config"] == cfg), None)
+
+    out = []
+    for scen in dict.fromkeys(r["scenario"] for r in rows):
+        none = get(scen, "none")
+        if not none or not none["mib_s"]:
+            continue
+        who = "s3proxy and radosgw" if scen.startswith("rgw-proxy-") else "radosgw"
+        for cfg in ("shim", "shim-osd", "baseline"):
+            r = get(scen, cfg)
+            if not r:
+                continue
+            x = r["mib_s"] / none["mib_s"]
+            what = f"{scen}, {who} under the shim" + {"shim": "", "shim-osd": " (and the OSD)",
+                                                      "baseline": " (baseline shim)"}[cfg]
+            mark = "(info)" if cfg == "baseline" else ("met   " if x >= 0.98 else "MISSED")
+            out.append(f"{mark} {what}: no regression (>= 0.98x): {x:.3f}x "
+                       f"({r['mib_s']:.0f} [{r['mib_s_min']:.0f}-{r['mib_s_max']:.0f}] vs none "
+                       f"{none['mib_s']:.0f} [{none['mib_s_min']:.0f}-{none['mib_s_max']:.0f}] MiB/s)")
+    return out
+
+
 SMALL_TARGET = 0.98
 
 
@@ -1141,7 +1490,7 @@ def main():
     global SHIM, BASELINE, CONFIGS
     ap = argparse.ArgumentParser(prog="scripts/demo", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    all_names = SCENARIO_NAMES + REAL_NAMES
+    all_names = SCENARIO_NAMES + REAL_NAMES + RGW_NAMES
     ap.add_argument("--quick", action="store_true",
                     help="one repeat of 1 s runs of GET 16 MiB, PUT 1 MiB and mixed, and 0.5 s runs "
                     "of GET 4 KiB (none and shim); no --real, no allocator table")
@@ -1167,8 +1516,15 @@ def main():
     ap.add_argument("--concurrency", type=int, default=4, help="loadgen/wrk connections (default 4)")
     ap.add_argument("--port", type=int, default=0, help="s3proxy port (default 0: any free one)")
     ap.add_argument("--out", help="results directory (default results/demo-DATE-TIME)")
-    ap.add_argument("--real", action="store_true", help="run only the nginx/haproxy/wrk part")
+    ap.add_argument("--real", action="store_true",
+                    help="run only the real programs: nginx/haproxy/wrk, and radosgw on a one-node "
+                    "Ceph cluster (scripts/rgw) directly and behind s3proxy --backend-auth")
     ap.add_argument("--no-real", action="store_true", help="skip the nginx/haproxy/wrk part")
+    ap.add_argument("--rgw", action="store_true",
+                    help="run only the radosgw setups (with --quick: " + ",".join(RGW_QUICK) + ")")
+    ap.add_argument("--shim-osd", action="store_true",
+                    help="radosgw setups: also configuration shim-osd, radosgw and the Ceph OSD "
+                    "under the shim (the OSD restarts at each change)")
     ap.add_argument("--alloc", action="store_true", help="run only the allocator table (scripts/bench alloc)")
     ap.add_argument("--no-alloc", action="store_true", help="skip the allocator table")
     ap.add_argument("--keep", action="store_true", help="keep each run's data and logs")
@@ -1199,15 +1555,18 @@ def main():
         ap.error("--config baseline needs a baseline shim (--baseline-lib or POOLSHIM_BASELINE_LIB)")
 
     # What runs: scenarios of the demo stack, real setups, the allocator table.
-    explicit = bool(args.scenario or args.small or args.real or args.alloc or args.quick)
+    explicit = bool(args.scenario or args.small or args.real or args.alloc or args.quick or args.rgw)
     if args.scenario:
         wanted = list(args.scenario)
     elif args.small:
         wanted = list(SMALL_NAMES)
+    elif args.rgw:
+        wanted = list(RGW_QUICK if args.quick else RGW_NAMES)
     elif args.quick:
         wanted = list(QUICK_SCENARIOS)
     elif args.real:
-        wanted = list(REAL_NAMES)
+        # The radosgw setups run only when asked for: --real, --rgw, --scenario.
+        wanted = REAL_NAMES + RGW_NAMES
     elif args.alloc:
         wanted = []
     else:
@@ -1216,20 +1575,23 @@ def main():
     if args.no_small:
         wanted = [w for w in wanted if w not in SMALL_NAMES]
     if args.no_real:
-        wanted = [w for w in wanted if w not in REAL_NAMES]
+        wanted = [w for w in wanted if w not in REAL_NAMES + RGW_NAMES]
     alloc_part = args.alloc or (not explicit and not args.no_alloc and not args.config)
     # Canonical order, and always "none", which every ratio is against.
     configs = [c for c, _, _ in CONFIGS if c == "none" or not args.config or c in args.config]
     scenarios = [s for s in SCENARIO_NAMES if s in wanted]
     real_setups = [s for s in REAL_NAMES if s in wanted]
+    rgw_setups = [s for s in RGW_NAMES if s in wanted]
     if real_setups and real_missing():
-        # Asked for by name (or --real): an error; part of a larger run: skipped.
-        if args.real or (args.scenario and any(s in REAL_NAMES for s in args.scenario)):
+        # Asked for by name (or --real without Ceph beside): an error; part
+        # of a larger run: skipped.
+        if ((args.real and not rgw_setups)
+                or (args.scenario and any(s in REAL_NAMES for s in args.scenario))):
             raise SystemExit("demo: nginx/haproxy/wrk setups need " + ", ".join(real_missing())
                              + " (Debian packages nginx-light, haproxy, wrk)")
         say("demo: nginx/haproxy/wrk setups skipped: not installed: " + ", ".join(real_missing()))
         real_setups = []
-    if scenarios or real_setups:
+    if scenarios or real_setups or rgw_setups:
         check_deps(configs, bool(real_setups))
     if scenarios and args.port and not port_free(args.port):
         raise SystemExit(f"demo: port {args.port} on 127.0.0.1 is taken; pick another with --port")
@@ -1250,18 +1612,24 @@ def main():
     if BASELINE:
         libs["baseline"] = lib_line(BASELINE)
     plan_configs = {s: scenario_configs(s, configs) for s in scenarios + real_setups}
+    rgw_configs = configs + (["shim-osd"] if args.shim_osd and "shim" in configs else [])
+    plan_configs.update({s: scenario_configs(s, rgw_configs) for s in rgw_setups})
     result = {"harness": "poolshim demo", "version": 2, "machine": machine(),
               "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
               "settings": {"repeat": args.repeat, "seconds": args.seconds, "warmup": args.warmup,
                            "small_seconds": args.small_seconds, "small_warmup": args.small_warmup,
                            "concurrency": args.concurrency, "scenarios": scenarios,
-                           "real_setups": real_setups, "scenario_configs": plan_configs,
+                           "real_setups": real_setups, "rgw_setups": rgw_setups,
+                           "scenario_configs": plan_configs,
                            "configs": configs, "shim_env": USER_SHIM_ENV, "libraries": libs,
                            "hugepages": open("/proc/sys/vm/nr_hugepages").read().strip()},
-              "runs": [], "summary": [], "real_runs": [], "real_summary": [], "small_summary": []}
+              "runs": [], "summary": [], "real_runs": [], "real_summary": [], "small_summary": [],
+              "rgw_runs": [], "rgw_summary": []}
     failed = None
     keep_logs = False
     t_start = time.monotonic()
+    cluster = RgwCluster(workdir)
+    rgw_txt = None
     try:
         # Interleaved: repeat 1 of every configuration and scenario, then repeat 2, ...
         plan = []
@@ -1275,6 +1643,12 @@ def main():
                 for setup in real_setups:
                     if cfg in plan_configs[setup]:
                         plan.append(("real", cfg, setup, rep))
+        # One radosgw per configuration and repeat runs all the radosgw setups.
+        for rep in range(args.repeat):
+            for cfg in RGW_CONFIGS:
+                for setup in rgw_setups:
+                    if cfg in plan_configs[setup]:
+                        plan.append(("rgw", cfg, setup, rep))
         text_run = None
         big = [s for s in scenarios if s not in SMALL_NAMES]
         if "shim" in configs and scenarios:
@@ -1282,17 +1656,25 @@ def main():
                   else (big or scenarios)[0])
             text_run = ("demo", "shim", ts, args.repeat - 1)
         # wrk setups: a 1 s warm-up and whole seconds; every run ~1.5 s to start and stop
-        est = [sum(durations(args, scen)) if kind == "demo"
+        est = [sum(durations(args, scen)) if kind != "real"
                else 1 + max(1, round(durations(args, scen)[0])) for kind, _, scen, _ in plan]
         progress.plan(len(plan), sum(est) / len(est) + 1.5 if est else 0)
         say(f"demo: {len(plan)} runs; results in {outdir}")
         for kind, cfg, scen, rep in plan:
+            if kind == "rgw" and cluster.state is None:
+                cluster.up()
+            if kind == "rgw" and cluster.state == "skipped":
+                progress.finished(0)
+                continue
             progress.show(f"{kind} {scen} under {cfg}, repeat {rep + 1}/{args.repeat}")
             t0 = time.monotonic()
             if kind == "demo":
                 run = run_demo(args, cfg, scen, rep, (kind, cfg, scen, rep) == text_run,
                                workdir, outdir)
                 result["runs"].append(run)
+            elif kind == "rgw":
+                run = run_rgw(args, cluster, cfg, scen, rep, workdir, outdir)
+                result["rgw_runs"].append(run)
             else:
                 run = run_real(args, cfg, scen, rep, workdir, outdir)
                 result["real_runs"].append(run)
@@ -1303,6 +1685,10 @@ def main():
             if run["mismatches"] or run["errors"]:
                 say(f"demo: {scen} under {cfg}: data errors {run['mismatches']}, "
                     f"failed operations {run['errors']}")
+        if cluster.state == "up" and any(r["config"] == "shim" for r in result["rgw_runs"]):
+            progress.clear()
+            say("demo: radosgw's report: a shimmed radosgw with POOLSHIM_BACKTRACE=8 (not measured)")
+            rgw_txt = rgw_report(args, cluster, outdir)
     except Fail as e:
         failed = str(e)
         keep_logs = True
@@ -1310,6 +1696,10 @@ def main():
         failed = f"interrupted ({e or 'SIGINT'}); every process it started is stopped"
     finally:
         Proc.stop_all()
+        try:
+            cluster.down()
+        except Fail as e:
+            say(f"demo: {e}")
         progress.clear()
         if args.keep or keep_logs:
             say(f"demo: logs and data kept in {workdir}")
@@ -1350,10 +1740,28 @@ def main():
                                             SMALL_CONFIGS)
         print("\n== Small requests (do no harm): the demo stack, nginx, haproxy ==")
         print_small_table(result["small_summary"], titles, small_hdr)
+    if result["rgw_runs"]:
+        result["rgw_summary"] = summarize(result["rgw_runs"], rgw_setups, RGW_CONFIGS)
+        rgw_hdr = (hdr.replace("nodes = both storage nodes together", "@GROUPS@")
+                   + "\nCeph 16 on loopback (scripts/rgw: one mon, mgr and BlueStore OSD, pool "
+                   "size 1); loadgen runs plain, the configuration applies to radosgw"
+                   + (" and, for shim-osd, the OSD" if "shim-osd" in rgw_configs else ""))
+        for what, sel, labels, groups in (
+                ("Ceph RGW: radosgw on a one-node cluster, loadgen --verify",
+                 lambda s: not s.startswith("rgw-proxy-"), ("rgw", "osd"),
+                 "rgw = radosgw; osd = the ceph-osd behind it"),
+                ("s3proxy --backend-auth in front of radosgw, loadgen --verify",
+                 lambda s: s.startswith("rgw-proxy-"), ("s3prx", "rgw"),
+                 "s3prx = s3proxy (under the configuration too); rgw = radosgw")):
+            rows = [r for r in result["rgw_summary"] if sel(r["scenario"])]
+            if rows:
+                print(f"\n== {what} ==")
+                print_table(rows, titles, rgw_hdr.replace("@GROUPS@", groups), labels)
     result["targets"] = (targets(result["summary"], result["real_summary"])
-                         + small_targets(result["small_summary"]))
+                         + small_targets(result["small_summary"])
+                         + rgw_targets(result["rgw_summary"]))
     if result["targets"]:
-        print("\n== Targets (issues 6 and 11) ==")
+        print("\n== Targets (issues 6, 11 and 16) ==")
         print("\n".join(result["targets"]))
     made = []
     if result["summary"]:
@@ -1362,6 +1770,8 @@ def main():
         made += plots(result["real_summary"], big_real, REAL_CONFIGS, titles, outdir, "real-")
     if result["small_summary"]:
         made += plots(result["small_summary"], small_all, SMALL_CONFIGS, titles, outdir, "small-")
+    if result["rgw_summary"]:
+        made += plots(result["rgw_summary"], rgw_setups, RGW_CONFIGS, titles, outdir, "rgw-")
     with open(os.path.join(outdir, "results.json"), "w") as f:
         json.dump(result, f, indent=1)
     with open(os.path.join(outdir, "results.md"), "w") as f:
@@ -1375,6 +1785,13 @@ def main():
         if result["small_summary"]:
             f.write(f"\nSmall requests (do no harm): {small_hdr.splitlines()[1]}\n"
                     + small_markdown(result["small_summary"], titles))
+        if result["rgw_summary"]:
+            f.write("\nCeph RGW (rgw = radosgw, osd = ceph-osd; s3proxy rows: proxy = s3proxy, "
+                    "nodes = radosgw):\n"
+                    + markdown([r for r in result["rgw_summary"]
+                                if not r["scenario"].startswith("rgw-proxy-")], titles, ("rgw", "osd"))
+                    + markdown([r for r in result["rgw_summary"]
+                                if r["scenario"].startswith("rgw-proxy-")], titles))
         if result["targets"]:
             f.write("\n" + "".join(f"- {t}\n" for t in result["targets"]))
     txt = None
@@ -1387,14 +1804,20 @@ def main():
                   f"repeat {text_run[3] + 1}) ==")
             with open(p) as f:
                 sys.stdout.write(f.read())
+    if not failed and rgw_txt:
+        print("\n== poolshim's report for radosgw (GET and PUT of 1 and 16 MiB, "
+              "POOLSHIM_BACKTRACE=8, not measured) ==")
+        with open(rgw_txt) as f:
+            sys.stdout.write(f.read())
     print(f"\nresults: {outdir}/results.json" + "".join(f"\nplot:    {m}" for m in made)
-          + (f"\nreport:  {txt}" if txt else ""))
+          + (f"\nreport:  {txt}" if txt else "") + (f"\nreport:  {rgw_txt}" if rgw_txt else ""))
     print(f"demo: {time.monotonic() - t_start:.0f} s", file=sys.stderr)
     sys.stdout.flush()
     if failed:
         print(f"demo: FAILED: {failed}", file=sys.stderr)
         return 1
-    bad = [r for r in result["runs"] + result["real_runs"] if r["mismatches"] or r["errors"]]
+    bad = [r for r in result["runs"] + result["real_runs"] + result["rgw_runs"]
+           if r["mismatches"] or r["errors"]]
     if bad:
         print(f"demo: FAILED: {len(bad)} run(s) had data errors or failed operations "
               f"(see {outdir}/results.json)", file=sys.stderr)

@@ -3,8 +3,10 @@
 # The shim in front of a production S3 gateway: scripts/rgw brings up a
 # one-node Ceph cluster with radosgw under libpoolshim.so; a 32 MiB object
 # goes through radosgw (boto3, else the demo's loadgen) and through s3proxy
-# --backend-auth in front of it, verified byte for byte; then the cluster
-# goes down and nothing of it may be left running.  Skips (77) only when the
+# --backend-auth in front of it, verified byte for byte; radosgw restarts
+# off the shim (scripts/rgw restart, as scripts/demo --real does) and
+# serves again; then the cluster goes down and nothing of it may be left
+# running.  Skips (77) only when the
 # Ceph packages are absent and cannot be installed.
 . "$PS_TOP_SRCDIR/tests/demo/lib.sh"
 
@@ -88,6 +90,27 @@ if [ -n "$(sed -n 's/^radosgw //p' "$RGW_TMP/pids")" ] && kill -0 "$rgw_pid" 2>/
 	pass "radosgw still running after the transfers"
 else
 	fail "radosgw died: $(tail -n 20 "$RGW_TMP/log/client.rgw.a.log")"
+fi
+
+# scripts/demo --real switches radosgw between plain and shimmed with
+# restart: the gateway comes back on the same port, off the shim, and
+# serves what the shimmed one stored.
+if "$RGW" restart --dir "$RGW_TMP" >"$DEMO_TMP/restart.out" 2>&1; then
+	new_pid=$(sed -n 's/^radosgw //p' "$RGW_TMP/pids")
+	if [ -n "$new_pid" ] && [ "$new_pid" != "$rgw_pid" ] && kill -0 "$new_pid" 2>/dev/null &&
+		! grep -q libpoolshim "/proc/$new_pid/maps" 2>/dev/null; then
+		pass "scripts/rgw restart: radosgw $rgw_pid -> $new_pid, no longer under the shim"
+	else
+		fail "scripts/rgw restart: radosgw pid '$rgw_pid' -> '$new_pid' (or still shimmed)"
+	fi
+	rgw_pid=$new_pid
+	if "$LOADGEN" -e "http://127.0.0.1:$PORT_proxy" --access-key "$DEMO_AK" --secret-key "$DEMO_SK" \
+		-b psproxy -o get -s 32MiB -c 1 -n 2 --objects 1 --verify >"$DEMO_TMP/lg.out" 2>&1
+	then pass "after the restart: loadgen get 32 MiB --verify through s3proxy and the new radosgw"
+	else fail "after the restart: $(tail -n 5 "$DEMO_TMP/lg.out")"
+	fi
+else
+	fail "scripts/rgw restart: $(tail -n 10 "$DEMO_TMP/restart.out")"
 fi
 
 pids=$(cat "$RGW_TMP/pids")
