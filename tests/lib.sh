@@ -41,3 +41,31 @@ uring_lock() {
 	exec 9<"$L"
 	flock "$1" 9
 }
+
+# nginx_prefix DIR PROCESS-DIRECTIVES: a prefix for Debian's nginx in DIR
+# serving DIR/html/f (1 KiB) on the Unix socket DIR/sock, with its pid,
+# log and temporary files inside DIR.  The directives say how it runs
+# ("master_process off; worker_processes 1;" or "worker_processes 2;").
+nginx_prefix() {
+	mkdir -p "$1/html" "$1/logs" "$1/tmp"
+	head -c 1024 /dev/zero | tr '\0' 'n' >"$1/html/f"
+	cat >"$1/nginx.conf" <<EOF_NGINX
+daemon off;
+$2
+pid $1/nginx.pid;
+error_log $1/logs/error.log;
+events { worker_connections 64; }
+http {
+	access_log off;
+	client_body_temp_path $1/tmp;
+	proxy_temp_path $1/tmp;
+	fastcgi_temp_path $1/tmp;
+	uwsgi_temp_path $1/tmp;
+	scgi_temp_path $1/tmp;
+	server {
+		listen unix:$1/sock;
+		root $1/html;
+	}
+}
+EOF_NGINX
+}

@@ -15,28 +15,8 @@ strace -f -qq -o /dev/null true >/dev/null 2>&1 || skip "strace cannot trace her
 N=${PST_NGINX_N:-200}
 
 P="$PST_TMP/ng"
-mkdir -p "$P/html" "$P/logs" "$P/tmp"
-head -c 1024 /dev/zero | tr '\0' 'n' >"$P/html/f"
-cat >"$P/nginx.conf" <<EOF
-daemon off;
-master_process off;
-worker_processes 1;
-pid $P/nginx.pid;
-error_log $P/logs/error.log;
-events { worker_connections 64; }
-http {
-	access_log off;
-	client_body_temp_path $P/tmp;
-	proxy_temp_path $P/tmp;
-	fastcgi_temp_path $P/tmp;
-	uwsgi_temp_path $P/tmp;
-	scgi_temp_path $P/tmp;
-	server {
-		listen unix:$P/sock;
-		root $P/html;
-	}
-}
-EOF
+nginx_prefix "$P" "master_process off;
+worker_processes 1;"
 
 # Never leave a server behind, whatever happens to the test.
 at_exit '[ -s "$P/nginx.pid" ] && kill -KILL "$(cat "$P/nginx.pid")" 2>/dev/null'

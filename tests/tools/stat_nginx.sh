@@ -17,30 +17,10 @@ P="$PST_TMP/ng"
 # quarter free, which a disk shared with other work may not.
 D=$(mktemp -d /dev/shm/pst-stat-nginx.XXXXXX) || skip "no /dev/shm"
 at_exit "rm -rf '$D'"
-mkdir -p "$P/html" "$P/logs" "$P/tmp"
-head -c 1024 /dev/zero | tr '\0' 'n' >"$P/html/f"
+nginx_prefix "$P" "worker_processes 2;"
 # Run as root, nginx's workers are nobody: they read the file and make
 # their live files.
 chmod a+rx "$PST_TMP" "$P" "$P/html" && chmod a+r "$P/html/f" && chmod 1777 "$D"
-cat >"$P/nginx.conf" <<EOF2
-daemon off;
-worker_processes 2;
-pid $P/nginx.pid;
-error_log $P/logs/error.log;
-events { worker_connections 64; }
-http {
-	access_log off;
-	client_body_temp_path $P/tmp;
-	proxy_temp_path $P/tmp;
-	fastcgi_temp_path $P/tmp;
-	uwsgi_temp_path $P/tmp;
-	scgi_temp_path $P/tmp;
-	server {
-		listen unix:$P/sock;
-		root $P/html;
-	}
-}
-EOF2
 at_exit '[ -s "$P/nginx.pid" ] && kill -KILL "$(cat "$P/nginx.pid")" 2>/dev/null; pkill -KILL -f "nginx -p $P" 2>/dev/null'
 env POOLSHIM_STATS=off POOLSHIM_LIVE_DIR="$D" LD_PRELOAD="$SHIM" \
 	"$NGINX" -p "$P" -c "$P/nginx.conf" -e "$P/logs/error.log" >"$P/out" 2>&1 &
