@@ -25,7 +25,8 @@ at_exit '[ -s "$P/nginx.pid" ] && kill -KILL "$(cat "$P/nginx.pid")" 2>/dev/null
 # $CURL_ARGS: extra curl arguments.
 serve() {
 	rm -f "$P/sock" "$P/trace"
-	strace -f -qq -o "$P/trace" ${2:+-E LD_PRELOAD=$2} -E POOLSHIM_STATS=off \
+	# A private live directory: see io_syscalls.sh (a stale file of a reused pid).
+	strace -f -qq -o "$P/trace" ${2:+-E LD_PRELOAD=$2} -E POOLSHIM_STATS=off -E POOLSHIM_LIVE_DIR="$P/tmp" \
 		"$NGINX" -p "$P" -c "$P/nginx.conf" -e "$P/logs/error.log" >"$P/out" 2>&1 &
 	tracer=$!
 	i=0

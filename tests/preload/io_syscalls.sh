@@ -12,10 +12,16 @@ command -v strace >/dev/null 2>&1 || skip "strace not installed"
 strace -f -qq -o /dev/null true >/dev/null 2>&1 || skip "strace cannot trace here (ptrace refused)"
 N=${PST_SYSCALLS_N:-200}
 
+# Live files go to a directory of this test's own: a stale file in
+# /dev/shm whose pid a run happens to reuse costs that run's start-up four
+# more calls (lstat, geteuid, unlink, openat), which would not cancel out.
+mkdir -p "$PST_TMP/live"
+
 # syscalls MODE ITER [PRELOAD]: "name count" lines for one run, sorted.
 syscalls() {
 	# shellcheck disable=SC2086
-	strace -f -qq -o "$PST_TMP/trace" ${3:+-E LD_PRELOAD=$3} -E POOLSHIM_STATS=off ${SHIM_ENV:-} \
+	strace -f -qq -o "$PST_TMP/trace" ${3:+-E LD_PRELOAD=$3} -E POOLSHIM_STATS=off \
+		-E POOLSHIM_LIVE_DIR="$PST_TMP/live" ${SHIM_ENV:-} \
 		"$P" "$1" "$2" "$PST_TMP" >"$PST_TMP/out" 2>&1
 	case $? in
 	0) ;;
