@@ -453,8 +453,9 @@ void ps_live_after_fork_child(void)
 /*
  * Async-signal-safe (raw system calls and the vDSO clock); one thread
  * does it.  Its counters move into the new file (ps_stats_rehome); threads
- * the child started before this keep counting in private memory, which
- * the header's unpublished count tells `poolshim stat`.
+ * the child started before this keep counting in private memory, seen in
+ * the exit report but not in `poolshim stat` (servers fork their workers
+ * single-threaded and start threads, if any, later).
  */
 void ps_live_child_tick(void)
 {
