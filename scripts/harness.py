@@ -534,6 +534,41 @@ def durations(args, scen):
     return args.seconds, args.warmup
 
 
+def loadgen_cmd(args, tmp, endpoint, ak, sk, bucket, run_id, seconds, warmup, timeout, lgargs):
+    """loadgen's command line for one measured run (--verify, results in tmp/loadgen.json)."""
+    lg = [LOADGEN, "--endpoint", endpoint, "--access-key", ak, "--secret-key", sk,
+          "--bucket", bucket, "--prefix", f"{run_id}/",
+          "--concurrency", str(args.concurrency), "--duration", f"{seconds}s",
+          "--warmup", f"{warmup}s", "--verify", "--seed", "42", "--timeout", timeout,
+          "--json", f"{tmp}/loadgen.json"] + lgargs
+    if "put" not in lgargs:
+        lg += ["--objects", str(2 * args.concurrency)]
+    return lg
+
+
+def run_loadgen(lg, env, tmp, limit):
+    """Run loadgen (output to tmp/loadgen.out); its exit status or "timeout", and when it ended."""
+    try:
+        r = subprocess.run(lg, env=clean_env(env), stdin=subprocess.DEVNULL,
+                           stdout=open(f"{tmp}/loadgen.out", "w"), stderr=subprocess.STDOUT,
+                           timeout=limit, preexec_fn=_die_with_parent)
+        rc = r.returncode
+    except subprocess.TimeoutExpired:
+        rc = "timeout"
+    return rc, time.monotonic()
+
+
+def loadgen_results(tmp, run_id, rc):
+    """loadgen's JSON results, or Fail with the tail of its output."""
+    try:
+        with open(f"{tmp}/loadgen.json") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        with open(f"{tmp}/loadgen.out", errors="replace") as f:
+            out = f.read()[-1500:]
+        raise Fail(f"loadgen failed in {run_id} (exit {rc}) and wrote no results:\n{out}")
+
+
 def run_demo(args, cfg, scen, rep, text_report, workdir, outdir):
     title, lgargs = next((t, a) for n, t, a in SCENARIOS if n == scen)
     seconds, warmup = durations(args, scen)
@@ -569,34 +604,16 @@ def run_demo(args, cfg, scen, rep, text_report, workdir, outdir):
         pp = px.wait_listening()
         groups = {"proxy": [px.pid], "node1": [n1.pid], "node2": [n2.pid]}
         sampler = Sampler(groups, [px.pid, n1.pid, n2.pid] if shim else [], tmp)
-        lg = [LOADGEN, "--endpoint", f"http://127.0.0.1:{pp}", "--access-key", "PSDEMOHARNESS",
-              "--secret-key", "demo-harness-secret", "--bucket", "demo", "--prefix", f"{run_id}/",
-              "--concurrency", str(args.concurrency), "--duration", f"{seconds}s",
-              "--warmup", f"{warmup}s", "--verify", "--seed", "42", "--timeout", "20s",
-              "--json", f"{tmp}/loadgen.json"] + lgargs
-        if "put" not in lgargs:
-            lg += ["--objects", str(2 * args.concurrency)]
-        try:
-            r = subprocess.run(lg, env=clean_env(env), stdin=subprocess.DEVNULL,
-                               stdout=open(f"{tmp}/loadgen.out", "w"), stderr=subprocess.STDOUT,
-                               timeout=seconds + warmup + 90, preexec_fn=_die_with_parent)
-            rc = r.returncode
-        except subprocess.TimeoutExpired:
-            rc = "timeout"
-        t_end = time.monotonic()
+        lg = loadgen_cmd(args, tmp, f"http://127.0.0.1:{pp}", "PSDEMOHARNESS",
+                         "demo-harness-secret", "demo", run_id, seconds, warmup, "20s", lgargs)
+        rc, t_end = run_loadgen(lg, env, tmp, seconds + warmup + 90)
         sampler.finish()
         dead = [p for p in procs if not p.alive()]
         if dead:
             p = dead[0]
             raise Fail(f"{p.name} died (status {p.p.returncode}) during {run_id}; its log "
                        f"({p.err}):\n{p.log_tail()}")
-        try:
-            with open(f"{tmp}/loadgen.json") as f:
-                lgj = json.load(f)
-        except (OSError, ValueError):
-            with open(f"{tmp}/loadgen.out", errors="replace") as f:
-                out = f.read()[-1500:]
-            raise Fail(f"loadgen failed in {run_id} (exit {rc}) and wrote no results:\n{out}")
+        lgj = loadgen_results(tmp, run_id, rc)
         clean = True
         for p in (px, n1, n2):      # no request is in flight: all at once
             p.term()
@@ -1054,21 +1071,9 @@ def run_rgw(args, cluster, cfg, setup, rep, workdir, outdir):
         groups = {n: [p] for n, p in pids.items()}
         sampler = Sampler(groups, [p for n, p in pids.items()
                                    if shim and (n == "proxy" or p == rgw or cfg == "shim-osd")], tmp)
-        lg = [LOADGEN, "--endpoint", endpoint, "--access-key", ak, "--secret-key", sk,
-              "--bucket", "psdemo", "--prefix", f"{run_id}/",
-              "--concurrency", str(args.concurrency), "--duration", f"{seconds}s",
-              "--warmup", f"{warmup}s", "--verify", "--seed", "42", "--timeout", "30s",
-              "--json", f"{tmp}/loadgen.json"] + lgargs
-        if "put" not in lgargs:
-            lg += ["--objects", str(2 * args.concurrency)]
-        try:
-            r = subprocess.run(lg, env=clean_env({}), stdin=subprocess.DEVNULL,
-                               stdout=open(f"{tmp}/loadgen.out", "w"), stderr=subprocess.STDOUT,
-                               timeout=seconds + warmup + 120, preexec_fn=_die_with_parent)
-            rc = r.returncode
-        except subprocess.TimeoutExpired:
-            rc = "timeout"
-        t_end = time.monotonic()
+        lg = loadgen_cmd(args, tmp, endpoint, ak, sk, "psdemo", run_id, seconds, warmup, "30s",
+                         lgargs)
+        rc, t_end = run_loadgen(lg, {}, tmp, seconds + warmup + 120)
         sampler.finish()
         for name, pid in (("radosgw", rgw), ("ceph-osd", osd)):
             if not os.path.exists(f"/proc/{pid}"):
@@ -1078,13 +1083,7 @@ def run_rgw(args, cluster, cfg, setup, rep, workdir, outdir):
             if not p.alive():
                 raise Fail(f"{p.name} died (status {p.p.returncode}) during {run_id}; its log "
                            f"({p.err}):\n{p.log_tail()}")
-        try:
-            with open(f"{tmp}/loadgen.json") as f:
-                lgj = json.load(f)
-        except (OSError, ValueError):
-            with open(f"{tmp}/loadgen.out", errors="replace") as f:
-                out = f.read()[-1500:]
-            raise Fail(f"loadgen failed in {run_id} (exit {rc}) and wrote no results:\n{out}")
+        lgj = loadgen_results(tmp, run_id, rc)
         clean = all([p.stop() for p in procs])
         procs = []
         return measure(args, cfg, setup, rep, lgj, rc, sampler, t_end, shim, reports, clean, pids)
