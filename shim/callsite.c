@@ -327,54 +327,68 @@ static int try_debug_file(const char *path, const char *object, char **name_out)
  * (Debian sets it in every login shell), asks servers on the network about
  * every object it cannot name, from inside the program.
  */
+/*
+ * The debug file for one directory d of the debug-info path: by build id
+ * (hex, id0: the first byte) under an absolute d; or, when the object has
+ * no build id, by its debuglink under d, in d relative to the object, or
+ * next to the object (d empty).  An open descriptor, or -1.
+ */
+static int debug_in_dir(const char *d, unsigned id0, const char *hex, const char *file_name,
+			const char *debuglink, char **name_out)
+{
+	char path[PATH_MAX];
+	int w = -1;
+
+	if (hex) {
+		if (d[0] == '/')
+			w = snprintf(path, sizeof(path), "%s/.build-id/%02x/%s.debug", d, id0, hex);
+	} else if (debuglink && file_name) {
+		const char *slash = strrchr(file_name, '/');
+		int dl = slash ? (int)(slash - file_name) : 0;
+		w = d[0] == '/' ? snprintf(path, sizeof(path), "%s%.*s/%s", d, dl, file_name, debuglink)
+		    : d[0] ? snprintf(path, sizeof(path), "%.*s/%s/%s", dl, file_name, d, debuglink)
+		    : snprintf(path, sizeof(path), "%.*s/%s", dl, file_name, debuglink);
+	}
+	if (w <= 0 || w >= (int)sizeof(path))
+		return -1;
+	return try_debug_file(path, hex ? NULL : file_name, name_out);
+}
+
 static int local_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
 			   uint64_t base, const char *file_name, const char *debuglink,
 			   uint32_t crc, char **debuginfo_file_name)
 {
-	const char *list = dw.path ? dw.path : ":.debug:/usr/lib/debug";
+	const char *list = debuginfo_path ? debuginfo_path : ":.debug:/usr/lib/debug";
 	const unsigned char *id = NULL;
 	uint64_t vaddr;
-	char path[PATH_MAX], hex[2 * 64 + 1];
-	int fd, n = dw.module_build_id(mod, &id, &vaddr);
+	char hex[2 * 64 + 1], d[PATH_MAX];
+	int n = dw.module_build_id(mod, &id, &vaddr);
+	bool by_id = n > 1 && n <= 64;
 
 	(void)userdata, (void)modname, (void)base, (void)crc;
-	if (n > 1 && n <= 64)
-		for (int i = 1; i < n; i++)
-			snprintf(hex + 2 * (i - 1), 3, "%02x", id[i]);
-	for (const char *e = list; *e;) {
-		const char *end = strchr(e, ':');
-		size_t len = end ? (size_t)(end - e) : strlen(e);
-		const char *dir = e;
+	for (int i = 1; by_id && i < n; i++)
+		snprintf(hex + 2 * (i - 1), 3, "%02x", id[i]);
+	/* Objects with a build id are looked up by it alone: nothing to check a debuglink by. */
+	if (n > 0 && !by_id)
+		return -1;
+	for (const char *e = list;; e++) {
+		const char *end = strchrnul(e, ':');
 		/* elfutils' CRC-checking marks (+, -) say nothing about where to look. */
-		while (len && (*dir == '+' || *dir == '-'))
-			dir++, len--;
-		char d[PATH_MAX];
+		while (e < end && (*e == '+' || *e == '-'))
+			e++;
+		size_t len = (size_t)(end - e);
 		if (len < sizeof(d)) {
-			memcpy(d, dir, len);
+			memcpy(d, e, len);
 			d[len] = '\0';
-			if (n > 1 && n <= 64 && d[0] == '/' &&
-			    snprintf(path, sizeof(path), "%s/.build-id/%02x/%s.debug", d, id[0], hex) <
-				    (int)sizeof(path) &&
-			    (fd = try_debug_file(path, NULL, debuginfo_file_name)) >= 0)
+			int fd = debug_in_dir(d, by_id ? id[0] : 0, by_id ? hex : NULL, file_name,
+					      debuglink, debuginfo_file_name);
+			if (fd >= 0)
 				return fd;
-			if (n <= 0 && debuglink && file_name) {
-				const char *slash = strrchr(file_name, '/');
-				int dl = slash ? (int)(slash - file_name) : 0;
-				int w = d[0] == '/' ? snprintf(path, sizeof(path), "%s%.*s/%s", d, dl,
-							       file_name, debuglink)
-					: d[0] ? snprintf(path, sizeof(path), "%.*s/%s/%s", dl, file_name,
-							  d, debuglink)
-					: snprintf(path, sizeof(path), "%.*s/%s", dl, file_name, debuglink);
-				if (w > 0 && w < (int)sizeof(path) &&
-				    (fd = try_debug_file(path, file_name, debuginfo_file_name)) >= 0)
-					return fd;
-			}
 		}
-		if (!end)
-			break;
-		e = end + 1;
+		if (!*end)
+			return -1;
+		e = end;
 	}
-	return -1;
 }
 
 static void dw_open(void)
