@@ -43,7 +43,6 @@ int ps_heap = PS_HEAP_UNDECIDED;
 const char *ps_heap_owner;
 
 static int pool_flags;           /* MALLOCX_ARENA(ind) | MALLOCX_TCACHE_NONE */
-static int pool_arena = -1;
 static size_t pool_min = SIZE_MAX;
 
 /* The interposed call in progress, for call-site records. */
@@ -165,7 +164,6 @@ static int make_arena(void)
 	if (psje_mallctl(ps_buf_str(&b), NULL, NULL, &hooks, sizeof(hooks)) != 0)
 		return -EINVAL;
 
-	pool_arena = (int)arena;
 	pool_flags = MALLOCX_ARENA(arena) | MALLOCX_TCACHE_NONE;
 	return 0;
 }
@@ -227,19 +225,6 @@ void ps_alloc_after_fork_child(void)
 				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
-int ps_alloc_arena(void)
-{
-	return pool_arena;
-}
-
-static const enum ps_alloc_event fail_event[PS_FAIL__COUNT] = {
-	[PS_FAIL_NONE] = PS_EV_FB_NO_MEMORY,
-	[PS_FAIL_POOL_FULL] = PS_EV_FB_POOL_FULL,
-	[PS_FAIL_TOO_LARGE] = PS_EV_FB_TOO_LARGE,
-	[PS_FAIL_NO_MEMORY] = PS_EV_FB_NO_MEMORY,
-	[PS_FAIL_RESERVE] = PS_EV_FB_NO_ADDRESS,
-};
-
 /*
  * Try the pool for a large request.  NULL (errno preserved) means "use the
  * ordinary arenas", with the reason counted.
@@ -263,7 +248,7 @@ static void *pool_try(size_t size, int extra_flags)
 		return p;
 	}
 	errno = saved_errno;
-	ps_stats_event(fail_event[hook_fail]);
+	ps_stats_event(ps_pool_fail_event(hook_fail));
 	return NULL;
 }
 

@@ -40,9 +40,6 @@ void *ps_pvalloc(size_t size);
 void ps_free(void *p);
 size_t ps_usable_size(const void *p);
 
-/* The pool arena's jemalloc index (for tests and the report), or -1 until made. */
-int ps_alloc_arena(void);
-
 /*
  * Who owns the heap, decided once at start (malloc.c) before the shim
  * leaves its starting state: normally we do.  With POOLSHIM=off, or when

@@ -36,7 +36,6 @@ struct option {
 	size_t set_offset;         /* bool to raise when given, or SIZE_MAX */
 };
 
-static const char *const hugepage_names[] = { "auto", "hugetlb", "thp", "none", NULL };
 static const char *const format_names[] = { "text", "json", NULL };
 static const char *const uring_names[] = { "auto", "off", NULL };
 static const char *const uring_test_names[] = { "none", "keepfd", "short_submit", "stuck_submit", NULL };
@@ -50,7 +49,7 @@ static const struct option options[] = {
 	{ "POOLSHIM", OPT_BOOL, OFF(enabled), 1, 0, 0, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_POOL_MIN", OPT_SIZE, OFF(pool_min), 64 * KiB, 4 * KiB, 1 * GiB, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_POOL_SIZE", OPT_SIZE, OFF(pool_size), 4 * GiB, 2 * MiB, 32 * GiB, NULL, NULL, SIZE_MAX },
-	{ "POOLSHIM_HUGEPAGES", OPT_ENUM, OFF(hugepages), PS_HUGE_AUTO, 0, 0, hugepage_names, NULL, SIZE_MAX },
+	{ "POOLSHIM_HUGEPAGES", OPT_ENUM, OFF(hugepages), PS_HUGE_AUTO, 0, 0, ps_hugepage_names, NULL, SIZE_MAX },
 	{ "POOLSHIM_PREFAULT", OPT_BOOL, OFF(prefault), 1, 0, 0, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_STATS", OPT_STRING, OFF(stats), 0, 0, 0, NULL, "stderr", SIZE_MAX },
 	{ "POOLSHIM_STATS_FORMAT", OPT_ENUM, OFF(stats_format), PS_FORMAT_TEXT, 0, 0, format_names, NULL, OFF(stats_format_set) },

@@ -12,14 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct ps_buf;
+#include "names.h"
 
-enum ps_hugepages {
-	PS_HUGE_AUTO,
-	PS_HUGE_HUGETLB,
-	PS_HUGE_THP,
-	PS_HUGE_NONE,
-};
+struct ps_buf;
 
 enum ps_stats_format {
 	PS_FORMAT_TEXT,

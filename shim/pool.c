@@ -77,21 +77,6 @@ static uint16_t unit_slab[PS_MAX_UNITS];
 static struct ps_slab slabs[PS_MAX_SLABS];
 static int nslabs;
 
-static const char *const backing_names[] = { "hugetlb", "thp", "4k" };
-static const char *const fail_names[] = {
-	"none", "pool_full", "too_large", "no_memory", "no_address_space",
-};
-
-const char *ps_backing_name(enum ps_backing b)
-{
-	return (unsigned)b < PS_BACK__COUNT ? backing_names[b] : "?";
-}
-
-const char *ps_pool_fail_name(enum ps_pool_fail f)
-{
-	return (unsigned)f < PS_FAIL__COUNT ? fail_names[f] : "?";
-}
-
 static size_t round_up(size_t v, size_t to)
 {
 	return (v + to - 1) & ~(to - 1);
@@ -385,7 +370,7 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 	if (test_delay_us)
 		delay_us(test_delay_us);
 	if (prepare_locked() < 0 || nslabs >= PS_MAX_SLABS) {
-		fail = PS_FAIL_RESERVE;
+		fail = PS_FAIL_NO_ADDRESS;
 	} else if (len > PS_SLAB_MAX) {
 		fail = PS_FAIL_TOO_LARGE;
 	} else if (!place(len, align, need, &start, &back_from, &back_to, &small)) {
@@ -393,7 +378,7 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 	} else {
 		end = start + len;
 		if (start > ps_pool_hi || back_to > ps_pool_hi)
-			fail = PS_FAIL_RESERVE;
+			fail = PS_FAIL_NO_ADDRESS;
 		else if (back_to > back_from && info.backed + (back_to - back_from) > info.cap)
 			fail = PS_FAIL_POOL_FULL;
 	}

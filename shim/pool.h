@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "names.h"
 
 #define PS_UNIT_SHIFT 21                       /* 2 MiB backing units */
 #define PS_UNIT ((size_t)1 << PS_UNIT_SHIFT)
@@ -23,23 +24,6 @@
 #define PS_RESERVE_MAX ((size_t)64 << 30)
 #define PS_MAX_UNITS (PS_RESERVE_MAX >> PS_UNIT_SHIFT)
 #define PS_MAX_SLABS 65535
-
-enum ps_backing {
-	PS_BACK_HUGETLB,
-	PS_BACK_THP,
-	PS_BACK_4K,
-	PS_BACK__COUNT,
-};
-
-/* Why a slab could not be taken: the fallback reasons in the report. */
-enum ps_pool_fail {
-	PS_FAIL_NONE,
-	PS_FAIL_POOL_FULL,      /* POOLSHIM_POOL_SIZE reached */
-	PS_FAIL_TOO_LARGE,      /* one request larger than a slab may be */
-	PS_FAIL_NO_MEMORY,      /* the kernel refused to back the range */
-	PS_FAIL_RESERVE,        /* no slab address space left */
-	PS_FAIL__COUNT,
-};
 
 struct ps_slab {
 	uintptr_t base;
@@ -131,8 +115,6 @@ void ps_pool_get_info(struct ps_pool_info *info);
 /* Called (outside the lock) after each new slab; live.c republishes. */
 extern void (*ps_pool_on_change)(void);
 
-const char *ps_backing_name(enum ps_backing b);
-const char *ps_pool_fail_name(enum ps_pool_fail f);
 
 /*
  * Fork handlers for the pool's lock: prepare takes it, parent and child

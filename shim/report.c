@@ -27,11 +27,6 @@
 
 #define PS_KCMP_FILE 0   /* KCMP_FILE of <linux/kcmp.h> (an enum there) */
 
-static const char *const event_names[PS_EV__COUNT] = {
-	"pool_alloc", "pool_free", "pool_full", "too_large", "no_memory",
-	"no_address_space", "not_ready",
-};
-
 static char program_name[64];
 static int64_t start_time = -1;
 
@@ -51,11 +46,6 @@ const char *ps_report_program(void)
 	return program_name;
 }
 
-static const char *name_of(int v, const char *const *names, int n)
-{
-	return v >= 0 && v < n ? names[v] : "?";
-}
-
 static const char *pool_mode(const struct ps_report_data *d)
 {
 	if (d->heap_owner)
@@ -69,8 +59,6 @@ static const char *pool_mode(const struct ps_report_data *d)
 		kinds += d->pool.backed_by[i] != 0;
 	return kinds > 1 ? "mixed" : ps_backing_name(d->pool.first_mode);   /* bounds-checked */
 }
-
-static const char *const huge_names[] = { "auto", "hugetlb", "thp", "none" };
 
 /* Untouched, so it costs no memory, until the first report fills it. */
 static struct ps_tstats reserved_scratch;
@@ -137,21 +125,6 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch)
 	struct rlimit rl;
 	d->memlock = PS_SYSCALL(SYS_prlimit64, 0, RLIMIT_MEMLOCK, NULL, &rl) == 0 &&
 			     rl.rlim_cur != RLIM_INFINITY ? (uint64_t)rl.rlim_cur : UINT64_MAX;
-}
-
-static const char *const uring_state_names[] = { "ok", "off", "unavailable" };
-static const char *const uring_fb_names[PS_UFB__COUNT] = {
-	"setup", "register", "not_pooled", "small", "error", "protected", "nested", "unaligned",
-};
-
-const char *ps_event_name(unsigned e)
-{
-	return e < PS_EV__COUNT ? event_names[e] : "?";
-}
-
-const char *ps_uring_fb_name(unsigned r)
-{
-	return r < PS_UFB__COUNT ? uring_fb_names[r] : "?";
 }
 
 /* The errno with the most failures for a call, or 0. */
@@ -486,7 +459,7 @@ static void render_text(struct ps_buf *b, const struct ps_report_data *d)
 		ps_buf_printf(b, "heap     owned by %s (preloaded ahead of the shim); nothing pooled\n",
 			      d->heap_owner);
 	ps_buf_printf(b, "pool     mode %s (requested %s); %lu slabs, ", pool_mode(d),
-		      name_of((int)p->requested, huge_names, 4), (unsigned long)p->slabs);
+		      ps_hugepage_name(p->requested), (unsigned long)p->slabs);
 	ps_buf_size(b, p->backed);
 	ps_buf_puts(b, " backed [");
 	for (int i = 0; i < PS_BACK__COUNT; i++) {
@@ -506,7 +479,7 @@ static void render_text(struct ps_buf *b, const struct ps_report_data *d)
 		      (unsigned long)t->events[PS_EV_POOL_ALLOC],
 		      (unsigned long)t->events[PS_EV_POOL_FREE]);
 	for (int e = PS_EV_FB_POOL_FULL; e < PS_EV__COUNT; e++)
-		ps_buf_printf(b, " %s %lu", event_names[e], (unsigned long)t->events[e]);
+		ps_buf_printf(b, " %s %lu", ps_event_name(e), (unsigned long)t->events[e]);
 	ps_buf_putc(b, '\n');
 	render_meta_text(b, d);
 	if (p->hugetlb_reason)
@@ -521,12 +494,12 @@ static void render_text(struct ps_buf *b, const struct ps_report_data *d)
 	ps_buf_printf(b, " sys; %d thread counter blocks\n", d->threads);
 	const struct ps_uring_counts *u = &t->uring;
 	ps_buf_printf(b, "io_uring %s%s%s; %lu rings, %lu enters, %lu SQEs (%lu fixed), %lu split calls;"
-		      " fallbacks:", name_of(d->uring_state, uring_state_names, 3),
+		      " fallbacks:", ps_uring_state_name(d->uring_state),
 		      d->uring_reason ? ": " : "", d->uring_reason ? d->uring_reason : "",
 		      (unsigned long)d->uring_rings, (unsigned long)u->enters,
 		      (unsigned long)u->sqes, (unsigned long)u->fixed, (unsigned long)u->split_calls);
 	for (int i = 0; i < PS_UFB__COUNT; i++)
-		ps_buf_printf(b, " %s %lu", uring_fb_names[i], (unsigned long)u->fallbacks[i]);
+		ps_buf_printf(b, " %s %lu", ps_uring_fb_name(i), (unsigned long)u->fallbacks[i]);
 	ps_buf_putc(b, '\n');
 	if (u->enters) {
 		ps_buf_puts(b, "io_uring SQEs per enter:");
@@ -645,7 +618,7 @@ static void render_json(struct ps_buf *b, const struct ps_report_data *d)
 		      PS_REPORT_VERSION, d->pid);
 	ps_buf_json_str(b, d->program);
 	ps_buf_printf(b, ",\"pool\":{\"mode\":\"%s\",\"requested\":\"%s\"", pool_mode(d),
-		      name_of((int)p->requested, huge_names, 4));
+		      ps_hugepage_name(p->requested));
 	json_reason(b, "heap_owner", d->heap_owner);
 	json_reason(b, "hugetlb_reason", p->hugetlb_reason);
 	json_reason(b, "thp_reason", p->thp_reason);
@@ -661,7 +634,7 @@ static void render_json(struct ps_buf *b, const struct ps_report_data *d)
 		      (unsigned long)t->events[PS_EV_POOL_ALLOC],
 		      (unsigned long)t->events[PS_EV_POOL_FREE]);
 	for (int e = PS_EV_FB_POOL_FULL; e < PS_EV__COUNT; e++)
-		ps_buf_printf(b, "%s\"%s\":%lu", e == PS_EV_FB_POOL_FULL ? "" : ",", event_names[e],
+		ps_buf_printf(b, "%s\"%s\":%lu", e == PS_EV_FB_POOL_FULL ? "" : ",", ps_event_name(e),
 			      (unsigned long)t->events[e]);
 	ps_buf_printf(b, "}},\"process\":{\"minflt\":%lu,\"majflt\":%lu,\"utime_us\":%lu,"
 		      "\"stime_us\":%lu,\"threads\":%d}",
@@ -669,7 +642,7 @@ static void render_json(struct ps_buf *b, const struct ps_report_data *d)
 		      (unsigned long)d->utime_us, (unsigned long)d->stime_us, d->threads);
 
 	const struct ps_uring_counts *u = &t->uring;
-	ps_buf_printf(b, ",\"uring\":{\"state\":\"%s\"", name_of(d->uring_state, uring_state_names, 3));
+	ps_buf_printf(b, ",\"uring\":{\"state\":\"%s\"", ps_uring_state_name(d->uring_state));
 	json_reason(b, "reason", d->uring_reason);
 	ps_buf_printf(b, ",\"rings\":%lu,\"enters\":%lu,\"sqes\":%lu,\"fixed\":%lu,\"split_calls\":%lu",
 		      (unsigned long)d->uring_rings, (unsigned long)u->enters, (unsigned long)u->sqes,
@@ -677,7 +650,7 @@ static void render_json(struct ps_buf *b, const struct ps_report_data *d)
 	json_hist(b, "sqes_per_enter", u->sqes_per_enter, PS_SQE_BUCKETS);
 	ps_buf_puts(b, ",\"fallbacks\":{");
 	for (int i = 0; i < PS_UFB__COUNT; i++)
-		ps_buf_printf(b, "%s\"%s\":%lu", i ? "," : "", uring_fb_names[i],
+		ps_buf_printf(b, "%s\"%s\":%lu", i ? "," : "", ps_uring_fb_name(i),
 			      (unsigned long)u->fallbacks[i]);
 	ps_buf_puts(b, "}}");
 

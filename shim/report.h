@@ -24,8 +24,6 @@
 struct ps_buf;
 
 /* The names the report gives pool events and io_uring fallback reasons. */
-const char *ps_event_name(unsigned e);
-const char *ps_uring_fb_name(unsigned r);
 
 struct ps_report_data {
 	int pid;

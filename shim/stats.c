@@ -26,24 +26,6 @@ struct ps_gauges *ps_gauges_mirror;
 void *(*ps_stats_block_source)(void);
 void (*ps_stats_on_claim)(void *block);
 
-static const char *const call_names[] = {
-#define PS_CALL_NAME(id, name) name,
-	PS_CALLS(PS_CALL_NAME)
-#undef PS_CALL_NAME
-};
-
-static const char *const kind_names[] = { "-", "socket", "file", "direct", "pipe", "other" };
-
-const char *ps_call_name(enum ps_call call)
-{
-	return (unsigned)call < PS_CALL__COUNT ? call_names[call] : "?";
-}
-
-const char *ps_fdkind_name(enum ps_fdkind kind)
-{
-	return (unsigned)kind < PS_FD__COUNT ? kind_names[kind] : "?";
-}
-
 static struct ps_tstats *adopt(struct ps_tstats *t)
 {
 	void (*hook)(void *) = ps_stats_on_claim;

@@ -15,39 +15,7 @@
 #include <stdint.h>
 
 #include "compiler.h"
-
-#define PS_CALLS(X)                                                        \
-	X(MALLOC, "malloc") X(CALLOC, "calloc") X(REALLOC, "realloc")      \
-	X(REALLOCARRAY, "reallocarray") X(POSIX_MEMALIGN, "posix_memalign") \
-	X(ALIGNED_ALLOC, "aligned_alloc") X(MEMALIGN, "memalign")          \
-	X(VALLOC, "valloc") X(PVALLOC, "pvalloc") X(FREE, "free")          \
-	X(READ, "read") X(WRITE, "write") X(PREAD, "pread")                \
-	X(PWRITE, "pwrite") X(READV, "readv") X(WRITEV, "writev")          \
-	X(PREADV, "preadv") X(PWRITEV, "pwritev") X(PREADV2, "preadv2")    \
-	X(PWRITEV2, "pwritev2") X(RECV, "recv") X(RECVFROM, "recvfrom")    \
-	X(RECVMSG, "recvmsg") X(RECVMMSG, "recvmmsg") X(SEND, "send")      \
-	X(SENDTO, "sendto") X(SENDMSG, "sendmsg") X(SENDMMSG, "sendmmsg")  \
-	X(SENDFILE, "sendfile") X(SPLICE, "splice")
-
-enum ps_call {
-#define PS_CALL_ENUM(id, name) PS_CALL_##id,
-	PS_CALLS(PS_CALL_ENUM)
-#undef PS_CALL_ENUM
-	PS_CALL__COUNT
-};
-
-#define PS_FIRST_IO_CALL PS_CALL_READ
-
-/* What a descriptor is; allocation calls use PS_FD_NONE. */
-enum ps_fdkind {
-	PS_FD_NONE,
-	PS_FD_SOCKET,
-	PS_FD_FILE,
-	PS_FD_DIRECT,    /* regular file opened with O_DIRECT */
-	PS_FD_PIPE,
-	PS_FD_OTHER,
-	PS_FD__COUNT
-};
+#include "names.h"
 
 #define PS_SIZE_BUCKETS 48   /* log2 of bytes: bucket k holds [2^k, 2^(k+1)) */
 /*
@@ -72,31 +40,6 @@ struct ps_counter {
 	uint64_t nsec;       /* their total time */
 	uint64_t size_hist[PS_SIZE_SLOTS];
 	uint64_t lat_hist[PS_LAT_BUCKETS];
-};
-
-/* Allocation-side events that are not calls. */
-enum ps_alloc_event {
-	PS_EV_POOL_ALLOC,        /* served from the pool */
-	PS_EV_POOL_FREE,         /* pooled pointer freed */
-	PS_EV_FB_POOL_FULL,      /* fallbacks to the ordinary arenas, by reason */
-	PS_EV_FB_TOO_LARGE,
-	PS_EV_FB_NO_MEMORY,
-	PS_EV_FB_NO_ADDRESS,
-	PS_EV_FB_NOT_READY,      /* during start-up, before the pool exists */
-	PS_EV__COUNT
-};
-
-/* io_uring counters and the reasons eligible-looking calls went to libc. */
-enum ps_uring_fb {
-	PS_UFB_SETUP,        /* no ring: io_uring_setup refused */
-	PS_UFB_REGISTER,     /* the buffer's slab could not be registered */
-	PS_UFB_NOT_POOLED,   /* O_DIRECT call on a buffer outside the pool */
-	PS_UFB_SMALL,        /* below POOLSHIM_URING_MIN */
-	PS_UFB_ERROR,        /* submission failed; the call was redone or finished plainly */
-	PS_UFB_PROTECTED,    /* the program mprotect()ed part of the buffer's slab */
-	PS_UFB_NESTED,       /* the thread's ring was in use: a call from a signal handler */
-	PS_UFB_UNALIGNED,    /* buffer, length or offset not 4 KiB aligned: the kernel's call */
-	PS_UFB__COUNT
 };
 
 #define PS_SQE_BUCKETS 10    /* log2 of SQEs per io_uring_enter */
@@ -241,9 +184,6 @@ void ps_stats_merge(struct ps_tstats *out);
 
 /* Number of blocks ever created (threads seen at once, at most). */
 int ps_stats_blocks(void);
-
-const char *ps_call_name(enum ps_call call);
-const char *ps_fdkind_name(enum ps_fdkind kind);
 
 /* Gauges of pooled memory in use by live allocations. */
 struct ps_gauges {

@@ -95,7 +95,6 @@ static unsigned depth;
 static int state = PS_URING_STATE_OK;
 static const char *reason;
 static uint64_t rings;           /* created, ever */
-static uint64_t live_rings;      /* open now */
 static bool verbose;
 static enum ps_uring_test test_mode;
 static int process_pid;
@@ -272,7 +271,6 @@ static void ring_exit(struct ring *r)
 	}
 	ring_close_fd(r);
 	ring_unmap(r);
-	__atomic_sub_fetch(&live_rings, 1, __ATOMIC_RELAXED);
 }
 
 /*
@@ -493,7 +491,6 @@ static struct ring *get_ring(void)
 	if (r->regd && test_mode != PS_URING_TEST_KEEPFD)
 		drop_ring_fd(r);
 	__atomic_add_fetch(&rings, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&live_rings, 1, __ATOMIC_RELAXED);
 	if (!r->fdless && (ret = move_fd_high(r)) < 0) {
 		if (verbose)
 			ps_log("no free descriptor in the upper half of RLIMIT_NOFILE for an io_uring "

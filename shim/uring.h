@@ -18,12 +18,6 @@
 
 #include "config.h"
 
-enum ps_uring_state {
-	PS_URING_STATE_OK,           /* available (or not yet tried) */
-	PS_URING_STATE_OFF,          /* POOLSHIM_URING=off */
-	PS_URING_STATE_UNAVAILABLE,  /* io_uring_setup refused */
-};
-
 /* Read the configuration.  Call once at start. */
 void ps_uring_init(const struct ps_config *cfg);
 
