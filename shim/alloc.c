@@ -27,7 +27,9 @@
 #include "fmt.h"
 #include "callsite.h"
 #include "jemalloc_ps.h"
+#include "heap.h"
 #include "pool.h"
+#include "posix.h"
 #include "stats.h"
 
 /* The pool arena's life: made on first use, by whichever thread gets there. */
@@ -39,6 +41,7 @@ enum arena_state {
 	ARENA_FAILED,
 };
 static int arena_state = ARENA_NONE;
+/* MERGE-TODO: defined in heap.c once the report's gathering leaves report.c. */
 int ps_heap = PS_HEAP_UNDECIDED;
 const char *ps_heap_owner;
 
@@ -277,25 +280,36 @@ static void release(void *p)
 	}
 }
 
+/* Count a call of size bytes, the call-site record's name for it kept. */
+static void enter(enum ps_call call, size_t size)
+{
+	site_call = call;
+	ps_stats_count(call, PS_FD_NONE, size);
+}
+
+/* n * size for calloc and reallocarray, counted; false (ENOMEM set) on overflow. */
+static bool array_total(enum ps_call call, size_t n, size_t size, size_t *total)
+{
+	bool ok = ps_posix_array(n, size, total);
+	enter(call, ok ? *total : SIZE_MAX);
+	if (!ok)
+		errno = ENOMEM;
+	return ok;
+}
+
 void *ps_malloc(size_t size)
 {
-	site_call = PS_CALL_MALLOC;
-	ps_stats_count(PS_CALL_MALLOC, PS_FD_NONE, size);
+	enter(PS_CALL_MALLOC, size);
 	/* jemalloc's mallocx() wants a size; glibc hands out a minimal chunk. */
 	return alloc_flags(size ? size : 1, 0);
 }
 
 void *ps_calloc(size_t n, size_t size)
 {
-	site_call = PS_CALL_CALLOC;
 	size_t total;
 
-	if (__builtin_mul_overflow(n, size, &total)) {
-		ps_stats_count(PS_CALL_CALLOC, PS_FD_NONE, SIZE_MAX);
-		errno = ENOMEM;
+	if (!array_total(PS_CALL_CALLOC, n, size, &total))
 		return NULL;
-	}
-	ps_stats_count(PS_CALL_CALLOC, PS_FD_NONE, total);
 	/* MALLOCX_ZERO zeroes recycled pool memory; fresh slabs are known zero. */
 	return alloc_flags(total ? total : 1, MALLOCX_ZERO);
 }
@@ -377,28 +391,17 @@ static void *realloc_common(void *p, size_t size)
 
 void *ps_realloc(void *p, size_t size)
 {
-	site_call = PS_CALL_REALLOC;
-	ps_stats_count(PS_CALL_REALLOC, PS_FD_NONE, size);
+	enter(PS_CALL_REALLOC, size);
 	return realloc_common(p, size);
 }
 
 void *ps_reallocarray(void *p, size_t n, size_t size)
 {
-	site_call = PS_CALL_REALLOCARRAY;
 	size_t total;
 
-	if (__builtin_mul_overflow(n, size, &total)) {
-		ps_stats_count(PS_CALL_REALLOCARRAY, PS_FD_NONE, SIZE_MAX);
-		errno = ENOMEM;
+	if (!array_total(PS_CALL_REALLOCARRAY, n, size, &total))
 		return NULL;
-	}
-	ps_stats_count(PS_CALL_REALLOCARRAY, PS_FD_NONE, total);
 	return realloc_common(p, total);
-}
-
-static bool power_of_two(size_t v)
-{
-	return v != 0 && (v & (v - 1)) == 0;
 }
 
 /* glibc's memalign: round a bad alignment up to a power of two. */
@@ -407,12 +410,10 @@ static void *memalign_common(size_t align, size_t size)
 	/* jemalloc's smallest classes are only 8-byte aligned. */
 	if (align <= 8)
 		return alloc_flags(size ? size : 1, 0);
-	if (align > SIZE_MAX / 2 + 1) {
+	if (!ps_posix_align(&align, 0)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	if (!power_of_two(align))
-		align = (size_t)1 << (64 - __builtin_clzll(align));
 	/* jemalloc rejects sizes that overflow once aligned. */
 	if (size > SIZE_MAX - align) {
 		errno = ENOMEM;
@@ -423,48 +424,36 @@ static void *memalign_common(size_t align, size_t size)
 
 int ps_posix_memalign(void **out, size_t align, size_t size)
 {
-	site_call = PS_CALL_POSIX_MEMALIGN;
-	ps_stats_count(PS_CALL_POSIX_MEMALIGN, PS_FD_NONE, size);
-	if (!power_of_two(align) || align % sizeof(void *) != 0)
-		return EINVAL;
-	int saved_errno = errno;
-	void *p = memalign_common(align, size);
-	errno = saved_errno;
-	if (!p)
-		return ENOMEM;
-	*out = p;
-	return 0;
+	enter(PS_CALL_POSIX_MEMALIGN, size);
+	return ps_posix_memalign_via(memalign_common, out, align, size);
 }
 
 void *ps_aligned_alloc(size_t align, size_t size)
 {
-	site_call = PS_CALL_ALIGNED_ALLOC;
-	ps_stats_count(PS_CALL_ALIGNED_ALLOC, PS_FD_NONE, size);
+	enter(PS_CALL_ALIGNED_ALLOC, size);
 	return memalign_common(align, size);
 }
 
 void *ps_memalign(size_t align, size_t size)
 {
-	site_call = PS_CALL_MEMALIGN;
-	ps_stats_count(PS_CALL_MEMALIGN, PS_FD_NONE, size);
+	enter(PS_CALL_MEMALIGN, size);
 	return memalign_common(align, size);
 }
 
 void *ps_valloc(size_t size)
 {
-	site_call = PS_CALL_VALLOC;
-	ps_stats_count(PS_CALL_VALLOC, PS_FD_NONE, size);
+	enter(PS_CALL_VALLOC, size);
 	return memalign_common(PS_PAGE, size);
 }
 
 void *ps_pvalloc(size_t size)
 {
-	site_call = PS_CALL_PVALLOC;
-	ps_stats_count(PS_CALL_PVALLOC, PS_FD_NONE, size);
-	if (size > SIZE_MAX - PS_PAGE) {
+	enter(PS_CALL_PVALLOC, size);
+	size_t rounded;
+
+	if (!ps_posix_pages(size, &rounded)) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	size_t rounded = (size + PS_PAGE - 1) & ~(PS_PAGE - 1);
-	return memalign_common(PS_PAGE, rounded ? rounded : PS_PAGE);
+	return memalign_common(PS_PAGE, rounded);
 }

@@ -40,20 +40,4 @@ void *ps_pvalloc(size_t size);
 void ps_free(void *p);
 size_t ps_usable_size(const void *p);
 
-/*
- * Who owns the heap, decided once at start (malloc.c) before the shim
- * leaves its starting state: normally we do.  With POOLSHIM=off, or when
- * another allocator is preloaded ahead of us so that the program's malloc
- * is not ours, every malloc-family call that still reaches us goes to that
- * allocator, so a block is always freed by the allocator that made it.
- */
-enum ps_heap_owner {
-	PS_HEAP_UNDECIDED,
-	PS_HEAP_MINE,
-	PS_HEAP_OTHER,
-};
-extern int ps_heap;
-/* With PS_HEAP_OTHER while the shim is on: the file providing malloc. */
-extern const char *ps_heap_owner;
-
 #endif

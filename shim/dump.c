@@ -23,7 +23,6 @@
  * vfork child (same memory, different pid) must not write a report: the
  * counters are its parent's.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -41,11 +40,10 @@
 #include "dump.h"
 #include "init.h"
 #include "live.h"
+#include "real.h"
 #include "report.h"
 #include "sys.h"
 
-typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
-static sigaction_fn real_sigaction;
 static int dump_sig;
 /* The program's disposition for dump_sig, as sigaction() would report it. */
 static struct sigaction user_act;
@@ -70,7 +68,7 @@ static void default_action(int sig)
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
-	real_sigaction(sig, &dfl, NULL);
+	REAL(sigaction)(sig, &dfl, NULL);
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, sig);
@@ -93,7 +91,7 @@ static int install(const struct sigaction *ua)
 	struct sigaction k;
 
 	if (ua->sa_handler == SIG_IGN)
-		return real_sigaction(dump_sig, ua, NULL) == 0 ? 0 : -errno;
+		return REAL(sigaction)(dump_sig, ua, NULL) == 0 ? 0 : -errno;
 	memset(&k, 0, sizeof(k));
 	k.sa_sigaction = dump_handler;
 	if (ua->sa_handler == SIG_DFL) {
@@ -103,7 +101,7 @@ static int install(const struct sigaction *ua)
 		k.sa_flags = ua->sa_flags | SA_SIGINFO;
 		k.sa_mask = ua->sa_mask;
 	}
-	return real_sigaction(dump_sig, &k, NULL) == 0 ? 0 : -errno;
+	return REAL(sigaction)(dump_sig, &k, NULL) == 0 ? 0 : -errno;
 }
 
 /*
@@ -119,7 +117,7 @@ static int set_user(const struct sigaction *act, struct sigaction *old)
 	int r = install(act);
 	if (r < 0)
 		return r;
-	if (act->sa_handler != SIG_DFL && real_sigaction(dump_sig, NULL, &view) == 0) {
+	if (act->sa_handler != SIG_DFL && REAL(sigaction)(dump_sig, NULL, &view) == 0) {
 		libc_flags |= view.sa_flags & ~(act->sa_flags | SA_SIGINFO);
 		view.sa_handler = act->sa_handler;
 		if (!(act->sa_flags & SA_SIGINFO))
@@ -171,20 +169,11 @@ static void dump_handler(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 }
 
-static sigaction_fn get_real_sigaction(void)
-{
-	if (!real_sigaction)
-		real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
-	return real_sigaction;
-}
-
 void ps_dump_init(const struct ps_config *cfg)
 {
 	struct sigaction old, k;
 
-	if (!cfg->dump_signal || !get_real_sigaction())
-		return;
-	if (real_sigaction(cfg->dump_signal, NULL, &old) != 0)
+	if (!cfg->dump_signal || REAL(sigaction)(cfg->dump_signal, NULL, &old) != 0)
 		return;
 	user_act = old;
 	dump_sig = cfg->dump_signal;
@@ -193,18 +182,14 @@ void ps_dump_init(const struct ps_config *cfg)
 		dump_sig = 0;
 		return;
 	}
-	if (real_sigaction(dump_sig, NULL, &k) == 0)
+	if (REAL(sigaction)(dump_sig, NULL, &k) == 0)
 		libc_flags = k.sa_flags & ~(old.sa_flags | SA_SIGINFO | SA_RESTART);
 }
 
 PS_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (!get_real_sigaction()) {
-		errno = ENOSYS;
-		return -1;
-	}
 	if (sig == 0 || sig != dump_sig)
-		return real_sigaction(sig, act, old);
+		return REAL(sigaction)(sig, act, old);
 	if (!act) {
 		if (old)
 			*old = user_act;
@@ -244,21 +229,6 @@ static sighandler_t set_handler(sighandler_t handler, int flags, bool self_maske
 	return old.sa_handler;
 }
 
-static sighandler_t (*next_signal_fn(const char *name))(int, sighandler_t)
-{
-	return (sighandler_t(*)(int, sighandler_t))dlsym(RTLD_NEXT, name);
-}
-
-#define PASS_SIGNAL_FN(name, ...)                                                  \
-	static sighandler_t (*real_##name)(int, sighandler_t);                     \
-	if (!real_##name)                                                           \
-		real_##name = next_signal_fn(#name);                                \
-	if (!real_##name) {                                                         \
-		errno = ENOSYS;                                                     \
-		return SIG_ERR;                                                     \
-	}                                                                           \
-	return real_##name(__VA_ARGS__)
-
 static bool bad_handler(sighandler_t handler)
 {
 	if (handler != SIG_ERR)
@@ -272,7 +242,7 @@ PS_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 {
 	if (sig != 0 && sig == dump_sig)
 		return bad_handler(handler) ? SIG_ERR : set_handler(handler, dump_intr ? 0 : SA_RESTART, true);
-	PASS_SIGNAL_FN(signal, sig, handler);
+	return REAL(signal)(sig, handler);
 }
 
 /* Exported by glibc, no longer declared. */
@@ -281,7 +251,7 @@ PS_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler)
 {
 	if (sig != 0 && sig == dump_sig)
 		return signal(sig, handler);
-	PASS_SIGNAL_FN(bsd_signal, sig, handler);
+	return REAL(bsd_signal)(sig, handler);
 }
 
 /* System V: one delivery, not blocked in its handler, no restart (strict ISO C's signal()). */
@@ -289,21 +259,21 @@ PS_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
 {
 	if (sig != 0 && sig == dump_sig)
 		return bad_handler(handler) ? SIG_ERR : set_handler(handler, SA_RESETHAND | SA_NODEFER, false);
-	PASS_SIGNAL_FN(sysv_signal, sig, handler);
+	return REAL(sysv_signal)(sig, handler);
 }
 
 PS_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler)
 {
 	if (sig != 0 && sig == dump_sig)
 		return sysv_signal(sig, handler);
-	PASS_SIGNAL_FN(__sysv_signal, sig, handler);
+	return REAL(__sysv_signal)(sig, handler);
 }
 
 /* glibc's sigset(): flags 0; SIG_HOLD blocks; else it unblocks; SIG_HOLD back if it was blocked. */
 PS_EXPORT sighandler_t sigset(int sig, sighandler_t disp)
 {
 	if (sig == 0 || sig != dump_sig) {
-		PASS_SIGNAL_FN(sigset, sig, disp);
+		return REAL(sigset)(sig, disp);
 	}
 	sigset_t set, was;
 	sighandler_t prev;
@@ -326,14 +296,7 @@ PS_EXPORT int sigignore(int sig)
 {
 	if (sig != 0 && sig == dump_sig)
 		return set_handler(SIG_IGN, 0, false) == SIG_ERR ? -1 : 0;
-	static int (*real_sigignore)(int);
-	if (!real_sigignore)
-		real_sigignore = (int (*)(int))dlsym(RTLD_NEXT, "sigignore");
-	if (!real_sigignore) {
-		errno = ENOSYS;
-		return -1;
-	}
-	return real_sigignore(sig);
+	return REAL(sigignore)(sig);
 }
 
 PS_EXPORT int siginterrupt(int sig, int flag)
@@ -352,14 +315,7 @@ PS_EXPORT int siginterrupt(int sig, int flag)
 		dump_intr = flag != 0;
 		return 0;
 	}
-	static int (*real_siginterrupt)(int, int);
-	if (!real_siginterrupt)
-		real_siginterrupt = (int (*)(int, int))dlsym(RTLD_NEXT, "siginterrupt");
-	if (!real_siginterrupt) {
-		errno = ENOSYS;
-		return -1;
-	}
-	return real_siginterrupt(sig, flag);
+	return REAL(siginterrupt)(sig, flag);
 }
 
 /*
@@ -430,52 +386,34 @@ static void before_exec(const char *path, bool search)
 	errno = saved;
 }
 
-#define REAL_EXEC(name, type)                                                      \
-	static type real_##name;                                                    \
-	if (!real_##name)                                                           \
-		real_##name = (type)dlsym(RTLD_NEXT, #name);                        \
-	if (!real_##name) {                                                         \
-		errno = ENOSYS;                                                     \
-		return -1;                                                          \
-	}
-
-typedef int (*execve_fn)(const char *, char *const[], char *const[]);
-typedef int (*execv_fn)(const char *, char *const[]);
-
 PS_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-	REAL_EXEC(execve, execve_fn)
 	before_exec(path, false);
-	return real_execve(path, argv, envp);
+	return REAL(execve)(path, argv, envp);
 }
 
 PS_EXPORT int execv(const char *path, char *const argv[])
 {
-	REAL_EXEC(execv, execv_fn)
 	before_exec(path, false);
-	return real_execv(path, argv);
+	return REAL(execv)(path, argv);
 }
 
 PS_EXPORT int execvp(const char *file, char *const argv[])
 {
-	REAL_EXEC(execvp, execv_fn)
 	before_exec(file, true);
-	return real_execvp(file, argv);
+	return REAL(execvp)(file, argv);
 }
 
 PS_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	REAL_EXEC(execvpe, execve_fn)
 	before_exec(file, true);
-	return real_execvpe(file, argv, envp);
+	return REAL(execvpe)(file, argv, envp);
 }
 
 PS_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	typedef int (*fexecve_fn)(int, char *const[], char *const[]);
-	REAL_EXEC(fexecve, fexecve_fn)
 	before_exec(NULL, false);
-	return real_fexecve(fd, argv, envp);
+	return REAL(fexecve)(fd, argv, envp);
 }
 
 /* execl and friends: gather the variadic arguments into an array on the stack. */

@@ -31,7 +31,6 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dlfcn.h>
 #include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -40,10 +39,12 @@
 #include "callsite.h"
 #include "config.h"
 #include "fmt.h"
+#include "heap.h"
 #include "dump.h"
-#include "io.h"
+#include "iocount.h"
 #include "live.h"
 #include "pool.h"
+#include "real.h"
 #include "uring.h"
 #include "report.h"
 #include "stats.h"
@@ -137,9 +138,6 @@ static void say_left_alone(void)
 		       list, ps_program);
 }
 
-/* glibc's _Fork, bound at start so that the wrapper never calls dlsym. */
-static pid_t (*real_Fork)(void);
-
 /* Runs in the child of fork() and _Fork(): async-signal-safe work only. */
 static void after_fork_child(void)
 {
@@ -199,12 +197,11 @@ static void start(void)
 		ps_cfg.enabled = false;
 		ps_cfg.uring = PS_URING_OFF;
 		ps_cfg.timing = false;
-		ps_malloc_choose_heap(false);
-		ps_malloc_publish_heap();
+		ps_heap_choose(false);
+		ps_heap_publish();
 		__atomic_store_n(&ps_state, PS_STATE_OFF, __ATOMIC_RELEASE);
-		/* The I/O wrappers still need the real functions. */
-		ps_io_init(&ps_cfg);
-		real_Fork = (pid_t (*)(void))dlsym(RTLD_NEXT, "_Fork");
+		/* The interposers still need the real functions. */
+		ps_real_init();
 		say_left_alone();
 		errno = saved_errno;
 		return;
@@ -218,12 +215,16 @@ static void start(void)
 	if (r < 0)
 		ps_log("the pool could not be created (%s); large buffers use jemalloc's "
 		       "ordinary arenas", ps_errno_name(-r) ? ps_errno_name(-r) : "error");
-	ps_malloc_choose_heap(true);
+	ps_heap_choose(true);
 	ps_pid = (int)getpid();
 	ps_report_keep_name();
 	if (!ps_program[0])
 		keep_program_name(false);
-	ps_io_init(&ps_cfg);
+	/* Bound now, with the heap's owner chosen: dlsym may allocate. */
+	ps_real_init();
+	ps_iocount_init(&ps_cfg);
+	ps_clock_init();
+	ps_uring_init(&ps_cfg);
 	/* What stderr is now: reports and messages go there only while it still is. */
 	ps_report_keep_stderr();
 	__atomic_store_n(&ps_log_fd, ps_report_stderr_fd, __ATOMIC_RELEASE);
@@ -234,12 +235,11 @@ static void start(void)
 			       ps_errno_name(-lr) ? ps_errno_name(-lr) : "error");
 		ps_pool_on_change = ps_live_publish;
 	}
-	ps_malloc_publish_heap();
+	ps_heap_publish();
 	__atomic_store_n(&ps_state, PS_STATE_ON, __ATOMIC_RELEASE);
 
 	/* These may allocate: malloc now takes the normal path. */
 	pthread_atfork(ps_uring_before_fork, NULL, after_fork_child);
-	real_Fork = (pid_t (*)(void))dlsym(RTLD_NEXT, "_Fork");
 	have_thread_key = pthread_key_create(&thread_key, thread_exit) == 0;
 	if (have_thread_key) {
 		ps_stats_on_claim = thread_register;
@@ -283,13 +283,10 @@ bool ps_init_slow(void)
  */
 PS_EXPORT pid_t _Fork(void)
 {
-	if (!real_Fork)
+	/* Bound at start, so that a fork from a signal handler never calls dlsym. */
+	if (!real__Fork)
 		ps_enabled();     /* called before our constructor: start binds it */
-	if (!real_Fork) {
-		errno = ENOSYS;
-		return -1;
-	}
-	pid_t pid = real_Fork();
+	pid_t pid = REAL(_Fork)();
 	if (pid == 0 && __atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) == PS_STATE_ON) {
 		int saved_errno = errno;
 		after_fork_child();

@@ -19,17 +19,9 @@ enum ps_state {
 	PS_STATE_OFF,     /* POOLSHIM=off: every call goes straight to libc */
 };
 
-extern int ps_state;
+extern PS_HIDDEN int ps_state;
 /* Our pid as of start-up or the last fork (a vfork child has another). */
 extern int ps_pid;
-
-/*
- * Decide who owns the heap (ps_heap, alloc.h): the on path after the pool
- * exists, or the off path.  Defined with the interposers (malloc.c).
- */
-void ps_malloc_choose_heap(bool on);
-/* Make that choice visible to every thread: just before leaving STARTING. */
-void ps_malloc_publish_heap(void);
 
 /* Slow path of ps_enabled(): initialise, or wait for the thread that is. */
 bool ps_init_slow(void);

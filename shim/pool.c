@@ -166,7 +166,7 @@ static size_t address_space_share(void)
 	uint64_t pages = 0;
 	for (const char *c = buf; *c >= '0' && *c <= '9'; c++)
 		pages = pages * 10 + (uint64_t)(*c - '0');
-	uint64_t used = pages * (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t used = pages * (uint64_t)PS_PAGE;
 	if (used >= rl.rlim_cur)
 		return 0;
 	return (size_t)((rl.rlim_cur - used) / 2);

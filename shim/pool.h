@@ -16,10 +16,10 @@
 
 #include "config.h"
 #include "names.h"
+#include "sys.h"
 
 #define PS_UNIT_SHIFT 21                       /* 2 MiB backing units */
 #define PS_UNIT ((size_t)1 << PS_UNIT_SHIFT)
-#define PS_PAGE ((size_t)4096)
 #define PS_SLAB_MAX ((size_t)1 << 30)          /* io_uring's per-buffer limit */
 #define PS_RESERVE_MAX ((size_t)64 << 30)
 #define PS_MAX_UNITS (PS_RESERVE_MAX >> PS_UNIT_SHIFT)

@@ -21,6 +21,7 @@
 
 #include "alloc.h"
 #include "callsite.h"
+#include "heap.h"
 #include "fmt.h"
 #include "sys.h"
 #include "uring.h"

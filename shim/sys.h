@@ -14,6 +14,12 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+/*
+ * The page size.  The shim is built for x86-64 only (it reads the TSC),
+ * where pages are 4 KiB; huge pages are asked for by their own size.
+ */
+#define PS_PAGE ((size_t)4096)
+
 static inline long ps_sys_ret(long r)
 {
 	return r == -1 ? -errno : r;

@@ -652,7 +652,7 @@ static unsigned prep_wave(struct ring *r, int fd, const struct piece *pc, int wa
 
 /*
  * Submit pieces (in waves) and reap them all; contiguous prefix or
- * -1/errno, as pread/pwrite.  -2 when nothing ran: the caller makes the
+ * -1/errno, as pread/pwrite.  PS_NOT_TAKEN when nothing ran: the caller makes the
  * real call.
  */
 static ssize_t submit_pieces(struct ring *r, int fd, const struct piece *pc, int n, bool write,
@@ -710,7 +710,7 @@ static ssize_t submit_pieces(struct ring *r, int fd, const struct piece *pc, int
 		ring_drop(r);
 		ps_stats_uring_fallback(PS_UFB_ERROR);
 		if (!stop && base + sent == 0)
-			return -2;
+			return PS_NOT_TAKEN;
 		for (int k = base + sent; k < n && !stop; k++) {
 			long v = PS_SYSCALL(write ? SYS_pwrite64 : SYS_pread64, fd, pc[k].buf, pc[k].len,
 					    pc[k].off);
@@ -753,13 +753,13 @@ static ssize_t rw_claimed(int fd, void *buf, size_t len, off_t off, bool write)
 	struct ring *r = get_ring();
 	if (!r) {
 		ps_stats_uring_fallback(PS_UFB_SETUP);
-		return -2;
+		return PS_NOT_TAKEN;
 	}
 	sync_slabs(r);
 	int slab = ps_pool_slab_of(buf);
 	if (!is_registered(r, slab) && !plain_slab(slab)) {
 		ps_stats_uring_fallback(PS_UFB_REGISTER);
-		return -2;
+		return PS_NOT_TAKEN;
 	}
 
 	struct piece pc[256];
@@ -783,9 +783,9 @@ ssize_t ps_uring_rw(int fd, void *buf, size_t len, off_t off, bool write)
 {
 	/* Eligible lengths lie within one slab; this bounds the piece arithmetic regardless. */
 	if (len == 0 || len > PS_SLAB_MAX)
-		return -2;
+		return PS_NOT_TAKEN;
 	if (!claim_ring())
-		return -2;
+		return PS_NOT_TAKEN;
 	ssize_t ret = rw_claimed(fd, buf, len, off, write);
 	release_ring();
 	return ret;
@@ -799,7 +799,7 @@ static ssize_t rwv_claimed(int fd, const struct iovec *iov, int iovcnt, off_t of
 	struct ring *r = get_ring();
 	if (!r) {
 		ps_stats_uring_fallback(PS_UFB_SETUP);
-		return -2;
+		return PS_NOT_TAKEN;
 	}
 	sync_slabs(r);
 	for (int i = 0; i < iovcnt; i++) {
@@ -807,17 +807,17 @@ static ssize_t rwv_claimed(int fd, const struct iovec *iov, int iovcnt, off_t of
 		if (((uintptr_t)v->iov_base | v->iov_len) & (PS_ALIGN - 1) || v->iov_len == 0 ||
 		    !ps_pool_within_slab(v->iov_base, v->iov_len) ||
 		    ps_pool_slab_protected(ps_pool_slab_of(v->iov_base)))
-			return -2;
+			return PS_NOT_TAKEN;
 		int slab = ps_pool_slab_of(v->iov_base);
 		if (!is_registered(r, slab) && !plain_slab(slab)) {
 			ps_stats_uring_fallback(PS_UFB_REGISTER);
-			return -2;
+			return PS_NOT_TAKEN;
 		}
 		pc[i] = (struct piece){ v->iov_base, v->iov_len, off + (off_t)total };
 		total += v->iov_len;
 		/* The kernel cuts a longer call short at MAX_RW_COUNT: its answer to give. */
 		if (total > (uint64_t)PS_MAX_RW || total > (uint64_t)INT64_MAX - (uint64_t)off)
-			return -2;
+			return PS_NOT_TAKEN;
 	}
 	return submit_pieces(r, fd, pc, iovcnt, write, -1);
 }
@@ -825,9 +825,9 @@ static ssize_t rwv_claimed(int fd, const struct iovec *iov, int iovcnt, off_t of
 ssize_t ps_uring_rwv(int fd, const struct iovec *iov, int iovcnt, off_t off, bool write)
 {
 	if (off < 0 || iovcnt < 1 || iovcnt > 256)
-		return -2;
+		return PS_NOT_TAKEN;
 	if (!claim_ring())
-		return -2;
+		return PS_NOT_TAKEN;
 	ssize_t ret = rwv_claimed(fd, iov, iovcnt, off, write);
 	release_ring();
 	return ret;

@@ -36,17 +36,23 @@ bool ps_uring_eligible(const void *buf, size_t len, off_t off, bool positional);
 bool ps_uring_usable(void);
 
 /*
+ * What the io_uring path returns when it did nothing and the caller must
+ * make the real call instead (errno untouched).  -2 is no result a real
+ * call gives (they return -1 for every failure).
+ */
+#define PS_NOT_TAKEN (-2)
+
+/*
  * Do positional I/O (off >= 0), split into chunks.  write selects writes.
- * Returns what pread/pwrite would:
- * bytes, or -1 with errno.  Returns -2 (errno untouched) when the ring is
- * unavailable, or busy (a call from a signal handler that interrupted this
- * thread's own), and the caller must use the real call.
+ * Returns what pread/pwrite would: bytes, or -1 with errno; PS_NOT_TAKEN
+ * when the ring is unavailable, or busy (a call from a signal handler that
+ * interrupted this thread's own).
  */
 ssize_t ps_uring_rw(int fd, void *buf, size_t len, off_t off, bool write);
 
 /*
  * Vectored positional I/O, one SQE per segment.  Same returns as
- * ps_uring_rw(); -2 also when a segment is not eligible.
+ * ps_uring_rw(); PS_NOT_TAKEN also when a segment is not eligible.
  */
 ssize_t ps_uring_rwv(int fd, const struct iovec *iov, int iovcnt, off_t off, bool write);
 

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Who owns the heap, decided once at start before the shim leaves its
+ * starting state: normally we do (alloc.c).  With POOLSHIM=off, or when
+ * another allocator is preloaded ahead of us so that the program's malloc
+ * is not ours, every malloc-family call that still reaches us goes to
+ * that allocator ("the other"), so a block is always freed by the
+ * allocator that made it.
+ */
+#ifndef PS_HEAP_H
+#define PS_HEAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "compiler.h"
+
+enum ps_heap_owner {
+	PS_HEAP_UNDECIDED,
+	PS_HEAP_MINE,
+	PS_HEAP_OTHER,
+};
+extern PS_HIDDEN int ps_heap;
+/* With PS_HEAP_OTHER while the shim is on: the file providing malloc. */
+extern const char *ps_heap_owner;
+
+/*
+ * Decide who owns the heap: the on path after the pool exists, or the off
+ * path.  Binds the other allocator's functions.  Once, from start-up.
+ */
+void ps_heap_choose(bool on);
+/* Make that choice visible to every thread: just before leaving STARTING. */
+void ps_heap_publish(void);
+
+/* Slow path of ps_heap_mine(): the decision is not published yet. */
+bool ps_heap_mine_slow(void);
+
+/* Whether malloc-family calls go to alloc.c; initialises on first use. */
+static inline bool ps_heap_mine(void)
+{
+	int h = __atomic_load_n(&ps_heap, __ATOMIC_ACQUIRE);
+	if (ps_likely(h == PS_HEAP_MINE))
+		return true;
+	if (h == PS_HEAP_OTHER)
+		return false;
+	return ps_heap_mine_slow();
+}
+
+/*
+ * The other allocator's functions, with libc's contracts.  Those it lacks
+ * (jemalloc has no pvalloc or reallocarray) are built from the ones it
+ * has, never from ours or glibc's, so no block crosses allocators.  Until
+ * it is bound (our own start-up with POOLSHIM=off) glibc serves.
+ */
+void *ps_heap_other_malloc(size_t size);
+void ps_heap_other_free(void *p);
+void *ps_heap_other_calloc(size_t n, size_t size);
+void *ps_heap_other_realloc(void *p, size_t size);
+void *ps_heap_other_reallocarray(void *p, size_t n, size_t size);
+int ps_heap_other_posix_memalign(void **out, size_t align, size_t size);
+void *ps_heap_other_aligned_alloc(size_t align, size_t size);
+void *ps_heap_other_memalign(size_t align, size_t size);
+void *ps_heap_other_valloc(size_t size);
+void *ps_heap_other_pvalloc(size_t size);
+size_t ps_heap_other_usable_size(void *p);
+
+#endif
