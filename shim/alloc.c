@@ -321,7 +321,7 @@ void ps_free(void *p)
 		release(p);
 }
 
-size_t ps_usable_size(const void *p)
+size_t ps_usable_size(void *p)
 {
 	return p ? psje_sallocx(p, 0) : 0;
 }

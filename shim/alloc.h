@@ -27,17 +27,29 @@ bool ps_alloc_pool_ready(void);
 /* In a fork child (async-signal-safe): undo an arena half made by a thread. */
 void ps_alloc_after_fork_child(void);
 
-void *ps_malloc(size_t size);
-void *ps_calloc(size_t n, size_t size);
-void *ps_realloc(void *p, size_t size);
-void *ps_reallocarray(void *p, size_t n, size_t size);
-/* Returns 0 or an errno value, like posix_memalign(3); errno untouched. */
-int ps_posix_memalign(void **out, size_t align, size_t size);
-void *ps_aligned_alloc(size_t align, size_t size);
-void *ps_memalign(size_t align, size_t size);
-void *ps_valloc(size_t size);
-void *ps_pvalloc(size_t size);
+/*
+ * The malloc family as both heaps implement it (ours here as ps_NAME, the
+ * other allocator's in heap.c as ps_heap_other_NAME), and as malloc.c's
+ * doors export it: type, exported name, NAME, parameters, arguments.
+ * posix_memalign returns 0 or an errno value and leaves errno alone;
+ * free, which returns nothing, is declared on its own.
+ */
+#define PS_MALLOC_FAMILY(X)                                                               \
+	X(void *, malloc, malloc, (size_t size), (size))                                   \
+	X(void *, calloc, calloc, (size_t n, size_t size), (n, size))                      \
+	X(void *, realloc, realloc, (void *p, size_t size), (p, size))                     \
+	X(void *, reallocarray, reallocarray, (void *p, size_t n, size_t size), (p, n, size)) \
+	X(int, posix_memalign, posix_memalign, (void **out, size_t align, size_t size),    \
+	  (out, align, size))                                                              \
+	X(void *, aligned_alloc, aligned_alloc, (size_t align, size_t size), (align, size)) \
+	X(void *, memalign, memalign, (size_t align, size_t size), (align, size))          \
+	X(void *, valloc, valloc, (size_t size), (size))                                   \
+	X(void *, pvalloc, pvalloc, (size_t size), (size))                                 \
+	X(size_t, malloc_usable_size, usable_size, (void *p), (p))
+
+#define PS_ALLOC_DECLARE(type, name, impl, params, args) type ps_##impl params;
+PS_MALLOC_FAMILY(PS_ALLOC_DECLARE)
+#undef PS_ALLOC_DECLARE
 void ps_free(void *p);
-size_t ps_usable_size(const void *p);
 
 #endif

@@ -307,17 +307,15 @@ static void put_accepted(struct ps_buf *b, const struct option *o)
 		ps_buf_puts(b, "1|0|on|off|yes|no|true|false");
 		break;
 	case OPT_SIZE:
-		ps_buf_puts(b, "a size with optional K/M/G suffix, ");
-		ps_buf_size(b, o->min);
+	case OPT_UINT: {
+		bool size = o->kind == OPT_SIZE;
+		void (*put)(struct ps_buf *, uint64_t) = size ? ps_buf_size : ps_buf_u64;
+		ps_buf_puts(b, size ? "a size with optional K/M/G suffix, " : "an integer ");
+		put(b, o->min);
 		ps_buf_puts(b, "..");
-		ps_buf_size(b, o->max);
+		put(b, o->max);
 		break;
-	case OPT_UINT:
-		ps_buf_puts(b, "an integer ");
-		ps_buf_u64(b, o->min);
-		ps_buf_puts(b, "..");
-		ps_buf_u64(b, o->max);
-		break;
+	}
 	case OPT_ENUM:
 		put_choices(b, o->choices);
 		break;

@@ -105,23 +105,18 @@ static int do_fcntl(int fd, int cmd, void *arg)
 	return r;
 }
 
-PS_EXPORT int fcntl(int fd, int cmd, ...)
-{
-	va_list ap;
-	va_start(ap, cmd);
-	void *arg = va_arg(ap, void *);
-	va_end(ap);
-	return do_fcntl(fd, cmd, arg);
-}
-
-PS_EXPORT int fcntl64(int fd, int cmd, ...)
-{
-	va_list ap;
-	va_start(ap, cmd);
-	void *arg = va_arg(ap, void *);
-	va_end(ap);
-	return do_fcntl(fd, cmd, arg);
-}
+/* fcntl and fcntl64 (the same call on a 64-bit system). */
+#define PS_FCNTL_DOOR(name)                                                        \
+	PS_EXPORT int name(int fd, int cmd, ...)                                   \
+	{                                                                          \
+		va_list ap;                                                        \
+		va_start(ap, cmd);                                                 \
+		void *arg = va_arg(ap, void *);                                    \
+		va_end(ap);                                                        \
+		return do_fcntl(fd, cmd, arg);                                     \
+	}
+PS_FCNTL_DOOR(fcntl)
+PS_FCNTL_DOOR(fcntl64)
 
 /* open's mode is read only when the flags ask for one, as libc does. */
 static mode_t open_mode(int flags, va_list ap)
@@ -137,41 +132,24 @@ PS_INLINE int opened(int fd, const char *path, int flags)
 	return fd;
 }
 
-PS_EXPORT int open(const char *path, int flags, ...)
-{
-	va_list ap;
-	va_start(ap, flags);
-	mode_t mode = open_mode(flags, ap);
-	va_end(ap);
-	return opened(REAL(open)(path, flags, mode), path, flags);
-}
-
-PS_EXPORT int open64(const char *path, int flags, ...)
-{
-	va_list ap;
-	va_start(ap, flags);
-	mode_t mode = open_mode(flags, ap);
-	va_end(ap);
-	return opened(REAL(open)(path, flags, mode), path, flags);
-}
-
-PS_EXPORT int openat(int dir, const char *path, int flags, ...)
-{
-	va_list ap;
-	va_start(ap, flags);
-	mode_t mode = open_mode(flags, ap);
-	va_end(ap);
-	return opened(REAL(openat)(dir, path, flags, mode), path, flags);
-}
-
-PS_EXPORT int openat64(int dir, const char *path, int flags, ...)
-{
-	va_list ap;
-	va_start(ap, flags);
-	mode_t mode = open_mode(flags, ap);
-	va_end(ap);
-	return opened(REAL(openat)(dir, path, flags, mode), path, flags);
-}
+/*
+ * open, openat and their 64 twins (the same calls on a 64-bit system):
+ * params and args with the directory (openat) or without.
+ */
+#define PS_OPEN_DOOR(name, real, params, args)                                     \
+	PS_EXPORT int name params                                                  \
+	{                                                                          \
+		va_list ap;                                                        \
+		va_start(ap, flags);                                               \
+		mode_t mode = open_mode(flags, ap);                                \
+		va_end(ap);                                                        \
+		return opened(REAL(real) args, path, flags);                       \
+	}
+PS_OPEN_DOOR(open, open, (const char *path, int flags, ...), (path, flags, mode))
+PS_OPEN_DOOR(open64, open, (const char *path, int flags, ...), (path, flags, mode))
+PS_OPEN_DOOR(openat, openat, (int dir, const char *path, int flags, ...), (dir, path, flags, mode))
+PS_OPEN_DOOR(openat64, openat, (int dir, const char *path, int flags, ...),
+	     (dir, path, flags, mode))
 
 /* What -D_FORTIFY_SOURCE builds call for open(path, flags) with variable flags. */
 PS_EXPORT int __open_2(const char *path, int flags)

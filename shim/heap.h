@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "alloc.h"
 #include "compiler.h"
 
 enum ps_heap_owner {
@@ -52,16 +53,9 @@ static inline bool ps_heap_mine(void)
  * has, never from ours or glibc's, so no block crosses allocators.  Until
  * it is bound (our own start-up with POOLSHIM=off) glibc serves.
  */
-void *ps_heap_other_malloc(size_t size);
+#define PS_HEAP_DECLARE(type, name, impl, params, args) type ps_heap_other_##impl params;
+PS_MALLOC_FAMILY(PS_HEAP_DECLARE)
+#undef PS_HEAP_DECLARE
 void ps_heap_other_free(void *p);
-void *ps_heap_other_calloc(size_t n, size_t size);
-void *ps_heap_other_realloc(void *p, size_t size);
-void *ps_heap_other_reallocarray(void *p, size_t n, size_t size);
-int ps_heap_other_posix_memalign(void **out, size_t align, size_t size);
-void *ps_heap_other_aligned_alloc(size_t align, size_t size);
-void *ps_heap_other_memalign(size_t align, size_t size);
-void *ps_heap_other_valloc(size_t size);
-void *ps_heap_other_pvalloc(size_t size);
-size_t ps_heap_other_usable_size(void *p);
 
 #endif

@@ -22,18 +22,7 @@ void cfree(void *p);
 			return ps_##impl args;                                     \
 		return ps_heap_other_##impl args;                                  \
 	}
-
-PS_MALLOC_DOOR(void *, malloc, malloc, (size_t size), (size))
-PS_MALLOC_DOOR(void *, calloc, calloc, (size_t n, size_t size), (n, size))
-PS_MALLOC_DOOR(void *, realloc, realloc, (void *p, size_t size), (p, size))
-PS_MALLOC_DOOR(void *, reallocarray, reallocarray, (void *p, size_t n, size_t size), (p, n, size))
-PS_MALLOC_DOOR(int, posix_memalign, posix_memalign, (void **out, size_t align, size_t size),
-	       (out, align, size))
-PS_MALLOC_DOOR(void *, aligned_alloc, aligned_alloc, (size_t align, size_t size), (align, size))
-PS_MALLOC_DOOR(void *, memalign, memalign, (size_t align, size_t size), (align, size))
-PS_MALLOC_DOOR(void *, valloc, valloc, (size_t size), (size))
-PS_MALLOC_DOOR(void *, pvalloc, pvalloc, (size_t size), (size))
-PS_MALLOC_DOOR(size_t, malloc_usable_size, usable_size, (void *p), (p))
+PS_MALLOC_FAMILY(PS_MALLOC_DOOR)
 
 PS_EXPORT void free(void *p)
 {

@@ -26,6 +26,18 @@ struct ps_gauges *ps_gauges_mirror;
 void *(*ps_stats_block_source)(void);
 void (*ps_stats_on_claim)(void *block);
 
+/* Put a new block, in use, on the list every report walks (lock-free push). */
+static void list_block(struct ps_tstats *t)
+{
+	t->in_use = 1;
+	t->is_block = 1;
+	t->next = __atomic_load_n(&blocks, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&blocks, &t->next, t, true,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+	__atomic_add_fetch(&nblocks, 1, __ATOMIC_RELAXED);
+}
+
 static struct ps_tstats *adopt(struct ps_tstats *t)
 {
 	void (*hook)(void *) = ps_stats_on_claim;
@@ -58,13 +70,7 @@ struct ps_tstats *ps_stats_claim(void)
 			return NULL;
 	}
 	t = p;
-	t->in_use = 1;
-	t->is_block = 1;
-	t->next = __atomic_load_n(&blocks, __ATOMIC_RELAXED);
-	while (!__atomic_compare_exchange_n(&blocks, &t->next, t, true,
-					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-		;
-	__atomic_add_fetch(&nblocks, 1, __ATOMIC_RELAXED);
+	list_block(t);
 	return adopt(t);
 }
 
@@ -90,13 +96,7 @@ void ps_stats_rehome(void)
 	memcpy(t->errnos, old->errnos, sizeof(t->errnos));
 	memcpy(t->events, old->events, sizeof(t->events));
 	t->uring = old->uring;
-	t->in_use = 1;
-	t->is_block = 1;
-	t->next = __atomic_load_n(&blocks, __ATOMIC_RELAXED);
-	while (!__atomic_compare_exchange_n(&blocks, &t->next, t, true,
-					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-		;
-	__atomic_add_fetch(&nblocks, 1, __ATOMIC_RELAXED);
+	list_block(t);
 	/* Switch first, then empty the old block for the next thread to take. */
 	ps_stats_tls = t;
 	zero_counters(old);

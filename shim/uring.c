@@ -779,18 +779,6 @@ static ssize_t rw_claimed(int fd, void *buf, size_t len, off_t off, bool write)
 	return submit_pieces(r, fd, pc, n, write, slab);
 }
 
-ssize_t ps_uring_rw(int fd, void *buf, size_t len, off_t off, bool write)
-{
-	/* Eligible lengths lie within one slab; this bounds the piece arithmetic regardless. */
-	if (len == 0 || len > PS_SLAB_MAX)
-		return PS_NOT_TAKEN;
-	if (!claim_ring())
-		return PS_NOT_TAKEN;
-	ssize_t ret = rw_claimed(fd, buf, len, off, write);
-	release_ring();
-	return ret;
-}
-
 static ssize_t rwv_claimed(int fd, const struct iovec *iov, int iovcnt, off_t off, bool write)
 {
 	struct piece pc[256];
@@ -822,13 +810,31 @@ static ssize_t rwv_claimed(int fd, const struct iovec *iov, int iovcnt, off_t of
 	return submit_pieces(r, fd, pc, iovcnt, write, -1);
 }
 
+/*
+ * Run a call on this thread's ring, claimed for its duration: one buffer
+ * (iovcnt 0, split into chunks) or an array (one SQE per segment).
+ */
+static ssize_t on_ring(int fd, const struct iovec *iov, int iovcnt, off_t off, bool write)
+{
+	if (!claim_ring())
+		return PS_NOT_TAKEN;
+	ssize_t ret = iovcnt == 0 ? rw_claimed(fd, iov->iov_base, iov->iov_len, off, write)
+				  : rwv_claimed(fd, iov, iovcnt, off, write);
+	release_ring();
+	return ret;
+}
+
+ssize_t ps_uring_rw(int fd, void *buf, size_t len, off_t off, bool write)
+{
+	/* Eligible lengths lie within one slab; this bounds the piece arithmetic regardless. */
+	if (len == 0 || len > PS_SLAB_MAX)
+		return PS_NOT_TAKEN;
+	return on_ring(fd, &(struct iovec){ buf, len }, 0, off, write);
+}
+
 ssize_t ps_uring_rwv(int fd, const struct iovec *iov, int iovcnt, off_t off, bool write)
 {
 	if (off < 0 || iovcnt < 1 || iovcnt > 256)
 		return PS_NOT_TAKEN;
-	if (!claim_ring())
-		return PS_NOT_TAKEN;
-	ssize_t ret = rwv_claimed(fd, iov, iovcnt, off, write);
-	release_ring();
-	return ret;
+	return on_ring(fd, iov, iovcnt, off, write);
 }
