@@ -65,86 +65,6 @@ static size_t stride(void)
 	return (sizeof(struct ps_tstats) + 4095) & ~(size_t)4095;
 }
 
-static char live_dir[PS_LIVE_DIR_MAX + 1] = PS_LIVE_DIR;
-
-/*
- * Only an absolute path to an existing directory: a relative one would
- * follow the program's working directory, and a file the program cannot
- * create there is better said once here than failed on silently later.
- */
-int ps_live_set_dir(const char *dir)
-{
-	struct stat st;
-	size_t n = strlen(dir);
-
-	if (dir[0] != '/' || n > PS_LIVE_DIR_MAX)
-		return -EINVAL;
-	if (stat(dir, &st) < 0)
-		return -errno;
-	if (!S_ISDIR(st.st_mode))
-		return -ENOTDIR;
-	while (n > 1 && dir[n - 1] == '/')
-		n--;
-	memcpy(live_dir, dir, n);
-	live_dir[n] = '\0';
-	return 0;
-}
-
-const char *ps_live_dir(void)
-{
-	return live_dir;
-}
-
-void ps_live_path(char *out, unsigned long cap, int pid, uint64_t ns)
-{
-	struct ps_buf b;
-	ps_buf_init(&b, out, cap, -1);
-	ps_buf_printf(&b, "%s/poolshim-%d-%lu.stats", live_dir, pid, (unsigned long)ns);
-	ps_buf_str(&b);
-}
-
-uint64_t ps_live_pidns(void)
-{
-	struct stat st;
-	int saved = errno;
-	int r = stat("/proc/self/ns/pid", &st);
-	errno = saved;
-	return r == 0 ? (uint64_t)st.st_ino : 0;
-}
-
-uint64_t ps_live_starttime(int pid)
-{
-	char path[64], buf[1024];
-	struct ps_buf b;
-
-	/* /proc/self, not /proc/PID: under a /proc of another pid namespace PID is someone else. */
-	ps_buf_init(&b, path, sizeof(path), -1);
-	if (pid)
-		ps_buf_printf(&b, "/proc/%d/stat", pid);
-	else
-		ps_buf_puts(&b, "/proc/self/stat");
-	long fd = ps_sys_openat(AT_FDCWD, ps_buf_str(&b), O_RDONLY | O_CLOEXEC, 0);
-	if (fd < 0)
-		return 0;
-	long n = ps_sys_read((int)fd, buf, sizeof(buf) - 1);
-	ps_sys_close((int)fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* Fields after the command name, which may hold spaces and parentheses. */
-	char *p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	int field = 2;
-	for (p++; *p && field < 22; p++)
-		if (*p == ' ')
-			field++;
-	uint64_t v = 0;
-	for (; *p >= '0' && *p <= '9'; p++)
-		v = v * 10 + (uint64_t)(*p - '0');
-	return v;
-}
-
 /* Make pages [p, p + len) of the mapping real, or say why not (-errno). */
 static int reserve(void *p, size_t len)
 {
@@ -162,7 +82,7 @@ static bool room_for(size_t len)
 {
 	struct statfs s;
 
-	if (PS_SYSCALL(SYS_statfs, live_dir, &s) < 0 || s.f_blocks == 0)
+	if (PS_SYSCALL(SYS_statfs, ps_live_dir(), &s) < 0 || s.f_blocks == 0)
 		return true;
 	uint64_t bsize = (uint64_t)s.f_bsize;
 	return (uint64_t)s.f_bavail * bsize >= len + (uint64_t)s.f_blocks * bsize / 4;

@@ -99,4 +99,11 @@ uint64_t ps_live_starttime(int pid);
 /* The inode of this process's pid namespace (0 when /proc is not mounted). */
 uint64_t ps_live_pidns(void);
 
+/*
+ * Numeric fields of /proc/PID/stat (of this process when pid is 0), as
+ * proc(5) numbers them (10 minflt, 12 majflt, 14 utime, 15 stime, 22
+ * starttime): out[i] gets field fields[i].  0, or -errno.
+ */
+int ps_proc_stat(int pid, const int *fields, uint64_t *out, int n);
+
 #endif

@@ -212,28 +212,16 @@ static void totals(const struct target *t, struct ps_tstats *out, struct ps_tsta
 /* Page faults and CPU time from /proc/PID/stat, while the process lives. */
 static void proc_usage(const struct target *t, struct ps_report_data *d)
 {
-	char path[64], buf[1024];
-	unsigned long minflt, majflt, utime, stime;
+	static const int fields[] = { 10, 12, 14, 15 };   /* minflt majflt utime stime */
+	uint64_t v[4];
 
-	if (t->dead || t->foreign_ns)
+	if (t->dead || t->foreign_ns || ps_proc_stat(t->pid, fields, v, 4) < 0)
 		return;
-	snprintf(path, sizeof(path), "/proc/%d/stat", t->pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');
-	/* fields 3.. after the name: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime */
-	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %lu %*u %lu %*u %lu %lu",
-			&minflt, &majflt, &utime, &stime) == 4) {
-		long hz = sysconf(_SC_CLK_TCK);
-		d->minflt = minflt;
-		d->majflt = majflt;
-		d->utime_us = (uint64_t)utime * 1000000u / (uint64_t)hz;
-		d->stime_us = (uint64_t)stime * 1000000u / (uint64_t)hz;
-	}
+	uint64_t hz = (uint64_t)sysconf(_SC_CLK_TCK);
+	d->minflt = v[0];
+	d->majflt = v[1];
+	d->utime_us = v[2] * 1000000u / hz;
+	d->stime_us = v[3] * 1000000u / hz;
 }
 
 static void show(const struct target *t, const struct ps_tstats *counters, const char *what)

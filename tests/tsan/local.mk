@@ -7,7 +7,7 @@
 #   make check TESTS=tests/tsan/stress.sh     just this test
 if TSAN
 check_LTLIBRARIES += libpscore_tsan.la
-libpscore_tsan_la_SOURCES = $(libpscore_la_SOURCES)
+libpscore_tsan_la_SOURCES = $(PS_FMT_SOURCES) $(PS_CORE_SOURCES)
 libpscore_tsan_la_CFLAGS = $(libpscore_la_CFLAGS) $(TSAN_CFLAGS)
 
 check_PROGRAMS += tests/tsan/stress

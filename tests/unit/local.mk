@@ -9,7 +9,7 @@ tests_unit_unit_SOURCES += tests/unit/test_fdinfo.c
 
 if SANITIZERS
 check_LTLIBRARIES += libpscore_asan.la
-libpscore_asan_la_SOURCES = $(libpscore_la_SOURCES)
+libpscore_asan_la_SOURCES = $(PS_FMT_SOURCES) $(PS_CORE_SOURCES)
 libpscore_asan_la_CFLAGS = $(libpscore_la_CFLAGS) $(SANITIZER_CFLAGS)
 PSCORE_UNIT = libpscore_asan.la
 # Tests that cannot run in this build (sanitized programs under the

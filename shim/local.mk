@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: MIT
+# The shim in three layers (included from Makefile.am; docs/architecture.md
+# draws them):
+#   libpsfmt.la    names, formatting, configuration, counters, the report's
+#                  renderer and the live file's format: what the tools link;
+#                  no jemalloc, liburing or libunwind
+#   libpscore.la   the runtime: pool, allocator, kind table, io_uring, live
+#                  file, call sites; unit tests link it without preloading
+#   libpoolshim.la the preloaded library: start-up and the interposers
+#                  (doors) over the core, with the private jemalloc
+
+# ---------------------------------------------------------------------------
+# A private copy of Debian's jemalloc.  Every public symbol (malloc, mallocx,
+# mallctl, ...) is renamed to psje_*, so the copy inside libpoolshim.so never
+# collides with the interposers, with a jemalloc the program links itself, or
+# with another preloaded allocator.  Its secure_getenv and readlink go to
+# shim/config.c, which hides MALLOC_CONF and /etc/malloc.conf: those are the
+# program's allocator settings, not ours.  Its constructor is dropped: the
+# copy starts when the pool is made, so a process the shim leaves alone
+# never starts it.
+# ---------------------------------------------------------------------------
+shim/jemalloc_ps.a: $(JEMALLOC_PIC)
+	$(AM_V_GEN)mkdir -p shim && \
+	$(NM) -g --defined-only $(JEMALLOC_PIC) 2>/dev/null | \
+	  awk 'NF == 3 && $$3 !~ /^je_/ { print $$3 " psje_" $$3 }' | sort -u > shim/jemalloc.syms && \
+	printf '%s\n' 'secure_getenv ps_jemalloc_getenv' 'readlink ps_jemalloc_readlink' >> shim/jemalloc.syms && \
+	$(OBJCOPY) --redefine-syms=shim/jemalloc.syms --remove-section=.init_array $(JEMALLOC_PIC) $@
+CLEANFILES += shim/jemalloc_ps.a shim/jemalloc.syms
+JEMALLOC_PS = $(top_builddir)/shim/jemalloc_ps.a
+
+PS_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -ftls-model=initial-exec
+
+# The format layer.
+PS_FMT_SOURCES = \
+	shim/names.c shim/names.h \
+	shim/fmt.c shim/fmt.h \
+	shim/config.c shim/config.h \
+	shim/stats.c shim/stats.h \
+	shim/livefmt.c shim/live.h \
+	shim/sys.h shim/compiler.h
+noinst_LTLIBRARIES = libpsfmt.la
+libpsfmt_la_SOURCES = $(PS_FMT_SOURCES)
+libpsfmt_la_CFLAGS = $(PS_CFLAGS)
+
+# The runtime.
+PS_CORE_SOURCES = \
+	shim/pool.c shim/pool.h \
+	shim/alloc.c shim/alloc.h shim/posix.h shim/heap.h \
+	shim/report.c shim/report.h \
+	shim/fdinfo.c shim/fdinfo.h \
+	shim/uring.c shim/uring.h \
+	shim/live.c \
+	shim/callsite.c shim/callsite.h \
+	shim/jemalloc_ps.h
+noinst_LTLIBRARIES += libpscore.la
+libpscore_la_SOURCES = $(PS_CORE_SOURCES)
+libpscore_la_CFLAGS = $(PS_CFLAGS) $(URING_CFLAGS) $(UNWIND_CFLAGS)
+libpscore_la_LIBADD = libpsfmt.la
+
+# The preloadable library: start-up and the doors.
+lib_LTLIBRARIES = libpoolshim.la
+include_HEADERS = shim/poolshim.h
+libpoolshim_la_SOURCES = \
+	shim/init.c shim/init.h \
+	shim/real.c shim/real.h \
+	shim/heap.c shim/heap.h \
+	shim/malloc.c shim/protect.c \
+	shim/iocount.c shim/iocount.h \
+	shim/direct.c shim/direct.h \
+	shim/io.c shim/fdcalls.c \
+	shim/dump.c shim/dump.h \
+	shim/api.c
+# -U_FORTIFY_SOURCE: the interposers define read, pread, recv, ..., which
+# fortified headers turn into always-inline wrappers that cannot also be
+# defined here (distribution CPPFLAGS, Debian's dpkg-buildflags among them,
+# set it); it comes after $(CPPFLAGS) on the command line, so it wins.
+libpoolshim_la_CFLAGS = $(PS_CFLAGS) \
+	-fno-builtin-malloc -fno-builtin-free -fno-builtin-calloc -fno-builtin-realloc \
+	-U_FORTIFY_SOURCE
+libpoolshim_la_LIBADD = libpscore.la $(JEMALLOC_PS) $(URING_LIBS) -lm -ldl
+libpoolshim_la_LDFLAGS = -module -avoid-version -shared \
+	-Wl,--version-script=$(top_srcdir)/shim/poolshim.map -Wl,-z,now
+EXTRA_libpoolshim_la_DEPENDENCIES = $(top_srcdir)/shim/poolshim.map $(JEMALLOC_PS)
+EXTRA_DIST += shim/poolshim.map
+
+# The live view: `poolshim stat` runs it.
+bin_PROGRAMS += tools/poolshim-stat
+tools_poolshim_stat_SOURCES = tools/poolshim-stat.c
+tools_poolshim_stat_LDADD = libpscore.la $(JEMALLOC_PS) $(URING_LIBS) -lm -ldl
+
