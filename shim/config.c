@@ -159,6 +159,20 @@ int ps_parse_signal(const char *s, int *out)
 	return -EINVAL;
 }
 
+const char *ps_parse_digits(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	for (; *s >= '0' && *s <= '9'; s++) {
+		uint64_t d = (uint64_t)(*s - '0');
+		if (v > (max - d) / 10 || v * 10 + d > max)
+			return NULL;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return s;
+}
+
 /* Digits, then an optional K/M/G (and optional "iB"/"B"); no sign, no space. */
 static int parse_number(const char *s, bool allow_suffix, uint64_t *out)
 {
@@ -167,12 +181,8 @@ static int parse_number(const char *s, bool allow_suffix, uint64_t *out)
 
 	if (*p < '0' || *p > '9')
 		return -EINVAL;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		uint64_t d = (uint64_t)(*p - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return -ERANGE;
-		v = v * 10 + d;
-	}
+	if (!(p = ps_parse_digits(p, UINT64_MAX, &v)))
+		return -ERANGE;
 	if (*p != '\0') {
 		unsigned shift;
 		if (!allow_suffix)

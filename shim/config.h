@@ -88,6 +88,13 @@ bool ps_config_option(const struct ps_config *cfg, size_t i, const char **name, 
  * Pure parsers: 0 on success, -EINVAL for a malformed value, -ERANGE when it
  * overflows or lies outside [min, max].
  */
+/*
+ * The decimal digits at s into *out (0 when there are none).  Returns a
+ * pointer past the last digit, or NULL when the number is above max.
+ * The one digit loop of the shim: options, /proc and /sys files.
+ */
+const char *ps_parse_digits(const char *s, uint64_t max, uint64_t *out);
+
 int ps_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int ps_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int ps_parse_bool(const char *s, bool *out);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "config.h"
 #include "fmt.h"
 #include "sys.h"
 
@@ -93,11 +94,8 @@ int ps_proc_stat(int pid, const int *fields, uint64_t *out, int n)
 		for (int i = 0; i < n; i++) {
 			if (fields[i] != field)
 				continue;
-			uint64_t v = 0;
-			for (const char *q = p + 1; *q >= '0' && *q <= '9'; q++)
-				v = v * 10 + (uint64_t)(*q - '0');
-			out[i] = v;
-			got++;
+			if (ps_parse_digits(p + 1, UINT64_MAX, &out[i]))
+				got++;
 		}
 	}
 	return got == n ? 0 : -EIO;

@@ -108,10 +108,8 @@ static uint64_t read_u64_file(const char *path)
 	char buf[32];
 	uint64_t v = 0;
 
-	if (read_small_file(path, buf, sizeof(buf)) <= 0)
+	if (read_small_file(path, buf, sizeof(buf)) <= 0 || !ps_parse_digits(buf, UINT64_MAX, &v))
 		return 0;
-	for (const char *p = buf; *p >= '0' && *p <= '9'; p++)
-		v = v * 10 + (uint64_t)(*p - '0');
 	return v;
 }
 
@@ -164,8 +162,8 @@ static size_t address_space_share(void)
 	if (read_small_file("/proc/self/statm", buf, sizeof(buf)) <= 0)
 		return SIZE_MAX;
 	uint64_t pages = 0;
-	for (const char *c = buf; *c >= '0' && *c <= '9'; c++)
-		pages = pages * 10 + (uint64_t)(*c - '0');
+	if (!ps_parse_digits(buf, UINT64_MAX / PS_PAGE, &pages))
+		return SIZE_MAX;
 	uint64_t used = pages * (uint64_t)PS_PAGE;
 	if (used >= rl.rlim_cur)
 		return 0;
@@ -185,9 +183,8 @@ int ps_pool_init(const struct ps_config *cfg)
 	 * the POOLSHIM_ names, which the configuration checks.
 	 */
 	const char *d = secure_getenv("PS_TEST_POOL_DELAY_US");
-	test_delay_us = 0;
-	for (; d && *d >= '0' && *d <= '9' && test_delay_us < 1000000; d++)
-		test_delay_us = test_delay_us * 10 + (unsigned)(*d - '0');
+	uint64_t us = 0;
+	test_delay_us = d && ps_parse_digits(d, 1000000, &us) ? (unsigned)us : 0;
 	prepared = false;
 	prepare_error = 0;
 	return 0;

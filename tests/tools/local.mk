@@ -9,6 +9,10 @@ EXTRA_DIST += tests/tools/report_merge.sh scripts/poolshim-report.py
 TESTS += tests/tools/poolshim_run.sh
 EXTRA_DIST += tests/tools/poolshim_run.sh
 
+# `poolshim stat` links the format layer only: no jemalloc, liburing, libunwind.
+TESTS += tests/tools/stat_deps.sh
+EXTRA_DIST += tests/tools/stat_deps.sh
+
 # `poolshim stat` on live files whose header lies (crafted in /dev/shm).
 TESTS += tests/tools/stat_lying.sh
 EXTRA_DIST += tests/tools/stat_lying.sh
