@@ -278,14 +278,6 @@ static void bucket_location(struct s3_req *r)
 	sb_free(&x);
 }
 
-static void add_name(struct sbuf *x, const char *s, size_t n, bool url)
-{
-	if (url)
-		sb_add_uri(x, s, n, true);
-	else
-		sb_add_xml(x, s, n);
-}
-
 /* Pulls Contents and CommonPrefixes out of one backend's listing. */
 static int collect_listing(const struct sbuf *b, struct name_ent **v, size_t *n, size_t *cap,
 			   bool *truncated, char **last, size_t *last_len)
@@ -433,67 +425,21 @@ static void list_objects(struct s3_req *r)
 			truncated = true;
 			break;
 		}
-		if (e->prefix) {
-			sb_adds(&body, "<CommonPrefixes><Prefix>");
-			add_name(&body, e->name, e->len, lp.url_encode);
-			sb_adds(&body, "</Prefix></CommonPrefixes>");
-		} else {
-			sb_adds(&body, "<Contents><Key>");
-			add_name(&body, e->name, e->len, lp.url_encode);
-			sb_adds(&body, "</Key>");
-			sb_add(&body, e->extra, e->extra_len);
-			sb_adds(&body, "</Contents>");
-		}
+		if (e->prefix)
+			s3_list_add_prefix(&body, &lp, e->name, e->len);
+		else
+			s3_list_add_key(&body, &lp, e->name, e->len, e->extra, e->extra_len);
 		lastn = e->name;
 		lastl = e->len;
 		count++;
 	}
 	if (lp.max_keys == 0)
 		truncated = false;
-	sb_adds(&x, S3_XML_HEAD "<ListBucketResult " S3_XMLNS "><Name>");
-	sb_adds(&x, r->t.bucket);
-	sb_adds(&x, "</Name><Prefix>");
-	add_name(&x, lp.prefix, lp.prefix_len, lp.url_encode);
-	sb_adds(&x, "</Prefix>");
-	if (lp.version == 2) {
-		sb_printf(&x, "<KeyCount>%d</KeyCount>", count);
-		if (lp.token_raw) {
-			sb_adds(&x, "<ContinuationToken>");
-			sb_add_xml(&x, lp.token_raw, lp.token_raw_len);
-			sb_adds(&x, "</ContinuationToken>");
-		}
-		if (lp.marker_raw) {
-			sb_adds(&x, "<StartAfter>");
-			add_name(&x, lp.marker_raw, lp.marker_raw_len, lp.url_encode);
-			sb_adds(&x, "</StartAfter>");
-		}
-		if (truncated && lastn) {
-			sb_adds(&x, "<NextContinuationToken>");
-			s3_list_token(&x, lastn, lastl);
-			sb_adds(&x, "</NextContinuationToken>");
-		}
-	} else {
-		sb_adds(&x, "<Marker>");
-		if (lp.marker_raw)
-			add_name(&x, lp.marker_raw, lp.marker_raw_len, lp.url_encode);
-		sb_adds(&x, "</Marker>");
-		if (truncated && lastn) {
-			sb_adds(&x, "<NextMarker>");
-			add_name(&x, lastn, lastl, lp.url_encode);
-			sb_adds(&x, "</NextMarker>");
-		}
-	}
-	sb_printf(&x, "<MaxKeys>%d</MaxKeys>", lp.max_keys);
-	if (lp.delimiter_len) {
-		sb_adds(&x, "<Delimiter>");
-		add_name(&x, lp.delimiter, lp.delimiter_len, lp.url_encode);
-		sb_adds(&x, "</Delimiter>");
-	}
-	if (lp.url_encode)
-		sb_adds(&x, "<EncodingType>url</EncodingType>");
-	sb_printf(&x, "<IsTruncated>%s</IsTruncated>", truncated && lastn ? "true" : "false");
-	sb_add(&x, body.p ? body.p : "", body.len);
-	sb_adds(&x, "</ListBucketResult>\n");
+	struct s3_list_result res = {
+		.bucket = r->t.bucket, .count = count, .truncated = truncated && lastn,
+		.next = truncated ? lastn : NULL, .next_len = lastl, .entries = &body,
+	};
+	s3_list_result_xml(&x, &lp, &res);
 	s3_respond_xml(r, 200, &x);
 	sb_free(&x);
 	sb_free(&body);

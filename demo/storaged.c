@@ -249,13 +249,16 @@ static void delete_bucket(struct s3_req *r)
 		s3_respond(r, 204, NULL, NULL, 0);
 }
 
-/* Adds a name to a listing, url-encoded when asked. */
-static void add_name(struct sbuf *x, const char *s, size_t n, bool url)
+/* An object's elements after its Key in a listing. */
+static void contents_fields(struct sbuf *f, const struct s3_list_params *lp, const struct obj *o)
 {
-	if (url)
-		sb_add_uri(x, s, n, true);
-	else
-		sb_add_xml(x, s, n);
+	char d[32];
+	fmt_iso_date(d, o->mtime);
+	sb_printf(f, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>"
+		  "<Size>%llu</Size>", d, o->etag, (unsigned long long)o->size);
+	if (lp->version == 1 || lp->fetch_owner)
+		sb_adds(f, "<Owner><ID>poolshim</ID><DisplayName>poolshim</DisplayName></Owner>");
+	sb_adds(f, "<StorageClass>STANDARD</StorageClass>");
 }
 
 static void list_objects(struct s3_req *r, struct bucket *b)
@@ -267,9 +270,10 @@ static void list_objects(struct s3_req *r, struct bucket *b)
 		s3_error(r, 400, code, msg);
 		return;
 	}
-	struct sbuf body, x;
+	struct sbuf body, x, fields;
 	sb_init(&body);
 	sb_init(&x);
+	sb_init(&fields);
 	const char *pfx = lp.prefix, *dl = lp.delimiter;
 	size_t pl = lp.prefix_len, dlen = lp.delimiter_len;
 	int count = 0;
@@ -306,19 +310,11 @@ static void list_objects(struct s3_req *r, struct bucket *b)
 			break;
 		}
 		if (group) {
-			sb_adds(&body, "<CommonPrefixes><Prefix>");
-			add_name(&body, o->key, nl, lp.url_encode);
-			sb_adds(&body, "</Prefix></CommonPrefixes>");
+			s3_list_add_prefix(&body, &lp, o->key, nl);
 		} else {
-			char d[32];
-			fmt_iso_date(d, o->mtime);
-			sb_adds(&body, "<Contents><Key>");
-			add_name(&body, o->key, o->klen, lp.url_encode);
-			sb_printf(&body, "</Key><LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>"
-				  "<Size>%llu</Size>", d, o->etag, (unsigned long long)o->size);
-			if (lp.version == 1 || lp.fetch_owner)
-				sb_adds(&body, "<Owner><ID>poolshim</ID><DisplayName>poolshim</DisplayName></Owner>");
-			sb_adds(&body, "<StorageClass>STANDARD</StorageClass></Contents>");
+			sb_reset(&fields);
+			contents_fields(&fields, &lp, o);
+			s3_list_add_key(&body, &lp, o->key, o->klen, fields.p, fields.len);
 		}
 		last = o->key;
 		last_len = nl;
@@ -331,52 +327,14 @@ static void list_objects(struct s3_req *r, struct bucket *b)
 	}
 	pthread_rwlock_unlock(&b->lock);
 
-	sb_adds(&x, S3_XML_HEAD "<ListBucketResult " S3_XMLNS "><Name>");
-	sb_adds(&x, b->name);
-	sb_adds(&x, "</Name><Prefix>");
-	add_name(&x, pfx, pl, lp.url_encode);
-	sb_adds(&x, "</Prefix>");
-	if (lp.version == 2) {
-		sb_printf(&x, "<KeyCount>%d</KeyCount>", count);
-		if (lp.token_raw) {
-			sb_adds(&x, "<ContinuationToken>");
-			sb_add_xml(&x, lp.token_raw, lp.token_raw_len);
-			sb_adds(&x, "</ContinuationToken>");
-		}
-		if (lp.marker_raw) {
-			sb_adds(&x, "<StartAfter>");
-			add_name(&x, lp.marker_raw, lp.marker_raw_len, lp.url_encode);
-			sb_adds(&x, "</StartAfter>");
-		}
-		if (truncated && lastbuf) {
-			sb_adds(&x, "<NextContinuationToken>");
-			s3_list_token(&x, lastbuf, last_len);
-			sb_adds(&x, "</NextContinuationToken>");
-		}
-	} else {
-		sb_adds(&x, "<Marker>");
-		if (lp.marker_raw)
-			add_name(&x, lp.marker_raw, lp.marker_raw_len, lp.url_encode);
-		sb_adds(&x, "</Marker>");
-		if (truncated && lastbuf) {
-			sb_adds(&x, "<NextMarker>");
-			add_name(&x, lastbuf, last_len, lp.url_encode);
-			sb_adds(&x, "</NextMarker>");
-		}
-	}
-	sb_printf(&x, "<MaxKeys>%d</MaxKeys>", lp.max_keys);
-	if (dlen) {
-		sb_adds(&x, "<Delimiter>");
-		add_name(&x, dl, dlen, lp.url_encode);
-		sb_adds(&x, "</Delimiter>");
-	}
-	if (lp.url_encode)
-		sb_adds(&x, "<EncodingType>url</EncodingType>");
-	sb_printf(&x, "<IsTruncated>%s</IsTruncated>", truncated ? "true" : "false");
-	sb_add(&x, body.p ? body.p : "", body.len);
-	sb_adds(&x, "</ListBucketResult>\n");
+	struct s3_list_result res = {
+		.bucket = b->name, .count = count, .truncated = truncated,
+		.next = truncated ? lastbuf : NULL, .next_len = last_len, .entries = &body,
+	};
+	s3_list_result_xml(&x, &lp, &res);
 	s3_respond_xml(r, 200, &x);
 	free(lastbuf);
+	sb_free(&fields);
 	sb_free(&x);
 	sb_free(&body);
 	s3_list_params_free(&lp);
