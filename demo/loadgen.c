@@ -1009,7 +1009,119 @@ static int bad_flag(const char *flag, const char *val, const char *what)
 	return 2;
 }
 
-int main(int argc, char **argv)
+/* What the command line gave beyond cfg: the raw strings checked later,
+ * and which defaults were overridden. */
+struct cli {
+	const char *endpoint, *ak, *sk, *region;
+	const char *op, *mix;
+	bool objects_set, seed_set;
+};
+
+/* --size: SIZE, or MIN-MAX for log-uniform sizes.  Returns 0 or 2. */
+static int parse_size_flag(const char *v)
+{
+	const char *dash = strchr(v, '-');
+	if (dash) {
+		char a[64];
+		snprintf(a, sizeof(a), "%.*s", (int)(dash - v), v);
+		if (parse_size(a, &cfg.size_min) || parse_size(dash + 1, &cfg.size_max) ||
+		    cfg.size_min > cfg.size_max || cfg.size_min == 0)
+			return bad_flag("--size", v, "SIZE or MIN-MAX, e.g. 1MiB or 64KiB-16MiB");
+	} else {
+		if (parse_size(v, &cfg.size_min))
+			return bad_flag("--size", v, "SIZE or MIN-MAX, e.g. 1MiB or 64KiB-16MiB");
+		cfg.size_max = cfg.size_min;
+	}
+	if (cfg.size_max > (5ull << 30))
+		return bad_flag("--size", v, "at most 5GiB");
+	return 0;
+}
+
+/* One flag (getopt_long's c and optarg) into cfg or cli.  Returns -1 to go
+ * on, or the status to exit with. */
+static int parse_flag(int c, const char *arg, struct cli *cli)
+{
+	long l;
+	uint64_t u;
+
+	switch (c) {
+	case 'e': cli->endpoint = arg; break;
+	case 1: cli->ak = arg; break;
+	case 2: cli->sk = arg; break;
+	case 3: cli->region = arg; break;
+	case 'b':
+		if (!s3_bucket_name_ok(arg))
+			return bad_flag("--bucket", arg, "a valid S3 bucket name");
+		cfg.bucket = arg;
+		break;
+	case 4:
+		if (strlen(arg) > 200)
+			return bad_flag("--prefix", arg, "at most 200 bytes");
+		snprintf(cfg.prefix, sizeof(cfg.prefix), "%s", arg);
+		break;
+	case 'o': cli->op = arg; break;
+	case 5: cli->mix = arg; break;
+	case 's':
+		if (parse_size_flag(arg))
+			return 2;
+		break;
+	case 'c':
+		if (parse_long(arg, 1, MAX_WORKERS, &l))
+			return bad_flag("--concurrency", arg, "1-4096");
+		cfg.conc = l;
+		break;
+	case 'd':
+		if (parse_duration_ms(arg, &u) || u == 0)
+			return bad_flag("--duration", arg, "a duration like 10s");
+		cfg.duration_ms = u;
+		break;
+	case 'n':
+		if (parse_size(arg, &u) || u == 0)
+			return bad_flag("--ops", arg, "a positive count");
+		cfg.ops = u;
+		break;
+	case 'w':
+		if (parse_duration_ms(arg, &u))
+			return bad_flag("--warmup", arg, "a duration like 2s");
+		cfg.warmup_ms = u;
+		cfg.warmup_set = true;
+		break;
+	case 6:
+		if (parse_size(arg, &cfg.objects))
+			return bad_flag("--objects", arg, "a count");
+		cli->objects_set = true;
+		break;
+	case 7: cfg.verify = true; break;
+	case 'j': cfg.json = arg; break;
+	case 8:
+		if (parse_size(arg, &cfg.seed))
+			return bad_flag("--seed", arg, "a number");
+		cli->seed_set = true;
+		break;
+	case 9:
+		if (parse_duration_ms(arg, &u) || u < 10 || u > 3600000)
+			return bad_flag("--timeout", arg, "a duration like 30s");
+		cfg.timeout_ms = u;
+		break;
+	case 10: cfg.create_bucket = false; break;
+	case 11: cfg.cleanup = true; break;
+	case 12:
+		cfg.oplog = fopen(arg, "w");
+		if (!cfg.oplog) {
+			fprintf(stderr, "loadgen: cannot write --op-log %s: %s\n", arg, strerror(errno));
+			return 2;
+		}
+		break;
+	case 'h': usage(stdout); return 0;
+	default: usage(stderr); return 2;
+	}
+	return -1;
+}
+
+/* The command line into cfg and cli, the environment's defaults first.
+ * Returns -1 to go on, or the status to exit with (0 after --help, 2 for a
+ * usage error). */
+static int parse_options(int argc, char **argv, struct cli *cli)
 {
 	static const struct option lo[] = {
 		{ "endpoint", required_argument, NULL, 'e' },
@@ -1036,115 +1148,38 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	const char *endpoint = getenv("S3_ENDPOINT");
-	const char *ak = getenv("AWS_ACCESS_KEY_ID"), *sk = getenv("AWS_SECRET_ACCESS_KEY");
-	const char *region = getenv("AWS_DEFAULT_REGION");
-	const char *op = "put", *mix = NULL;
-	bool objects_set = false, seed_set = false;
 	int c;
-	long l;
-	uint64_t u;
 
-	log_init("loadgen");
+	cli->endpoint = getenv("S3_ENDPOINT");
+	cli->ak = getenv("AWS_ACCESS_KEY_ID");
+	cli->sk = getenv("AWS_SECRET_ACCESS_KEY");
+	cli->region = getenv("AWS_DEFAULT_REGION");
+	cli->op = "put";
 	while ((c = getopt_long(argc, argv, "e:b:o:s:c:d:n:w:j:h", lo, NULL)) != -1) {
-		switch (c) {
-		case 'e': endpoint = optarg; break;
-		case 1: ak = optarg; break;
-		case 2: sk = optarg; break;
-		case 3: region = optarg; break;
-		case 'b':
-			if (!s3_bucket_name_ok(optarg))
-				return bad_flag("--bucket", optarg, "a valid S3 bucket name");
-			cfg.bucket = optarg;
-			break;
-		case 4:
-			if (strlen(optarg) > 200)
-				return bad_flag("--prefix", optarg, "at most 200 bytes");
-			snprintf(cfg.prefix, sizeof(cfg.prefix), "%s", optarg);
-			break;
-		case 'o': op = optarg; break;
-		case 5: mix = optarg; break;
-		case 's': {
-			const char *dash = strchr(optarg, '-');
-			if (dash) {
-				char a[64];
-				snprintf(a, sizeof(a), "%.*s", (int)(dash - optarg), optarg);
-				if (parse_size(a, &cfg.size_min) || parse_size(dash + 1, &cfg.size_max) ||
-				    cfg.size_min > cfg.size_max || cfg.size_min == 0)
-					return bad_flag("--size", optarg, "SIZE or MIN-MAX, e.g. 1MiB or 64KiB-16MiB");
-			} else {
-				if (parse_size(optarg, &cfg.size_min))
-					return bad_flag("--size", optarg, "SIZE or MIN-MAX, e.g. 1MiB or 64KiB-16MiB");
-				cfg.size_max = cfg.size_min;
-			}
-			if (cfg.size_max > (5ull << 30))
-				return bad_flag("--size", optarg, "at most 5GiB");
-			break;
-		}
-		case 'c':
-			if (parse_long(optarg, 1, MAX_WORKERS, &l))
-				return bad_flag("--concurrency", optarg, "1-4096");
-			cfg.conc = l;
-			break;
-		case 'd':
-			if (parse_duration_ms(optarg, &u) || u == 0)
-				return bad_flag("--duration", optarg, "a duration like 10s");
-			cfg.duration_ms = u;
-			break;
-		case 'n':
-			if (parse_size(optarg, &u) || u == 0)
-				return bad_flag("--ops", optarg, "a positive count");
-			cfg.ops = u;
-			break;
-		case 'w':
-			if (parse_duration_ms(optarg, &u))
-				return bad_flag("--warmup", optarg, "a duration like 2s");
-			cfg.warmup_ms = u;
-			cfg.warmup_set = true;
-			break;
-		case 6:
-			if (parse_size(optarg, &cfg.objects))
-				return bad_flag("--objects", optarg, "a count");
-			objects_set = true;
-			break;
-		case 7: cfg.verify = true; break;
-		case 'j': cfg.json = optarg; break;
-		case 8:
-			if (parse_size(optarg, &cfg.seed))
-				return bad_flag("--seed", optarg, "a number");
-			seed_set = true;
-			break;
-		case 9:
-			if (parse_duration_ms(optarg, &u) || u < 10 || u > 3600000)
-				return bad_flag("--timeout", optarg, "a duration like 30s");
-			cfg.timeout_ms = u;
-			break;
-		case 10: cfg.create_bucket = false; break;
-		case 11: cfg.cleanup = true; break;
-		case 12:
-			cfg.oplog = fopen(optarg, "w");
-			if (!cfg.oplog) {
-				fprintf(stderr, "loadgen: cannot write --op-log %s: %s\n", optarg, strerror(errno));
-				return 2;
-			}
-			break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
+		int rc = parse_flag(c, optarg, cli);
+		if (rc >= 0)
+			return rc;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "loadgen: unexpected argument '%s' (see --help)\n", argv[optind]);
 		return 2;
 	}
+	return -1;
+}
+
+/* The endpoint and the credentials to sign with.  Returns 0 or 2. */
+static int set_endpoint(const struct cli *cli)
+{
 	const char *why;
-	if (!endpoint) {
+	if (!cli->endpoint) {
 		fprintf(stderr, "loadgen: no endpoint: use --endpoint or set S3_ENDPOINT\n");
 		return 2;
 	}
-	if (endpoint_parse(&cfg.ep, endpoint, &why)) {
-		fprintf(stderr, "loadgen: invalid endpoint '%s': %s\n", endpoint, why);
+	if (endpoint_parse(&cfg.ep, cli->endpoint, &why)) {
+		fprintf(stderr, "loadgen: invalid endpoint '%s': %s\n", cli->endpoint, why);
 		return 2;
 	}
+	const char *ak = cli->ak, *sk = cli->sk, *region = cli->region;
 	if (!ak || !sk || !*ak || !*sk) {
 		fprintf(stderr, "loadgen: no credentials: use --access-key/--secret-key or set "
 			"AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY\n");
@@ -1157,82 +1192,131 @@ int main(int argc, char **argv)
 	strcpy(cfg.cr.access_key, ak);
 	strcpy(cfg.cr.secret, sk);
 	snprintf(cfg.cr.region, sizeof(cfg.cr.region), "%s", region && *region ? region : "us-east-1");
+	return 0;
+}
+
+/* --op and --mix into the operation weights.  Returns 0 or 2. */
+static int set_weights(const char *op, const char *mix)
+{
 	if (!strcmp(op, "mix")) {
 		if (parse_mix(mix ? mix : "put=30,get=55,delete=10,list=5")) {
 			fprintf(stderr, "loadgen: invalid --mix '%s': expected OP=WEIGHT,... with OP in put, get, delete, list\n",
 				mix);
 			return 2;
 		}
-	} else {
-		int k;
-		for (k = 0; k < NOPS; k++)
-			if (!strcmp(op, op_names[k]))
-				break;
-		if (k == NOPS)
-			return bad_flag("--op", op, "put, get, delete, list or mix");
-		if (mix) {
-			fprintf(stderr, "loadgen: --mix needs --op mix\n");
-			return 2;
-		}
-		cfg.weights[k] = 1;
+		return 0;
 	}
+	int k;
+	for (k = 0; k < NOPS; k++)
+		if (!strcmp(op, op_names[k]))
+			break;
+	if (k == NOPS)
+		return bad_flag("--op", op, "put, get, delete, list or mix");
+	if (mix) {
+		fprintf(stderr, "loadgen: --mix needs --op mix\n");
+		return 2;
+	}
+	cfg.weights[k] = 1;
+	return 0;
+}
+
+/* Defaults that depend on other flags: warm-up, initial objects, seed, prefix. */
+static void set_defaults(const struct cli *cli)
+{
 	if (!cfg.warmup_set)
 		cfg.warmup_ms = cfg.ops ? 0 : 1000;
-	if (!objects_set)
+	if (!cli->objects_set)
 		cfg.objects = (cfg.weights[OP_GET] || cfg.weights[OP_DELETE]) ? (uint64_t)cfg.conc * 4 : 0;
-	if (!seed_set)
+	if (!cli->seed_set)
 		random_bytes(&cfg.seed, sizeof(cfg.seed));
 	if (!cfg.prefix[0])
 		snprintf(cfg.prefix, sizeof(cfg.prefix), "loadgen/%d-%ld/", (int)getpid(), (long)time(NULL));
+}
 
+static void set_signals(void)
+{
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
 
-	/* The payload pool: random bytes generated once from the seed. */
+/* The payload pool: random bytes generated once from the seed.  Returns 0
+ * or -ENOMEM. */
+static int make_pool(void)
+{
 	pool = malloc(POOL_SIZE);
-	if (!pool) {
-		fprintf(stderr, "loadgen: out of memory\n");
-		return 1;
-	}
+	if (!pool)
+		return -ENOMEM;
 	uint64_t x = cfg.seed | 1;
 	for (size_t i = 0; i < POOL_SIZE; i += 8) {
 		x = mix64(x + 0x9e3779b97f4a7c15ull);
 		memcpy(pool + i, &x, 8);
 	}
+	return 0;
+}
 
+/* cfg.conc workers, not connected yet; NULL when out of memory. */
+static struct worker *make_workers(void)
+{
 	struct worker *ws = calloc(cfg.conc, sizeof(*ws));
-	if (!ws) {
-		fprintf(stderr, "loadgen: out of memory\n");
-		return 1;
-	}
+	if (!ws)
+		return NULL;
 	for (int i = 0; i < cfg.conc; i++) {
 		ws[i].id = i;
 		ws[i].fd = -1;
 		ws[i].rng = mix64(cfg.seed + i + 1) | 1;
 	}
-	if (cfg.create_bucket && ensure_bucket(&ws[0]))
-		return 1;
-	if (cfg.objects) {
-		if (!cfg.quiet)
-			logmsg("creating %" PRIu64 " object(s) first", cfg.objects);
-		for (int i = 0; i < cfg.conc; i++)
-			pthread_create(&ws[i].th, NULL, prepare_main, &ws[i]);
-		for (int i = 0; i < cfg.conc; i++)
-			pthread_join(ws[i].th, NULL);
-		int fails = 0;
-		for (int i = 0; i < cfg.conc; i++)
-			fails += ws[i].nerrs;
-		if (fails) {
-			fprintf(stderr, "loadgen: creating the initial objects failed:\n");
-			for (int i = 0; i < cfg.conc; i++)
-				for (int e = 0; e < ws[i].nerrs; e++)
-					fprintf(stderr, "  %s: %" PRIu64 "\n", ws[i].errs[e].name, ws[i].errs[e].count);
-			return 1;
+	return ws;
+}
+
+static void free_workers(struct worker *ws)
+{
+	for (int i = 0; i < cfg.conc; i++) {
+		drop_conn(&ws[i]);
+		for (int o = 0; o < NOPS; o++) {
+			free(ws[i].st[o].lat.v);
+			free(ws[i].st[o].ttfb.v);
 		}
+		free(ws[i].live);
 	}
+	free(ws);
+}
+
+/* Runs fn on one thread per worker and waits for them all (the unmeasured
+ * phases: creating the initial objects, cleaning up). */
+static void run_all(struct worker *ws, void *(*fn)(void *))
+{
+	for (int i = 0; i < cfg.conc; i++)
+		pthread_create(&ws[i].th, NULL, fn, &ws[i]);
+	for (int i = 0; i < cfg.conc; i++)
+		pthread_join(ws[i].th, NULL);
+}
+
+/* The objects get, delete and mix runs start from.  Returns 0, or -1 after
+ * saying what failed. */
+static int create_objects(struct worker *ws)
+{
+	if (!cfg.quiet)
+		logmsg("creating %" PRIu64 " object(s) first", cfg.objects);
+	run_all(ws, prepare_main);
+	int fails = 0;
+	for (int i = 0; i < cfg.conc; i++)
+		fails += ws[i].nerrs;
+	if (!fails)
+		return 0;
+	fprintf(stderr, "loadgen: creating the initial objects failed:\n");
+	for (int i = 0; i < cfg.conc; i++)
+		for (int e = 0; e < ws[i].nerrs; e++)
+			fprintf(stderr, "  %s: %" PRIu64 "\n", ws[i].errs[e].name, ws[i].errs[e].count);
+	return -1;
+}
+
+/* The run itself: warm-up, then the measured duration or count of
+ * operations; t_end_ns ends up at the end of what was measured. */
+static void run_measured(struct worker *ws)
+{
 	t_start_ns = now_ns();
 	t_measure_ns = t_start_ns + cfg.warmup_ms * 1000000ull;
 	t_end_ns = t_measure_ns + cfg.duration_ms * 1000000ull;
@@ -1248,23 +1332,42 @@ int main(int argc, char **argv)
 	uint64_t end = now_ns();
 	if (cfg.ops || stop_now || end < t_end_ns)
 		t_end_ns = end;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli cli = { 0 };
+	int rc;
+
+	log_init("loadgen");
+	rc = parse_options(argc, argv, &cli);
+	if (rc >= 0)
+		return rc;
+	if (set_endpoint(&cli) || set_weights(cli.op, cli.mix))
+		return 2;
+	set_defaults(&cli);
+	set_signals();
+
+	if (make_pool()) {
+		fprintf(stderr, "loadgen: out of memory\n");
+		return 1;
+	}
+	struct worker *ws = make_workers();
+	if (!ws) {
+		fprintf(stderr, "loadgen: out of memory\n");
+		return 1;
+	}
+	if (cfg.create_bucket && ensure_bucket(&ws[0]))
+		return 1;
+	if (cfg.objects && create_objects(ws))
+		return 1;
+	run_measured(ws);
 	uint64_t bad = report(ws);
 	if (cfg.cleanup) {
 		stop_now = 0;
-		for (int i = 0; i < cfg.conc; i++)
-			pthread_create(&ws[i].th, NULL, cleanup_main, &ws[i]);
-		for (int i = 0; i < cfg.conc; i++)
-			pthread_join(ws[i].th, NULL);
+		run_all(ws, cleanup_main);
 	}
-	for (int i = 0; i < cfg.conc; i++) {
-		drop_conn(&ws[i]);
-		for (int o = 0; o < NOPS; o++) {
-			free(ws[i].st[o].lat.v);
-			free(ws[i].st[o].ttfb.v);
-		}
-		free(ws[i].live);
-	}
-	free(ws);
+	free_workers(ws);
 	free(pool);
 	endpoint_free(&cfg.ep);
 	if (cfg.oplog && fclose(cfg.oplog)) {
