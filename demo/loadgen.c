@@ -781,65 +781,95 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static uint64_t report(struct worker *ws)
-{
-	struct opstats tot[NOPS];
+/* The workers' results together: per operation, all operations, the
+ * errors by kind, and what --verify checked. */
+struct totals {
+	double secs;            /* the measured window */
+	struct opstats op[NOPS], all;
 	struct errkind errs[MAX_ERR_KINDS * 4];
-	int nerrs = 0;
-	uint64_t verified = 0, mism = 0, all_errors = 0;
-	double secs = (t_end_ns - t_measure_ns) / 1e9;
+	int nerrs;
+	uint64_t verified, mism;
+};
 
-	if (secs <= 0)
-		secs = 1e-9;
-	memset(tot, 0, sizeof(tot));
+/* Adds one worker's errors to t's, by name (kinds past the table's size
+ * are left out). */
+static void merge_errors(struct totals *t, const struct worker *w)
+{
+	for (int e = 0; e < w->nerrs; e++) {
+		int k;
+		for (k = 0; k < t->nerrs; k++)
+			if (!strcmp(t->errs[k].name, w->errs[e].name))
+				break;
+		if (k == t->nerrs) {
+			if (t->nerrs == (int)(sizeof(t->errs) / sizeof(t->errs[0])))
+				continue;
+			t->errs[t->nerrs] = w->errs[e];
+			t->errs[t->nerrs++].count = 0;
+		}
+		t->errs[k].count += w->errs[e].count;
+	}
+}
+
+/* Sums the workers into t, latencies sorted for the percentiles. */
+static void merge_totals(struct totals *t, struct worker *ws)
+{
+	memset(t, 0, sizeof(*t));
+	t->secs = (t_end_ns - t_measure_ns) / 1e9;
+	if (t->secs <= 0)
+		t->secs = 1e-9;
 	for (int i = 0; i < cfg.conc; i++) {
 		struct worker *w = &ws[i];
 		for (int o = 0; o < NOPS; o++) {
-			tot[o].count += w->st[o].count;
-			tot[o].errors += w->st[o].errors;
-			tot[o].bytes += w->st[o].bytes;
-			lat_merge(&tot[o].lat, &w->st[o].lat);
-			lat_merge(&tot[o].ttfb, &w->st[o].ttfb);
+			t->op[o].count += w->st[o].count;
+			t->op[o].errors += w->st[o].errors;
+			t->op[o].bytes += w->st[o].bytes;
+			lat_merge(&t->op[o].lat, &w->st[o].lat);
+			lat_merge(&t->op[o].ttfb, &w->st[o].ttfb);
 		}
-		for (int e = 0; e < w->nerrs; e++) {
-			int k;
-			for (k = 0; k < nerrs; k++)
-				if (!strcmp(errs[k].name, w->errs[e].name))
-					break;
-			if (k == nerrs) {
-				if (nerrs == (int)(sizeof(errs) / sizeof(errs[0])))
-					continue;
-				errs[nerrs] = w->errs[e];
-				errs[nerrs++].count = 0;
-			}
-			errs[k].count += w->errs[e].count;
-		}
-		verified += w->verified_bytes;
-		mism += w->mismatches;
+		merge_errors(t, w);
+		t->verified += w->verified_bytes;
+		t->mism += w->mismatches;
 	}
-	struct opstats all;
-	memset(&all, 0, sizeof(all));
 	for (int o = 0; o < NOPS; o++) {
-		if (tot[o].lat.n)
-			qsort(tot[o].lat.v, tot[o].lat.n, sizeof(uint32_t), cmp_u32);
-		if (tot[o].ttfb.n)
-			qsort(tot[o].ttfb.v, tot[o].ttfb.n, sizeof(uint32_t), cmp_u32);
-		all.count += tot[o].count;
-		all.errors += tot[o].errors;
-		all.bytes += tot[o].bytes;
-		lat_merge(&all.lat, &tot[o].lat);
+		if (t->op[o].lat.n)
+			qsort(t->op[o].lat.v, t->op[o].lat.n, sizeof(uint32_t), cmp_u32);
+		if (t->op[o].ttfb.n)
+			qsort(t->op[o].ttfb.v, t->op[o].ttfb.n, sizeof(uint32_t), cmp_u32);
+		t->all.count += t->op[o].count;
+		t->all.errors += t->op[o].errors;
+		t->all.bytes += t->op[o].bytes;
+		lat_merge(&t->all.lat, &t->op[o].lat);
 	}
-	if (all.lat.n)
-		qsort(all.lat.v, all.lat.n, sizeof(uint32_t), cmp_u32);
-	all_errors = all.errors;
+	if (t->all.lat.n)
+		qsort(t->all.lat.v, t->all.lat.n, sizeof(uint32_t), cmp_u32);
+}
 
+static void free_totals(struct totals *t)
+{
+	for (int k = 0; k < NOPS; k++) {
+		free(t->op[k].lat.v);
+		free(t->op[k].ttfb.v);
+	}
+	free(t->all.lat.v);
+}
+
+/* Row k of the tables: an operation (k < NOPS), or all of them (NOPS). */
+static const struct opstats *totals_row(const struct totals *t, int k)
+{
+	return k < NOPS ? &t->op[k] : &t->all;
+}
+
+/* The table on stdout. */
+static void print_totals(const struct totals *t)
+{
 	FILE *o = stdout;
+	double secs = t->secs;
 	fprintf(o, "\nloadgen: %s, %d worker(s), %.2f s measured, sizes %" PRIu64 "-%" PRIu64 " bytes%s\n",
 		cfg.ep.hostport, cfg.conc, secs, cfg.size_min, cfg.size_max, cfg.verify ? ", verify" : "");
 	fprintf(o, "%-7s %9s %7s %10s %9s %8s %8s %8s %8s %8s %9s %9s\n", "op", "ops", "errors",
 		"ops/s", "MiB/s", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "ttfb p50", "ttfb p99");
 	for (int k = 0; k <= NOPS; k++) {
-		const struct opstats *s = k < NOPS ? &tot[k] : &all;
+		const struct opstats *s = totals_row(t, k);
 		if (k < NOPS && !s->count)
 			continue;
 		fprintf(o, "%-7s %9" PRIu64 " %7" PRIu64 " %10.1f %9.1f %8.2f %8.2f %8.2f %8.2f %8.2f",
@@ -852,60 +882,73 @@ static uint64_t report(struct worker *ws)
 			fprintf(o, " %9s %9s\n", "-", "-");
 	}
 	if (cfg.verify)
-		fprintf(o, "verify: %.1f MiB checked, %" PRIu64 " mismatch(es)\n", verified / 1048576.0, mism);
-	if (nerrs) {
+		fprintf(o, "verify: %.1f MiB checked, %" PRIu64 " mismatch(es)\n", t->verified / 1048576.0, t->mism);
+	if (t->nerrs) {
 		fprintf(o, "errors by kind:\n");
-		for (int k = 0; k < nerrs; k++)
-			fprintf(o, "  %8" PRIu64 "  %s\n", errs[k].count, errs[k].name);
+		for (int k = 0; k < t->nerrs; k++)
+			fprintf(o, "  %8" PRIu64 "  %s\n", t->errs[k].count, t->errs[k].name);
 	}
 	fflush(o);
+}
 
+/* The same as JSON, into --json's file. */
+static void write_json(const struct totals *t, FILE *f)
+{
+	double secs = t->secs;
+	fprintf(f, "{\n  \"endpoint\": ");
+	json_str(f, cfg.ep.hostport);
+	fprintf(f, ",\n  \"bucket\": ");
+	json_str(f, cfg.bucket);
+	fprintf(f, ",\n  \"concurrency\": %d,\n  \"seconds\": %.3f,\n  \"size_min\": %" PRIu64
+		",\n  \"size_max\": %" PRIu64 ",\n  \"verify\": %s,\n  \"ops\": {",
+		cfg.conc, secs, cfg.size_min, cfg.size_max, cfg.verify ? "true" : "false");
+	bool first = true;
+	for (int k = 0; k <= NOPS; k++) {
+		const struct opstats *s = totals_row(t, k);
+		if (k < NOPS && !s->count)
+			continue;
+		fprintf(f, "%s\n    \"%s\": {\"count\": %" PRIu64 ", \"errors\": %" PRIu64
+			", \"bytes\": %" PRIu64 ", \"ops_per_s\": %.3f, \"mib_per_s\": %.3f, \"latency_ms\": ",
+			first ? "" : ",", k < NOPS ? op_names[k] : "total", s->count, s->errors,
+			s->bytes, s->count / secs, s->bytes / secs / 1048576.0);
+		json_lat(f, &s->lat);
+		if (k == OP_GET) {
+			fprintf(f, ", \"ttfb_ms\": ");
+			json_lat(f, &s->ttfb);
+		}
+		fprintf(f, "}");
+		first = false;
+	}
+	fprintf(f, "\n  },\n  \"verified_bytes\": %" PRIu64 ",\n  \"mismatches\": %" PRIu64
+		",\n  \"errors\": {", t->verified, t->mism);
+	for (int k = 0; k < t->nerrs; k++) {
+		fprintf(f, "%s\n    ", k ? "," : "");
+		json_str(f, t->errs[k].name);
+		fprintf(f, ": %" PRIu64, t->errs[k].count);
+	}
+	fprintf(f, "%s}\n}\n", t->nerrs ? "\n  " : "");
+}
+
+/* Prints the results (and writes --json); the number of failed operations
+ * and mismatches. */
+static uint64_t report(struct worker *ws)
+{
+	struct totals t;
+
+	merge_totals(&t, ws);
+	print_totals(&t);
 	if (cfg.json) {
 		FILE *f = fopen(cfg.json, "w");
 		if (!f) {
 			logmsg("cannot write %s: %s", cfg.json, strerror(errno));
 		} else {
-			fprintf(f, "{\n  \"endpoint\": ");
-			json_str(f, cfg.ep.hostport);
-			fprintf(f, ",\n  \"bucket\": ");
-			json_str(f, cfg.bucket);
-			fprintf(f, ",\n  \"concurrency\": %d,\n  \"seconds\": %.3f,\n  \"size_min\": %" PRIu64
-				",\n  \"size_max\": %" PRIu64 ",\n  \"verify\": %s,\n  \"ops\": {",
-				cfg.conc, secs, cfg.size_min, cfg.size_max, cfg.verify ? "true" : "false");
-			bool first = true;
-			for (int k = 0; k <= NOPS; k++) {
-				const struct opstats *s = k < NOPS ? &tot[k] : &all;
-				if (k < NOPS && !s->count)
-					continue;
-				fprintf(f, "%s\n    \"%s\": {\"count\": %" PRIu64 ", \"errors\": %" PRIu64
-					", \"bytes\": %" PRIu64 ", \"ops_per_s\": %.3f, \"mib_per_s\": %.3f, \"latency_ms\": ",
-					first ? "" : ",", k < NOPS ? op_names[k] : "total", s->count, s->errors,
-					s->bytes, s->count / secs, s->bytes / secs / 1048576.0);
-				json_lat(f, &s->lat);
-				if (k == OP_GET) {
-					fprintf(f, ", \"ttfb_ms\": ");
-					json_lat(f, &s->ttfb);
-				}
-				fprintf(f, "}");
-				first = false;
-			}
-			fprintf(f, "\n  },\n  \"verified_bytes\": %" PRIu64 ",\n  \"mismatches\": %" PRIu64
-				",\n  \"errors\": {", verified, mism);
-			for (int k = 0; k < nerrs; k++) {
-				fprintf(f, "%s\n    ", k ? "," : "");
-				json_str(f, errs[k].name);
-				fprintf(f, ": %" PRIu64, errs[k].count);
-			}
-			fprintf(f, "%s}\n}\n", nerrs ? "\n  " : "");
+			write_json(&t, f);
 			fclose(f);
 		}
 	}
-	for (int k = 0; k < NOPS; k++) {
-		free(tot[k].lat.v);
-		free(tot[k].ttfb.v);
-	}
-	free(all.lat.v);
-	return all_errors + mism;
+	uint64_t bad = t.all.errors + t.mism;
+	free_totals(&t);
+	return bad;
 }
 
 /* ---------------------------------------------------------------------- */
