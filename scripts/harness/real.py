@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 """--real: nginx (a proxy with large proxy buffers, files with directio,
 a small static file) and haproxy (in front of storaged, or of an nginx),
-driven by wrk, which never runs under the configuration."""
+driven by wrk.  The large setups run storaged and wrk under the
+configuration too, but for shim-proxy; the small ones never run wrk under
+it."""
 import json
 import os
 import re
