@@ -781,65 +781,95 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static uint64_t report(struct worker *ws)
-{
-	struct opstats tot[NOPS];
+/* The workers' results together: per operation, all operations, the
+ * errors by kind, and what --verify checked. */
+struct totals {
+	double secs;            /* the measured window */
+	struct opstats op[NOPS], all;
 	struct errkind errs[MAX_ERR_KINDS * 4];
-	int nerrs = 0;
-	uint64_t verified = 0, mism = 0, all_errors = 0;
-	double secs = (t_end_ns - t_measure_ns) / 1e9;
+	int nerrs;
+	uint64_t verified, mism;
+};
 
-	if (secs <= 0)
-		secs = 1e-9;
-	memset(tot, 0, sizeof(tot));
+/* Adds one worker's errors to t's, by name (kinds past the table's size
+ * are left out). */
+static void merge_errors(struct totals *t, const struct worker *w)
+{
+	for (int e = 0; e < w->nerrs; e++) {
+		int k;
+		for (k = 0; k < t->nerrs; k++)
+			if (!strcmp(t->errs[k].name, w->errs[e].name))
+				break;
+		if (k == t->nerrs) {
+			if (t->nerrs == (int)(sizeof(t->errs) / sizeof(t->errs[0])))
+				continue;
+			t->errs[t->nerrs] = w->errs[e];
+			t->errs[t->nerrs++].count = 0;
+		}
+		t->errs[k].count += w->errs[e].count;
+	}
+}
+
+/* Sums the workers into t, latencies sorted for the percentiles. */
+static void merge_totals(struct totals *t, struct worker *ws)
+{
+	memset(t, 0, sizeof(*t));
+	t->secs = (t_end_ns - t_measure_ns) / 1e9;
+	if (t->secs <= 0)
+		t->secs = 1e-9;
 	for (int i = 0; i < cfg.conc; i++) {
 		struct worker *w = &ws[i];
 		for (int o = 0; o < NOPS; o++) {
-			tot[o].count += w->st[o].count;
-			tot[o].errors += w->st[o].errors;
-			tot[o].bytes += w->st[o].bytes;
-			lat_merge(&tot[o].lat, &w->st[o].lat);
-			lat_merge(&tot[o].ttfb, &w->st[o].ttfb);
+			t->op[o].count += w->st[o].count;
+			t->op[o].errors += w->st[o].errors;
+			t->op[o].bytes += w->st[o].bytes;
+			lat_merge(&t->op[o].lat, &w->st[o].lat);
+			lat_merge(&t->op[o].ttfb, &w->st[o].ttfb);
 		}
-		for (int e = 0; e < w->nerrs; e++) {
-			int k;
-			for (k = 0; k < nerrs; k++)
-				if (!strcmp(errs[k].name, w->errs[e].name))
-					break;
-			if (k == nerrs) {
-				if (nerrs == (int)(sizeof(errs) / sizeof(errs[0])))
-					continue;
-				errs[nerrs] = w->errs[e];
-				errs[nerrs++].count = 0;
-			}
-			errs[k].count += w->errs[e].count;
-		}
-		verified += w->verified_bytes;
-		mism += w->mismatches;
+		merge_errors(t, w);
+		t->verified += w->verified_bytes;
+		t->mism += w->mismatches;
 	}
-	struct opstats all;
-	memset(&all, 0, sizeof(all));
 	for (int o = 0; o < NOPS; o++) {
-		if (tot[o].lat.n)
-			qsort(tot[o].lat.v, tot[o].lat.n, sizeof(uint32_t), cmp_u32);
-		if (tot[o].ttfb.n)
-			qsort(tot[o].ttfb.v, tot[o].ttfb.n, sizeof(uint32_t), cmp_u32);
-		all.count += tot[o].count;
-		all.errors += tot[o].errors;
-		all.bytes += tot[o].bytes;
-		lat_merge(&all.lat, &tot[o].lat);
+		if (t->op[o].lat.n)
+			qsort(t->op[o].lat.v, t->op[o].lat.n, sizeof(uint32_t), cmp_u32);
+		if (t->op[o].ttfb.n)
+			qsort(t->op[o].ttfb.v, t->op[o].ttfb.n, sizeof(uint32_t), cmp_u32);
+		t->all.count += t->op[o].count;
+		t->all.errors += t->op[o].errors;
+		t->all.bytes += t->op[o].bytes;
+		lat_merge(&t->all.lat, &t->op[o].lat);
 	}
-	if (all.lat.n)
-		qsort(all.lat.v, all.lat.n, sizeof(uint32_t), cmp_u32);
-	all_errors = all.errors;
+	if (t->all.lat.n)
+		qsort(t->all.lat.v, t->all.lat.n, sizeof(uint32_t), cmp_u32);
+}
 
+static void free_totals(struct totals *t)
+{
+	for (int k = 0; k < NOPS; k++) {
+		free(t->op[k].lat.v);
+		free(t->op[k].ttfb.v);
+	}
+	free(t->all.lat.v);
+}
+
+/* Row k of the tables: an operation (k < NOPS), or all of them (NOPS). */
+static const struct opstats *totals_row(const struct totals *t, int k)
+{
+	return k < NOPS ? &t->op[k] : &t->all;
+}
+
+/* The table on stdout. */
+static void print_totals(const struct totals *t)
+{
 	FILE *o = stdout;
+	double secs = t->secs;
 	fprintf(o, "\nloadgen: %s, %d worker(s), %.2f s measured, sizes %" PRIu64 "-%" PRIu64 " bytes%s\n",
 		cfg.ep.hostport, cfg.conc, secs, cfg.size_min, cfg.size_max, cfg.verify ? ", verify" : "");
 	fprintf(o, "%-7s %9s %7s %10s %9s %8s %8s %8s %8s %8s %9s %9s\n", "op", "ops", "errors",
 		"ops/s", "MiB/s", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "ttfb p50", "ttfb p99");
 	for (int k = 0; k <= NOPS; k++) {
-		const struct opstats *s = k < NOPS ? &tot[k] : &all;
+		const struct opstats *s = totals_row(t, k);
 		if (k < NOPS && !s->count)
 			continue;
 		fprintf(o, "%-7s %9" PRIu64 " %7" PRIu64 " %10.1f %9.1f %8.2f %8.2f %8.2f %8.2f %8.2f",
@@ -852,60 +882,73 @@ static uint64_t report(struct worker *ws)
 			fprintf(o, " %9s %9s\n", "-", "-");
 	}
 	if (cfg.verify)
-		fprintf(o, "verify: %.1f MiB checked, %" PRIu64 " mismatch(es)\n", verified / 1048576.0, mism);
-	if (nerrs) {
+		fprintf(o, "verify: %.1f MiB checked, %" PRIu64 " mismatch(es)\n", t->verified / 1048576.0, t->mism);
+	if (t->nerrs) {
 		fprintf(o, "errors by kind:\n");
-		for (int k = 0; k < nerrs; k++)
-			fprintf(o, "  %8" PRIu64 "  %s\n", errs[k].count, errs[k].name);
+		for (int k = 0; k < t->nerrs; k++)
+			fprintf(o, "  %8" PRIu64 "  %s\n", t->errs[k].count, t->errs[k].name);
 	}
 	fflush(o);
+}
 
+/* The same as JSON, into --json's file. */
+static void write_json(const struct totals *t, FILE *f)
+{
+	double secs = t->secs;
+	fprintf(f, "{\n  \"endpoint\": ");
+	json_str(f, cfg.ep.hostport);
+	fprintf(f, ",\n  \"bucket\": ");
+	json_str(f, cfg.bucket);
+	fprintf(f, ",\n  \"concurrency\": %d,\n  \"seconds\": %.3f,\n  \"size_min\": %" PRIu64
+		",\n  \"size_max\": %" PRIu64 ",\n  \"verify\": %s,\n  \"ops\": {",
+		cfg.conc, secs, cfg.size_min, cfg.size_max, cfg.verify ? "true" : "false");
+	bool first = true;
+	for (int k = 0; k <= NOPS; k++) {
+		const struct opstats *s = totals_row(t, k);
+		if (k < NOPS && !s->count)
+			continue;
+		fprintf(f, "%s\n    \"%s\": {\"count\": %" PRIu64 ", \"errors\": %" PRIu64
+			", \"bytes\": %" PRIu64 ", \"ops_per_s\": %.3f, \"mib_per_s\": %.3f, \"latency_ms\": ",
+			first ? "" : ",", k < NOPS ? op_names[k] : "total", s->count, s->errors,
+			s->bytes, s->count / secs, s->bytes / secs / 1048576.0);
+		json_lat(f, &s->lat);
+		if (k == OP_GET) {
+			fprintf(f, ", \"ttfb_ms\": ");
+			json_lat(f, &s->ttfb);
+		}
+		fprintf(f, "}");
+		first = false;
+	}
+	fprintf(f, "\n  },\n  \"verified_bytes\": %" PRIu64 ",\n  \"mismatches\": %" PRIu64
+		",\n  \"errors\": {", t->verified, t->mism);
+	for (int k = 0; k < t->nerrs; k++) {
+		fprintf(f, "%s\n    ", k ? "," : "");
+		json_str(f, t->errs[k].name);
+		fprintf(f, ": %" PRIu64, t->errs[k].count);
+	}
+	fprintf(f, "%s}\n}\n", t->nerrs ? "\n  " : "");
+}
+
+/* Prints the results (and writes --json); the number of failed operations
+ * and mismatches. */
+static uint64_t report(struct worker *ws)
+{
+	struct totals t;
+
+	merge_totals(&t, ws);
+	print_totals(&t);
 	if (cfg.json) {
 		FILE *f = fopen(cfg.json, "w");
 		if (!f) {
 			logmsg("cannot write %s: %s", cfg.json, strerror(errno));
 		} else {
-			fprintf(f, "{\n  \"endpoint\": ");
-			json_str(f, cfg.ep.hostport);
-			fprintf(f, ",\n  \"bucket\": ");
-			json_str(f, cfg.bucket);
-			fprintf(f, ",\n  \"concurrency\": %d,\n  \"seconds\": %.3f,\n  \"size_min\": %" PRIu64
-				",\n  \"size_max\": %" PRIu64 ",\n  \"verify\": %s,\n  \"ops\": {",
-				cfg.conc, secs, cfg.size_min, cfg.size_max, cfg.verify ? "true" : "false");
-			bool first = true;
-			for (int k = 0; k <= NOPS; k++) {
-				const struct opstats *s = k < NOPS ? &tot[k] : &all;
-				if (k < NOPS && !s->count)
-					continue;
-				fprintf(f, "%s\n    \"%s\": {\"count\": %" PRIu64 ", \"errors\": %" PRIu64
-					", \"bytes\": %" PRIu64 ", \"ops_per_s\": %.3f, \"mib_per_s\": %.3f, \"latency_ms\": ",
-					first ? "" : ",", k < NOPS ? op_names[k] : "total", s->count, s->errors,
-					s->bytes, s->count / secs, s->bytes / secs / 1048576.0);
-				json_lat(f, &s->lat);
-				if (k == OP_GET) {
-					fprintf(f, ", \"ttfb_ms\": ");
-					json_lat(f, &s->ttfb);
-				}
-				fprintf(f, "}");
-				first = false;
-			}
-			fprintf(f, "\n  },\n  \"verified_bytes\": %" PRIu64 ",\n  \"mismatches\": %" PRIu64
-				",\n  \"errors\": {", verified, mism);
-			for (int k = 0; k < nerrs; k++) {
-				fprintf(f, "%s\n    ", k ? "," : "");
-				json_str(f, errs[k].name);
-				fprintf(f, ": %" PRIu64, errs[k].count);
-			}
-			fprintf(f, "%s}\n}\n", nerrs ? "\n  " : "");
+			write_json(&t, f);
 			fclose(f);
 		}
 	}
-	for (int k = 0; k < NOPS; k++) {
-		free(tot[k].lat.v);
-		free(tot[k].ttfb.v);
-	}
-	free(all.lat.v);
-	return all_errors + mism;
+	uint64_t bad = t.all.errors + t.mism;
+	free_totals(&t);
+	return bad;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1009,7 +1052,119 @@ static int bad_flag(const char *flag, const char *val, const char *what)
 	return 2;
 }
 
-int main(int argc, char **argv)
+/* What the command line gave beyond cfg: the raw strings checked later,
+ * and which defaults were overridden. */
+struct cli {
+	const char *endpoint, *ak, *sk, *region;
+	const char *op, *mix;
+	bool objects_set, seed_set;
+};
+
+/* --size: SIZE, or MIN-MAX for log-uniform sizes.  Returns 0 or 2. */
+static int parse_size_flag(const char *v)
+{
+	const char *dash = strchr(v, '-');
+	if (dash) {
+		char a[64];
+		snprintf(a, sizeof(a), "%.*s", (int)(dash - v), v);
+		if (parse_size(a, &cfg.size_min) || parse_size(dash + 1, &cfg.size_max) ||
+		    cfg.size_min > cfg.size_max || cfg.size_min == 0)
+			return bad_flag("--size", v, "SIZE or MIN-MAX, e.g. 1MiB or 64KiB-16MiB");
+	} else {
+		if (parse_size(v, &cfg.size_min))
+			return bad_flag("--size", v, "SIZE or MIN-MAX, e.g. 1MiB or 64KiB-16MiB");
+		cfg.size_max = cfg.size_min;
+	}
+	if (cfg.size_max > (5ull << 30))
+		return bad_flag("--size", v, "at most 5GiB");
+	return 0;
+}
+
+/* One flag (getopt_long's c and optarg) into cfg or cli.  Returns -1 to go
+ * on, or the status to exit with. */
+static int parse_flag(int c, const char *arg, struct cli *cli)
+{
+	long l;
+	uint64_t u;
+
+	switch (c) {
+	case 'e': cli->endpoint = arg; break;
+	case 1: cli->ak = arg; break;
+	case 2: cli->sk = arg; break;
+	case 3: cli->region = arg; break;
+	case 'b':
+		if (!s3_bucket_name_ok(arg))
+			return bad_flag("--bucket", arg, "a valid S3 bucket name");
+		cfg.bucket = arg;
+		break;
+	case 4:
+		if (strlen(arg) > 200)
+			return bad_flag("--prefix", arg, "at most 200 bytes");
+		snprintf(cfg.prefix, sizeof(cfg.prefix), "%s", arg);
+		break;
+	case 'o': cli->op = arg; break;
+	case 5: cli->mix = arg; break;
+	case 's':
+		if (parse_size_flag(arg))
+			return 2;
+		break;
+	case 'c':
+		if (parse_long(arg, 1, MAX_WORKERS, &l))
+			return bad_flag("--concurrency", arg, "1-4096");
+		cfg.conc = l;
+		break;
+	case 'd':
+		if (parse_duration_ms(arg, &u) || u == 0)
+			return bad_flag("--duration", arg, "a duration like 10s");
+		cfg.duration_ms = u;
+		break;
+	case 'n':
+		if (parse_size(arg, &u) || u == 0)
+			return bad_flag("--ops", arg, "a positive count");
+		cfg.ops = u;
+		break;
+	case 'w':
+		if (parse_duration_ms(arg, &u))
+			return bad_flag("--warmup", arg, "a duration like 2s");
+		cfg.warmup_ms = u;
+		cfg.warmup_set = true;
+		break;
+	case 6:
+		if (parse_size(arg, &cfg.objects))
+			return bad_flag("--objects", arg, "a count");
+		cli->objects_set = true;
+		break;
+	case 7: cfg.verify = true; break;
+	case 'j': cfg.json = arg; break;
+	case 8:
+		if (parse_size(arg, &cfg.seed))
+			return bad_flag("--seed", arg, "a number");
+		cli->seed_set = true;
+		break;
+	case 9:
+		if (parse_duration_ms(arg, &u) || u < 10 || u > 3600000)
+			return bad_flag("--timeout", arg, "a duration like 30s");
+		cfg.timeout_ms = u;
+		break;
+	case 10: cfg.create_bucket = false; break;
+	case 11: cfg.cleanup = true; break;
+	case 12:
+		cfg.oplog = fopen(arg, "w");
+		if (!cfg.oplog) {
+			fprintf(stderr, "loadgen: cannot write --op-log %s: %s\n", arg, strerror(errno));
+			return 2;
+		}
+		break;
+	case 'h': usage(stdout); return 0;
+	default: usage(stderr); return 2;
+	}
+	return -1;
+}
+
+/* The command line into cfg and cli, the environment's defaults first.
+ * Returns -1 to go on, or the status to exit with (0 after --help, 2 for a
+ * usage error). */
+static int parse_options(int argc, char **argv, struct cli *cli)
 {
 	static const struct option lo[] = {
 		{ "endpoint", required_argument, NULL, 'e' },
@@ -1036,115 +1191,38 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	const char *endpoint = getenv("S3_ENDPOINT");
-	const char *ak = getenv("AWS_ACCESS_KEY_ID"), *sk = getenv("AWS_SECRET_ACCESS_KEY");
-	const char *region = getenv("AWS_DEFAULT_REGION");
-	const char *op = "put", *mix = NULL;
-	bool objects_set = false, seed_set = false;
 	int c;
-	long l;
-	uint64_t u;
 
-	log_init("loadgen");
+	cli->endpoint = getenv("S3_ENDPOINT");
+	cli->ak = getenv("AWS_ACCESS_KEY_ID");
+	cli->sk = getenv("AWS_SECRET_ACCESS_KEY");
+	cli->region = getenv("AWS_DEFAULT_REGION");
+	cli->op = "put";
 	while ((c = getopt_long(argc, argv, "e:b:o:s:c:d:n:w:j:h", lo, NULL)) != -1) {
-		switch (c) {
-		case 'e': endpoint = optarg; break;
-		case 1: ak = optarg; break;
-		case 2: sk = optarg; break;
-		case 3: region = optarg; break;
-		case 'b':
-			if (!s3_bucket_name_ok(optarg))
-				return bad_flag("--bucket", optarg, "a valid S3 bucket name");
-			cfg.bucket = optarg;
-			break;
-		case 4:
-			if (strlen(optarg) > 200)
-				return bad_flag("--prefix", optarg, "at most 200 bytes");
-			snprintf(cfg.prefix, sizeof(cfg.prefix), "%s", optarg);
-			break;
-		case 'o': op = optarg; break;
-		case 5: mix = optarg; break;
-		case 's': {
-			const char *dash = strchr(optarg, '-');
-			if (dash) {
-				char a[64];
-				snprintf(a, sizeof(a), "%.*s", (int)(dash - optarg), optarg);
-				if (parse_size(a, &cfg.size_min) || parse_size(dash + 1, &cfg.size_max) ||
-				    cfg.size_min > cfg.size_max || cfg.size_min == 0)
-					return bad_flag("--size", optarg, "SIZE or MIN-MAX, e.g. 1MiB or 64KiB-16MiB");
-			} else {
-				if (parse_size(optarg, &cfg.size_min))
-					return bad_flag("--size", optarg, "SIZE or MIN-MAX, e.g. 1MiB or 64KiB-16MiB");
-				cfg.size_max = cfg.size_min;
-			}
-			if (cfg.size_max > (5ull << 30))
-				return bad_flag("--size", optarg, "at most 5GiB");
-			break;
-		}
-		case 'c':
-			if (parse_long(optarg, 1, MAX_WORKERS, &l))
-				return bad_flag("--concurrency", optarg, "1-4096");
-			cfg.conc = l;
-			break;
-		case 'd':
-			if (parse_duration_ms(optarg, &u) || u == 0)
-				return bad_flag("--duration", optarg, "a duration like 10s");
-			cfg.duration_ms = u;
-			break;
-		case 'n':
-			if (parse_size(optarg, &u) || u == 0)
-				return bad_flag("--ops", optarg, "a positive count");
-			cfg.ops = u;
-			break;
-		case 'w':
-			if (parse_duration_ms(optarg, &u))
-				return bad_flag("--warmup", optarg, "a duration like 2s");
-			cfg.warmup_ms = u;
-			cfg.warmup_set = true;
-			break;
-		case 6:
-			if (parse_size(optarg, &cfg.objects))
-				return bad_flag("--objects", optarg, "a count");
-			objects_set = true;
-			break;
-		case 7: cfg.verify = true; break;
-		case 'j': cfg.json = optarg; break;
-		case 8:
-			if (parse_size(optarg, &cfg.seed))
-				return bad_flag("--seed", optarg, "a number");
-			seed_set = true;
-			break;
-		case 9:
-			if (parse_duration_ms(optarg, &u) || u < 10 || u > 3600000)
-				return bad_flag("--timeout", optarg, "a duration like 30s");
-			cfg.timeout_ms = u;
-			break;
-		case 10: cfg.create_bucket = false; break;
-		case 11: cfg.cleanup = true; break;
-		case 12:
-			cfg.oplog = fopen(optarg, "w");
-			if (!cfg.oplog) {
-				fprintf(stderr, "loadgen: cannot write --op-log %s: %s\n", optarg, strerror(errno));
-				return 2;
-			}
-			break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
+		int rc = parse_flag(c, optarg, cli);
+		if (rc >= 0)
+			return rc;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "loadgen: unexpected argument '%s' (see --help)\n", argv[optind]);
 		return 2;
 	}
+	return -1;
+}
+
+/* The endpoint and the credentials to sign with.  Returns 0 or 2. */
+static int set_endpoint(const struct cli *cli)
+{
 	const char *why;
-	if (!endpoint) {
+	if (!cli->endpoint) {
 		fprintf(stderr, "loadgen: no endpoint: use --endpoint or set S3_ENDPOINT\n");
 		return 2;
 	}
-	if (endpoint_parse(&cfg.ep, endpoint, &why)) {
-		fprintf(stderr, "loadgen: invalid endpoint '%s': %s\n", endpoint, why);
+	if (endpoint_parse(&cfg.ep, cli->endpoint, &why)) {
+		fprintf(stderr, "loadgen: invalid endpoint '%s': %s\n", cli->endpoint, why);
 		return 2;
 	}
+	const char *ak = cli->ak, *sk = cli->sk, *region = cli->region;
 	if (!ak || !sk || !*ak || !*sk) {
 		fprintf(stderr, "loadgen: no credentials: use --access-key/--secret-key or set "
 			"AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY\n");
@@ -1157,82 +1235,131 @@ int main(int argc, char **argv)
 	strcpy(cfg.cr.access_key, ak);
 	strcpy(cfg.cr.secret, sk);
 	snprintf(cfg.cr.region, sizeof(cfg.cr.region), "%s", region && *region ? region : "us-east-1");
+	return 0;
+}
+
+/* --op and --mix into the operation weights.  Returns 0 or 2. */
+static int set_weights(const char *op, const char *mix)
+{
 	if (!strcmp(op, "mix")) {
 		if (parse_mix(mix ? mix : "put=30,get=55,delete=10,list=5")) {
 			fprintf(stderr, "loadgen: invalid --mix '%s': expected OP=WEIGHT,... with OP in put, get, delete, list\n",
 				mix);
 			return 2;
 		}
-	} else {
-		int k;
-		for (k = 0; k < NOPS; k++)
-			if (!strcmp(op, op_names[k]))
-				break;
-		if (k == NOPS)
-			return bad_flag("--op", op, "put, get, delete, list or mix");
-		if (mix) {
-			fprintf(stderr, "loadgen: --mix needs --op mix\n");
-			return 2;
-		}
-		cfg.weights[k] = 1;
+		return 0;
 	}
+	int k;
+	for (k = 0; k < NOPS; k++)
+		if (!strcmp(op, op_names[k]))
+			break;
+	if (k == NOPS)
+		return bad_flag("--op", op, "put, get, delete, list or mix");
+	if (mix) {
+		fprintf(stderr, "loadgen: --mix needs --op mix\n");
+		return 2;
+	}
+	cfg.weights[k] = 1;
+	return 0;
+}
+
+/* Defaults that depend on other flags: warm-up, initial objects, seed, prefix. */
+static void set_defaults(const struct cli *cli)
+{
 	if (!cfg.warmup_set)
 		cfg.warmup_ms = cfg.ops ? 0 : 1000;
-	if (!objects_set)
+	if (!cli->objects_set)
 		cfg.objects = (cfg.weights[OP_GET] || cfg.weights[OP_DELETE]) ? (uint64_t)cfg.conc * 4 : 0;
-	if (!seed_set)
+	if (!cli->seed_set)
 		random_bytes(&cfg.seed, sizeof(cfg.seed));
 	if (!cfg.prefix[0])
 		snprintf(cfg.prefix, sizeof(cfg.prefix), "loadgen/%d-%ld/", (int)getpid(), (long)time(NULL));
+}
 
+static void set_signals(void)
+{
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
 
-	/* The payload pool: random bytes generated once from the seed. */
+/* The payload pool: random bytes generated once from the seed.  Returns 0
+ * or -ENOMEM. */
+static int make_pool(void)
+{
 	pool = malloc(POOL_SIZE);
-	if (!pool) {
-		fprintf(stderr, "loadgen: out of memory\n");
-		return 1;
-	}
+	if (!pool)
+		return -ENOMEM;
 	uint64_t x = cfg.seed | 1;
 	for (size_t i = 0; i < POOL_SIZE; i += 8) {
 		x = mix64(x + 0x9e3779b97f4a7c15ull);
 		memcpy(pool + i, &x, 8);
 	}
+	return 0;
+}
 
+/* cfg.conc workers, not connected yet; NULL when out of memory. */
+static struct worker *make_workers(void)
+{
 	struct worker *ws = calloc(cfg.conc, sizeof(*ws));
-	if (!ws) {
-		fprintf(stderr, "loadgen: out of memory\n");
-		return 1;
-	}
+	if (!ws)
+		return NULL;
 	for (int i = 0; i < cfg.conc; i++) {
 		ws[i].id = i;
 		ws[i].fd = -1;
 		ws[i].rng = mix64(cfg.seed + i + 1) | 1;
 	}
-	if (cfg.create_bucket && ensure_bucket(&ws[0]))
-		return 1;
-	if (cfg.objects) {
-		if (!cfg.quiet)
-			logmsg("creating %" PRIu64 " object(s) first", cfg.objects);
-		for (int i = 0; i < cfg.conc; i++)
-			pthread_create(&ws[i].th, NULL, prepare_main, &ws[i]);
-		for (int i = 0; i < cfg.conc; i++)
-			pthread_join(ws[i].th, NULL);
-		int fails = 0;
-		for (int i = 0; i < cfg.conc; i++)
-			fails += ws[i].nerrs;
-		if (fails) {
-			fprintf(stderr, "loadgen: creating the initial objects failed:\n");
-			for (int i = 0; i < cfg.conc; i++)
-				for (int e = 0; e < ws[i].nerrs; e++)
-					fprintf(stderr, "  %s: %" PRIu64 "\n", ws[i].errs[e].name, ws[i].errs[e].count);
-			return 1;
+	return ws;
+}
+
+static void free_workers(struct worker *ws)
+{
+	for (int i = 0; i < cfg.conc; i++) {
+		drop_conn(&ws[i]);
+		for (int o = 0; o < NOPS; o++) {
+			free(ws[i].st[o].lat.v);
+			free(ws[i].st[o].ttfb.v);
 		}
+		free(ws[i].live);
 	}
+	free(ws);
+}
+
+/* Runs fn on one thread per worker and waits for them all (the unmeasured
+ * phases: creating the initial objects, cleaning up). */
+static void run_all(struct worker *ws, void *(*fn)(void *))
+{
+	for (int i = 0; i < cfg.conc; i++)
+		pthread_create(&ws[i].th, NULL, fn, &ws[i]);
+	for (int i = 0; i < cfg.conc; i++)
+		pthread_join(ws[i].th, NULL);
+}
+
+/* The objects get, delete and mix runs start from.  Returns 0, or -1 after
+ * saying what failed. */
+static int create_objects(struct worker *ws)
+{
+	if (!cfg.quiet)
+		logmsg("creating %" PRIu64 " object(s) first", cfg.objects);
+	run_all(ws, prepare_main);
+	int fails = 0;
+	for (int i = 0; i < cfg.conc; i++)
+		fails += ws[i].nerrs;
+	if (!fails)
+		return 0;
+	fprintf(stderr, "loadgen: creating the initial objects failed:\n");
+	for (int i = 0; i < cfg.conc; i++)
+		for (int e = 0; e < ws[i].nerrs; e++)
+			fprintf(stderr, "  %s: %" PRIu64 "\n", ws[i].errs[e].name, ws[i].errs[e].count);
+	return -1;
+}
+
+/* The run itself: warm-up, then the measured duration or count of
+ * operations; t_end_ns ends up at the end of what was measured. */
+static void run_measured(struct worker *ws)
+{
 	t_start_ns = now_ns();
 	t_measure_ns = t_start_ns + cfg.warmup_ms * 1000000ull;
 	t_end_ns = t_measure_ns + cfg.duration_ms * 1000000ull;
@@ -1248,23 +1375,42 @@ int main(int argc, char **argv)
 	uint64_t end = now_ns();
 	if (cfg.ops || stop_now || end < t_end_ns)
 		t_end_ns = end;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli cli = { 0 };
+	int rc;
+
+	log_init("loadgen");
+	rc = parse_options(argc, argv, &cli);
+	if (rc >= 0)
+		return rc;
+	if (set_endpoint(&cli) || set_weights(cli.op, cli.mix))
+		return 2;
+	set_defaults(&cli);
+	set_signals();
+
+	if (make_pool()) {
+		fprintf(stderr, "loadgen: out of memory\n");
+		return 1;
+	}
+	struct worker *ws = make_workers();
+	if (!ws) {
+		fprintf(stderr, "loadgen: out of memory\n");
+		return 1;
+	}
+	if (cfg.create_bucket && ensure_bucket(&ws[0]))
+		return 1;
+	if (cfg.objects && create_objects(ws))
+		return 1;
+	run_measured(ws);
 	uint64_t bad = report(ws);
 	if (cfg.cleanup) {
 		stop_now = 0;
-		for (int i = 0; i < cfg.conc; i++)
-			pthread_create(&ws[i].th, NULL, cleanup_main, &ws[i]);
-		for (int i = 0; i < cfg.conc; i++)
-			pthread_join(ws[i].th, NULL);
+		run_all(ws, cleanup_main);
 	}
-	for (int i = 0; i < cfg.conc; i++) {
-		drop_conn(&ws[i]);
-		for (int o = 0; o < NOPS; o++) {
-			free(ws[i].st[o].lat.v);
-			free(ws[i].st[o].ttfb.v);
-		}
-		free(ws[i].live);
-	}
-	free(ws);
+	free_workers(ws);
 	free(pool);
 	endpoint_free(&cfg.ep);
 	if (cfg.oplog && fclose(cfg.oplog)) {

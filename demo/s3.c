@@ -268,6 +268,89 @@ void s3_list_token(struct sbuf *out, const char *name, size_t n)
 	sb_add_hex(out, (const unsigned char *)name, n);
 }
 
+static void add_list_name(struct sbuf *x, const struct s3_list_params *lp, const char *s, size_t n)
+{
+	if (lp->url_encode)
+		sb_add_uri(x, s, n, true);
+	else
+		sb_add_xml(x, s, n);
+}
+
+void s3_list_add_key(struct sbuf *entries, const struct s3_list_params *lp,
+		     const char *name, size_t n, const char *fields, size_t flen)
+{
+	sb_adds(entries, "<Contents><Key>");
+	add_list_name(entries, lp, name, n);
+	sb_adds(entries, "</Key>");
+	sb_add(entries, fields, flen);
+	sb_adds(entries, "</Contents>");
+}
+
+void s3_list_add_prefix(struct sbuf *entries, const struct s3_list_params *lp,
+			const char *name, size_t n)
+{
+	sb_adds(entries, "<CommonPrefixes><Prefix>");
+	add_list_name(entries, lp, name, n);
+	sb_adds(entries, "</Prefix></CommonPrefixes>");
+}
+
+/* v2 names where to go on with a continuation token (ours: the hex of the
+ * last name), v1 with the last name itself. */
+static void add_list_resume(struct sbuf *x, const struct s3_list_params *lp,
+			    const struct s3_list_result *res)
+{
+	if (lp->version == 2) {
+		sb_printf(x, "<KeyCount>%d</KeyCount>", res->count);
+		if (lp->token_raw) {
+			sb_adds(x, "<ContinuationToken>");
+			sb_add_xml(x, lp->token_raw, lp->token_raw_len);
+			sb_adds(x, "</ContinuationToken>");
+		}
+		if (lp->marker_raw) {
+			sb_adds(x, "<StartAfter>");
+			add_list_name(x, lp, lp->marker_raw, lp->marker_raw_len);
+			sb_adds(x, "</StartAfter>");
+		}
+		if (res->next) {
+			sb_adds(x, "<NextContinuationToken>");
+			s3_list_token(x, res->next, res->next_len);
+			sb_adds(x, "</NextContinuationToken>");
+		}
+	} else {
+		sb_adds(x, "<Marker>");
+		if (lp->marker_raw)
+			add_list_name(x, lp, lp->marker_raw, lp->marker_raw_len);
+		sb_adds(x, "</Marker>");
+		if (res->next) {
+			sb_adds(x, "<NextMarker>");
+			add_list_name(x, lp, res->next, res->next_len);
+			sb_adds(x, "</NextMarker>");
+		}
+	}
+}
+
+void s3_list_result_xml(struct sbuf *x, const struct s3_list_params *lp,
+			const struct s3_list_result *res)
+{
+	sb_adds(x, S3_XML_HEAD "<ListBucketResult " S3_XMLNS "><Name>");
+	sb_adds(x, res->bucket);
+	sb_adds(x, "</Name><Prefix>");
+	add_list_name(x, lp, lp->prefix, lp->prefix_len);
+	sb_adds(x, "</Prefix>");
+	add_list_resume(x, lp, res);
+	sb_printf(x, "<MaxKeys>%d</MaxKeys>", lp->max_keys);
+	if (lp->delimiter_len) {
+		sb_adds(x, "<Delimiter>");
+		add_list_name(x, lp, lp->delimiter, lp->delimiter_len);
+		sb_adds(x, "</Delimiter>");
+	}
+	if (lp->url_encode)
+		sb_adds(x, "<EncodingType>url</EncodingType>");
+	sb_printf(x, "<IsTruncated>%s</IsTruncated>", res->truncated ? "true" : "false");
+	sb_add(x, res->entries->p ? res->entries->p : "", res->entries->len);
+	sb_adds(x, "</ListBucketResult>\n");
+}
+
 static int parse_u64(const char *s, size_t n, uint64_t *out)
 {
 	uint64_t v = 0;

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * S3 protocol pieces shared by storaged, s3proxy and loadgen: request paths
- * and query strings, list parameters, Range, the small XML documents S3
- * clients send (CompleteMultipartUpload, Delete), and error XML.  All
- * parsers here are pure functions over counted strings; the fuzz targets in
- * tests/demo/fuzz call them directly.
+ * and query strings, list parameters and the ListBucketResult document,
+ * Range, the small XML documents S3 clients send (CompleteMultipartUpload,
+ * Delete), and error XML.  All parsers here are pure functions over counted
+ * strings; the fuzz targets in tests/demo/fuzz call them directly.
  */
 #ifndef DEMO_S3_H
 #define DEMO_S3_H
@@ -18,6 +18,10 @@
 
 #define S3_MAX_KEY 1024
 #define S3_MAX_QUERY_PARAMS 64
+
+/* Standard XML prologue, and the namespace of every S3 result document. */
+#define S3_XML_HEAD "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+#define S3_XMLNS "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\""
 
 struct s3_param {
 	char *name, *value;     /* decoded, NUL-terminated */
@@ -79,6 +83,35 @@ int s3_list_params_parse(const struct s3_query *q, struct s3_list_params *lp,
 void s3_list_params_free(struct s3_list_params *lp);
 /* The continuation token we hand out: the hex of the last name returned. */
 void s3_list_token(struct sbuf *out, const char *name, size_t n);
+
+/*
+ * ListBucketResult, v1 or v2 as lp asks, written alike by storaged (over its
+ * index) and s3proxy (over the merged backend listings).  The caller walks
+ * its names in order and adds each with s3_list_add_key or
+ * s3_list_add_prefix to an entries buffer, then wraps them with
+ * s3_list_result_xml.  Names are url-encoded under encoding-type=url and
+ * XML-escaped otherwise.
+ */
+struct s3_list_result {
+	const char *bucket;
+	int count;                 /* names returned (v2 KeyCount) */
+	bool truncated;            /* IsTruncated */
+	/* The last name returned, for NextMarker / NextContinuationToken;
+	 * NULL writes neither. */
+	const char *next;
+	size_t next_len;
+	const struct sbuf *entries;
+};
+/* <Contents><Key>name</Key>fields</Contents>: fields are the object's other
+ * elements, already XML. */
+void s3_list_add_key(struct sbuf *entries, const struct s3_list_params *lp,
+		     const char *name, size_t n, const char *fields, size_t flen);
+/* <CommonPrefixes><Prefix>name</Prefix></CommonPrefixes>. */
+void s3_list_add_prefix(struct sbuf *entries, const struct s3_list_params *lp,
+			const char *name, size_t n);
+/* Appends the whole document (prologue to the closing tag and newline). */
+void s3_list_result_xml(struct sbuf *x, const struct s3_list_params *lp,
+			const struct s3_list_result *res);
 
 /*
  * Parses a Range header against an object of size bytes.  Returns 0 when

@@ -278,14 +278,6 @@ static void bucket_location(struct s3_req *r)
 	sb_free(&x);
 }
 
-static void add_name(struct sbuf *x, const char *s, size_t n, bool url)
-{
-	if (url)
-		sb_add_uri(x, s, n, true);
-	else
-		sb_add_xml(x, s, n);
-}
-
 /* Pulls Contents and CommonPrefixes out of one backend's listing. */
 static int collect_listing(const struct sbuf *b, struct name_ent **v, size_t *n, size_t *cap,
 			   bool *truncated, char **last, size_t *last_len)
@@ -352,6 +344,124 @@ static int collect_listing(const struct sbuf *b, struct name_ent **v, size_t *n,
 	return 0;
 }
 
+/* Asks every backend for the same page, with one name more than max-keys
+ * (to tell a full page from a truncated one) and from where the client
+ * resumes.  NULL when out of memory. */
+static struct fan *fan_out_list(const char *bucket, const struct s3_list_params *lp)
+{
+	struct sbuf q;
+	sb_init(&q);
+	sb_printf(&q, "list-type=2&max-keys=%d", lp->max_keys < 1000 ? lp->max_keys + 1 : 1000);
+	if (lp->prefix_len) {
+		sb_adds(&q, "&prefix=");
+		sb_add_uri(&q, lp->prefix, lp->prefix_len, false);
+	}
+	if (lp->delimiter_len) {
+		sb_adds(&q, "&delimiter=");
+		sb_add_uri(&q, lp->delimiter, lp->delimiter_len, false);
+	}
+	if (lp->after_len) {
+		sb_adds(&q, "&start-after=");
+		sb_add_uri(&q, lp->after, lp->after_len, false);
+	}
+	struct fan *f = q.failed ? NULL : fan_out("GET", bucket, q.p);
+	sb_free(&q);
+	return f;
+}
+
+/* The backends' listings together: every name, and the least of the last
+ * names the truncated ones returned (past it, one of them may hold names
+ * it has not sent). */
+struct merged {
+	struct name_ent *v;
+	size_t n, cap;
+	bool truncated;
+	const char *bound;
+	size_t bound_len;
+};
+
+static void merged_free(struct merged *m)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		free(m->v[i].name);
+		free(m->v[i].extra);
+	}
+	free(m->v);
+}
+
+/* Collects every backend's listing into m, sorted.  Returns 0, or -1 once
+ * it has sent the error (a backend's, or an unreadable listing). */
+static int merge_listings(struct s3_req *r, struct fan *f, struct merged *m)
+{
+	for (int i = 0; i < pcfg.nbe; i++) {
+		struct call *c = &f[i].res;
+		if (c->err || c->status != 200) {
+			pass_error(r, c);
+			return -1;
+		}
+		bool tr;
+		char *last = NULL;
+		size_t ll = 0;
+		if (collect_listing(&c->body, &m->v, &m->n, &m->cap, &tr, &last, &ll)) {
+			s3_error(r, 502, "InternalError", "A storage backend sent a listing that could not be parsed.");
+			return -1;
+		}
+		if (tr) {
+			m->truncated = true;
+			if (last && (!m->bound || name_cmp(last, ll, m->bound, m->bound_len) < 0)) {
+				m->bound = last;
+				m->bound_len = ll;
+			}
+		}
+	}
+	if (m->n)
+		qsort(m->v, m->n, sizeof(*m->v), cmp_name);
+	return 0;
+}
+
+/* The client's page of the merged names: after its marker, each common
+ * prefix once, up to max-keys and not past the bound. */
+static void send_page(struct s3_req *r, const struct s3_list_params *lp, const struct merged *m)
+{
+	struct sbuf body, x;
+	sb_init(&body);
+	sb_init(&x);
+	int count = 0;
+	bool truncated = m->truncated;
+	const char *lastn = NULL;
+	size_t lastl = 0;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct name_ent *e = &m->v[i];
+		if (lp->after && name_cmp(e->name, e->len, lp->after, lp->after_len) <= 0)
+			continue;
+		if (lastn && e->prefix && !name_cmp(e->name, e->len, lastn, lastl))
+			continue;
+		if (m->bound && name_cmp(e->name, e->len, m->bound, m->bound_len) > 0)
+			break;
+		if (count >= lp->max_keys) {
+			truncated = true;
+			break;
+		}
+		if (e->prefix)
+			s3_list_add_prefix(&body, lp, e->name, e->len);
+		else
+			s3_list_add_key(&body, lp, e->name, e->len, e->extra, e->extra_len);
+		lastn = e->name;
+		lastl = e->len;
+		count++;
+	}
+	if (lp->max_keys == 0)
+		truncated = false;
+	struct s3_list_result res = {
+		.bucket = r->t.bucket, .count = count, .truncated = truncated && lastn,
+		.next = truncated ? lastn : NULL, .next_len = lastl, .entries = &body,
+	};
+	s3_list_result_xml(&x, lp, &res);
+	s3_respond_xml(r, 200, &x);
+	sb_free(&x);
+	sb_free(&body);
+}
+
 static void list_objects(struct s3_req *r)
 {
 	struct s3_list_params lp;
@@ -361,148 +471,16 @@ static void list_objects(struct s3_req *r)
 		s3_error(r, 400, code, msg);
 		return;
 	}
-	struct sbuf q;
-	sb_init(&q);
-	sb_printf(&q, "list-type=2&max-keys=%d", lp.max_keys < 1000 ? lp.max_keys + 1 : 1000);
-	if (lp.prefix_len) {
-		sb_adds(&q, "&prefix=");
-		sb_add_uri(&q, lp.prefix, lp.prefix_len, false);
-	}
-	if (lp.delimiter_len) {
-		sb_adds(&q, "&delimiter=");
-		sb_add_uri(&q, lp.delimiter, lp.delimiter_len, false);
-	}
-	if (lp.after_len) {
-		sb_adds(&q, "&start-after=");
-		sb_add_uri(&q, lp.after, lp.after_len, false);
-	}
-	struct fan *f = q.failed ? NULL : fan_out("GET", r->t.bucket, q.p);
-	sb_free(&q);
+	struct fan *f = fan_out_list(r->t.bucket, &lp);
 	if (!f) {
 		s3_list_params_free(&lp);
 		s3_error(r, 500, "InternalError", "Out of memory.");
 		return;
 	}
-	struct name_ent *v = NULL;
-	size_t n = 0, cap = 0;
-	bool any_trunc = false;
-	char *bound = NULL;
-	size_t bound_len = 0;
-	for (int i = 0; i < pcfg.nbe; i++) {
-		struct call *c = &f[i].res;
-		if (c->err || c->status != 200) {
-			pass_error(r, c);
-			goto out;
-		}
-		size_t before = n;
-		bool tr;
-		char *last = NULL;
-		size_t ll = 0;
-		if (collect_listing(&c->body, &v, &n, &cap, &tr, &last, &ll)) {
-			s3_error(r, 502, "InternalError", "A storage backend sent a listing that could not be parsed.");
-			goto out;
-		}
-		(void)before;
-		if (tr) {
-			any_trunc = true;
-			if (last && (!bound || name_cmp(last, ll, bound, bound_len) < 0)) {
-				bound = last;
-				bound_len = ll;
-			}
-		}
-	}
-	if (n)
-		qsort(v, n, sizeof(*v), cmp_name);
-
-	struct sbuf body, x;
-	sb_init(&body);
-	sb_init(&x);
-	int count = 0;
-	bool truncated = any_trunc;
-	const char *lastn = NULL;
-	size_t lastl = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct name_ent *e = &v[i];
-		if (lp.after && name_cmp(e->name, e->len, lp.after, lp.after_len) <= 0)
-			continue;
-		if (lastn && e->prefix && !name_cmp(e->name, e->len, lastn, lastl))
-			continue;
-		if (bound && name_cmp(e->name, e->len, bound, bound_len) > 0)
-			break;
-		if (count >= lp.max_keys) {
-			truncated = true;
-			break;
-		}
-		if (e->prefix) {
-			sb_adds(&body, "<CommonPrefixes><Prefix>");
-			add_name(&body, e->name, e->len, lp.url_encode);
-			sb_adds(&body, "</Prefix></CommonPrefixes>");
-		} else {
-			sb_adds(&body, "<Contents><Key>");
-			add_name(&body, e->name, e->len, lp.url_encode);
-			sb_adds(&body, "</Key>");
-			sb_add(&body, e->extra, e->extra_len);
-			sb_adds(&body, "</Contents>");
-		}
-		lastn = e->name;
-		lastl = e->len;
-		count++;
-	}
-	if (lp.max_keys == 0)
-		truncated = false;
-	sb_adds(&x, S3_XML_HEAD "<ListBucketResult " S3_XMLNS "><Name>");
-	sb_adds(&x, r->t.bucket);
-	sb_adds(&x, "</Name><Prefix>");
-	add_name(&x, lp.prefix, lp.prefix_len, lp.url_encode);
-	sb_adds(&x, "</Prefix>");
-	if (lp.version == 2) {
-		sb_printf(&x, "<KeyCount>%d</KeyCount>", count);
-		if (lp.token_raw) {
-			sb_adds(&x, "<ContinuationToken>");
-			sb_add_xml(&x, lp.token_raw, lp.token_raw_len);
-			sb_adds(&x, "</ContinuationToken>");
-		}
-		if (lp.marker_raw) {
-			sb_adds(&x, "<StartAfter>");
-			add_name(&x, lp.marker_raw, lp.marker_raw_len, lp.url_encode);
-			sb_adds(&x, "</StartAfter>");
-		}
-		if (truncated && lastn) {
-			sb_adds(&x, "<NextContinuationToken>");
-			s3_list_token(&x, lastn, lastl);
-			sb_adds(&x, "</NextContinuationToken>");
-		}
-	} else {
-		sb_adds(&x, "<Marker>");
-		if (lp.marker_raw)
-			add_name(&x, lp.marker_raw, lp.marker_raw_len, lp.url_encode);
-		sb_adds(&x, "</Marker>");
-		if (truncated && lastn) {
-			sb_adds(&x, "<NextMarker>");
-			add_name(&x, lastn, lastl, lp.url_encode);
-			sb_adds(&x, "</NextMarker>");
-		}
-	}
-	sb_printf(&x, "<MaxKeys>%d</MaxKeys>", lp.max_keys);
-	if (lp.delimiter_len) {
-		sb_adds(&x, "<Delimiter>");
-		add_name(&x, lp.delimiter, lp.delimiter_len, lp.url_encode);
-		sb_adds(&x, "</Delimiter>");
-	}
-	if (lp.url_encode)
-		sb_adds(&x, "<EncodingType>url</EncodingType>");
-	sb_printf(&x, "<IsTruncated>%s</IsTruncated>", truncated && lastn ? "true" : "false");
-	sb_add(&x, body.p ? body.p : "", body.len);
-	sb_adds(&x, "</ListBucketResult>\n");
-	s3_respond_xml(r, 200, &x);
-	sb_free(&x);
-	sb_free(&body);
-out:
-	for (size_t i = 0; i < n; i++) {
-		free(v[i].name);
-		free(v[i].extra);
-	}
-	free(v);
+	struct merged m = { 0 };
+	if (!merge_listings(r, f, &m))
+		send_page(r, &lp, &m);
+	merged_free(&m);
 	fan_free(f);
 	s3_list_params_free(&lp);
 }

@@ -71,8 +71,4 @@ int s3_send_head(struct s3_req *r, int status, const char *hdrs, uint64_t conten
 /* "100 Continue" when the client asked for it. */
 int s3_continue(struct s3_req *r);
 
-/* Standard XML prologue. */
-#define S3_XML_HEAD "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-#define S3_XMLNS "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\""
-
 #endif

@@ -249,13 +249,16 @@ static void delete_bucket(struct s3_req *r)
 		s3_respond(r, 204, NULL, NULL, 0);
 }
 
-/* Adds a name to a listing, url-encoded when asked. */
-static void add_name(struct sbuf *x, const char *s, size_t n, bool url)
+/* An object's elements after its Key in a listing. */
+static void contents_fields(struct sbuf *f, const struct s3_list_params *lp, const struct obj *o)
 {
-	if (url)
-		sb_add_uri(x, s, n, true);
-	else
-		sb_add_xml(x, s, n);
+	char d[32];
+	fmt_iso_date(d, o->mtime);
+	sb_printf(f, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>"
+		  "<Size>%llu</Size>", d, o->etag, (unsigned long long)o->size);
+	if (lp->version == 1 || lp->fetch_owner)
+		sb_adds(f, "<Owner><ID>poolshim</ID><DisplayName>poolshim</DisplayName></Owner>");
+	sb_adds(f, "<StorageClass>STANDARD</StorageClass>");
 }
 
 static void list_objects(struct s3_req *r, struct bucket *b)
@@ -267,9 +270,10 @@ static void list_objects(struct s3_req *r, struct bucket *b)
 		s3_error(r, 400, code, msg);
 		return;
 	}
-	struct sbuf body, x;
+	struct sbuf body, x, fields;
 	sb_init(&body);
 	sb_init(&x);
+	sb_init(&fields);
 	const char *pfx = lp.prefix, *dl = lp.delimiter;
 	size_t pl = lp.prefix_len, dlen = lp.delimiter_len;
 	int count = 0;
@@ -306,19 +310,11 @@ static void list_objects(struct s3_req *r, struct bucket *b)
 			break;
 		}
 		if (group) {
-			sb_adds(&body, "<CommonPrefixes><Prefix>");
-			add_name(&body, o->key, nl, lp.url_encode);
-			sb_adds(&body, "</Prefix></CommonPrefixes>");
+			s3_list_add_prefix(&body, &lp, o->key, nl);
 		} else {
-			char d[32];
-			fmt_iso_date(d, o->mtime);
-			sb_adds(&body, "<Contents><Key>");
-			add_name(&body, o->key, o->klen, lp.url_encode);
-			sb_printf(&body, "</Key><LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>"
-				  "<Size>%llu</Size>", d, o->etag, (unsigned long long)o->size);
-			if (lp.version == 1 || lp.fetch_owner)
-				sb_adds(&body, "<Owner><ID>poolshim</ID><DisplayName>poolshim</DisplayName></Owner>");
-			sb_adds(&body, "<StorageClass>STANDARD</StorageClass></Contents>");
+			sb_reset(&fields);
+			contents_fields(&fields, &lp, o);
+			s3_list_add_key(&body, &lp, o->key, o->klen, fields.p, fields.len);
 		}
 		last = o->key;
 		last_len = nl;
@@ -331,52 +327,14 @@ static void list_objects(struct s3_req *r, struct bucket *b)
 	}
 	pthread_rwlock_unlock(&b->lock);
 
-	sb_adds(&x, S3_XML_HEAD "<ListBucketResult " S3_XMLNS "><Name>");
-	sb_adds(&x, b->name);
-	sb_adds(&x, "</Name><Prefix>");
-	add_name(&x, pfx, pl, lp.url_encode);
-	sb_adds(&x, "</Prefix>");
-	if (lp.version == 2) {
-		sb_printf(&x, "<KeyCount>%d</KeyCount>", count);
-		if (lp.token_raw) {
-			sb_adds(&x, "<ContinuationToken>");
-			sb_add_xml(&x, lp.token_raw, lp.token_raw_len);
-			sb_adds(&x, "</ContinuationToken>");
-		}
-		if (lp.marker_raw) {
-			sb_adds(&x, "<StartAfter>");
-			add_name(&x, lp.marker_raw, lp.marker_raw_len, lp.url_encode);
-			sb_adds(&x, "</StartAfter>");
-		}
-		if (truncated && lastbuf) {
-			sb_adds(&x, "<NextContinuationToken>");
-			s3_list_token(&x, lastbuf, last_len);
-			sb_adds(&x, "</NextContinuationToken>");
-		}
-	} else {
-		sb_adds(&x, "<Marker>");
-		if (lp.marker_raw)
-			add_name(&x, lp.marker_raw, lp.marker_raw_len, lp.url_encode);
-		sb_adds(&x, "</Marker>");
-		if (truncated && lastbuf) {
-			sb_adds(&x, "<NextMarker>");
-			add_name(&x, lastbuf, last_len, lp.url_encode);
-			sb_adds(&x, "</NextMarker>");
-		}
-	}
-	sb_printf(&x, "<MaxKeys>%d</MaxKeys>", lp.max_keys);
-	if (dlen) {
-		sb_adds(&x, "<Delimiter>");
-		add_name(&x, dl, dlen, lp.url_encode);
-		sb_adds(&x, "</Delimiter>");
-	}
-	if (lp.url_encode)
-		sb_adds(&x, "<EncodingType>url</EncodingType>");
-	sb_printf(&x, "<IsTruncated>%s</IsTruncated>", truncated ? "true" : "false");
-	sb_add(&x, body.p ? body.p : "", body.len);
-	sb_adds(&x, "</ListBucketResult>\n");
+	struct s3_list_result res = {
+		.bucket = b->name, .count = count, .truncated = truncated,
+		.next = truncated ? lastbuf : NULL, .next_len = last_len, .entries = &body,
+	};
+	s3_list_result_xml(&x, &lp, &res);
 	s3_respond_xml(r, 200, &x);
 	free(lastbuf);
+	sb_free(&fields);
 	sb_free(&x);
 	sb_free(&body);
 	s3_list_params_free(&lp);
@@ -930,161 +888,262 @@ static void list_uploads(struct s3_req *r, struct bucket *b)
 	sb_free(&x);
 }
 
-static void complete_upload(struct s3_req *r, struct bucket *b, const char *id)
+/*
+ * CompleteMultipartUpload, one step at a time: read the part list, check
+ * it and every part it names before writing anything, assemble the object
+ * in a temporary file, commit that under the key, answer.  Each step
+ * returns 0, or -1 once it has sent the error response.
+ */
+struct completion {
+	struct s3_part_ref *parts;  /* as the client listed them */
+	int np;
+	int *pfd;                   /* each part's file (-1: not open) */
+	uint64_t *psize;            /* and its size */
+	uint64_t total;
+	void *hb;                   /* a part's header block, read back */
+	EVP_MD_CTX *md;             /* MD5 over the parts' MD5s */
+	char etag[48];              /* its hex, then "-np" */
+};
+
+static void completion_free(struct completion *c)
 {
-	void *info = upload_info(id, b->name, r->t.key, r->t.key_len);
-	if (!info) {
-		s3_error(r, 404, "NoSuchUpload", "The specified multipart upload does not exist.");
-		return;
-	}
+	if (c->pfd)
+		for (int i = 0; i < c->np; i++)
+			if (c->pfd[i] >= 0)
+				close(c->pfd[i]);
+	free(c->pfd);
+	free(c->psize);
+	free(c->parts);
+	free(c->hb);
+	EVP_MD_CTX_free(c->md);
+}
+
+static int read_part_list(struct s3_req *r, struct completion *c)
+{
 	size_t blen;
 	char *body = read_small_body(r, 4u << 20, &blen);
-	if (!body) {
-		free(info);
-		return;
-	}
-	struct s3_part_ref *parts = NULL;
-	int np = s3_parse_complete(body, blen, &parts);
+	if (!body)
+		return -1;
+	c->np = s3_parse_complete(body, blen, &c->parts);
 	free(body);
-	void *ob = NULL, *ib = NULL, *hb = NULL;
-	int *pfd = NULL;
-	uint64_t *psize = NULL;
-	int out_fd = -1;
-	char tname[64];
-	EVP_MD_CTX *md = NULL;
-
-	if (np < 0) {
+	if (c->np < 0) {
 		s3_error(r, 400, "MalformedXML", "The XML you provided was not well-formed or did not validate against our published schema.");
-		goto out;
+		return -1;
 	}
-	pfd = malloc(np * sizeof(*pfd));
-	psize = malloc(np * sizeof(*psize));
-	md = EVP_MD_CTX_new();
-	if (!pfd || !psize || !md || posix_memalign(&hb, BLK, HDR_SIZE)) {
-		hb = NULL;
+	return 0;
+}
+
+static int completion_alloc(struct s3_req *r, struct completion *c)
+{
+	c->pfd = malloc(c->np * sizeof(*c->pfd));
+	if (c->pfd)
+		for (int i = 0; i < c->np; i++)
+			c->pfd[i] = -1;
+	c->psize = malloc(c->np * sizeof(*c->psize));
+	c->md = EVP_MD_CTX_new();
+	if (!c->pfd || !c->psize || !c->md || posix_memalign(&c->hb, BLK, HDR_SIZE)) {
+		c->hb = NULL;
 		s3_error(r, 503, "SlowDown", "Not enough memory for this request right now.");
-		goto out;
+		return -1;
 	}
-	for (int i = 0; i < np; i++)
-		pfd[i] = -1;
-	EVP_DigestInit_ex(md, EVP_md5(), NULL);
-	/* Check every part before writing anything. */
-	uint64_t total = 0;
-	for (int i = 1; i < np; i++) {
-		if (parts[i].number <= parts[i - 1].number) {
+	EVP_DigestInit_ex(c->md, EVP_md5(), NULL);
+	return 0;
+}
+
+static int check_part_order(struct s3_req *r, const struct completion *c)
+{
+	for (int i = 1; i < c->np; i++) {
+		if (c->parts[i].number <= c->parts[i - 1].number) {
 			s3_error(r, 400, "InvalidPartOrder", "The list of parts was not in ascending order.");
-			goto out;
+			return -1;
 		}
 	}
-	for (int i = 0; i < np; i++) {
+	return 0;
+}
+
+/* Opens every part listed, checks its ETag, and takes in its size and MD5. */
+static int open_parts(struct s3_req *r, const char *id, struct completion *c)
+{
+	for (int i = 0; i < c->np; i++) {
 		char path[96];
-		snprintf(path, sizeof(path), "%s/part.%05d", id, parts[i].number);
-		pfd[i] = open_data(store.ufd, path, O_RDONLY, 0);
-		ssize_t n = pfd[i] < 0 ? -1 : pread_full(pfd[i], hb, HDR_SIZE, 0);
-		const struct obj_hdr *h = hb;
-		if (n < 0 || check_hdr(hb, n) || strcasecmp(h->etag, parts[i].etag)) {
+		snprintf(path, sizeof(path), "%s/part.%05d", id, c->parts[i].number);
+		c->pfd[i] = open_data(store.ufd, path, O_RDONLY, 0);
+		ssize_t n = c->pfd[i] < 0 ? -1 : pread_full(c->pfd[i], c->hb, HDR_SIZE, 0);
+		const struct obj_hdr *h = c->hb;
+		if (n < 0 || check_hdr(c->hb, n) || strcasecmp(h->etag, c->parts[i].etag)) {
 			s3_error(r, 400, "InvalidPart", "One or more of the specified parts could not be found or the specified entity tag did not match.");
-			goto out;
+			return -1;
 		}
-		psize[i] = h->size;
-		total += h->size;
+		c->psize[i] = h->size;
+		c->total += h->size;
 		unsigned char bin[16];
 		hex_decode(bin, 16, h->etag, 32);
-		EVP_DigestUpdate(md, bin, 16);
+		EVP_DigestUpdate(c->md, bin, 16);
 	}
-	for (int i = 0; i < np - 1; i++) {
-		if (psize[i] < opt.min_part) {
-			s3_error(r, 400, "EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object size.");
-			goto out;
-		}
-	}
-	if (total > opt.max_object * 16) {
-		s3_error(r, 400, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed object size.");
-		goto out;
-	}
-	unsigned char fin[16];
-	char etag[48];
-	EVP_DigestFinal_ex(md, fin, NULL);
-	hex_encode(etag, fin, 16);
-	snprintf(etag + 32, sizeof(etag) - 32, "-%d", np);
+	return 0;
+}
 
-	/* Concatenate: header block, then each part, through one output
-	 * buffer written with O_DIRECT in aligned pieces. */
-	const struct obj_hdr *ih = info;
-	const char *ip = hdr_key(ih) + ih->klen;
-	size_t osz = IO_CHUNK;
-	int64_t mt = now_s();
-	if (posix_memalign(&ob, BLK, osz)) {
-		ob = NULL;
+/* Every part but the last at least --min-part; the whole within 16 objects
+ * of --max-object. */
+static int check_part_sizes(struct s3_req *r, const struct completion *c)
+{
+	for (int i = 0; i < c->np - 1; i++) {
+		if (c->psize[i] < opt.min_part) {
+			s3_error(r, 400, "EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object size.");
+			return -1;
+		}
+	}
+	if (c->total > opt.max_object * 16) {
+		s3_error(r, 400, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed object size.");
+		return -1;
+	}
+	return 0;
+}
+
+/* S3's multipart ETag: the MD5 of the parts' binary MD5s, "-" their count. */
+static void upload_etag(struct completion *c)
+{
+	unsigned char fin[16];
+	EVP_DigestFinal_ex(c->md, fin, NULL);
+	hex_encode(c->etag, fin, 16);
+	snprintf(c->etag + 32, sizeof(c->etag) - 32, "-%d", c->np);
+}
+
+/* The object's file as it is written: whole pieces of one aligned buffer,
+ * for O_DIRECT. */
+struct obj_writer {
+	int fd;
+	void *buf;
+	size_t cap, fill;
+	uint64_t off;
+};
+
+/* Appends n bytes, writing the buffer out each time it fills.  Returns 0 or
+ * -errno. */
+static int writer_add(struct obj_writer *w, const void *p, size_t n)
+{
+	size_t done = 0;
+	while (done < n) {
+		size_t c = n - done < w->cap - w->fill ? n - done : w->cap - w->fill;
+		memcpy((char *)w->buf + w->fill, (const char *)p + done, c);
+		w->fill += c;
+		done += c;
+		if (w->fill == w->cap) {
+			int rc = pwrite_full(w->fd, w->buf, w->cap, w->off);
+			if (rc)
+				return rc;
+			w->off += w->cap;
+			w->fill = 0;
+		}
+	}
+	return 0;
+}
+
+/* Writes out what the buffer holds, zero-padded to whole blocks.  Returns 0
+ * or -errno. */
+static int writer_flush(struct obj_writer *w)
+{
+	if (!w->fill)
+		return 0;
+	size_t pad = round_up(w->fill);
+	memset((char *)w->buf + w->fill, 0, pad - w->fill);
+	return pwrite_full(w->fd, w->buf, pad, w->off);
+}
+
+/* Appends one part's data (what follows its header block). */
+static int copy_part(struct s3_req *r, struct obj_writer *w, int fd, uint64_t size)
+{
+	size_t isz = round_up(size) < IO_CHUNK ? round_up(size) : IO_CHUNK;
+	if (isz < BLK)
+		isz = BLK;
+	void *ib;
+	if (posix_memalign(&ib, BLK, isz)) {
 		s3_error(r, 503, "SlowDown", "Not enough memory for this request right now.");
-		goto out;
+		return -1;
 	}
-	fill_hdr(ob, r->t.key, r->t.key_len, total, mt, etag, ip, ih->ctlen, ip + ih->ctlen, ih->metalen);
-	size_t fill = HDR_SIZE;
-	uint64_t woff = 0;
-	out_fd = tmp_create(tname);
-	if (out_fd < 0) {
-		s3_error(r, 500, "InternalError", strerror(-out_fd));
-		goto out;
-	}
-	for (int i = 0; i < np; i++) {
-		size_t isz = round_up(psize[i]) < IO_CHUNK ? round_up(psize[i]) : IO_CHUNK;
-		if (isz < BLK)
-			isz = BLK;
-		free(ib);
-		if (posix_memalign(&ib, BLK, isz)) {
-			ib = NULL;
-			s3_error(r, 503, "SlowDown", "Not enough memory for this request right now.");
-			goto fail_out;
+	int ret = 0;
+	uint64_t done = 0;
+	while (done < size) {
+		ssize_t n = pread_full(fd, ib, isz, HDR_SIZE + done);
+		if (n <= 0) {
+			s3_error(r, 500, "InternalError", "A part could not be read.");
+			ret = -1;
+			break;
 		}
-		uint64_t done = 0;
-		while (done < psize[i]) {
-			ssize_t n = pread_full(pfd[i], ib, isz, HDR_SIZE + done);
-			if (n <= 0) {
-				s3_error(r, 500, "InternalError", "A part could not be read.");
-				goto fail_out;
-			}
-			size_t take = n;
-			if (take > psize[i] - done)
-				take = psize[i] - done;
-			size_t p = 0;
-			while (p < take) {
-				size_t c = take - p < osz - fill ? take - p : osz - fill;
-				memcpy((char *)ob + fill, (char *)ib + p, c);
-				fill += c;
-				p += c;
-				if (fill == osz) {
-					int rc = pwrite_full(out_fd, ob, osz, woff);
-					if (rc) {
-						s3_error(r, 500, "InternalError", strerror(-rc));
-						goto fail_out;
-					}
-					woff += osz;
-					fill = 0;
-				}
-			}
-			done += take;
-		}
-	}
-	if (fill) {
-		size_t pad = round_up(fill);
-		memset((char *)ob + fill, 0, pad - fill);
-		int rc = pwrite_full(out_fd, ob, pad, woff);
+		size_t take = n;
+		if (take > size - done)
+			take = size - done;
+		int rc = writer_add(w, ib, take);
 		if (rc) {
 			s3_error(r, 500, "InternalError", strerror(-rc));
-			goto fail_out;
+			ret = -1;
+			break;
 		}
+		done += take;
 	}
-	if (ftruncate(out_fd, HDR_SIZE + total)) {
+	free(ib);
+	return ret;
+}
+
+/* Every part after the header block, then the tail, the exact length, and
+ * (unless --no-fsync) the data on disk. */
+static int write_parts(struct s3_req *r, const struct completion *c, struct obj_writer *w)
+{
+	for (int i = 0; i < c->np; i++)
+		if (copy_part(r, w, c->pfd[i], c->psize[i]))
+			return -1;
+	int rc = writer_flush(w);
+	if (rc) {
+		s3_error(r, 500, "InternalError", strerror(-rc));
+		return -1;
+	}
+	if (ftruncate(w->fd, HDR_SIZE + c->total)) {
 		s3_error(r, 500, "InternalError", strerror(errno));
-		goto fail_out;
+		return -1;
 	}
-	if (store.fsync && fsync(out_fd)) {
+	if (store.fsync && fsync(w->fd)) {
 		s3_error(r, 500, "InternalError", strerror(errno));
-		goto fail_out;
+		return -1;
 	}
-	close(out_fd);
-	out_fd = -1;
+	return 0;
+}
+
+/* Writes the whole object, header block (the upload's content type and
+ * metadata) and parts, to a new temporary file, named in tname and closed. */
+static int assemble(struct s3_req *r, const struct completion *c, const void *info, int64_t mt,
+		    char tname[64])
+{
+	const struct obj_hdr *ih = info;
+	const char *ip = hdr_key(ih) + ih->klen;
+	struct obj_writer w = { .fd = -1, .cap = IO_CHUNK, .fill = HDR_SIZE };
+
+	if (posix_memalign(&w.buf, BLK, w.cap)) {
+		s3_error(r, 503, "SlowDown", "Not enough memory for this request right now.");
+		return -1;
+	}
+	fill_hdr(w.buf, r->t.key, r->t.key_len, c->total, mt, c->etag, ip, ih->ctlen,
+		 ip + ih->ctlen, ih->metalen);
+	w.fd = tmp_create(tname);
+	if (w.fd < 0) {
+		s3_error(r, 500, "InternalError", strerror(-w.fd));
+		free(w.buf);
+		return -1;
+	}
+	int ret = write_parts(r, c, &w);
+	free(w.buf);
+	if (ret) {
+		tmp_abort(w.fd, tname);
+		return -1;
+	}
+	close(w.fd);
+	return 0;
+}
+
+/* Moves the assembled file into the bucket under the key and indexes it,
+ * unless the bucket went away meanwhile. */
+static int commit_object(struct s3_req *r, struct bucket *b, const char *tname,
+			 const struct completion *c, int64_t mt)
+{
 	char fname[72];
 	obj_name(fname, r->t.key, r->t.key_len);
 	int dfd = openat(store.bfd, b->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -1093,7 +1152,7 @@ static void complete_upload(struct s3_req *r, struct bucket *b, const char *id)
 	if (!rc && renameat(store.tfd, tname, dfd, fname))
 		rc = -errno;
 	if (!rc)
-		rc = idx_put(b, r->t.key, r->t.key_len, total, mt, etag);
+		rc = idx_put(b, r->t.key, r->t.key_len, c->total, mt, c->etag);
 	pthread_rwlock_unlock(&b->lock);
 	if (rc) {
 		unlinkat(store.tfd, tname, 0);
@@ -1101,11 +1160,15 @@ static void complete_upload(struct s3_req *r, struct bucket *b, const char *id)
 			close(dfd);
 		s3_error(r, rc == -ENOENT ? 404 : 500, rc == -ENOENT ? "NoSuchBucket" : "InternalError",
 			 strerror(-rc));
-		goto out;
+		return -1;
 	}
 	fsync_dir(dfd);
 	close(dfd);
-	remove_upload(id);
+	return 0;
+}
+
+static void send_complete_result(struct s3_req *r, struct bucket *b, const char *etag)
+{
 	struct sbuf x;
 	sb_init(&x);
 	sb_adds(&x, S3_XML_HEAD "<CompleteMultipartUploadResult " S3_XMLNS "><Location>/");
@@ -1119,24 +1182,32 @@ static void complete_upload(struct s3_req *r, struct bucket *b, const char *id)
 	sb_printf(&x, "</Key><ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>\n", etag);
 	s3_respond_xml(r, 200, &x);
 	sb_free(&x);
-	goto out;
-fail_out:
-	if (out_fd >= 0)
-		tmp_abort(out_fd, tname);
-	out_fd = -1;
+}
+
+static void complete_upload(struct s3_req *r, struct bucket *b, const char *id)
+{
+	void *info = upload_info(id, b->name, r->t.key, r->t.key_len);
+	if (!info) {
+		s3_error(r, 404, "NoSuchUpload", "The specified multipart upload does not exist.");
+		return;
+	}
+	struct completion c = { 0 };
+	char tname[64];
+	int64_t mt;
+
+	/* Every part is checked before anything is written. */
+	if (read_part_list(r, &c) || completion_alloc(r, &c) || check_part_order(r, &c) ||
+	    open_parts(r, id, &c) || check_part_sizes(r, &c))
+		goto out;
+	upload_etag(&c);
+	mt = now_s();
+	if (assemble(r, &c, info, mt, tname) || commit_object(r, b, tname, &c, mt))
+		goto out;
+	remove_upload(id);
+	send_complete_result(r, b, c.etag);
 out:
-	if (pfd)
-		for (int i = 0; i < np; i++)
-			if (pfd[i] >= 0)
-				close(pfd[i]);
-	free(pfd);
-	free(psize);
-	free(parts);
+	completion_free(&c);
 	free(info);
-	free(ob);
-	free(ib);
-	free(hb);
-	EVP_MD_CTX_free(md);
 }
 
 /* ---------------------------------------------------------------------- */

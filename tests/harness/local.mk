@@ -3,3 +3,10 @@
 # scripts/bench small, briefly.
 TESTS += tests/harness/demo_quick.sh tests/harness/bench_small.sh
 EXTRA_DIST += tests/harness/demo_quick.sh tests/harness/bench_small.sh scripts/demo scripts/harness.py scripts/hugepages scripts/bootstrap
+# scripts/harness.py's modules.
+EXTRA_DIST += scripts/harness/__init__.py scripts/harness/cli.py scripts/harness/loadgen.py \
+	scripts/harness/machine.py scripts/harness/main.py scripts/harness/messages.py \
+	scripts/harness/output.py scripts/harness/plot.py scripts/harness/procs.py \
+	scripts/harness/real.py scripts/harness/rgw.py scripts/harness/sampler.py \
+	scripts/harness/scenarios.py scripts/harness/settings.py scripts/harness/stack.py \
+	scripts/harness/summary.py scripts/harness/symbolize.py scripts/harness/tables.py

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: demo/s3.c's list-parameter parsing (query strings,
- * continuation tokens), the CompleteMultipartUpload and Delete XML
- * readers, XML unescaping and Range.
+ * continuation tokens) and the ListBucketResult built over them, the
+ * CompleteMultipartUpload and Delete XML readers, XML unescaping and Range.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,9 +21,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct s3_list_params lp;
 		const char *code, *msg;
 		if (s3_list_params_parse(&q, &lp, &code, &msg) == 0) {
-			struct sbuf b;
+			struct sbuf b, x;
 			sb_init(&b);
+			sb_init(&x);
 			s3_list_token(&b, lp.after ? lp.after : "", lp.after_len);
+			/* The listing document over the parameters as given, the
+			 * resume point standing in for a key and a prefix. */
+			struct sbuf entries;
+			sb_init(&entries);
+			s3_list_add_key(&entries, &lp, lp.prefix, lp.prefix_len, b.p, b.len);
+			s3_list_add_prefix(&entries, &lp, lp.delimiter, lp.delimiter_len);
+			struct s3_list_result res = {
+				.bucket = "fuzz", .count = 2, .truncated = lp.after != NULL,
+				.next = lp.after, .next_len = lp.after_len, .entries = &entries,
+			};
+			s3_list_result_xml(&x, &lp, &res);
+			sb_free(&entries);
+			sb_free(&x);
 			sb_free(&b);
 			s3_list_params_free(&lp);
 		}

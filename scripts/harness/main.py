@@ -1,0 +1,164 @@
+# SPDX-License-Identifier: MIT
+"""scripts/demo from start to end: the command line, the plan of runs, the
+runs (stopping whatever they started, however they end), the output, and
+the allocator table."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import cli, output, settings
+from .machine import lib_line, machine
+from .messages import Fail, progress, say
+from .procs import Proc
+from .real import run_real
+from .rgw import RgwCluster, rgw_report, run_rgw
+from .scenarios import durations, make_plan, seconds_per_run, text_report_run, titles
+from .stack import run_demo
+
+
+def on_signal(sig, frame):
+    raise KeyboardInterrupt(f"signal {sig}")
+
+
+def new_result(args, sel, libs):
+    """results.json before the runs: the machine, the date and the settings."""
+    return {"harness": "poolshim demo", "version": 2, "machine": machine(),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "settings": {"repeat": args.repeat, "seconds": args.seconds, "warmup": args.warmup,
+                         "small_seconds": args.small_seconds, "small_warmup": args.small_warmup,
+                         "concurrency": args.concurrency, "scenarios": sel.scenarios,
+                         "real_setups": sel.real_setups, "rgw_setups": sel.rgw_setups,
+                         "scenario_configs": sel.plan_configs,
+                         "configs": sel.configs, "shim_env": settings.USER_SHIM_ENV, "libraries": libs,
+                         "hugepages": open("/proc/sys/vm/nr_hugepages").read().strip()},
+            "runs": [], "summary": [], "real_runs": [], "real_summary": [], "small_summary": [],
+            "rgw_runs": [], "rgw_summary": []}
+
+
+def run_one(args, cluster, run, text_run, result, workdir, outdir):
+    """One run of the plan, its record added to result (none when it is
+    skipped: radosgw without its packages)."""
+    kind, cfg, scen, rep = run
+    if kind == "rgw" and cluster.state is None:
+        cluster.up()
+    if kind == "rgw" and cluster.state == "skipped":
+        progress.finished(0)
+        return
+    progress.show(f"{kind} {scen} under {cfg}, repeat {rep + 1}/{args.repeat}")
+    t0 = time.monotonic()
+    if kind == "demo":
+        rec = run_demo(args, cfg, scen, rep, run == text_run, workdir, outdir)
+        result["runs"].append(rec)
+    elif kind == "rgw":
+        rec = run_rgw(args, cluster, cfg, scen, rep, workdir, outdir)
+        result["rgw_runs"].append(rec)
+    else:
+        rec = run_real(args, cfg, scen, rep, workdir, outdir)
+        result["real_runs"].append(rec)
+    progress.finished(time.monotonic() - t0)
+    if not rec["ops_s"]:
+        say(f"demo: {scen} under {cfg}: no operation completed in the measured "
+            f"{durations(args, scen)[0]:g} s; use a longer --seconds or --small-seconds")
+    if rec["mismatches"] or rec["errors"]:
+        say(f"demo: {scen} under {cfg}: data errors {rec['mismatches']}, "
+            f"failed operations {rec['errors']}")
+
+
+def run_plan(args, sel, plan, text_run, result, workdir, outdir):
+    """Every run of the plan, then radosgw's report; whatever was started is
+    stopped and the cluster taken down however it ends, and workdir removed
+    (kept with --keep, or for the logs after a Fail).  (What failed or None,
+    the path of radosgw's report or None.)"""
+    failed = None
+    keep_logs = False
+    cluster = RgwCluster(workdir)
+    rgw_txt = None
+    try:
+        progress.plan(len(plan), seconds_per_run(args, plan))
+        say(f"demo: {len(plan)} runs; results in {outdir}")
+        for run in plan:
+            run_one(args, cluster, run, text_run, result, workdir, outdir)
+        if cluster.state == "up" and any(r["config"] == "shim" for r in result["rgw_runs"]):
+            progress.clear()
+            say("demo: radosgw's report: a shimmed radosgw with POOLSHIM_BACKTRACE=8 (not measured)")
+            rgw_txt = rgw_report(args, cluster, outdir)
+    except Fail as e:
+        failed = str(e)
+        keep_logs = True
+    except KeyboardInterrupt as e:
+        failed = f"interrupted ({e or 'SIGINT'}); every process it started is stopped"
+    finally:
+        Proc.stop_all()
+        try:
+            cluster.down()
+        except Fail as e:
+            say(f"demo: {e}")
+        progress.clear()
+        if args.keep or keep_logs:
+            say(f"demo: logs and data kept in {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return failed, rgw_txt
+
+
+def report(args, sel, result, libs, text_run, rgw_txt, failed, outdir):
+    """The tables, targets, plots, result files and reports."""
+    names = titles()
+    parts = output.Parts(sel)
+    hdr, small_hdr = output.headers(args, result["machine"], libs, settings.BASELINE)
+    output.summarize_and_print(args, result, sel, parts, names, hdr, small_hdr)
+    output.print_targets(result)
+    made = output.draw_plots(result, sel, parts, names, outdir)
+    output.write_results(result, names, hdr, small_hdr, outdir)
+    txt = None if failed else output.print_reports(text_run, rgw_txt, names, outdir)
+    output.print_files(outdir, made, txt, rgw_txt)
+
+
+def alloc_table(outdir):
+    """scripts/bench alloc's table, briefly; its exit status."""
+    print("\n== Allocator micro-benchmark (scripts/bench alloc) ==", flush=True)
+    r = subprocess.run([sys.executable, os.path.join(settings.TOP, "scripts", "bench"), "alloc",
+                        "--seconds", "0.5", "--repeat", "3", "--threads", "1",
+                        "--shim-lib", settings.SHIM, "--json", os.path.join(outdir, "alloc.json")])
+    return r.returncode
+
+
+def main(description):
+    """scripts/demo; description: its --help text.  The exit status."""
+    args = cli.parse_args(description)
+    sel = cli.select(args)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    outdir = os.path.abspath(args.out or os.path.join(settings.TOP, "results", f"demo-{stamp}"))
+    os.makedirs(outdir, exist_ok=True)
+    workdir = tempfile.mkdtemp(prefix="psdemo.", dir=os.environ.get("TMPDIR", "/tmp"))
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, on_signal)
+
+    libs = {"shim": lib_line(settings.SHIM)}
+    if settings.BASELINE:
+        libs["baseline"] = lib_line(settings.BASELINE)
+    result = new_result(args, sel, libs)
+    t_start = time.monotonic()
+    plan = make_plan(args.repeat, sel.configs, sel)
+    text_run = text_report_run(args.repeat, sel.configs, sel.scenarios)
+    failed, rgw_txt = run_plan(args, sel, plan, text_run, result, workdir, outdir)
+
+    report(args, sel, result, libs, text_run, rgw_txt, failed, outdir)
+    print(f"demo: {time.monotonic() - t_start:.0f} s", file=sys.stderr)
+    sys.stdout.flush()
+    if failed:
+        print(f"demo: FAILED: {failed}", file=sys.stderr)
+        return 1
+    bad = [r for r in result["runs"] + result["real_runs"] + result["rgw_runs"]
+           if r["mismatches"] or r["errors"]]
+    if bad:
+        print(f"demo: FAILED: {len(bad)} run(s) had data errors or failed operations "
+              f"(see {outdir}/results.json)", file=sys.stderr)
+        return 1
+    if sel.alloc_part and alloc_table(outdir):
+        return 1
+    return 0

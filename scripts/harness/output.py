@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: MIT
+"""After the runs: the summaries and their tables, the targets, the plots,
+results.json and results.md, and the shim's reports printed."""
+import json
+import os
+import sys
+
+from .plot import plots
+from .scenarios import REAL_CONFIGS, RGW_CONFIGS, SMALL_CONFIGS, SMALL_NAMES
+from .summary import rgw_targets, small_targets, summarize, targets
+from .tables import markdown, print_small_table, print_table, small_markdown
+
+# The two radosgw tables: title, which rows, the per-process columns' labels
+# and what they stand for.
+RGW_TABLES = (
+    ("Ceph RGW: radosgw on a one-node cluster, loadgen --verify",
+     lambda s: not s.startswith("rgw-proxy-"), ("rgw", "osd"),
+     "rgw = radosgw; osd = the ceph-osd behind it"),
+    ("s3proxy --backend-auth in front of radosgw, loadgen --verify",
+     lambda s: s.startswith("rgw-proxy-"), ("s3prx", "rgw"),
+     "s3prx = s3proxy (under the configuration too); rgw = radosgw"))
+
+
+def headers(args, machine, libs, baseline):
+    """The header above the large tables, and the small-request table's."""
+    hdr = (f"machine: {machine}\n{args.repeat} interleaved repeat(s) of "
+           f"{args.seconds:g} s measured (+{args.warmup:g} s warm-up), {args.concurrency} connections; "
+           f"median [min-max]; per-op faults, CPU per GiB moved and I/O calls (shim only) over the "
+           f"measured window; nodes = both storage nodes together"
+           + ("".join(f"\n{k}: {v}" for k, v in libs.items()) if baseline else ""))
+    wrk_s = max(1, round(args.small_seconds))
+    small_hdr = (f"machine: {machine}\n{args.repeat} interleaved repeat(s); loadgen: "
+                 f"{args.small_seconds:g} s measured (+{args.small_warmup:g} s warm-up), wrk: {wrk_s} s "
+                 f"(+1 s warm-up); {args.concurrency} connections; median [min-max]; x none = "
+                 f"requests/s against no preload; CPU and I/O calls per request over the measured "
+                 f"window (I/O calls: shim only; for wrk setups from the exit reports, warm-up "
+                 f"included): proxy = s3proxy, nginx, or haproxy; nodes = both storaged, or the "
+                 f"nginx behind haproxy; loadgen runs under the configuration, wrk never"
+                 + "".join(f"\n{k}: {v}" for k, v in libs.items()))
+    return hdr, small_hdr
+
+
+class Parts:
+    """The scenarios of each table: the demo stack's and the real programs'
+    large ones, and every small one."""
+
+    def __init__(self, sel):
+        self.big_real = [s for s in sel.real_setups if s not in SMALL_NAMES]
+        self.big_demo = [s for s in sel.scenarios if s not in SMALL_NAMES]
+        self.small_all = [s for s in sel.scenarios + sel.real_setups if s in SMALL_NAMES]
+
+
+def real_header(args, hdr):
+    """The real programs' table says what its columns are, and wrk's whole seconds."""
+    return (hdr.replace("nodes = both storage nodes together", "proxy = the server "
+                        "(nginx master+workers, haproxy); nodes = the storaged behind it")
+            .replace(f"(+{args.warmup:g} s warm-up)", "(+1 s warm-up)")
+            .replace(f"of {args.seconds:g} s measured", f"of {max(1, round(args.seconds))} s measured"))
+
+
+def rgw_header(hdr, rgw_configs):
+    return (hdr.replace("nodes = both storage nodes together", "@GROUPS@")
+            + "\nCeph 16 on loopback (scripts/rgw: one mon, mgr and BlueStore OSD, pool "
+            "size 1); loadgen runs plain, the configuration applies to radosgw"
+            + (" and, for shim-osd, the OSD" if "shim-osd" in rgw_configs else ""))
+
+
+def print_rgw_tables(result, titles, hdr, rgw_configs):
+    for what, sel, labels, groups in RGW_TABLES:
+        rows = [r for r in result["rgw_summary"] if sel(r["scenario"])]
+        if rows:
+            print(f"\n== {what} ==")
+            print_table(rows, titles, rgw_header(hdr, rgw_configs).replace("@GROUPS@", groups), labels)
+
+
+def summarize_and_print(args, result, sel, parts, titles, hdr, small_hdr):
+    """Each part's summary into result, and its table printed."""
+    if result["runs"] and parts.big_demo:
+        result["summary"] = summarize(result["runs"], parts.big_demo, sel.configs)
+        print("\n== The demo S3 stack: s3proxy + 2 storaged, loadgen --verify ==")
+        print_table(result["summary"], titles, hdr)
+    if result["real_runs"] and parts.big_real:
+        result["real_summary"] = summarize(result["real_runs"], parts.big_real, REAL_CONFIGS)
+        print("\n== Real programs: nginx, haproxy, driven by wrk (GET 16 MiB) ==")
+        print_table(result["real_summary"], titles, real_header(args, hdr))
+    if parts.small_all and (result["runs"] or result["real_runs"]):
+        result["small_summary"] = summarize(result["runs"] + result["real_runs"], parts.small_all,
+                                            SMALL_CONFIGS)
+        print("\n== Small requests (do no harm): the demo stack, nginx, haproxy ==")
+        print_small_table(result["small_summary"], titles, small_hdr)
+    if result["rgw_runs"]:
+        result["rgw_summary"] = summarize(result["rgw_runs"], sel.rgw_setups, RGW_CONFIGS)
+        print_rgw_tables(result, titles, hdr, sel.rgw_configs)
+
+
+def print_targets(result):
+    result["targets"] = (targets(result["summary"], result["real_summary"])
+                         + small_targets(result["small_summary"])
+                         + rgw_targets(result["rgw_summary"]))
+    if result["targets"]:
+        print("\n== Targets (issues 6, 11 and 16) ==")
+        print("\n".join(result["targets"]))
+
+
+def draw_plots(result, sel, parts, titles, outdir):
+    """Every part's plots; the PNGs drawn."""
+    made = []
+    if result["summary"]:
+        made += plots(result["summary"], parts.big_demo, sel.configs, titles, outdir, "")
+    if result["real_summary"]:
+        made += plots(result["real_summary"], parts.big_real, REAL_CONFIGS, titles, outdir, "real-")
+    if result["small_summary"]:
+        made += plots(result["small_summary"], parts.small_all, SMALL_CONFIGS, titles, outdir, "small-")
+    if result["rgw_summary"]:
+        made += plots(result["rgw_summary"], sel.rgw_setups, RGW_CONFIGS, titles, outdir, "rgw-")
+    return made
+
+
+def write_results(result, titles, hdr, small_hdr, outdir):
+    """results.json (everything) and results.md (the tables and targets)."""
+    with open(os.path.join(outdir, "results.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    with open(os.path.join(outdir, "results.md"), "w") as f:
+        f.write(f"machine: {result['machine']}\n")
+        if result["summary"] or result["real_summary"]:
+            f.write(f"\n{hdr.splitlines()[1]}\n")
+        if result["summary"]:
+            f.write(markdown(result["summary"], titles))
+        if result["real_summary"]:
+            f.write(markdown(result["real_summary"], titles))
+        if result["small_summary"]:
+            f.write(f"\nSmall requests (do no harm): {small_hdr.splitlines()[1]}\n"
+                    + small_markdown(result["small_summary"], titles))
+        if result["rgw_summary"]:
+            f.write("\nCeph RGW (rgw = radosgw, osd = ceph-osd; s3proxy rows: proxy = s3proxy, "
+                    "nodes = radosgw):\n"
+                    + markdown([r for r in result["rgw_summary"]
+                                if not r["scenario"].startswith("rgw-proxy-")], titles, ("rgw", "osd"))
+                    + markdown([r for r in result["rgw_summary"]
+                                if r["scenario"].startswith("rgw-proxy-")], titles))
+        if result["targets"]:
+            f.write("\n" + "".join(f"- {t}\n" for t in result["targets"]))
+
+
+def print_reports(text_run, rgw_txt, titles, outdir):
+    """The shim's text report for the proxy of text_run, and radosgw's;
+    the path of the proxy's, or None."""
+    txt = None
+    if text_run:
+        d = os.path.join(outdir, "reports", f"{text_run[2]}.shim.{text_run[3] + 1}")
+        p = os.path.join(d, "s3proxy-report.txt")
+        if os.path.exists(p):
+            txt = p
+            print(f"\n== poolshim's report for the proxy ({titles[text_run[2]]}, shim, "
+                  f"repeat {text_run[3] + 1}) ==")
+            with open(p) as f:
+                sys.stdout.write(f.read())
+    if rgw_txt:
+        print("\n== poolshim's report for radosgw (GET and PUT of 1 and 16 MiB, "
+              "POOLSHIM_BACKTRACE=8, not measured) ==")
+        with open(rgw_txt) as f:
+            sys.stdout.write(f.read())
+    return txt
+
+
+def print_files(outdir, made, txt, rgw_txt):
+    print(f"\nresults: {outdir}/results.json" + "".join(f"\nplot:    {m}" for m in made)
+          + (f"\nreport:  {txt}" if txt else "") + (f"\nreport:  {rgw_txt}" if rgw_txt else ""))
