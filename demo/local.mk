@@ -73,25 +73,18 @@ DEMO_FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-omit-frame-poi
 DEMO_FUZZERS = tests/demo/fuzz/fuzz_request tests/demo/fuzz/fuzz_sigv4 \
 	tests/demo/fuzz/fuzz_listparams tests/demo/fuzz/fuzz_chunked \
 	tests/demo/fuzz/fuzz_range
+DEMO_FUZZ_SRC = tests/demo/fuzz/fuzz_request.c tests/demo/fuzz/fuzz_sigv4.c \
+	tests/demo/fuzz/fuzz_listparams.c tests/demo/fuzz/fuzz_chunked.c \
+	tests/demo/fuzz/fuzz_range.c
 if HAVE_CLANG
 check_SCRIPTS = $(DEMO_FUZZERS)
 endif
-DEMO_FUZZ_BUILD = $(AM_V_GEN)mkdir -p tests/demo/fuzz && \
+# One rule for every target: each is its own .c ($(@F).c) with the demo's
+# parsers; a change to any fuzzer's source rebuilds all five (seconds).
+$(DEMO_FUZZERS): $(DEMO_FUZZ_SRC) $(DEMO_FUZZ_LIBSRC) $(DEMO_FUZZ_HDRS)
+	$(AM_V_GEN)mkdir -p tests/demo/fuzz && \
 	clang $(DEMO_FUZZ_FLAGS) -o $@ $(top_srcdir)/tests/demo/fuzz/$(@F).c \
 	$(DEMO_FUZZ_LIBSRC) $(CRYPTO_LIBS) $(HTTP_PARSER_LIBS)
-tests/demo/fuzz/fuzz_request: $(top_srcdir)/tests/demo/fuzz/fuzz_request.c $(DEMO_FUZZ_LIBSRC) $(DEMO_FUZZ_HDRS)
-	$(DEMO_FUZZ_BUILD)
-tests/demo/fuzz/fuzz_sigv4: $(top_srcdir)/tests/demo/fuzz/fuzz_sigv4.c $(DEMO_FUZZ_LIBSRC) $(DEMO_FUZZ_HDRS)
-	$(DEMO_FUZZ_BUILD)
-tests/demo/fuzz/fuzz_listparams: $(top_srcdir)/tests/demo/fuzz/fuzz_listparams.c $(DEMO_FUZZ_LIBSRC) $(DEMO_FUZZ_HDRS)
-	$(DEMO_FUZZ_BUILD)
-tests/demo/fuzz/fuzz_chunked: $(top_srcdir)/tests/demo/fuzz/fuzz_chunked.c $(DEMO_FUZZ_LIBSRC) $(DEMO_FUZZ_HDRS)
-	$(DEMO_FUZZ_BUILD)
-tests/demo/fuzz/fuzz_range: $(top_srcdir)/tests/demo/fuzz/fuzz_range.c $(DEMO_FUZZ_LIBSRC) $(DEMO_FUZZ_HDRS)
-	$(DEMO_FUZZ_BUILD)
 CLEANFILES += $(DEMO_FUZZERS)
 TESTS += tests/demo/fuzz.sh
-EXTRA_DIST += tests/demo/fuzz.sh tests/demo/fuzz/fuzz_request.c \
-	tests/demo/fuzz/fuzz_sigv4.c tests/demo/fuzz/fuzz_listparams.c \
-	tests/demo/fuzz/fuzz_chunked.c tests/demo/fuzz/fuzz_range.c \
-	tests/demo/fuzz/seeds
+EXTRA_DIST += tests/demo/fuzz.sh $(DEMO_FUZZ_SRC) tests/demo/fuzz/seeds
