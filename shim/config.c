@@ -3,7 +3,7 @@
  * The option table and its parsers.  Every POOLSHIM_* variable is described
  * once, in options[] below: its kind, default, bounds and where it lands in
  * struct ps_config.  Loading walks the table; verbose mode prints it back;
- * the README and poolshim(7) document the same rows.
+ * poolshim(7) documents the same rows (the README lists the essential ones).
  */
 #include "config.h"
 #include "live.h"

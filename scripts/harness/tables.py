@@ -75,7 +75,7 @@ def small_markdown(rows, titles):
 
 
 def markdown(rows, titles, labels=("proxy", "nodes")):
-    """The table as Markdown (results.md), for the README and docs/results.md."""
+    """The table as Markdown (results.md), for docs/results.md."""
     def f(v, spec):
         return "-" if v is None else format(v, spec)
     a, b = labels
