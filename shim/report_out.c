@@ -142,7 +142,6 @@ static void say(const char *fmt, ...)
 {
 	static int said;
 	char storage[PS_PATH_MAX + 160];
-	struct ps_buf b;
 	va_list ap;
 
 	if (__atomic_add_fetch(&said, 1, __ATOMIC_RELAXED) > SAY_MAX)
@@ -150,15 +149,10 @@ static void say(const char *fmt, ...)
 	int fd = stderr_fd();
 	if (fd < 0)
 		return;
-	ps_buf_init(&b, storage, sizeof(storage), -1);
-	ps_buf_log_prefix(&b);
 	va_start(ap, fmt);
-	ps_buf_vprintf(&b, fmt, ap);
+	size_t n = ps_log_line(storage, sizeof(storage), fmt, ap);
 	va_end(ap);
-	if (b.len >= sizeof(storage) - 2)
-		b.len = sizeof(storage) - 2;
-	b.p[b.len++] = '\n';
-	ps_sys_write_all(fd, b.p, b.len);
+	ps_sys_write_all(fd, storage, n);
 }
 
 /*
