@@ -108,7 +108,7 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch)
 	d->start_time = start_time;
 	d->cfg = &ps_cfg;
 	struct rlimit rl;
-	d->callsites = ps_callsite_render;
+	d->callsites = ps_callsite_emit;
 	/* Naming frames allocates: not from the dump signal's handler. */
 	d->symbolize = !ps_in_signal;
 	d->memlock = PS_SYSCALL(SYS_prlimit64, 0, RLIMIT_MEMLOCK, NULL, &rl) == 0 &&

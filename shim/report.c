@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "emit.h"
 #include "fmt.h"
 #include "names.h"
 
@@ -39,31 +40,6 @@ static int top_errno(const struct ps_tstats *t, int call, uint32_t *count)
 			best = e;
 		}
 	return best;
-}
-
-static void put_errno(struct ps_buf *b, int e)
-{
-	const char *name = ps_errno_name(e);
-	if (name)
-		ps_buf_puts(b, name);
-	else
-		ps_buf_printf(b, "errno%d", e);
-}
-
-static void put_size_cell(struct ps_buf *b, uint64_t v, int width)
-{
-	char storage[32];
-	struct ps_buf cell;
-
-	ps_buf_init(&cell, storage, sizeof(storage), -1);
-	ps_buf_size(&cell, v);
-	ps_buf_pad(b, ps_buf_str(&cell), width, true);
-}
-
-static void put_us(struct ps_buf *b, uint64_t us)
-{
-	ps_buf_fixed1(b, us, 1000000);
-	ps_buf_putc(b, 's');
 }
 
 /* Seconds since the epoch as ISO 8601 UTC, from the civil-date arithmetic
@@ -260,62 +236,55 @@ static void gather_advice(const struct ps_report_data *d, struct advice_list *l)
 	}
 }
 
-static void render_meta_text(struct ps_buf *b, const struct ps_report_data *d)
+/* An errno's name ("EAGAIN", or "errno123") into out[16]. */
+static const char *errno_key(char *out, int e)
 {
-	/* A live file (poolshim stat) carries no run metadata: no line of question marks. */
-	if (!d->version && !d->host[0] && !d->cfg)
+	const char *name = ps_errno_name(e);
+	struct ps_buf b;
+
+	if (name)
+		return name;
+	ps_buf_init(&b, out, 16, -1);
+	ps_buf_printf(&b, "errno%d", e);
+	return ps_buf_str(&b);
+}
+
+/*
+ * Where and how the run happened.  Text: a "run" line and a "config" line,
+ * none for a live file (poolshim stat), which carries no metadata.  JSON:
+ * the "meta" and "config" objects, always.
+ */
+static void emit_meta(struct ps_emit *e, const struct ps_report_data *d)
+{
+	char when[32];
+	struct ps_buf wb;
+	const char *unknown = e->json ? "" : "?";
+
+	if (!e->json && !d->version && !d->host[0] && !d->cfg)
 		return;
-	ps_buf_printf(b, "run      poolshim %s; host %s; kernel %s; started ", d->version ? d->version : "?",
-		      d->host[0] ? d->host : "?", d->kernel[0] ? d->kernel : "?");
+	ps_buf_init(&wb, when, sizeof(when), -1);
 	if (d->start_time >= 0)
-		put_iso8601(b, d->start_time);
-	else
-		ps_buf_putc(b, '?');
-	ps_buf_putc(b, '\n');
-	if (!d->cfg)
+		put_iso8601(&wb, d->start_time);
+	const char *version = d->version ? d->version : unknown;
+	const char *host = d->host[0] ? d->host : unknown;
+	const char *kernel = d->kernel[0] ? d->kernel : unknown;
+	const char *start = d->start_time >= 0 ? ps_buf_str(&wb) : e->json ? NULL : "?";
+
+	ps_emit_object_begin(e, "meta");
+	ps_emit_text(e, "run      poolshim ");
+	ps_emit_col(e, "version", 0, PS_EMIT_STR, &version);
+	ps_emit_text(e, "; host ");
+	ps_emit_col(e, "host", 0, PS_EMIT_STR, &host);
+	ps_emit_text(e, "; kernel ");
+	ps_emit_col(e, "kernel", 0, PS_EMIT_STR, &kernel);
+	ps_emit_text(e, "; started ");
+	ps_emit_col(e, "start_time", 0, PS_EMIT_STR, &start);
+	ps_emit_text(e, "\n");
+	ps_emit_object_end(e);
+	if (!e->json && !d->cfg)
 		return;
-	ps_buf_puts(b, "config  ");
-	const char *name;
-	for (size_t i = 0; ; i++) {
-		char storage[PS_PATH_MAX + 8];
-		struct ps_buf v;
-		ps_buf_init(&v, storage, sizeof(storage), -1);
-		if (!ps_config_option(d->cfg, i, &name, &v))
-			break;
-		ps_buf_printf(b, " %s=%s", name, ps_buf_str(&v));
-	}
-	ps_buf_putc(b, '\n');
-}
-
-static void render_advice_text(struct ps_buf *b, const struct ps_report_data *d)
-{
-	struct advice_list l;
-
-	gather_advice(d, &l);
-	if (!l.n)
-		return;
-	ps_buf_puts(b, "advice\n");
-	for (int i = 0; i < l.n; i++)
-		ps_buf_printf(b, "  - %s\n", l.a[i].message);
-}
-
-static void render_meta_json(struct ps_buf *b, const struct ps_report_data *d)
-{
-	ps_buf_puts(b, ",\"meta\":{\"version\":");
-	ps_buf_json_str(b, d->version ? d->version : "");
-	ps_buf_puts(b, ",\"host\":");
-	ps_buf_json_str(b, d->host);
-	ps_buf_puts(b, ",\"kernel\":");
-	ps_buf_json_str(b, d->kernel);
-	ps_buf_puts(b, ",\"start_time\":");
-	if (d->start_time >= 0) {
-		ps_buf_putc(b, '"');
-		put_iso8601(b, d->start_time);
-		ps_buf_putc(b, '"');
-	} else {
-		ps_buf_puts(b, "null");
-	}
-	ps_buf_puts(b, "},\"config\":{");
+	ps_emit_object_begin(e, "config");
+	ps_emit_text(e, "config  ");
 	const char *name;
 	for (size_t i = 0; d->cfg; i++) {
 		char storage[PS_PATH_MAX + 8];
@@ -323,289 +292,295 @@ static void render_meta_json(struct ps_buf *b, const struct ps_report_data *d)
 		ps_buf_init(&v, storage, sizeof(storage), -1);
 		if (!ps_config_option(d->cfg, i, &name, &v))
 			break;
-		ps_buf_printf(b, "%s\"%s\":", i ? "," : "", name);
-		ps_buf_json_str(b, ps_buf_str(&v));
+		const char *value = ps_buf_str(&v);
+		ps_emit_text(e, " %s=", name);
+		ps_emit_col(e, name, 0, PS_EMIT_STR, &value);
 	}
-	ps_buf_putc(b, '}');
+	ps_emit_text(e, "\n");
+	ps_emit_object_end(e);
 }
 
-static void render_advice_json(struct ps_buf *b, const struct ps_report_data *d)
+/* Text: an "advice" section, none when there is none.  JSON: the array, always. */
+static void emit_advice(struct ps_emit *e, const struct ps_report_data *d)
 {
 	struct advice_list l;
 
 	gather_advice(d, &l);
-	ps_buf_puts(b, ",\"advice\":[");
+	if (!e->json && !l.n)
+		return;
+	ps_emit_array_begin(e, "advice");
+	ps_emit_text(e, "advice\n");
 	for (int i = 0; i < l.n; i++) {
-		ps_buf_printf(b, "%s{\"id\":\"%s\",\"message\":", i ? "," : "", l.a[i].id);
-		ps_buf_json_str(b, l.a[i].message);
-		ps_buf_puts(b, ",\"variable\":");
-		ps_buf_json_str(b, l.a[i].variable);
-		ps_buf_puts(b, ",\"suggested\":");
-		if (l.a[i].suggested[0])
-			ps_buf_json_str(b, l.a[i].suggested);
-		else
-			ps_buf_puts(b, "null");
-		ps_buf_putc(b, '}');
+		const struct advice *a = &l.a[i];
+		const char *message = a->message, *suggested = a->suggested[0] ? a->suggested : NULL;
+		ps_emit_object_begin(e, NULL);
+		ps_emit_kv(e, "id", PS_EMIT_NAME, &a->id);
+		ps_emit_text(e, "  - ");
+		ps_emit_col(e, "message", 0, PS_EMIT_STR, &message);
+		ps_emit_text(e, "\n");
+		ps_emit_kv(e, "variable", PS_EMIT_STR, &a->variable);
+		ps_emit_kv(e, "suggested", PS_EMIT_STR, &suggested);
+		ps_emit_object_end(e);
 	}
-	ps_buf_putc(b, ']');
+	ps_emit_array_end(e);
 }
 
-static void render_text(struct ps_buf *b, const struct ps_report_data *d)
+/* A histogram's non-empty buckets: JSON [[bound,count],...]; text " bound:count"... */
+static void emit_hist(struct ps_emit *e, const char *key, const uint64_t *h, int n, bool sizes)
+{
+	ps_emit_array_begin(e, key);
+	for (int i = 0; i < n; i++) {
+		if (!h[i])
+			continue;
+		uint64_t bound = 1ULL << i;
+		ps_emit_text(e, " ");
+		ps_emit_cell(e, 0, sizes ? PS_EMIT_SIZE : PS_EMIT_U64, &bound);
+		ps_emit_text(e, ":%lu", (unsigned long)h[i]);
+		ps_emit_pair(e, bound, h[i]);
+	}
+	ps_emit_array_end(e);
+}
+
+static void emit_pool(struct ps_emit *e, const struct ps_report_data *d)
 {
 	const struct ps_tstats *t = d->totals;
 	const struct ps_pool_info *p = &d->pool;
+	const char *mode = pool_mode(d), *requested = ps_hugepage_name(p->requested);
 
-	ps_buf_printf(b, "==== poolshim report: pid %d (%s) ====\n", d->pid, d->program);
 	if (d->heap_owner)
-		ps_buf_printf(b, "heap     owned by %s (preloaded ahead of the shim); nothing pooled\n",
-			      d->heap_owner);
-	ps_buf_printf(b, "pool     mode %s (requested %s); %lu slabs, ", pool_mode(d),
-		      ps_hugepage_name(p->requested), (unsigned long)p->slabs);
-	ps_buf_size(b, p->backed);
-	ps_buf_puts(b, " backed [");
+		ps_emit_text(e, "heap     owned by %s (preloaded ahead of the shim); nothing pooled\n",
+			     d->heap_owner);
+	ps_emit_object_begin(e, "pool");
+	ps_emit_text(e, "pool     mode ");
+	ps_emit_col(e, "mode", 0, PS_EMIT_NAME, &mode);
+	ps_emit_text(e, " (requested ");
+	ps_emit_col(e, "requested", 0, PS_EMIT_NAME, &requested);
+	ps_emit_kv(e, "heap_owner", PS_EMIT_STR, &d->heap_owner);
+	ps_emit_kv(e, "hugetlb_reason", PS_EMIT_STR, &p->hugetlb_reason);
+	ps_emit_kv(e, "thp_reason", PS_EMIT_STR, &p->thp_reason);
+	ps_emit_text(e, "); ");
+	ps_emit_col(e, "slabs", 0, PS_EMIT_U64, &p->slabs);
+	ps_emit_text(e, " slabs, ");
+	ps_emit_col(e, "backed", 0, PS_EMIT_SIZE, &p->backed);
+	ps_emit_text(e, " backed [");
+	ps_emit_object_begin(e, "backed_by");
 	for (int i = 0; i < PS_BACK__COUNT; i++) {
-		ps_buf_printf(b, "%s%s ", i ? ", " : "", ps_backing_name((enum ps_backing)i));
-		ps_buf_size(b, p->backed_by[i]);
+		const char *name = ps_backing_name((enum ps_backing)i);
+		ps_emit_text(e, "%s%s ", i ? ", " : "", name);
+		ps_emit_col(e, name, 0, PS_EMIT_SIZE, &p->backed_by[i]);
 	}
-	ps_buf_puts(b, "]; in use ");
-	ps_buf_size(b, d->pool_in_use);
-	ps_buf_puts(b, ", peak ");
-	ps_buf_size(b, d->pool_peak);
-	ps_buf_puts(b, ", cap ");
-	ps_buf_size(b, p->cap);
-	ps_buf_puts(b, ", threshold ");
-	ps_buf_size(b, d->pool_min);
-	ps_buf_putc(b, '\n');
-	ps_buf_printf(b, "pool     %lu allocations served, %lu freed; fallbacks to ordinary arenas:",
-		      (unsigned long)t->events[PS_EV_POOL_ALLOC],
-		      (unsigned long)t->events[PS_EV_POOL_FREE]);
-	for (int e = PS_EV_FB_POOL_FULL; e < PS_EV__COUNT; e++)
-		ps_buf_printf(b, " %s %lu", ps_event_name(e), (unsigned long)t->events[e]);
-	ps_buf_putc(b, '\n');
-	render_meta_text(b, d);
-	if (p->hugetlb_reason)
-		ps_buf_printf(b, "pool     hugetlb not used: %s\n", p->hugetlb_reason);
-	if (p->thp_reason)
-		ps_buf_printf(b, "pool     THP not used: %s\n", p->thp_reason);
-	ps_buf_printf(b, "process  page faults %lu minor, %lu major; cpu ", (unsigned long)d->minflt,
-		      (unsigned long)d->majflt);
-	put_us(b, d->utime_us);
-	ps_buf_puts(b, " user, ");
-	put_us(b, d->stime_us);
-	ps_buf_printf(b, " sys; %d thread counter blocks\n", d->threads);
-	const struct ps_uring_counts *u = &t->uring;
-	ps_buf_printf(b, "io_uring %s%s%s; %lu rings, %lu enters, %lu SQEs (%lu fixed), %lu split calls;"
-		      " fallbacks:", ps_uring_state_name(d->uring_state),
-		      d->uring_reason ? ": " : "", d->uring_reason ? d->uring_reason : "",
-		      (unsigned long)d->uring_rings, (unsigned long)u->enters,
-		      (unsigned long)u->sqes, (unsigned long)u->fixed, (unsigned long)u->split_calls);
-	for (int i = 0; i < PS_UFB__COUNT; i++)
-		ps_buf_printf(b, " %s %lu", ps_uring_fb_name(i), (unsigned long)u->fallbacks[i]);
-	ps_buf_putc(b, '\n');
-	if (u->enters) {
-		ps_buf_puts(b, "io_uring SQEs per enter:");
-		for (int i = 0; i < PS_SQE_BUCKETS; i++)
-			if (u->sqes_per_enter[i])
-				ps_buf_printf(b, " %lu:%lu", 1UL << i, (unsigned long)u->sqes_per_enter[i]);
-		ps_buf_putc(b, '\n');
+	ps_emit_object_end(e);
+	ps_emit_text(e, "]; in use ");
+	ps_emit_col(e, "in_use", 0, PS_EMIT_SIZE, &d->pool_in_use);
+	ps_emit_text(e, ", peak ");
+	ps_emit_col(e, "peak", 0, PS_EMIT_SIZE, &d->pool_peak);
+	ps_emit_text(e, ", cap ");
+	ps_emit_col(e, "cap", 0, PS_EMIT_SIZE, &p->cap);
+	ps_emit_text(e, ", threshold ");
+	ps_emit_col(e, "threshold", 0, PS_EMIT_SIZE, &d->pool_min);
+	ps_emit_kv(e, "reserve", PS_EMIT_U64, &p->reserve);
+	ps_emit_text(e, "\npool     ");
+	ps_emit_col(e, "allocations", 0, PS_EMIT_U64, &t->events[PS_EV_POOL_ALLOC]);
+	ps_emit_text(e, " allocations served, ");
+	ps_emit_col(e, "frees", 0, PS_EMIT_U64, &t->events[PS_EV_POOL_FREE]);
+	ps_emit_text(e, " freed; fallbacks to ordinary arenas:");
+	ps_emit_object_begin(e, "fallbacks");
+	for (int ev = PS_EV_FB_POOL_FULL; ev < PS_EV__COUNT; ev++) {
+		const char *name = ps_event_name(ev);
+		ps_emit_text(e, " %s ", name);
+		ps_emit_col(e, name, 0, PS_EMIT_U64, &t->events[ev]);
 	}
+	ps_emit_object_end(e);
+	ps_emit_text(e, "\n");
+	ps_emit_object_end(e);
+}
 
-	ps_buf_puts(b, "call            kind         calls      bytes   errors   eagain   avg-ns  top-errno\n");
-	for (int call = 0; call < PS_CALL__COUNT; call++) {
-		for (int k = 0; k < PS_FD__COUNT; k++) {
-			const struct ps_counter *c = &t->c[call][k];
-			if (!c->calls)
-				continue;
-			ps_buf_pad(b, ps_call_name((enum ps_call)call), 16, false);
-			ps_buf_pad(b, ps_fdkind_name((enum ps_fdkind)k), 8, false);
-			ps_buf_u64w(b, c->calls, 10);
-			put_size_cell(b, c->bytes, 11);
-			ps_buf_u64w(b, c->errors, 9);
-			ps_buf_u64w(b, c->eagain, 9);
-			if (c->timed)
-				ps_buf_u64w(b, c->nsec / c->timed, 9);
-			else
-				ps_buf_pad(b, "-", 9, true);
-			uint32_t n;
-			int e = top_errno(t, call, &n);
-			ps_buf_puts(b, "  ");
-			if (e) {
-				put_errno(b, e);
-				ps_buf_printf(b, ":%u", n);
-			} else {
-				ps_buf_putc(b, '-');
-			}
-			ps_buf_putc(b, '\n');
-		}
-	}
+static void emit_process(struct ps_emit *e, const struct ps_report_data *d)
+{
+	ps_emit_object_begin(e, "process");
+	ps_emit_text(e, "process  page faults ");
+	ps_emit_col(e, "minflt", 0, PS_EMIT_U64, &d->minflt);
+	ps_emit_text(e, " minor, ");
+	ps_emit_col(e, "majflt", 0, PS_EMIT_U64, &d->majflt);
+	ps_emit_text(e, " major; cpu ");
+	ps_emit_col(e, "utime_us", 0, PS_EMIT_USEC, &d->utime_us);
+	ps_emit_text(e, " user, ");
+	ps_emit_col(e, "stime_us", 0, PS_EMIT_USEC, &d->stime_us);
+	ps_emit_text(e, " sys; ");
+	ps_emit_col(e, "threads", 0, PS_EMIT_INT, &d->threads);
+	ps_emit_text(e, " thread counter blocks\n");
+	ps_emit_object_end(e);
+}
 
-	ps_buf_puts(b, "size histogram (bucket = lower bound in bytes: calls)\n");
+static void emit_uring(struct ps_emit *e, const struct ps_report_data *d)
+{
+	const struct ps_uring_counts *u = &d->totals->uring;
+	const char *state = ps_uring_state_name(d->uring_state);
+
+	ps_emit_object_begin(e, "uring");
+	ps_emit_text(e, "io_uring ");
+	ps_emit_col(e, "state", 0, PS_EMIT_NAME, &state);
+	if (d->uring_reason)
+		ps_emit_text(e, ": %s", d->uring_reason);
+	ps_emit_kv(e, "reason", PS_EMIT_STR, &d->uring_reason);
+	ps_emit_text(e, "; ");
+	ps_emit_col(e, "rings", 0, PS_EMIT_U64, &d->uring_rings);
+	ps_emit_text(e, " rings, ");
+	ps_emit_col(e, "enters", 0, PS_EMIT_U64, &u->enters);
+	ps_emit_text(e, " enters, ");
+	ps_emit_col(e, "sqes", 0, PS_EMIT_U64, &u->sqes);
+	ps_emit_text(e, " SQEs (");
+	ps_emit_col(e, "fixed", 0, PS_EMIT_U64, &u->fixed);
+	ps_emit_text(e, " fixed), ");
+	ps_emit_col(e, "split_calls", 0, PS_EMIT_U64, &u->split_calls);
+	ps_emit_text(e, " split calls; fallbacks:");
+	/* JSON has the histogram before the fallbacks, text on a line after them. */
+	if (e->json)
+		emit_hist(e, "sqes_per_enter", u->sqes_per_enter, PS_SQE_BUCKETS, false);
+	ps_emit_object_begin(e, "fallbacks");
+	for (int i = 0; i < PS_UFB__COUNT; i++) {
+		const char *name = ps_uring_fb_name(i);
+		ps_emit_text(e, " %s ", name);
+		ps_emit_col(e, name, 0, PS_EMIT_U64, &u->fallbacks[i]);
+	}
+	ps_emit_object_end(e);
+	ps_emit_text(e, "\n");
+	ps_emit_object_end(e);
+	if (!e->json && u->enters) {
+		ps_emit_text(e, "io_uring SQEs per enter:");
+		emit_hist(e, NULL, u->sqes_per_enter, PS_SQE_BUCKETS, false);
+		ps_emit_text(e, "\n");
+	}
+}
+
+/* One row of the call table: a call on one kind of descriptor. */
+static void emit_call(struct ps_emit *e, const struct ps_tstats *t, int call, int k)
+{
+	const struct ps_counter *c = &t->c[call][k];
+	const char *name = ps_call_name((enum ps_call)call);
+	const char *kind = ps_fdkind_name((enum ps_fdkind)k);
+	const char *json_kind = k == PS_FD_NONE ? "none" : kind;
+	char key[16];
+
+	ps_emit_row_begin(e);
+	ps_emit_col(e, "call", -16, PS_EMIT_NAME, &name);
+	ps_emit_kv(e, "kind", PS_EMIT_NAME, &json_kind);
+	ps_emit_cell(e, -8, PS_EMIT_NAME, &kind);
+	ps_emit_col(e, "calls", 10, PS_EMIT_U64, &c->calls);
+	ps_emit_col(e, "bytes", 11, PS_EMIT_SIZE, &c->bytes);
+	ps_emit_col(e, "errors", 9, PS_EMIT_U64, &c->errors);
+	ps_emit_col(e, "eagain", 9, PS_EMIT_U64, &c->eagain);
+	ps_emit_kv(e, "timed", PS_EMIT_U64, &c->timed);
+	ps_emit_kv(e, "nsec", PS_EMIT_U64, &c->nsec);
+	uint64_t avg = c->timed ? c->nsec / c->timed : 0;
+	const char *none = "-";
+	if (c->timed)
+		ps_emit_cell(e, 9, PS_EMIT_U64, &avg);
+	else
+		ps_emit_cell(e, 9, PS_EMIT_NAME, &none);
+	uint32_t n;
+	int top = top_errno(t, call, &n);
+	if (top)
+		ps_emit_text(e, "  %s:%u", errno_key(key, top), n);
+	else
+		ps_emit_text(e, "  -");
+	/* The histograms have text tables of their own (emit_hist_table). */
+	if (e->json) {
+		emit_hist(e, "size_hist", c->size_hist, PS_SIZE_BUCKETS, true);
+		emit_hist(e, "lat_hist", c->lat_hist, PS_LAT_BUCKETS, false);
+	}
+	ps_emit_object_begin(e, "errnos");
+	/* errnos are per call, so list them on the call's first row only */
+	bool first_row = true;
+	for (int kk = 0; kk < k; kk++)
+		first_row &= t->c[call][kk].calls == 0;
+	for (int er = 1; er < PS_ERRNO_MAX && first_row; er++) {
+		uint64_t count = t->errnos[call][er];
+		if (count)
+			ps_emit_kv(e, errno_key(key, er), PS_EMIT_U64, &count);
+	}
+	ps_emit_object_end(e);
+	ps_emit_row_end(e);
+}
+
+/* Text only: the size or the latency histogram of every call that has one. */
+static void emit_hist_table(struct ps_emit *e, const struct ps_tstats *t, bool latency)
+{
+	bool any = !latency;
+
+	for (int call = 0; call < PS_CALL__COUNT && !any; call++)
+		for (int k = 0; k < PS_FD__COUNT; k++)
+			any |= t->c[call][k].nsec != 0;
+	if (!any)
+		return;
+	ps_emit_text(e, latency ? "latency histogram (bucket = lower bound in ns: calls)\n" :
+			 "size histogram (bucket = lower bound in bytes: calls)\n");
 	for (int call = 0; call < PS_CALL__COUNT; call++) {
 		for (int k = 0; k < PS_FD__COUNT; k++) {
 			const struct ps_counter *c = &t->c[call][k];
 			uint64_t in_hist = 0;
 			for (int i = 0; i < PS_SIZE_BUCKETS; i++)
 				in_hist += c->size_hist[i];
-			if (!in_hist)
+			if (latency ? !c->nsec : !in_hist)
 				continue;
-			ps_buf_pad(b, ps_call_name((enum ps_call)call), 16, false);
-			ps_buf_pad(b, ps_fdkind_name((enum ps_fdkind)k), 8, false);
-			for (int i = 0; i < PS_SIZE_BUCKETS; i++) {
-				if (!c->size_hist[i])
-					continue;
-				ps_buf_putc(b, ' ');
-				ps_buf_size(b, (uint64_t)1 << i);
-				ps_buf_printf(b, ":%lu", (unsigned long)c->size_hist[i]);
-			}
-			ps_buf_putc(b, '\n');
+			const char *name = ps_call_name((enum ps_call)call);
+			const char *kind = ps_fdkind_name((enum ps_fdkind)k);
+			ps_emit_cell(e, -16, PS_EMIT_NAME, &name);
+			ps_emit_cell(e, -8, PS_EMIT_NAME, &kind);
+			if (latency)
+				emit_hist(e, NULL, c->lat_hist, PS_LAT_BUCKETS, false);
+			else
+				emit_hist(e, NULL, c->size_hist, PS_SIZE_BUCKETS, true);
+			ps_emit_text(e, "\n");
 		}
 	}
-
-	bool timed = false;
-	for (int call = 0; call < PS_CALL__COUNT && !timed; call++)
-		for (int k = 0; k < PS_FD__COUNT; k++)
-			timed |= t->c[call][k].nsec != 0;
-	if (timed) {
-		ps_buf_puts(b, "latency histogram (bucket = lower bound in ns: calls)\n");
-		for (int call = 0; call < PS_CALL__COUNT; call++) {
-			for (int k = 0; k < PS_FD__COUNT; k++) {
-				const struct ps_counter *c = &t->c[call][k];
-				if (!c->nsec)
-					continue;
-				ps_buf_pad(b, ps_call_name((enum ps_call)call), 16, false);
-				ps_buf_pad(b, ps_fdkind_name((enum ps_fdkind)k), 8, false);
-				for (int i = 0; i < PS_LAT_BUCKETS; i++)
-					if (c->lat_hist[i])
-						ps_buf_printf(b, " %lu:%lu", 1UL << i,
-							      (unsigned long)c->lat_hist[i]);
-				ps_buf_putc(b, '\n');
-			}
-		}
-	}
-	if (d->callsites)
-		d->callsites(b, false, d->symbolize);
-	render_advice_text(b, d);
-	ps_buf_puts(b, "==== end of poolshim report ====\n");
-}
-
-static void json_hist(struct ps_buf *b, const char *key, const uint64_t *h, int n)
-{
-	bool first = true;
-
-	ps_buf_printf(b, ",\"%s\":[", key);
-	for (int i = 0; i < n; i++) {
-		if (!h[i])
-			continue;
-		ps_buf_printf(b, "%s[%lu,%lu]", first ? "" : ",", 1UL << i, (unsigned long)h[i]);
-		first = false;
-	}
-	ps_buf_putc(b, ']');
-}
-
-static void json_reason(struct ps_buf *b, const char *key, const char *reason)
-{
-	ps_buf_printf(b, ",\"%s\":", key);
-	if (reason)
-		ps_buf_json_str(b, reason);
-	else
-		ps_buf_puts(b, "null");
-}
-
-static void render_json(struct ps_buf *b, const struct ps_report_data *d)
-{
-	const struct ps_tstats *t = d->totals;
-	const struct ps_pool_info *p = &d->pool;
-
-	ps_buf_printf(b, "{\"schema\":\"poolshim-report\",\"version\":%d,\"pid\":%d,\"program\":",
-		      PS_REPORT_VERSION, d->pid);
-	ps_buf_json_str(b, d->program);
-	ps_buf_printf(b, ",\"pool\":{\"mode\":\"%s\",\"requested\":\"%s\"", pool_mode(d),
-		      ps_hugepage_name(p->requested));
-	json_reason(b, "heap_owner", d->heap_owner);
-	json_reason(b, "hugetlb_reason", p->hugetlb_reason);
-	json_reason(b, "thp_reason", p->thp_reason);
-	ps_buf_printf(b, ",\"slabs\":%lu,\"backed\":%lu,\"backed_by\":{", (unsigned long)p->slabs,
-		      (unsigned long)p->backed);
-	for (int i = 0; i < PS_BACK__COUNT; i++)
-		ps_buf_printf(b, "%s\"%s\":%lu", i ? "," : "", ps_backing_name((enum ps_backing)i),
-			      (unsigned long)p->backed_by[i]);
-	ps_buf_printf(b, "},\"in_use\":%lu,\"peak\":%lu,\"cap\":%lu,\"threshold\":%lu,\"reserve\":%lu",
-		      (unsigned long)d->pool_in_use, (unsigned long)d->pool_peak,
-		      (unsigned long)p->cap, (unsigned long)d->pool_min, (unsigned long)p->reserve);
-	ps_buf_printf(b, ",\"allocations\":%lu,\"frees\":%lu,\"fallbacks\":{",
-		      (unsigned long)t->events[PS_EV_POOL_ALLOC],
-		      (unsigned long)t->events[PS_EV_POOL_FREE]);
-	for (int e = PS_EV_FB_POOL_FULL; e < PS_EV__COUNT; e++)
-		ps_buf_printf(b, "%s\"%s\":%lu", e == PS_EV_FB_POOL_FULL ? "" : ",", ps_event_name(e),
-			      (unsigned long)t->events[e]);
-	ps_buf_printf(b, "}},\"process\":{\"minflt\":%lu,\"majflt\":%lu,\"utime_us\":%lu,"
-		      "\"stime_us\":%lu,\"threads\":%d}",
-		      (unsigned long)d->minflt, (unsigned long)d->majflt,
-		      (unsigned long)d->utime_us, (unsigned long)d->stime_us, d->threads);
-
-	const struct ps_uring_counts *u = &t->uring;
-	ps_buf_printf(b, ",\"uring\":{\"state\":\"%s\"", ps_uring_state_name(d->uring_state));
-	json_reason(b, "reason", d->uring_reason);
-	ps_buf_printf(b, ",\"rings\":%lu,\"enters\":%lu,\"sqes\":%lu,\"fixed\":%lu,\"split_calls\":%lu",
-		      (unsigned long)d->uring_rings, (unsigned long)u->enters, (unsigned long)u->sqes,
-		      (unsigned long)u->fixed, (unsigned long)u->split_calls);
-	json_hist(b, "sqes_per_enter", u->sqes_per_enter, PS_SQE_BUCKETS);
-	ps_buf_puts(b, ",\"fallbacks\":{");
-	for (int i = 0; i < PS_UFB__COUNT; i++)
-		ps_buf_printf(b, "%s\"%s\":%lu", i ? "," : "", ps_uring_fb_name(i),
-			      (unsigned long)u->fallbacks[i]);
-	ps_buf_puts(b, "}}");
-
-	ps_buf_puts(b, ",\"calls\":[");
-	bool first = true;
-	for (int call = 0; call < PS_CALL__COUNT; call++) {
-		for (int k = 0; k < PS_FD__COUNT; k++) {
-			const struct ps_counter *c = &t->c[call][k];
-			if (!c->calls)
-				continue;
-			ps_buf_printf(b, "%s\n{\"call\":\"%s\",\"kind\":\"%s\",\"calls\":%lu,\"bytes\":%lu,"
-				      "\"errors\":%lu,\"eagain\":%lu,\"timed\":%lu,\"nsec\":%lu",
-				      first ? "" : ",", ps_call_name((enum ps_call)call),
-				      k == PS_FD_NONE ? "none" : ps_fdkind_name((enum ps_fdkind)k),
-				      (unsigned long)c->calls, (unsigned long)c->bytes,
-				      (unsigned long)c->errors, (unsigned long)c->eagain,
-				      (unsigned long)c->timed, (unsigned long)c->nsec);
-			json_hist(b, "size_hist", c->size_hist, PS_SIZE_BUCKETS);
-			json_hist(b, "lat_hist", c->lat_hist, PS_LAT_BUCKETS);
-			ps_buf_puts(b, ",\"errnos\":{");
-			bool efirst = true;
-			/* errnos are per call, so list them on the call's first row only */
-			for (int kk = 0; kk < k; kk++)
-				if (t->c[call][kk].calls)
-					goto close_errnos;
-			for (int e = 1; e < PS_ERRNO_MAX; e++) {
-				if (!t->errnos[call][e])
-					continue;
-				ps_buf_puts(b, efirst ? "\"" : ",\"");
-				put_errno(b, e);
-				ps_buf_printf(b, "\":%u", t->errnos[call][e]);
-				efirst = false;
-			}
-close_errnos:
-			ps_buf_puts(b, "}}");
-			first = false;
-		}
-	}
-	ps_buf_putc(b, ']');
-	if (d->callsites)
-		d->callsites(b, true, d->symbolize);
-	render_meta_json(b, d);
-	render_advice_json(b, d);
-	ps_buf_puts(b, "}\n");
 }
 
 void ps_report_render(struct ps_buf *b, const struct ps_report_data *d,
 		      enum ps_stats_format format)
 {
-	if (format == PS_FORMAT_JSON)
-		render_json(b, d);
-	else
-		render_text(b, d);
+	const struct ps_tstats *t = d->totals;
+	const struct ps_pool_info *p = &d->pool;
+	struct ps_emit em, *e = &em;
+	const char *schema = "poolshim-report";
+	int version = PS_REPORT_VERSION;
+
+	ps_emit_init(e, b, format == PS_FORMAT_JSON);
+	ps_emit_object_begin(e, NULL);
+	ps_emit_kv(e, "schema", PS_EMIT_NAME, &schema);
+	ps_emit_kv(e, "version", PS_EMIT_INT, &version);
+	ps_emit_text(e, "==== poolshim report: pid %d (%s) ====\n", d->pid, d->program);
+	ps_emit_kv(e, "pid", PS_EMIT_INT, &d->pid);
+	ps_emit_kv(e, "program", PS_EMIT_STR, &d->program);
+	emit_pool(e, d);
+	/* Text puts the run's metadata under the pool lines, JSON at the end. */
+	if (!e->json)
+		emit_meta(e, d);
+	if (p->hugetlb_reason)
+		ps_emit_text(e, "pool     hugetlb not used: %s\n", p->hugetlb_reason);
+	if (p->thp_reason)
+		ps_emit_text(e, "pool     THP not used: %s\n", p->thp_reason);
+	emit_process(e, d);
+	emit_uring(e, d);
+
+	ps_emit_text(e, "call            kind         calls      bytes   errors   eagain   avg-ns  top-errno\n");
+	ps_emit_array_begin(e, "calls");
+	for (int call = 0; call < PS_CALL__COUNT; call++)
+		for (int k = 0; k < PS_FD__COUNT; k++)
+			if (t->c[call][k].calls)
+				emit_call(e, t, call, k);
+	ps_emit_array_end(e);
+	if (!e->json) {
+		emit_hist_table(e, t, false);
+		emit_hist_table(e, t, true);
+	}
+	if (d->callsites)
+		d->callsites(e, d->symbolize);
+	if (e->json)
+		emit_meta(e, d);
+	emit_advice(e, d);
+	ps_emit_text(e, "==== end of poolshim report ====\n");
+	ps_emit_object_end(e);
 }
 
 int ps_report_path(char *out, size_t cap, const char *pattern, int pid, const char *program)

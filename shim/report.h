@@ -23,6 +23,7 @@
 #define PS_REPORT_VERSION 3
 
 struct ps_buf;
+struct ps_emit;
 
 /* The names the report gives pool events and io_uring fallback reasons. */
 
@@ -51,7 +52,7 @@ struct ps_report_data {
 	 * The call-site section, written by the runtime's call-site table
 	 * (ps_callsite_render), or NULL for none; symbolize as it takes it.
 	 */
-	void (*callsites)(struct ps_buf *b, bool json, bool symbolize);
+	void (*callsites)(struct ps_emit *e, bool symbolize);
 	bool symbolize;
 };
 
