@@ -6,6 +6,7 @@
 #include "emit.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 void ps_emit_init(struct ps_emit *e, struct ps_buf *b, bool json)
 {
@@ -193,4 +194,51 @@ void ps_emit_col(struct ps_emit *e, const char *key, int width, enum ps_emit_typ
 		ps_emit_kv(e, key, type, v);
 	else
 		ps_emit_cell(e, width, type, v);
+}
+
+/* The type a letter of ps_emit_line() stands for. */
+static enum ps_emit_type type_of(char letter)
+{
+	switch (letter) {
+	case 'd': return PS_EMIT_INT;
+	case 'z': return PS_EMIT_SIZE;
+	case 't': return PS_EMIT_USEC;
+	case 's': return PS_EMIT_STR;
+	case 'n': return PS_EMIT_NAME;
+	default: return PS_EMIT_U64;
+	}
+}
+
+void ps_emit_line(struct ps_emit *e, const char *line, ...)
+{
+	va_list ap;
+
+	va_start(ap, line);
+	for (const char *s = line; *s; s++) {
+		if (s[0] != '%' || s[1] != '{') {
+			if (!e->json)
+				ps_buf_putc(e->b, *s);
+			continue;
+		}
+		const char *key = s + 2, *end = key;
+		while (*end && *end != '}')
+			end++;
+		if (!*end || !end[1])
+			break;
+		char name[48];
+		size_t n = (size_t)(end - key) < sizeof(name) - 1 ? (size_t)(end - key) : sizeof(name) - 1;
+		memcpy(name, key, n);
+		name[n] = '\0';
+		enum ps_emit_type type = type_of(end[1]);
+		union { uint64_t u; int d; const char *s; } v;
+		if (type == PS_EMIT_INT)
+			v.d = va_arg(ap, int);
+		else if (type == PS_EMIT_STR || type == PS_EMIT_NAME)
+			v.s = va_arg(ap, const char *);
+		else
+			v.u = va_arg(ap, uint64_t);
+		ps_emit_col(e, name, 0, type, &v);
+		s = end + 1;
+	}
+	va_end(ap);
 }

@@ -13,6 +13,7 @@
 #define PS_EMIT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "fmt.h"
@@ -75,5 +76,15 @@ void ps_emit_text(struct ps_emit *e, const char *fmt, ...) __attribute__((format
 /* Both: a member in JSON, a cell in text. */
 void ps_emit_col(struct ps_emit *e, const char *key, int width, enum ps_emit_type type,
 		 const void *value);
+
+/*
+ * A line given the way it reads in text, with its members marked in it:
+ * "%{key}T" is a value of type T, u (uint64_t), d (int), z (uint64_t as a
+ * size), t (uint64_t microseconds), s (a string, NULL for null) or n (a
+ * name), taken from the arguments in order.  Text: the line with the values
+ * written in; JSON: only the members, "key":value.  There is no format
+ * check by the compiler: each value must be of the type its letter says.
+ */
+void ps_emit_line(struct ps_emit *e, const char *line, ...);
 
 #endif

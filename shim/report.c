@@ -115,6 +115,18 @@ static void advice_suggest(struct advice_list *l, const char *v)
 	ps_buf_str(&b);
 }
 
+#define SIZE_TEXT 16   /* "1023.9G" and more */
+
+/* A byte count as ps_buf_size writes it, into out[SIZE_TEXT]. */
+static const char *size_text(char *out, uint64_t v)
+{
+	struct ps_buf b;
+
+	ps_buf_init(&b, out, SIZE_TEXT, -1);
+	ps_buf_size(&b, v);
+	return ps_buf_str(&b);
+}
+
 #define ADVICE_MIN_ALLOCS 16   /* fewer large-looking allocations are not worth a line */
 #define PS_HUGE_2M (2ULL << 20)
 
@@ -149,15 +161,12 @@ static void gather_advice(const struct ps_report_data *d, struct advice_list *l)
 		}
 	}
 	if (!d->heap_owner && below >= ADVICE_MIN_ALLOCS && below > at_or_above) {
+		char lo[SIZE_TEXT], min[SIZE_TEXT];
 		advice_add(l, "pool_min", "POOLSHIM_POOL_MIN", &m);
-		ps_buf_printf(&m, "%lu of %lu large-looking allocations were ", (unsigned long)below,
-			      (unsigned long)(below + at_or_above));
-		ps_buf_size(&m, lowest);
-		ps_buf_puts(&m, " or more but below POOLSHIM_POOL_MIN=");
-		ps_buf_size(&m, d->pool_min);
-		ps_buf_puts(&m, ", so they were not pooled; POOLSHIM_POOL_MIN=");
-		ps_buf_size(&m, lowest);
-		ps_buf_puts(&m, " would pool them");
+		ps_buf_printf(&m, "%lu of %lu large-looking allocations were %s or more but below "
+			      "POOLSHIM_POOL_MIN=%s, so they were not pooled; POOLSHIM_POOL_MIN=%s "
+			      "would pool them", (unsigned long)below, (unsigned long)(below + at_or_above),
+			      size_text(lo, lowest), size_text(min, d->pool_min), lo);
 		ps_buf_str(&m);
 		advice_suggest_size(l, lowest);
 	}
@@ -176,10 +185,10 @@ static void gather_advice(const struct ps_report_data *d, struct advice_list *l)
 			ps_buf_puts(&m, "unlimited");
 		else
 			ps_buf_printf(&m, "%lu KiB", (unsigned long)(d->memlock >> 10));
-		ps_buf_printf(&m, "; raise it to at least %lu KiB (LimitMEMLOCK=", (unsigned long)(want >> 10));
-		ps_buf_size(&m, want);
-		ps_buf_printf(&m, " in the systemd unit, or ulimit -l %lu) or grant CAP_IPC_LOCK",
-			      (unsigned long)(want >> 10));
+		char w[SIZE_TEXT];
+		ps_buf_printf(&m, "; raise it to at least %lu KiB (LimitMEMLOCK=%s in the systemd unit, "
+			      "or ulimit -l %lu) or grant CAP_IPC_LOCK", (unsigned long)(want >> 10),
+			      size_text(w, want), (unsigned long)(want >> 10));
 		ps_buf_str(&m);
 		advice_suggest_size(l, want);
 	}
@@ -196,15 +205,12 @@ static void gather_advice(const struct ps_report_data *d, struct advice_list *l)
 
 	if (t->events[PS_EV_FB_POOL_FULL]) {
 		uint64_t want = p->cap * 2 > 32ULL << 30 ? 32ULL << 30 : p->cap * 2;
+		char cap[SIZE_TEXT], peak[SIZE_TEXT], w[SIZE_TEXT];
 		advice_add(l, "pool_full", "POOLSHIM_POOL_SIZE", &m);
 		ps_buf_printf(&m, "%lu allocations fell back to the ordinary arenas because the pool "
-			      "reached its cap of ", (unsigned long)t->events[PS_EV_FB_POOL_FULL]);
-		ps_buf_size(&m, p->cap);
-		ps_buf_puts(&m, " (peak in use ");
-		ps_buf_size(&m, d->pool_peak);
-		ps_buf_puts(&m, "); POOLSHIM_POOL_SIZE=");
-		ps_buf_size(&m, want);
-		ps_buf_puts(&m, " would hold them");
+			      "reached its cap of %s (peak in use %s); POOLSHIM_POOL_SIZE=%s would hold them",
+			      (unsigned long)t->events[PS_EV_FB_POOL_FULL], size_text(cap, p->cap),
+			      size_text(peak, d->pool_peak), size_text(w, want));
 		ps_buf_str(&m);
 		advice_suggest_size(l, want);
 	}
@@ -271,15 +277,8 @@ static void emit_meta(struct ps_emit *e, const struct ps_report_data *d)
 	const char *start = d->start_time >= 0 ? ps_buf_str(&wb) : e->json ? NULL : "?";
 
 	ps_emit_object_begin(e, "meta");
-	ps_emit_text(e, "run      poolshim ");
-	ps_emit_col(e, "version", 0, PS_EMIT_STR, &version);
-	ps_emit_text(e, "; host ");
-	ps_emit_col(e, "host", 0, PS_EMIT_STR, &host);
-	ps_emit_text(e, "; kernel ");
-	ps_emit_col(e, "kernel", 0, PS_EMIT_STR, &kernel);
-	ps_emit_text(e, "; started ");
-	ps_emit_col(e, "start_time", 0, PS_EMIT_STR, &start);
-	ps_emit_text(e, "\n");
+	ps_emit_line(e, "run      poolshim %{version}s; host %{host}s; kernel %{kernel}s; "
+		     "started %{start_time}s\n", version, host, kernel, start);
 	ps_emit_object_end(e);
 	if (!e->json && !d->cfg)
 		return;
@@ -341,6 +340,19 @@ static void emit_hist(struct ps_emit *e, const char *key, const uint64_t *h, int
 	ps_emit_array_end(e);
 }
 
+/* Counts v[from..to) by name: JSON {"name":n,...}, text " name n"... */
+static void emit_counts(struct ps_emit *e, const char *key, const char *(*name_of)(unsigned),
+			const uint64_t *v, unsigned from, unsigned to)
+{
+	ps_emit_object_begin(e, key);
+	for (unsigned i = from; i < to; i++) {
+		const char *name = name_of(i);
+		ps_emit_text(e, " %s ", name);
+		ps_emit_col(e, name, 0, PS_EMIT_U64, &v[i]);
+	}
+	ps_emit_object_end(e);
+}
+
 static void emit_pool(struct ps_emit *e, const struct ps_report_data *d)
 {
 	const struct ps_tstats *t = d->totals;
@@ -358,11 +370,7 @@ static void emit_pool(struct ps_emit *e, const struct ps_report_data *d)
 	ps_emit_kv(e, "heap_owner", PS_EMIT_STR, &d->heap_owner);
 	ps_emit_kv(e, "hugetlb_reason", PS_EMIT_STR, &p->hugetlb_reason);
 	ps_emit_kv(e, "thp_reason", PS_EMIT_STR, &p->thp_reason);
-	ps_emit_text(e, "); ");
-	ps_emit_col(e, "slabs", 0, PS_EMIT_U64, &p->slabs);
-	ps_emit_text(e, " slabs, ");
-	ps_emit_col(e, "backed", 0, PS_EMIT_SIZE, &p->backed);
-	ps_emit_text(e, " backed [");
+	ps_emit_line(e, "); %{slabs}u slabs, %{backed}z backed [", p->slabs, p->backed);
 	ps_emit_object_begin(e, "backed_by");
 	for (int i = 0; i < PS_BACK__COUNT; i++) {
 		const char *name = ps_backing_name((enum ps_backing)i);
@@ -370,27 +378,13 @@ static void emit_pool(struct ps_emit *e, const struct ps_report_data *d)
 		ps_emit_col(e, name, 0, PS_EMIT_SIZE, &p->backed_by[i]);
 	}
 	ps_emit_object_end(e);
-	ps_emit_text(e, "]; in use ");
-	ps_emit_col(e, "in_use", 0, PS_EMIT_SIZE, &d->pool_in_use);
-	ps_emit_text(e, ", peak ");
-	ps_emit_col(e, "peak", 0, PS_EMIT_SIZE, &d->pool_peak);
-	ps_emit_text(e, ", cap ");
-	ps_emit_col(e, "cap", 0, PS_EMIT_SIZE, &p->cap);
-	ps_emit_text(e, ", threshold ");
-	ps_emit_col(e, "threshold", 0, PS_EMIT_SIZE, &d->pool_min);
+	ps_emit_line(e, "]; in use %{in_use}z, peak %{peak}z, cap %{cap}z, threshold %{threshold}z",
+		     d->pool_in_use, d->pool_peak, p->cap, d->pool_min);
 	ps_emit_kv(e, "reserve", PS_EMIT_U64, &p->reserve);
-	ps_emit_text(e, "\npool     ");
-	ps_emit_col(e, "allocations", 0, PS_EMIT_U64, &t->events[PS_EV_POOL_ALLOC]);
-	ps_emit_text(e, " allocations served, ");
-	ps_emit_col(e, "frees", 0, PS_EMIT_U64, &t->events[PS_EV_POOL_FREE]);
-	ps_emit_text(e, " freed; fallbacks to ordinary arenas:");
-	ps_emit_object_begin(e, "fallbacks");
-	for (int ev = PS_EV_FB_POOL_FULL; ev < PS_EV__COUNT; ev++) {
-		const char *name = ps_event_name(ev);
-		ps_emit_text(e, " %s ", name);
-		ps_emit_col(e, name, 0, PS_EMIT_U64, &t->events[ev]);
-	}
-	ps_emit_object_end(e);
+	ps_emit_line(e, "\npool     %{allocations}u allocations served, %{frees}u freed; "
+		     "fallbacks to ordinary arenas:", t->events[PS_EV_POOL_ALLOC],
+		     t->events[PS_EV_POOL_FREE]);
+	emit_counts(e, "fallbacks", ps_event_name, t->events, PS_EV_FB_POOL_FULL, PS_EV__COUNT);
 	ps_emit_text(e, "\n");
 	ps_emit_object_end(e);
 }
@@ -398,17 +392,9 @@ static void emit_pool(struct ps_emit *e, const struct ps_report_data *d)
 static void emit_process(struct ps_emit *e, const struct ps_report_data *d)
 {
 	ps_emit_object_begin(e, "process");
-	ps_emit_text(e, "process  page faults ");
-	ps_emit_col(e, "minflt", 0, PS_EMIT_U64, &d->minflt);
-	ps_emit_text(e, " minor, ");
-	ps_emit_col(e, "majflt", 0, PS_EMIT_U64, &d->majflt);
-	ps_emit_text(e, " major; cpu ");
-	ps_emit_col(e, "utime_us", 0, PS_EMIT_USEC, &d->utime_us);
-	ps_emit_text(e, " user, ");
-	ps_emit_col(e, "stime_us", 0, PS_EMIT_USEC, &d->stime_us);
-	ps_emit_text(e, " sys; ");
-	ps_emit_col(e, "threads", 0, PS_EMIT_INT, &d->threads);
-	ps_emit_text(e, " thread counter blocks\n");
+	ps_emit_line(e, "process  page faults %{minflt}u minor, %{majflt}u major; "
+		     "cpu %{utime_us}t user, %{stime_us}t sys; %{threads}d thread counter blocks\n",
+		     d->minflt, d->majflt, d->utime_us, d->stime_us, d->threads);
 	ps_emit_object_end(e);
 }
 
@@ -423,27 +409,13 @@ static void emit_uring(struct ps_emit *e, const struct ps_report_data *d)
 	if (d->uring_reason)
 		ps_emit_text(e, ": %s", d->uring_reason);
 	ps_emit_kv(e, "reason", PS_EMIT_STR, &d->uring_reason);
-	ps_emit_text(e, "; ");
-	ps_emit_col(e, "rings", 0, PS_EMIT_U64, &d->uring_rings);
-	ps_emit_text(e, " rings, ");
-	ps_emit_col(e, "enters", 0, PS_EMIT_U64, &u->enters);
-	ps_emit_text(e, " enters, ");
-	ps_emit_col(e, "sqes", 0, PS_EMIT_U64, &u->sqes);
-	ps_emit_text(e, " SQEs (");
-	ps_emit_col(e, "fixed", 0, PS_EMIT_U64, &u->fixed);
-	ps_emit_text(e, " fixed), ");
-	ps_emit_col(e, "split_calls", 0, PS_EMIT_U64, &u->split_calls);
-	ps_emit_text(e, " split calls; fallbacks:");
+	ps_emit_line(e, "; %{rings}u rings, %{enters}u enters, %{sqes}u SQEs (%{fixed}u fixed), "
+		     "%{split_calls}u split calls; fallbacks:", d->uring_rings, u->enters, u->sqes,
+		     u->fixed, u->split_calls);
 	/* JSON has the histogram before the fallbacks, text on a line after them. */
 	if (e->json)
 		emit_hist(e, "sqes_per_enter", u->sqes_per_enter, PS_SQE_BUCKETS, false);
-	ps_emit_object_begin(e, "fallbacks");
-	for (int i = 0; i < PS_UFB__COUNT; i++) {
-		const char *name = ps_uring_fb_name(i);
-		ps_emit_text(e, " %s ", name);
-		ps_emit_col(e, name, 0, PS_EMIT_U64, &u->fallbacks[i]);
-	}
-	ps_emit_object_end(e);
+	emit_counts(e, "fallbacks", ps_uring_fb_name, u->fallbacks, 0, PS_UFB__COUNT);
 	ps_emit_text(e, "\n");
 	ps_emit_object_end(e);
 	if (!e->json && u->enters) {
