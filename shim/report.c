@@ -130,14 +130,11 @@ static const char *size_text(char *out, uint64_t v)
 #define ADVICE_MIN_ALLOCS 16   /* fewer large-looking allocations are not worth a line */
 #define PS_HUGE_2M (2ULL << 20)
 
-static void gather_advice(const struct ps_report_data *d, struct advice_list *l)
+static void advise_pool_min(const struct ps_report_data *d, struct advice_list *l)
 {
 	const struct ps_tstats *t = d->totals;
-	const struct ps_pool_info *p = &d->pool;
-	const struct ps_uring_counts *u = &t->uring;
 	struct ps_buf m;
 
-	l->n = 0;
 	/*
 	 * Allocations from a quarter of the threshold up to it look like I/O
 	 * buffers; when they outnumber what reached the pool, the threshold is
@@ -170,6 +167,14 @@ static void gather_advice(const struct ps_report_data *d, struct advice_list *l)
 		ps_buf_str(&m);
 		advice_suggest_size(l, lowest);
 	}
+}
+
+static void advise_memlock(const struct ps_report_data *d, struct advice_list *l)
+{
+	const struct ps_tstats *t = d->totals;
+	const struct ps_pool_info *p = &d->pool;
+	const struct ps_uring_counts *u = &t->uring;
+	struct ps_buf m;
 
 	if (u->fallbacks[PS_UFB_REGISTER]) {
 		/* The pool's memory is what fixed buffers pin: a limit above it suffices. */
@@ -192,6 +197,13 @@ static void gather_advice(const struct ps_report_data *d, struct advice_list *l)
 		ps_buf_str(&m);
 		advice_suggest_size(l, want);
 	}
+}
+
+static void advise_unaligned(const struct ps_report_data *d, struct advice_list *l)
+{
+	const struct ps_tstats *t = d->totals;
+	const struct ps_uring_counts *u = &t->uring;
+	struct ps_buf m;
 
 	if (u->fallbacks[PS_UFB_UNALIGNED]) {
 		advice_add(l, "unaligned", "O_DIRECT alignment", &m);
@@ -202,6 +214,13 @@ static void gather_advice(const struct ps_report_data *d, struct advice_list *l)
 		ps_buf_str(&m);
 		advice_suggest(l, "4K");
 	}
+}
+
+static void advise_pool_full(const struct ps_report_data *d, struct advice_list *l)
+{
+	const struct ps_tstats *t = d->totals;
+	const struct ps_pool_info *p = &d->pool;
+	struct ps_buf m;
 
 	if (t->events[PS_EV_FB_POOL_FULL]) {
 		uint64_t want = p->cap * 2 > 32ULL << 30 ? 32ULL << 30 : p->cap * 2;
@@ -214,6 +233,12 @@ static void gather_advice(const struct ps_report_data *d, struct advice_list *l)
 		ps_buf_str(&m);
 		advice_suggest_size(l, want);
 	}
+}
+
+static void advise_hugetlb_none(const struct ps_report_data *d, struct advice_list *l)
+{
+	const struct ps_pool_info *p = &d->pool;
+	struct ps_buf m;
 
 	if (p->requested == PS_HUGE_HUGETLB && p->slabs && !p->backed_by[PS_BACK_HUGETLB]) {
 		uint64_t pages = (p->backed + PS_HUGE_2M - 1) / PS_HUGE_2M;
@@ -230,6 +255,12 @@ static void gather_advice(const struct ps_report_data *d, struct advice_list *l)
 		ps_buf_u64(&nb, pages);
 		advice_suggest(l, ps_buf_str(&nb));
 	}
+}
+
+static void advise_thp_disabled(const struct ps_report_data *d, struct advice_list *l)
+{
+	const struct ps_pool_info *p = &d->pool;
+	struct ps_buf m;
 
 	if (p->thp_reason && strncmp(p->thp_reason, "THP disabled", 12) == 0 && p->slabs &&
 	    !p->backed_by[PS_BACK_HUGETLB]) {
@@ -240,6 +271,19 @@ static void gather_advice(const struct ps_report_data *d, struct advice_list *l)
 		ps_buf_str(&m);
 		advice_suggest(l, "madvise");
 	}
+}
+
+/* Each rule adds at most one item; the report lists them in this order. */
+static void (*const advisors[])(const struct ps_report_data *d, struct advice_list *l) = {
+	advise_pool_min, advise_memlock, advise_unaligned, advise_pool_full,
+	advise_hugetlb_none, advise_thp_disabled,
+};
+
+static void gather_advice(const struct ps_report_data *d, struct advice_list *l)
+{
+	l->n = 0;
+	for (size_t i = 0; i < sizeof(advisors) / sizeof(advisors[0]); i++)
+		advisors[i](d, l);
 }
 
 /* An errno's name ("EAGAIN", or "errno123") into out[16]. */
