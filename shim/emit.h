@@ -6,8 +6,11 @@
  *   - structure and members (object, array, row, kv, pair): the JSON, and
  *     nothing in text, except that a row ends a text line;
  *   - cells and text: the text table, and nothing in JSON;
- *   - col: both, a member "key":value in JSON and a cell in text.
- * Members get their commas from the emitter.  Never allocates.
+ *   - col and line: both, a member "key":value in JSON and a cell, or the
+ *     line as it reads, in text.
+ * Members get their commas from the emitter.  Nesting deeper than
+ * PS_EMIT_DEPTH is not supported (the report goes four deep).  Never
+ * allocates.
  */
 #ifndef PS_EMIT_H
 #define PS_EMIT_H
