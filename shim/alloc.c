@@ -41,7 +41,7 @@ enum arena_state {
 	ARENA_FAILED,
 };
 static int arena_state = ARENA_NONE;
-/* MERGE-TODO: defined in heap.c once the report's gathering leaves report.c. */
+/* The heap's owner (heap.h): decided by heap.c, read by the report's gathering. */
 int ps_heap = PS_HEAP_UNDECIDED;
 const char *ps_heap_owner;
 

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "emit.h"
 #include "fmt.h"
 #include "sys.h"
 
@@ -483,12 +484,12 @@ static const char *unversioned(const char *fn, char *buf, size_t cap)
  * One frame: function+0xoff (object) file:line, or the raw address.  In the
  * signal handler (symbolize = false) only the address is known.
  */
-static void put_frame(struct ps_buf *b, void *addr, bool json, bool symbolize)
+static void emit_frame(struct ps_emit *e, void *addr, bool symbolize)
 {
 	Dl_info di;
 	uintptr_t a = (uintptr_t)addr;
 	const struct obj *o = symbolize ? obj_of(a) : NULL;
-	uintptr_t rel = o ? a - o->bias : a;
+	uint64_t rel = o ? a - o->bias : a;
 	struct frame_name nm = { 0 };
 
 	/* A return address points after the call: look up the byte before. */
@@ -504,44 +505,38 @@ static void put_frame(struct ps_buf *b, void *addr, bool json, bool symbolize)
 	else
 		nm.off = rel;
 	const char *obj = o ? base_name(o->path) : "?";
+	const char *path = o && o->path[0] ? o->path : NULL;
+	const char *build_id = o && o->build_id[0] ? o->build_id : NULL;
+	const char *no_line = NULL;
+	uint64_t off = nm.off;
+	char hex[24];
+	struct ps_buf hb;
+	ps_buf_init(&hb, hex, sizeof(hex), -1);
+	ps_buf_printf(&hb, "0x%lx", (unsigned long)a);
+	const char *address = ps_buf_str(&hb);
 
-	if (json) {
-		ps_buf_puts(b, "{\"function\":");
-		if (nm.fn)
-			ps_buf_json_str(b, nm.fn);
-		else
-			ps_buf_puts(b, "null");
-		ps_buf_printf(b, ",\"offset\":%lu,\"object\":", (unsigned long)nm.off);
-		ps_buf_json_str(b, obj);
-		ps_buf_puts(b, ",\"path\":");
-		if (o && o->path[0])
-			ps_buf_json_str(b, o->path);
-		else
-			ps_buf_puts(b, "null");
-		ps_buf_puts(b, ",\"build_id\":");
-		if (o && o->build_id[0])
-			ps_buf_json_str(b, o->build_id);
-		else
-			ps_buf_puts(b, "null");
-		ps_buf_printf(b, ",\"rel\":%lu,\"file\":", (unsigned long)rel);
-		if (nm.file)
-			ps_buf_json_str(b, nm.file);
-		else
-			ps_buf_puts(b, "null");
-		if (nm.file)
-			ps_buf_printf(b, ",\"line\":%d", nm.line);
-		else
-			ps_buf_puts(b, ",\"line\":null");
-		ps_buf_printf(b, ",\"address\":\"0x%lx\"}", (unsigned long)a);
-		return;
-	}
+	ps_emit_object_begin(e, NULL);
+	ps_emit_kv(e, "function", PS_EMIT_STR, &nm.fn);
 	if (nm.fn)
-		ps_buf_printf(b, "%s+0x%lx", nm.fn, (unsigned long)nm.off);
+		ps_emit_text(e, "%s+0x%lx", nm.fn, (unsigned long)nm.off);
 	else
-		ps_buf_printf(b, "0x%lx", (unsigned long)a);
-	ps_buf_printf(b, " (%s)", obj);
-	if (nm.file)
-		ps_buf_printf(b, " %s:%d", nm.file, nm.line);
+		ps_emit_text(e, "%s", address);
+	ps_emit_kv(e, "offset", PS_EMIT_U64, &off);
+	ps_emit_text(e, " (");
+	ps_emit_col(e, "object", 0, PS_EMIT_STR, &obj);
+	ps_emit_text(e, ")");
+	ps_emit_kv(e, "path", PS_EMIT_STR, &path);
+	ps_emit_kv(e, "build_id", PS_EMIT_STR, &build_id);
+	ps_emit_kv(e, "rel", PS_EMIT_U64, &rel);
+	ps_emit_kv(e, "file", PS_EMIT_STR, &nm.file);
+	if (nm.file) {
+		ps_emit_text(e, " %s:%d", nm.file, nm.line);
+		ps_emit_kv(e, "line", PS_EMIT_INT, &nm.line);
+	} else {
+		ps_emit_kv(e, "line", PS_EMIT_STR, &no_line);
+	}
+	ps_emit_kv(e, "address", PS_EMIT_NAME, &address);
+	ps_emit_object_end(e);
 }
 
 /*
@@ -579,73 +574,71 @@ static unsigned pick_top(unsigned *out, bool by_bytes)
 	return n;
 }
 
-static void render_text(struct ps_buf *b, bool symbolize)
+/* One site: its call, count and bytes, and its frames. */
+static void emit_site(struct ps_emit *e, const struct site *s, bool symbolize)
 {
-	unsigned idx[64];
+	uint64_t count = site_key(s, false), bytes = site_key(s, true);
+	uint64_t nsec = __atomic_load_n(&s->nsec, __ATOMIC_RELAXED);
+	const char *kind = s->kind == PS_SITE_ALLOC ? "alloc" : "io";
+	const char *call = ps_call_name((enum ps_call)s->call);
 
-	for (int pass = 0; pass < 2; pass++) {
-		bool by_bytes = pass == 0;
-		unsigned n = pick_top(idx, by_bytes);
-		ps_buf_printf(b, "call sites by %s (top %u; one call in %u sampled, %lu captures, "
-			      "%lu dropped)\n", by_bytes ? "bytes" : "count", n, sample,
-			      (unsigned long)ps_callsite_captures(),
-			      (unsigned long)ps_callsite_dropped());
-		for (unsigned k = 0; k < n; k++) {
-			const struct site *s = &sites[idx[k]];
-			uint64_t count = site_key(s, false), bytes = site_key(s, true);
-			uint64_t nsec = __atomic_load_n(&s->nsec, __ATOMIC_RELAXED);
-			ps_buf_puts(b, s->kind == PS_SITE_ALLOC ? "  alloc " : "  io    ");
-			ps_buf_pad(b, ps_call_name((enum ps_call)s->call), 15, false);
-			ps_buf_u64w(b, count, 8);
-			ps_buf_puts(b, " samples, ");
-			ps_buf_size(b, bytes);
-			if (s->kind == PS_SITE_IO && count)
-				ps_buf_printf(b, " avg %lu ns", (unsigned long)(nsec / count));
-			ps_buf_putc(b, '\n');
-			for (uint32_t f = 0; f < s->depth; f++) {
-				ps_buf_printf(b, "      #%u ", f);
-				put_frame(b, s->frames[f], false, symbolize);
-				ps_buf_putc(b, '\n');
-			}
-		}
+	ps_emit_object_begin(e, NULL);
+	ps_emit_text(e, s->kind == PS_SITE_ALLOC ? "  alloc " : "  io    ");
+	ps_emit_kv(e, "kind", PS_EMIT_NAME, &kind);
+	ps_emit_col(e, "call", -15, PS_EMIT_NAME, &call);
+	ps_emit_col(e, "count", 8, PS_EMIT_U64, &count);
+	ps_emit_text(e, " samples, ");
+	ps_emit_col(e, "bytes", 0, PS_EMIT_SIZE, &bytes);
+	ps_emit_kv(e, "nsec", PS_EMIT_U64, &nsec);
+	if (s->kind == PS_SITE_IO && count)
+		ps_emit_text(e, " avg %lu ns", (unsigned long)(nsec / count));
+	ps_emit_text(e, "\n");
+	ps_emit_array_begin(e, "frames");
+	for (uint32_t f = 0; f < s->depth; f++) {
+		ps_emit_text(e, "      #%u ", f);
+		emit_frame(e, s->frames[f], symbolize);
+		ps_emit_text(e, "\n");
 	}
+	ps_emit_array_end(e);
+	ps_emit_object_end(e);
 }
 
-static void render_json(struct ps_buf *b, bool symbolize)
+/*
+ * Text: the top sites by bytes, then by count, each list under its own
+ * heading.  JSON: the union of both lists, each site once.
+ */
+static void emit_sites(struct ps_emit *e, bool symbolize)
 {
 	unsigned by_bytes[64], by_count[64], list[128];
 	unsigned nb = pick_top(by_bytes, true), nc = pick_top(by_count, false), n = 0;
+	uint64_t every = sample;
 
-	/* The union of both lists, each site once. */
-	for (unsigned i = 0; i < nb; i++)
+	ps_emit_kv(e, "callsite_sample", PS_EMIT_U64, &every);
+	ps_emit_array_begin(e, "callsites");
+	for (int pass = 0; pass < 2 && !e->json; pass++) {
+		bool bytes = pass == 0;
+		unsigned k = bytes ? nb : nc;
+		ps_emit_text(e, "call sites by %s (top %u; one call in %u sampled, %lu captures, "
+			     "%lu dropped)\n", bytes ? "bytes" : "count", k, sample,
+			     (unsigned long)ps_callsite_captures(), (unsigned long)ps_callsite_dropped());
+		for (unsigned i = 0; i < k; i++)
+			emit_site(e, &sites[bytes ? by_bytes[i] : by_count[i]], symbolize);
+	}
+	for (unsigned i = 0; i < nb && e->json; i++)
 		list[n++] = by_bytes[i];
-	for (unsigned i = 0; i < nc; i++) {
+	for (unsigned i = 0; i < nc && e->json; i++) {
 		bool dup = false;
 		for (unsigned j = 0; j < nb; j++)
 			dup |= by_count[i] == by_bytes[j];
 		if (!dup)
 			list[n++] = by_count[i];
 	}
-	ps_buf_printf(b, ",\"callsite_sample\":%u,\"callsites\":[", sample);
-	for (unsigned k = 0; k < n; k++) {
-		const struct site *s = &sites[list[k]];
-		ps_buf_printf(b, "%s{\"kind\":\"%s\",\"call\":\"%s\",\"count\":%lu,\"bytes\":%lu,"
-			      "\"nsec\":%lu,\"frames\":[", k ? "," : "",
-			      s->kind == PS_SITE_ALLOC ? "alloc" : "io",
-			      ps_call_name((enum ps_call)s->call), (unsigned long)site_key(s, false),
-			      (unsigned long)site_key(s, true),
-			      (unsigned long)__atomic_load_n(&s->nsec, __ATOMIC_RELAXED));
-		for (uint32_t f = 0; f < s->depth; f++) {
-			if (f)
-				ps_buf_putc(b, ',');
-			put_frame(b, s->frames[f], true, symbolize);
-		}
-		ps_buf_puts(b, "]}");
-	}
-	ps_buf_putc(b, ']');
+	for (unsigned k = 0; k < n; k++)
+		emit_site(e, &sites[list[k]], symbolize);
+	ps_emit_array_end(e);
 }
 
-void ps_callsite_render(struct ps_buf *b, bool json, bool symbolize)
+void ps_callsite_emit(struct ps_emit *e, bool symbolize)
 {
 	if (!sites || top == 0)
 		return;
@@ -655,9 +648,14 @@ void ps_callsite_render(struct ps_buf *b, bool json, bool symbolize)
 		nobjs = 0;
 		dl_iterate_phdr(add_obj, NULL);
 	}
-	if (json)
-		render_json(b, symbolize);
-	else
-		render_text(b, symbolize);
+	emit_sites(e, symbolize);
 	guard--;
+}
+
+void ps_callsite_render(struct ps_buf *b, bool json, bool symbolize)
+{
+	struct ps_emit e;
+
+	ps_emit_continue(&e, b, json);
+	ps_callsite_emit(&e, symbolize);
 }

@@ -40,6 +40,9 @@ static inline void ps_callsite_record(enum ps_site_kind kind, enum ps_call call,
  * signal handler) prints raw addresses.
  */
 void ps_callsite_render(struct ps_buf *b, bool json, bool symbolize);
+/* The same section through a report's emitter (a member of its object). */
+struct ps_emit;
+void ps_callsite_emit(struct ps_emit *e, bool symbolize);
 
 /* Number of captures recorded, and of captures dropped (table full). */
 uint64_t ps_callsite_captures(void);

@@ -325,12 +325,26 @@ void ps_buf_log_prefix(struct ps_buf *b)
 	}
 	ps_buf_puts(b, ": ");
 }
+
+size_t ps_log_line(char *storage, size_t cap, const char *fmt, va_list ap)
+{
+	struct ps_buf b;
+
+	ps_buf_init(&b, storage, cap, -1);
+	ps_buf_log_prefix(&b);
+	ps_buf_vprintf(&b, fmt, ap);
+	/* A cut line still ends in a newline. */
+	if (b.len >= cap - 2)
+		b.len = cap - 2;
+	b.p[b.len++] = '\n';
+	return b.len;
+}
+
 static int log_lines;
 
 void ps_log(const char *fmt, ...)
 {
 	char storage[512];
-	struct ps_buf b;
 	va_list ap;
 
 	if (log_depth > 0)
@@ -338,18 +352,12 @@ void ps_log(const char *fmt, ...)
 	if (__atomic_add_fetch(&log_lines, 1, __ATOMIC_RELAXED) > PS_LOG_MAX_LINES)
 		return;
 	log_depth++;
-	ps_buf_init(&b, storage, sizeof(storage), -1);
-	ps_buf_log_prefix(&b);
 	va_start(ap, fmt);
-	ps_buf_vprintf(&b, fmt, ap);
+	size_t n = ps_log_line(storage, sizeof(storage), fmt, ap);
 	va_end(ap);
-	/* A cut line still ends in a newline. */
-	if (b.len >= sizeof(storage) - 2)
-		b.len = sizeof(storage) - 2;
-	b.p[b.len++] = '\n';
 	int (*where)(void) = __atomic_load_n(&ps_log_fd, __ATOMIC_ACQUIRE);
 	int fd = where ? where() : 2;
 	if (fd >= 0)
-		ps_sys_write_all(fd, b.p, b.len);
+		ps_sys_write_all(fd, storage, n);
 	log_depth--;
 }

@@ -78,5 +78,10 @@ extern char ps_program[64];
 void ps_program_clean(char *out, size_t cap, const char *name);
 /* "poolshim[PID] PROGRAM: ", the head of every diagnostic line (raw getpid). */
 void ps_buf_log_prefix(struct ps_buf *b);
+/*
+ * A whole diagnostic line, that head, fmt and a newline, into storage[cap]
+ * (cap > 2; a line too long is cut, its newline kept).  Its length.
+ */
+size_t ps_log_line(char *storage, size_t cap, const char *fmt, va_list ap);
 
 #endif

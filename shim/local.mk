@@ -34,6 +34,8 @@ PS_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -ftls-model=initial-exec
 PS_FMT_SOURCES = \
 	shim/names.c shim/names.h \
 	shim/fmt.c shim/fmt.h \
+	shim/emit.c shim/emit.h \
+	shim/report.c shim/report.h \
 	shim/config.c shim/config.h \
 	shim/stats.c shim/stats.h \
 	shim/livefmt.c shim/live.h \
@@ -46,7 +48,7 @@ libpsfmt_la_CFLAGS = $(PS_CFLAGS)
 PS_CORE_SOURCES = \
 	shim/pool.c shim/pool.h \
 	shim/alloc.c shim/alloc.h shim/posix.h shim/heap.h \
-	shim/report.c shim/report.h \
+	shim/gather.c shim/report_out.c \
 	shim/fdinfo.c shim/fdinfo.h \
 	shim/uring.c shim/uring.h \
 	shim/live.c \
@@ -86,5 +88,5 @@ EXTRA_DIST += shim/poolshim.map
 # The live view: `poolshim stat` runs it.
 bin_PROGRAMS += tools/poolshim-stat
 tools_poolshim_stat_SOURCES = tools/poolshim-stat.c
-tools_poolshim_stat_LDADD = libpscore.la $(JEMALLOC_PS) $(URING_LIBS) -lm -ldl
+tools_poolshim_stat_LDADD = libpsfmt.la -lm
 

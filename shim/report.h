@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The per-process report: gathered from the merged counters, the pool and
- * getrusage(), rendered as a text table or as JSON (schema
- * "poolshim-report", version PS_REPORT_VERSION, documented in poolshim(7)),
- * and written to stderr or to a per-process file.  Rendering is separate
- * from gathering so unit tests can feed it known numbers.
+ * getrusage() (gather.c, runtime), rendered as a text table or as JSON
+ * (schema "poolshim-report", version PS_REPORT_VERSION, documented in
+ * poolshim(7); report.c, formatting only), and written to stderr or to a
+ * per-process file (report_out.c, runtime).  Rendering is separate from
+ * gathering so unit tests and poolshim-stat can feed it known numbers.
  */
 #ifndef PS_REPORT_H
 #define PS_REPORT_H
@@ -22,6 +23,7 @@
 #define PS_REPORT_VERSION 3
 
 struct ps_buf;
+struct ps_emit;
 
 /* The names the report gives pool events and io_uring fallback reasons. */
 
@@ -46,6 +48,12 @@ struct ps_report_data {
 	int64_t start_time;               /* seconds since the epoch, or -1 */
 	const struct ps_config *cfg;      /* effective configuration, or NULL */
 	uint64_t memlock;                 /* RLIMIT_MEMLOCK soft limit, UINT64_MAX = unlimited */
+	/*
+	 * The call-site section, written by the runtime's call-site table
+	 * (ps_callsite_render), or NULL for none; symbolize as it takes it.
+	 */
+	void (*callsites)(struct ps_emit *e, bool symbolize);
+	bool symbolize;
 };
 
 /* Fill d from the live process; scratch receives the merged counters. */
@@ -69,6 +77,17 @@ void ps_report_render(struct ps_buf *b, const struct ps_report_data *d,
  * 0, or -ENAMETOOLONG when it does not fit, -EINVAL for another %x.
  */
 int ps_report_path(char *out, size_t cap, const char *pattern, int pid, const char *program);
+
+/* The pid and the kept program name a report names (keeping it now if not yet). */
+void ps_report_ident(int *pid, const char **program);
+
+/*
+ * Gather a report and write it to fd in format: through a stack buffer
+ * flushed as it fills, or with bounded set (a non-blocking FIFO), rendered
+ * in memory first and written within a bounded wait.  0 or -errno
+ * (-ENOMEM without a scratch block); errno is left alone.
+ */
+int ps_report_write(int fd, enum ps_stats_format format, bool bounded);
 
 /* Remember the program's name now, before the program can rewrite argv. */
 void ps_report_keep_name(void);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "emit.h"
 #include "fmt.h"
 #include "report.h"
 #include "suites.h"
@@ -123,6 +124,50 @@ START_TEST(test_path)
 }
 END_TEST
 
+/* One walk over the emitter, written both ways. */
+static const char *emit_both(char *out, size_t cap, bool json)
+{
+	struct ps_buf b;
+	struct ps_emit e;
+	const char *none = NULL, *name = "read";
+	uint64_t bytes = 1536;
+
+	ps_buf_init(&b, out, cap, -1);
+	ps_emit_init(&e, &b, json);
+	ps_emit_object_begin(&e, NULL);
+	ps_emit_line(&e, "run %{n}u x, %{size}z, %{cpu}t, %{why}s, %{id}d\n", (uint64_t)7,
+		     (uint64_t)2048, (uint64_t)1500000, "a\"b", -3);
+	ps_emit_kv(&e, "none", PS_EMIT_STR, &none);
+	ps_emit_array_begin(&e, "rows");
+	for (int i = 0; i < 2; i++) {
+		ps_emit_row_begin(&e);
+		ps_emit_col(&e, "call", -6, PS_EMIT_NAME, &name);
+		ps_emit_col(&e, "bytes", 6, PS_EMIT_SIZE, &bytes);
+		ps_emit_row_end(&e);
+	}
+	ps_emit_array_end(&e);
+	ps_emit_array_begin(&e, "h");
+	ps_emit_pair(&e, 1, 2);
+	ps_emit_pair(&e, 4, 5);
+	ps_emit_array_end(&e);
+	ps_emit_text(&e, "end\n");
+	ps_emit_object_end(&e);
+	return ps_buf_str(&b);
+}
+
+START_TEST(test_emit)
+{
+	char out[512];
+
+	ck_assert_str_eq(emit_both(out, sizeof(out), false),
+			 "run 7 x, 2K, 1.5s, a\"b, -3\nread    1.5K\nread    1.5K\nend\n");
+	ck_assert_str_eq(emit_both(out, sizeof(out), true),
+			 "{\"n\":7,\"size\":2048,\"cpu\":1500000,\"why\":\"a\\\"b\",\"id\":-3,"
+			 "\"none\":null,\"rows\":[\n{\"call\":\"read\",\"bytes\":1536},"
+			 "\n{\"call\":\"read\",\"bytes\":1536}],\"h\":[[1,2],[4,5]]}\n");
+}
+END_TEST
+
 Suite *suite_report(void)
 {
 	Suite *s = suite_create("report");
@@ -131,6 +176,7 @@ Suite *suite_report(void)
 	tcase_add_test(tc, test_text);
 	tcase_add_test(tc, test_json);
 	tcase_add_test(tc, test_path);
+	tcase_add_test(tc, test_emit);
 	suite_add_tcase(s, tc);
 	return s;
 }

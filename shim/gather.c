@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Gathering the report: the program's name and start time kept at
+ * start-up, the scratch block for the merged counters, and
+ * ps_report_gather(), which reads the counters, the pool, the allocator's
+ * heap owner, io_uring, getrusage() and uname() into a struct
+ * ps_report_data for report.c to render.  Part of the runtime.
+ */
+#include "report.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+
+#include "alloc.h"
+#include "callsite.h"
+#include "heap.h"
+#include "fmt.h"
+#include "sys.h"
+#include "uring.h"
+
+static char program_name[64];
+static int64_t start_time = -1;
+
+void ps_report_keep_name(void)
+{
+	struct timespec now;
+
+	/* libc's clock_gettime: the vDSO, no system call at start-up. */
+	if (clock_gettime(CLOCK_REALTIME, &now) == 0)
+		start_time = now.tv_sec;
+	/* Copied now: some servers (nginx) rewrite argv, and with it this name. */
+	ps_program_clean(program_name, sizeof(program_name), program_invocation_short_name);
+}
+
+const char *ps_report_program(void)
+{
+	return program_name;
+}
+
+void ps_report_ident(int *pid, const char **program)
+{
+	*pid = (int)PS_SYSCALL(SYS_getpid);
+	if (!program_name[0])
+		ps_report_keep_name();
+	*program = program_name;
+}
+
+/* Untouched, so it costs no memory, until the first report fills it. */
+static struct ps_tstats reserved_scratch;
+static int reserved_taken;
+
+struct ps_tstats *ps_report_scratch_get(void)
+{
+	if (!__atomic_exchange_n(&reserved_taken, 1, __ATOMIC_ACQUIRE))
+		return &reserved_scratch;
+	int saved_errno = errno;
+	struct ps_tstats *s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	errno = saved_errno;
+	return s == MAP_FAILED ? NULL : s;
+}
+
+void ps_report_scratch_put(struct ps_tstats *scratch)
+{
+	if (scratch == &reserved_scratch) {
+		__atomic_store_n(&reserved_taken, 0, __ATOMIC_RELEASE);
+		return;
+	}
+	int saved_errno = errno;
+	munmap(scratch, sizeof(*scratch));
+	errno = saved_errno;
+}
+
+void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch)
+{
+	struct rusage ru;
+
+	memset(d, 0, sizeof(*d));
+	ps_report_ident(&d->pid, &d->program);
+	ps_stats_merge(scratch);
+	d->totals = scratch;
+	d->pool_ready = ps_alloc_pool_ready();
+	if (__atomic_load_n(&ps_heap, __ATOMIC_ACQUIRE) == PS_HEAP_OTHER)
+		d->heap_owner = ps_heap_owner ? ps_heap_owner : "?";
+	ps_pool_get_info(&d->pool);
+	d->pool_in_use = PS_LOAD(ps_gauges->pool_in_use);
+	d->pool_peak = PS_LOAD(ps_gauges->pool_peak);
+	d->pool_min = ps_cfg.pool_min;
+	if (PS_SYSCALL(SYS_getrusage, RUSAGE_SELF, &ru) == 0) {
+		d->minflt = (uint64_t)ru.ru_minflt;
+		d->majflt = (uint64_t)ru.ru_majflt;
+		d->utime_us = (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec;
+		d->stime_us = (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
+	}
+	d->threads = ps_stats_blocks();
+	d->uring_state = ps_uring_state();
+	d->uring_reason = ps_uring_reason();
+	d->uring_rings = ps_uring_rings();
+	d->version = PACKAGE_VERSION;
+	struct utsname un;
+	if (PS_SYSCALL(SYS_uname, &un) == 0) {
+		memcpy(d->host, un.nodename, sizeof(d->host) - 1);
+		memcpy(d->kernel, un.release, sizeof(d->kernel) - 1);
+	}
+	d->start_time = start_time;
+	d->cfg = &ps_cfg;
+	struct rlimit rl;
+	d->callsites = ps_callsite_emit;
+	/* Naming frames allocates: not from the dump signal's handler. */
+	d->symbolize = !ps_in_signal;
+	d->memlock = PS_SYSCALL(SYS_prlimit64, 0, RLIMIT_MEMLOCK, NULL, &rl) == 0 &&
+			     rl.rlim_cur != RLIM_INFINITY ? (uint64_t)rl.rlim_cur : UINT64_MAX;
+}

@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Writing the report: where it may go (fd 2 only while it is the stderr
+ * seen at start, a file opened without following links, a FIFO with a
+ * bounded wait), SIGPIPE held off meanwhile, and the one path that
+ * gathers, renders and flushes a report (ps_report_write), shared by the
+ * exit and dump reports and poolshim_report_fd().  Nothing here allocates
+ * through the shim: the counters go to the scratch block, the text through
+ * a stack ps_buf flushed with raw write(2), files are opened with raw
+ * openat(2).  Part of the runtime.
+ */
+#include "report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <string.h>
+#include <time.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "fmt.h"
+#include "sys.h"
+
+#define PS_KCMP_FILE 0   /* KCMP_FILE of <linux/kcmp.h> (an enum there) */
+
+/*
+ * What fd 2 was when the shim started.  A program may close its stderr and
+ * open something that then gets number 2 (its data file, a socket); the
+ * report written there would end up in the program's data.  So fd 2 is
+ * written only while it still is the open file it was at start, and our
+ * duplicate only while it still is that file and still ours.
+ */
+enum err_state { ERR_UNSEEN, ERR_NONE, ERR_SEEN };
+static struct {
+	enum err_state state;
+	int copy;                 /* our duplicate (close-on-exec, >= 600), or -1 */
+	dev_t dev, rdev;
+	ino_t ino;
+	mode_t type;
+	int accmode;
+} err0 = { .state = ERR_UNSEEN, .copy = -1 };
+
+void ps_report_keep_stderr(void)
+{
+	struct stat st;
+	long fl;
+
+	if (err0.state != ERR_UNSEEN)
+		return;
+	fl = PS_SYSCALL(SYS_fcntl, 2, F_GETFL);
+	if (fl < 0 || PS_SYSCALL(SYS_fstat, 2, &st) < 0) {
+		/* Whatever gets number 2 later is the program's, never our stderr. */
+		err0.state = ERR_NONE;
+		return;
+	}
+	err0.dev = st.st_dev;
+	err0.ino = st.st_ino;
+	err0.rdev = st.st_rdev;
+	err0.type = st.st_mode & S_IFMT;
+	err0.accmode = (int)(fl & O_ACCMODE);
+	err0.state = ERR_SEEN;
+	/* Only a report to stderr needs a copy; messages need only the identity. */
+	if (strcmp(ps_cfg.stats, "stderr") != 0)
+		return;
+	long fd = PS_SYSCALL(SYS_fcntl, 2, F_DUPFD_CLOEXEC, 600);
+	if (fd >= 0)
+		err0.copy = (int)fd;
+}
+
+/* fd refers to the same file as fd 2 did at start, opened the same way. */
+static bool like_stderr_at_start(int fd)
+{
+	struct stat st;
+	long fl = PS_SYSCALL(SYS_fcntl, fd, F_GETFL);
+
+	return fl >= 0 && PS_SYSCALL(SYS_fstat, fd, &st) == 0 && st.st_dev == err0.dev &&
+	       st.st_ino == err0.ino && st.st_rdev == err0.rdev &&
+	       (st.st_mode & S_IFMT) == err0.type && (int)(fl & O_ACCMODE) == err0.accmode;
+}
+
+/*
+ * Our copy is still ours: the program may have closed it and put its own
+ * file at that number (close-all loops do).  open(2) and dup2(2) give the
+ * new descriptor no close-on-exec flag, which ours has.
+ */
+static bool copy_is_ours(void)
+{
+	if (err0.copy < 0)
+		return false;
+	long fdfl = PS_SYSCALL(SYS_fcntl, err0.copy, F_GETFD);
+	return fdfl >= 0 && (fdfl & FD_CLOEXEC) && like_stderr_at_start(err0.copy);
+}
+
+/* 1 if a and b share one open file description, 0 if not, -1 if unknown. */
+static int same_description(int a, int b)
+{
+#ifdef SYS_kcmp
+	long pid = PS_SYSCALL(SYS_getpid);
+	long k = PS_SYSCALL(SYS_kcmp, pid, pid, PS_KCMP_FILE, a, b);
+	if (k >= 0)
+		return k == 0;
+#endif
+	/* No kcmp(2) (seccomp, CONFIG_KCMP=n): status flags differ only across descriptions. */
+	return PS_SYSCALL(SYS_fcntl, a, F_GETFL) != PS_SYSCALL(SYS_fcntl, b, F_GETFL) ? 0 : -1;
+}
+
+/*
+ * Where a line or a report for stderr may go: fd 2 while it is the file it
+ * was at start (the same open file as our copy, where the kernel can tell);
+ * else our copy if it still is that file; else nowhere.
+ */
+static int stderr_fd(void)
+{
+	switch (err0.state) {
+	case ERR_UNSEEN:
+		/* Never looked (no report to stderr): fd 2, as any message. */
+		return PS_SYSCALL(SYS_fcntl, 2, F_GETFD) >= 0 ? 2 : -1;
+	case ERR_NONE:
+		return -1;
+	case ERR_SEEN:
+		break;
+	}
+	bool copy = copy_is_ours();
+	if (like_stderr_at_start(2) && (!copy || same_description(2, err0.copy) != 0))
+		return 2;
+	return copy ? err0.copy : -1;
+}
+
+int ps_report_stderr_fd(void)
+{
+	return stderr_fd();
+}
+
+#define SAY_MAX 16
+
+/* One line for the user where stderr_fd() allows it, a few per process at most. */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	static int said;
+	char storage[PS_PATH_MAX + 160];
+	va_list ap;
+
+	if (__atomic_add_fetch(&said, 1, __ATOMIC_RELAXED) > SAY_MAX)
+		return;
+	int fd = stderr_fd();
+	if (fd < 0)
+		return;
+	va_start(ap, fmt);
+	size_t n = ps_log_line(storage, sizeof(storage), fmt, ap);
+	va_end(ap);
+	ps_sys_write_all(fd, storage, n);
+}
+
+/*
+ * SIGPIPE held off while we write: a reader that went away (a FIFO, a
+ * stderr pipe) must not end the program with a signal it would not have
+ * got.  The kernel sends it to the writing thread, so this thread's mask is
+ * enough; one that we raised is taken back before the mask is restored.
+ */
+#define KSIGSET_SIZE (_NSIG / 8)
+
+struct pipe_guard {
+	sigset_t old;
+	bool was_pending;
+};
+
+static bool sigpipe_pending(void)
+{
+	sigset_t pend;
+
+	sigemptyset(&pend);
+	return PS_SYSCALL(SYS_rt_sigpending, &pend, KSIGSET_SIZE) == 0 && sigismember(&pend, SIGPIPE);
+}
+
+static void pipe_guard_on(struct pipe_guard *g)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	sigemptyset(&g->old);
+	PS_SYSCALL(SYS_rt_sigprocmask, SIG_BLOCK, &set, &g->old, KSIGSET_SIZE);
+	g->was_pending = sigpipe_pending();
+}
+
+static void pipe_guard_off(struct pipe_guard *g)
+{
+	if (!g->was_pending && sigpipe_pending()) {
+		sigset_t set;
+		struct timespec now = { 0, 0 };
+		siginfo_t si;
+
+		sigemptyset(&set);
+		sigaddset(&set, SIGPIPE);
+		PS_SYSCALL(SYS_rt_sigtimedwait, &set, &si, &now, KSIGSET_SIZE);
+	}
+	PS_SYSCALL(SYS_rt_sigprocmask, SIG_SETMASK, &g->old, NULL, KSIGSET_SIZE);
+}
+
+/* The start of an earlier report of this pid (a dump, the image before exec). */
+static bool earlier_report(int fd, int pid)
+{
+	static const char json[] = "{\"schema\":\"poolshim-report\",\"version\":";
+	char head[128], want[64];
+	struct ps_buf b;
+	long n = PS_SYSCALL(SYS_pread64, fd, head, sizeof(head) - 1, 0);
+
+	if (n <= 0)
+		return false;
+	head[n] = '\0';
+	ps_buf_init(&b, want, sizeof(want), -1);
+	ps_buf_printf(&b, "==== poolshim report: pid %d (", pid);
+	ps_buf_str(&b);
+	if (strncmp(head, want, strlen(want)) == 0)
+		return true;
+	if (strncmp(head, json, sizeof(json) - 1) != 0)
+		return false;
+	const char *s = head + sizeof(json) - 1;
+	while (*s >= '0' && *s <= '9')
+		s++;
+	ps_buf_init(&b, want, sizeof(want), -1);
+	ps_buf_printf(&b, ",\"pid\":%d,", pid);
+	ps_buf_str(&b);
+	return strncmp(s, want, strlen(want)) == 0;
+}
+
+/*
+ * Open path for the report: never through a symbolic link, never blocking
+ * (a FIFO with no reader fails with ENXIO), never into a file that is not
+ * ours alone.  A regular file must be owned by us with no other hard link
+ * (truncating a link would clobber the file it points to); a per-process
+ * name (%p) must be new, or hold an earlier report of this same pid.  A
+ * FIFO owned by us is written, non-blocking (*fifo set).  fd or -errno,
+ * with *why saying what was wrong when the errno alone would not.
+ */
+static int open_report(const char *path, bool per_process, int pid, bool *fifo, const char **why)
+{
+	const int how = O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+	struct stat st;
+	bool fresh = false;
+	long fd;
+	int r = 0;
+
+	*fifo = false;
+	*why = NULL;
+	if (per_process) {
+		fd = ps_sys_openat(AT_FDCWD, path, O_WRONLY | O_CREAT | O_EXCL | how, 0600);
+		fresh = fd >= 0;
+		/* Read access to look for our own earlier report in it. */
+		if (fd == -EEXIST)
+			fd = ps_sys_openat(AT_FDCWD, path, O_RDWR | how, 0);
+	} else {
+		fd = ps_sys_openat(AT_FDCWD, path, O_WRONLY | O_CREAT | how, 0600);
+	}
+	if (fd < 0) {
+		if (fd == -ENXIO)
+			*why = "a FIFO with no reader";
+		return (int)fd;
+	}
+	if (PS_SYSCALL(SYS_fstat, fd, &st) < 0) {
+		r = -EIO;
+	} else if (st.st_uid != (uid_t)PS_SYSCALL(SYS_geteuid)) {
+		r = -EPERM;
+		*why = "not owned by this user";
+	} else if (S_ISFIFO(st.st_mode) && !per_process) {
+		*fifo = true;
+	} else if (!S_ISREG(st.st_mode)) {
+		r = -EPERM;
+		*why = per_process ? "not a regular file" : "not a regular file or FIFO";
+	} else if (st.st_nlink != 1) {
+		r = -EPERM;
+		*why = "a file with other hard links";
+	} else if (per_process && !fresh && !earlier_report((int)fd, pid)) {
+		r = -EEXIST;
+		*why = "someone else's file";
+	}
+	if (r == 0 && !*fifo) {
+		/* O_NONBLOCK was for FIFOs; a file may see EAGAIN under a lock. */
+		long fl = PS_SYSCALL(SYS_fcntl, fd, F_GETFL);
+		if (fl >= 0)
+			PS_SYSCALL(SYS_fcntl, fd, F_SETFL, fl & ~O_NONBLOCK);
+		if (!fresh)
+			PS_SYSCALL(SYS_ftruncate, fd, 0);
+	}
+	if (r < 0) {
+		ps_sys_close((int)fd);
+		return r;
+	}
+	return (int)fd;
+}
+
+#define FIFO_REPORT_MAX (8UL << 20)   /* address space only; pages as used */
+#define FIFO_WAIT_MS 2000
+
+/*
+ * All of p[len] into a non-blocking fd, waiting for room at most
+ * FIFO_WAIT_MS in all: a reader that stops reading must not keep the
+ * program from exiting.  0 or -errno (-ETIMEDOUT).
+ */
+static int write_bounded(int fd, const char *p, size_t len)
+{
+	/* Linux's ppoll(2) leaves the time not waited in left: one budget for all. */
+	struct timespec left = { FIFO_WAIT_MS / 1000, (FIFO_WAIT_MS % 1000) * 1000000L };
+
+	while (len > 0) {
+		long n = ps_sys_write(fd, p, len);
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n == -EINTR)
+			continue;
+		if (n != -EAGAIN)
+			return n < 0 ? (int)n : -EIO;
+		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+		long k = PS_SYSCALL(SYS_ppoll, &pfd, 1, &left, NULL, 0);
+		if (k == 0)
+			return -ETIMEDOUT;
+		if (k < 0 && k != -EINTR)
+			return (int)k;
+	}
+	return 0;
+}
+
+/* Render into memory first: the stream to a FIFO must be able to give up. */
+static int write_fifo(int fd, const struct ps_report_data *d, enum ps_stats_format format)
+{
+	struct ps_buf b;
+	char *mem = mmap(NULL, FIFO_REPORT_MAX, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (mem == MAP_FAILED)
+		return -ENOMEM;
+	ps_buf_init(&b, mem, FIFO_REPORT_MAX, -1);
+	ps_report_render(&b, d, format);
+	int r = b.truncated ? -EFBIG : write_bounded(fd, b.p, b.len);
+	munmap(mem, FIFO_REPORT_MAX);
+	return r;
+}
+
+/* The pattern names the pid: each process makes its own file. */
+static bool names_pid(const char *pattern)
+{
+	for (const char *s = pattern; *s; s++)
+		if (*s == '%' && *++s == 'p')
+			return true;
+		else if (!*s)
+			break;
+	return false;
+}
+
+static const char *err_name(int r)
+{
+	const char *n = ps_errno_name(-r);
+	return n ? n : "error";
+}
+
+int ps_report_write(int fd, enum ps_stats_format format, bool bounded)
+{
+	struct ps_report_data d;
+	char storage[4096];
+	struct ps_buf b;
+	int r;
+
+	int saved_errno = errno;
+	struct ps_tstats *scratch = ps_report_scratch_get();
+	if (!scratch)
+		return -ENOMEM;
+	ps_report_gather(&d, scratch);
+	if (bounded) {
+		r = write_fifo(fd, &d, format);
+	} else {
+		ps_buf_init(&b, storage, sizeof(storage), fd);
+		ps_report_render(&b, &d, format);
+		r = ps_buf_flush(&b);
+	}
+	ps_report_scratch_put(scratch);
+	errno = saved_errno;
+	return r;
+}
+
+int ps_report_emit(const struct ps_config *cfg)
+{
+	struct pipe_guard g;
+	char path[PS_PATH_MAX + 64];
+	bool to_stderr = strcmp(cfg->stats, "stderr") == 0, fifo = false;
+	const char *why = NULL, *program;
+	int fd = 2, pid, r;
+
+	if (strcmp(cfg->stats, "off") == 0)
+		return 0;
+	if (to_stderr && (fd = stderr_fd()) < 0)
+		return -EBADF;
+
+	int saved_errno = errno;
+	if (!to_stderr) {
+		ps_report_ident(&pid, &program);
+		r = ps_report_path(path, sizeof(path), cfg->stats, pid, program);
+		if (r == 0)
+			r = fd = open_report(path, names_pid(cfg->stats), pid, &fifo, &why);
+		if (r < 0) {
+			say("cannot write the report to %s: %s%s%s%s", cfg->stats, err_name(r),
+			    why ? " (" : "", why ? why : "", why ? ")" : "");
+			errno = saved_errno;
+			return r;
+		}
+	}
+	pipe_guard_on(&g);
+	r = ps_report_write(fd, cfg->stats_format, fifo);
+	pipe_guard_off(&g);
+	if (!to_stderr) {
+		ps_sys_close(fd);
+		if (r < 0)
+			say("cannot write the report to %s: %s%s", cfg->stats, err_name(r),
+			    r == -ETIMEDOUT ? " (the reader stopped reading)" :
+			    r == -EPIPE ? " (the reader went away)" : "");
+	}
+	errno = saved_errno;
+	return r;
+}
