@@ -5,8 +5,9 @@
 # goes through radosgw (boto3, else the demo's loadgen) and through s3proxy
 # --backend-auth in front of it, verified byte for byte; radosgw restarts
 # off the shim (scripts/rgw restart, as scripts/demo --real does) and
-# serves again; then the cluster goes down and nothing of it may be left
-# running.  Skips (77) only when the
+# serves again; scripts/rgw clean (and restart over RGW_CLEAN_AT) empties
+# the OSD and S3 works after it; then the cluster goes down and nothing of
+# it may be left running.  Skips (77) only when the
 # Ceph packages are absent and cannot be installed.
 . "$PS_TOP_SRCDIR/tests/demo/lib.sh"
 
@@ -111,6 +112,32 @@ if "$RGW" restart --dir "$RGW_TMP" >"$DEMO_TMP/restart.out" 2>&1; then
 	fi
 else
 	fail "scripts/rgw restart: $(tail -n 10 "$DEMO_TMP/restart.out")"
+fi
+
+# Long PUT runs would fill the OSD (scripts/demo never deletes what it
+# PUTs): clean empties it, and restart does when the OSD is fuller than
+# RGW_CLEAN_AT per cent (-1: always).  Afterwards the buckets are gone
+# and S3 works as before: the next PUT creates its bucket again.
+buckets() {
+	timeout 60 radosgw-admin -c "$RGW_TMP/ceph.conf" bucket list 2>/dev/null | tr -d ' \n'
+}
+if "$RGW" clean --dir "$RGW_TMP" >"$DEMO_TMP/clean.out" 2>&1; then
+	pass "scripts/rgw clean: $(tail -n 1 "$DEMO_TMP/clean.out")"
+else
+	fail "scripts/rgw clean: $(tail -n 5 "$DEMO_TMP/clean.out")"
+fi
+expect_eq "no bucket left after scripts/rgw clean" "$(buckets)" "[]"
+if "$LOADGEN" -e "http://127.0.0.1:$PORT_proxy" --access-key "$DEMO_AK" --secret-key "$DEMO_SK" \
+	-b psproxy -o put -s 16MiB -c 1 -n 2 --verify >"$DEMO_TMP/lg.out" 2>&1
+then pass "after clean: loadgen put 16 MiB through s3proxy creates its bucket again"
+else fail "after clean: $(tail -n 5 "$DEMO_TMP/lg.out")"
+fi
+if RGW_CLEAN_AT=-1 "$RGW" restart --dir "$RGW_TMP" >"$DEMO_TMP/restart.out" 2>"$DEMO_TMP/restart.err"; then
+	expect_match "restart over RGW_CLEAN_AT empties the OSD first" \
+		"$(cat "$DEMO_TMP/restart.err")" "emptying it first"
+	expect_eq "no bucket left after that restart" "$(buckets)" "[]"
+else
+	fail "RGW_CLEAN_AT=-1 scripts/rgw restart: $(tail -n 10 "$DEMO_TMP/restart.err")"
 fi
 
 pids=$(cat "$RGW_TMP/pids")
