@@ -7,7 +7,7 @@
 #include "compiler.h"
 #include "init.h"
 #include "pool.h"
-#include "report.h"
+#include "report_out.h"
 
 PS_EXPORT int poolshim_is_pooled(const void *p)
 {
@@ -23,5 +23,5 @@ PS_EXPORT int poolshim_report_fd(int fd, int json)
 {
 	if (!ps_enabled())
 		return -ENOTSUP;
-	return ps_report_write(fd, json ? PS_FORMAT_JSON : PS_FORMAT_TEXT, false);
+	return ps_report_write(fd, json ? PS_FORMAT_JSON : PS_FORMAT_TEXT, 0);
 }

@@ -47,7 +47,6 @@ struct site {
 };
 
 bool ps_callsite_on;
-__thread int ps_in_signal;
 static struct site *sites;
 static int depth;
 static uint32_t sample;
@@ -119,7 +118,7 @@ void ps_callsite_capture(enum ps_site_kind kind, enum ps_call call, uint64_t byt
 {
 	void *raw[DEPTH_MAX + 16];
 
-	if (guard || ps_in_signal || !sites)
+	if (guard || !sites)
 		return;
 	if (++tick[kind] < sample)
 		return;

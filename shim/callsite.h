@@ -48,7 +48,4 @@ void ps_callsite_emit(struct ps_emit *e, bool symbolize);
 uint64_t ps_callsite_captures(void);
 uint64_t ps_callsite_dropped(void);
 
-/* Set while a report is written from a signal handler: no unwinding, no dladdr. */
-extern __thread int ps_in_signal;
-
 #endif

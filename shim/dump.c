@@ -41,7 +41,7 @@
 #include "init.h"
 #include "live.h"
 #include "real.h"
-#include "report.h"
+#include "report_out.h"
 #include "sys.h"
 
 static int dump_sig;
@@ -152,9 +152,7 @@ static void dump_handler(int sig, siginfo_t *si, void *uc)
 	}
 	/* No unwinding and no dladdr (it takes the loader's lock) in here. */
 	if (!__atomic_exchange_n(&dumping, 1, __ATOMIC_ACQUIRE)) {
-		ps_in_signal++;
-		ps_report_emit(&ps_cfg);
-		ps_in_signal--;
+		ps_report_emit(&ps_cfg, PS_REPORT_IN_SIGNAL);
 		__atomic_store_n(&dumping, 0, __ATOMIC_RELEASE);
 	}
 	errno = saved;
@@ -382,7 +380,7 @@ static void before_exec(const char *path, bool search)
 		return;
 	int saved = errno;
 	if (!path || !(search ? cannot_execvp(path) : cannot_exec(path)))
-		ps_report_emit(&ps_cfg);
+		ps_report_emit(&ps_cfg, 0);
 	errno = saved;
 }
 

@@ -6,7 +6,7 @@
  * heap owner, io_uring, getrusage() and uname() into a struct
  * ps_report_data for report.c to render.  Part of the runtime.
  */
-#include "report.h"
+#include "report_out.h"
 
 #include <errno.h>
 #include <string.h>
@@ -22,7 +22,6 @@
 #include "sys.h"
 #include "uring.h"
 
-static char program_name[64];
 static int64_t start_time = -1;
 
 void ps_report_keep_name(void)
@@ -33,20 +32,16 @@ void ps_report_keep_name(void)
 	if (clock_gettime(CLOCK_REALTIME, &now) == 0)
 		start_time = now.tv_sec;
 	/* Copied now: some servers (nginx) rewrite argv, and with it this name. */
-	ps_program_clean(program_name, sizeof(program_name), program_invocation_short_name);
-}
-
-const char *ps_report_program(void)
-{
-	return program_name;
+	if (!ps_program[0])
+		ps_program_clean(ps_program, sizeof(ps_program), program_invocation_short_name);
 }
 
 void ps_report_ident(int *pid, const char **program)
 {
 	*pid = (int)PS_SYSCALL(SYS_getpid);
-	if (!program_name[0])
+	if (!ps_program[0])
 		ps_report_keep_name();
-	*program = program_name;
+	*program = ps_program;
 }
 
 /* Untouched, so it costs no memory, until the first report fills it. */
@@ -75,7 +70,7 @@ void ps_report_scratch_put(struct ps_tstats *scratch)
 	errno = saved_errno;
 }
 
-void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch)
+void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch, bool symbolize)
 {
 	struct rusage ru;
 
@@ -110,8 +105,7 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch)
 	d->cfg = &ps_cfg;
 	struct rlimit rl;
 	d->callsites = ps_callsite_emit;
-	/* Naming frames allocates: not from the dump signal's handler. */
-	d->symbolize = !ps_in_signal;
+	d->symbolize = symbolize;
 	d->memlock = PS_SYSCALL(SYS_prlimit64, 0, RLIMIT_MEMLOCK, NULL, &rl) == 0 &&
 			     rl.rlim_cur != RLIM_INFINITY ? (uint64_t)rl.rlim_cur : UINT64_MAX;
 }

@@ -46,7 +46,7 @@
 #include "pool.h"
 #include "real.h"
 #include "uring.h"
-#include "report.h"
+#include "report_out.h"
 #include "stats.h"
 #include "sys.h"
 
@@ -218,8 +218,6 @@ static void start(void)
 	ps_heap_choose(true);
 	ps_pid = (int)getpid();
 	ps_report_keep_name();
-	if (!ps_program[0])
-		keep_program_name(false);
 	/* Bound now, with the heap's owner chosen: dlsym may allocate. */
 	ps_real_init();
 	ps_iocount_init(&ps_cfg);
@@ -308,7 +306,8 @@ __attribute__((destructor)) static void poolshim_dtor(void)
 {
 	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) == PS_STATE_ON) {
 		ps_live_publish();
-		ps_report_emit(&ps_cfg);
+		ps_report_emit(&ps_cfg, 0);
 		ps_live_remove();
 	}
 }
+

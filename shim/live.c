@@ -30,7 +30,6 @@
 
 #include "alloc.h"
 #include "fmt.h"
-#include "report.h"
 #include "sys.h"
 #include "uring.h"
 
@@ -260,7 +259,7 @@ static void fill_identity(struct ps_live_header *h, int pid, uint64_t ns)
 	h->starttime = ps_live_starttime(0);
 	h->exited = 0;
 	/* The name kept at start: nginx's workers have rewritten argv[0] since. */
-	const char *name = ps_report_program();
+	const char *name = ps_program;
 	copy_reason(h->program, name[0] ? name : program_invocation_short_name);
 	for (char *c = h->program; *c; c++)
 		if (*c == '/')

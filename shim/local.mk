@@ -48,7 +48,7 @@ libpsfmt_la_CFLAGS = $(PS_CFLAGS)
 PS_CORE_SOURCES = \
 	shim/pool.c shim/pool.h \
 	shim/alloc.c shim/alloc.h shim/posix.h shim/heap.h \
-	shim/gather.c shim/report_out.c \
+	shim/gather.c shim/report_out.c shim/report_out.h \
 	shim/fdinfo.c shim/fdinfo.h \
 	shim/uring.c shim/uring.h \
 	shim/live.c \

@@ -9,7 +9,7 @@
  * a stack ps_buf flushed with raw write(2), files are opened with raw
  * openat(2).  Part of the runtime.
  */
-#include "report.h"
+#include "report_out.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -360,7 +360,7 @@ static const char *err_name(int r)
 	return n ? n : "error";
 }
 
-int ps_report_write(int fd, enum ps_stats_format format, bool bounded)
+int ps_report_write(int fd, enum ps_stats_format format, unsigned how)
 {
 	struct ps_report_data d;
 	char storage[4096];
@@ -371,8 +371,8 @@ int ps_report_write(int fd, enum ps_stats_format format, bool bounded)
 	struct ps_tstats *scratch = ps_report_scratch_get();
 	if (!scratch)
 		return -ENOMEM;
-	ps_report_gather(&d, scratch);
-	if (bounded) {
+	ps_report_gather(&d, scratch, !(how & PS_REPORT_IN_SIGNAL));
+	if (how & PS_REPORT_BOUNDED) {
 		r = write_fifo(fd, &d, format);
 	} else {
 		ps_buf_init(&b, storage, sizeof(storage), fd);
@@ -384,7 +384,7 @@ int ps_report_write(int fd, enum ps_stats_format format, bool bounded)
 	return r;
 }
 
-int ps_report_emit(const struct ps_config *cfg)
+int ps_report_emit(const struct ps_config *cfg, unsigned how)
 {
 	struct pipe_guard g;
 	char path[PS_PATH_MAX + 64];
@@ -411,7 +411,7 @@ int ps_report_emit(const struct ps_config *cfg)
 		}
 	}
 	pipe_guard_on(&g);
-	r = ps_report_write(fd, cfg->stats_format, fifo);
+	r = ps_report_write(fd, cfg->stats_format, how | (fifo ? PS_REPORT_BOUNDED : 0));
 	pipe_guard_off(&g);
 	if (!to_stderr) {
 		ps_sys_close(fd);

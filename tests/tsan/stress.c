@@ -48,7 +48,7 @@
 #include "fmt.h"
 #include "live.h"
 #include "pool.h"
-#include "report.h"
+#include "report_out.h"
 #include "stats.h"
 #include "uring.h"
 
@@ -538,7 +538,7 @@ static void *reporter(void *arg)
 			     (unsigned long long)calls, (unsigned long long)last_calls);
 		last_calls = calls;
 
-		ps_report_gather(&d, scratch);
+		ps_report_gather(&d, scratch, true);
 		ps_buf_init(&b, out, sizeof(out), -1);
 		ps_report_render(&b, &d, rounds % 2 ? PS_FORMAT_JSON : PS_FORMAT_TEXT);
 		ps_callsite_render(&b, rounds % 2, false);
