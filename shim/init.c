@@ -22,6 +22,10 @@
  *
  * _Fork() (glibc 2.34) runs no fork handlers; its wrapper below does the
  * child's part itself, with nothing that allocates or locks.
+ *
+ * At the end, the destructor (exit, a return from main) and _exit/_Exit
+ * (which run no destructor) leave the same things: the live file's last
+ * numbers, the report, the live file removed.
  */
 #include "init.h"
 
@@ -52,6 +56,8 @@
 
 int ps_state = PS_STATE_NEW;
 int ps_pid;
+static int start_pid;      /* the process whose image ran start() */
+static int ended;          /* the end's work is done (or being done) */
 static __thread bool initialising;
 static bool decided_on;
 static pthread_key_t thread_key;
@@ -216,7 +222,7 @@ static void start(void)
 		ps_log("the pool could not be created (%s); large buffers use jemalloc's "
 		       "ordinary arenas", ps_errno_name(-r) ? ps_errno_name(-r) : "error");
 	ps_heap_choose(true);
-	ps_pid = (int)getpid();
+	ps_pid = start_pid = (int)getpid();
 	ps_report_keep_name();
 	/* Bound now, with the heap's owner chosen: dlsym may allocate. */
 	ps_real_init();
@@ -304,10 +310,51 @@ __attribute__((constructor)) static void poolshim_ctor(void)
  */
 __attribute__((destructor)) static void poolshim_dtor(void)
 {
-	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) == PS_STATE_ON) {
+	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) == PS_STATE_ON &&
+	    !__atomic_exchange_n(&ended, 1, __ATOMIC_ACQ_REL)) {
 		ps_live_publish();
 		ps_report_emit(&ps_cfg, 0);
 		ps_live_remove();
 	}
 }
 
+/*
+ * _exit and _Exit skip the destructors, and with them the report: a
+ * program that ends this way (Ceph's OSD, whose osd_fast_shutdown is on by
+ * default) would leave none, and its live file behind.  The process that
+ * started the shim gets both, as at exit.  Its fork and vfork children do
+ * not: they _exit after a failed exec, or to leave the parent's buffers and
+ * handlers alone, and what they write stays as it was (exit() in a fork
+ * child still reports).  _exit may be called from a signal handler, so the
+ * report names no frames, like the dump's.  Other threads run on meanwhile,
+ * as they do during exit().
+ */
+static void end_abruptly(void)
+{
+	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) != PS_STATE_ON ||
+	    (int)PS_SYSCALL(SYS_getpid) != start_pid ||
+	    __atomic_exchange_n(&ended, 1, __ATOMIC_ACQ_REL))
+		return;
+	int saved_errno = errno;
+	ps_live_publish();
+	ps_report_emit(&ps_cfg, PS_REPORT_IN_SIGNAL);
+	ps_live_remove();
+	errno = saved_errno;
+}
+
+PS_EXPORT void _exit(int status)
+{
+	end_abruptly();
+	REAL(_exit)(status);
+	/* Only if libc had no _exit (the ENOSYS stub returned). */
+	for (;;)
+		PS_SYSCALL(SYS_exit_group, status);
+}
+
+PS_EXPORT void _Exit(int status)
+{
+	end_abruptly();
+	REAL(_Exit)(status);
+	for (;;)
+		PS_SYSCALL(SYS_exit_group, status);
+}

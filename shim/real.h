@@ -81,7 +81,9 @@
 	X(int, execvp, (const char *, char *const[]))                                       \
 	X(int, execvpe, (const char *, char *const[], char *const[]))                       \
 	X(int, fexecve, (int, char *const[], char *const[]))                                \
-	X(pid_t, _Fork, (void))
+	X(pid_t, _Fork, (void))                                                             \
+	X(void, _exit, (int))                                                               \
+	X(void, _Exit, (int))
 
 #define PS_REAL_DECLARE(ret, name, params) extern PS_HIDDEN ret(*real_##name) params;
 PS_REAL_FUNCS(PS_REAL_DECLARE)

@@ -111,3 +111,10 @@ EXTRA_DIST += tests/preload/folded.sh
 # A Debian-style stripped server with a -dbgsym tree, named in process and offline.
 TESTS += tests/preload/callsite_dbgsym.sh
 EXTRA_DIST += tests/preload/callsite_dbgsym.sh
+
+# Ends that skip the destructors: _exit, _Exit, from a handler, a thread, children.
+check_PROGRAMS += tests/preload/exit_abrupt
+TESTS += tests/preload/exit_abrupt.sh
+EXTRA_DIST += tests/preload/exit_abrupt.sh
+tests_preload_exit_abrupt_SOURCES = tests/preload/exit_abrupt.c
+tests_preload_exit_abrupt_LDADD = -lpthread
