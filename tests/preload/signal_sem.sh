@@ -18,7 +18,7 @@ same() {
 	shift 2
 	timeout 20 "$S" "$@" >"$PST_TMP/$name.plain" 2>&1
 	rc0=$?
-	timeout 20 env POOLSHIM_DUMP_SIGNAL="$sig" POOLSHIM_STATS="$PST_TMP/$name.json" \
+	timeout 20 env POOLSHIM_LIVE_DIR="$PST_TMP" POOLSHIM_DUMP_SIGNAL="$sig" POOLSHIM_STATS="$PST_TMP/$name.json" \
 		SEM_PROBE="$PST_TMP/$name.json" LD_PRELOAD="$SHIM" "$S" "$@" \
 		>"$PST_TMP/$name.shim" 2>"$PST_TMP/$name.err"
 	rc1=$?
