@@ -65,6 +65,24 @@ tests_preload_libfwdwrap_la_SOURCES = tests/preload/fwd_wrapper.c
 tests_preload_libfwdwrap_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 tests_preload_libfwdwrap_la_LIBADD = -ldl
 
+# The test build of the shim, as jemalloc's tests link its JET build: the
+# same three layers from the same sources and flags, plus -DPS_TEST_HOOKS,
+# which compiles in the faults that io_uring_keepfd.sh, io_uring_fork.sh,
+# io_uring_submit.sh and fork_pool.sh force (POOLSHIM_URING_TEST,
+# PS_TEST_POOL_DELAY_US).  Never installed; lib.sh calls it $SHIM_TEST.
+check_LTLIBRARIES += tests/preload/libpsfmt-test.la tests/preload/libpscore-test.la \
+	tests/preload/libpoolshim-test.la
+tests_preload_libpsfmt_test_la_SOURCES = $(PS_FMT_SOURCES)
+tests_preload_libpsfmt_test_la_CFLAGS = $(libpsfmt_la_CFLAGS) -DPS_TEST_HOOKS
+tests_preload_libpscore_test_la_SOURCES = $(PS_CORE_SOURCES)
+tests_preload_libpscore_test_la_CFLAGS = $(libpscore_la_CFLAGS) -DPS_TEST_HOOKS
+tests_preload_libpscore_test_la_LIBADD = tests/preload/libpsfmt-test.la
+tests_preload_libpoolshim_test_la_SOURCES = $(libpoolshim_la_SOURCES)
+tests_preload_libpoolshim_test_la_CFLAGS = $(libpoolshim_la_CFLAGS) -DPS_TEST_HOOKS
+tests_preload_libpoolshim_test_la_LIBADD = tests/preload/libpscore-test.la $(JEMALLOC_PS) $(URING_LIBS) -lm -ldl
+tests_preload_libpoolshim_test_la_LDFLAGS = $(libpoolshim_la_LDFLAGS) -rpath /nowhere
+EXTRA_tests_preload_libpoolshim_test_la_DEPENDENCIES = $(EXTRA_libpoolshim_la_DEPENDENCIES)
+
 # I/O tests (tests/preload/io.mk)
 include tests/preload/io.mk
 
