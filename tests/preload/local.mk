@@ -70,6 +70,8 @@ tests_preload_libfwdwrap_la_LIBADD = -ldl
 # which compiles in the faults that io_uring_keepfd.sh, io_uring_fork.sh,
 # io_uring_submit.sh and fork_pool.sh force (POOLSHIM_URING_TEST,
 # PS_TEST_POOL_DELAY_US).  Never installed; lib.sh calls it $SHIM_TEST.
+# test_build.sh checks that libpoolshim.so has none of the hooks and this
+# one has them all.
 check_LTLIBRARIES += tests/preload/libpsfmt-test.la tests/preload/libpscore-test.la \
 	tests/preload/libpoolshim-test.la
 tests_preload_libpsfmt_test_la_SOURCES = $(PS_FMT_SOURCES)
@@ -82,6 +84,7 @@ tests_preload_libpoolshim_test_la_CFLAGS = $(libpoolshim_la_CFLAGS) -DPS_TEST_HO
 tests_preload_libpoolshim_test_la_LIBADD = tests/preload/libpscore-test.la $(JEMALLOC_PS) $(URING_LIBS) -lm -ldl
 tests_preload_libpoolshim_test_la_LDFLAGS = $(libpoolshim_la_LDFLAGS) -rpath /nowhere
 EXTRA_tests_preload_libpoolshim_test_la_DEPENDENCIES = $(EXTRA_libpoolshim_la_DEPENDENCIES)
+pst_scripts += tests/preload/test_build.sh
 
 # I/O tests (tests/preload/io.mk)
 include tests/preload/io.mk
