@@ -38,7 +38,9 @@ struct option {
 
 static const char *const format_names[] = { "text", "json", NULL };
 static const char *const uring_names[] = { "auto", "off", NULL };
+#ifdef PS_TEST_HOOKS
 static const char *const uring_test_names[] = { "none", "keepfd", "short_submit", "stuck_submit", NULL };
+#endif
 
 #define KiB (1024ULL)
 #define MiB (1024ULL * KiB)
@@ -58,8 +60,10 @@ static const struct option options[] = {
 	{ "POOLSHIM_URING_MIN", OPT_SIZE, OFF(uring_min), 64 * KiB, 512, 1 * GiB, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_URING_CHUNK", OPT_SIZE, OFF(uring_chunk), 2 * MiB, 4 * KiB, 1 * GiB, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_URING_DEPTH", OPT_UINT, OFF(uring_depth), 16, 1, 256, NULL, NULL, SIZE_MAX },
-	/* Fault injection for tests/preload/io_uring_*.sh; not documented for users. */
+#ifdef PS_TEST_HOOKS
+	/* Fault injection for tests/preload/io_uring_*.sh, in the test build only. */
 	{ "POOLSHIM_URING_TEST", OPT_ENUM, OFF(uring_test), PS_URING_TEST_NONE, 0, 0, uring_test_names, NULL, SIZE_MAX },
+#endif
 	{ "POOLSHIM_TIMING", OPT_BOOL, OFF(timing), 1, 0, 0, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_TIMING_SAMPLE", OPT_UINT, OFF(timing_sample), 64, 1, 65536, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_LIVE", OPT_BOOL, OFF(live), 1, 0, 0, NULL, NULL, SIZE_MAX },

@@ -26,7 +26,15 @@ enum ps_uring_mode {
 	PS_URING_OFF,
 };
 
-/* POOLSHIM_URING_TEST: faults the io_uring tests force (not for use). */
+/*
+ * PS_TEST_HOOKS: defined only for the test build of the library
+ * (tests/preload/libpoolshim-test.la), never for libpoolshim.so.  It adds
+ * the fault injection below and the pool's PS_TEST_POOL_DELAY_US, which
+ * the tests of rare kernel behaviour and fork races use; the shipped
+ * library neither reads nor names them.
+ */
+
+/* POOLSHIM_URING_TEST (test build only): faults the io_uring tests force. */
 enum ps_uring_test {
 	PS_URING_TEST_NONE,
 	PS_URING_TEST_KEEPFD,     /* keep ring descriptors, as before Linux 6.3 */
@@ -51,7 +59,9 @@ struct ps_config {
 	uint64_t uring_min;            /* POOLSHIM_URING_MIN */
 	uint64_t uring_chunk;          /* POOLSHIM_URING_CHUNK */
 	uint64_t uring_depth;          /* POOLSHIM_URING_DEPTH */
-	enum ps_uring_test uring_test; /* POOLSHIM_URING_TEST, for tests only */
+#ifdef PS_TEST_HOOKS
+	enum ps_uring_test uring_test; /* POOLSHIM_URING_TEST */
+#endif
 	bool timing;                   /* POOLSHIM_TIMING */
 	uint64_t timing_sample;        /* POOLSHIM_TIMING_SAMPLE */
 	bool live;                     /* POOLSHIM_LIVE */

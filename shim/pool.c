@@ -69,7 +69,11 @@ static bool try_hugetlb, try_thp, prefault;
 static bool prepared;            /* reserve_range() has run (under the lock) */
 static int prepare_error;        /* and failed with this -errno */
 static size_t cfg_pool_size;
-static unsigned test_delay_us;   /* POOLSHIM_TEST_POOL_DELAY_US, tests only */
+#ifdef PS_TEST_HOOKS
+static unsigned test_delay_us;   /* PS_TEST_POOL_DELAY_US */
+#else
+static const unsigned test_delay_us = 0;   /* the shipped library never waits: folds away */
+#endif
 static struct ps_pool_info info;
 
 /* Slab index + 1 for every 2 MiB unit of the reserve; 0 = not a slab. */
@@ -177,14 +181,16 @@ int ps_pool_init(const struct ps_config *cfg)
 	info.cap = cfg->pool_size;
 	cfg_pool_size = cfg->pool_size;
 	prefault = cfg->prefault;
+#ifdef PS_TEST_HOOKS
 	/*
-	 * A test-only knob (tests/preload/fork_pool.sh): hold the lock this
-	 * long in each slab request, so a fork can land inside it.  Outside
-	 * the POOLSHIM_ names, which the configuration checks.
+	 * A knob of the test build (tests/preload/fork_pool.sh): hold the lock
+	 * this long in each slab request, so a fork can land inside it.
+	 * Outside the POOLSHIM_ names, which the configuration checks.
 	 */
 	const char *d = secure_getenv("PS_TEST_POOL_DELAY_US");
 	uint64_t us = 0;
 	test_delay_us = d && ps_parse_digits(d, 1000000, &us) ? (unsigned)us : 0;
+#endif
 	prepared = false;
 	prepare_error = 0;
 	return 0;

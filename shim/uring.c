@@ -96,7 +96,12 @@ static int state = PS_URING_STATE_OK;
 static const char *reason;
 static uint64_t rings;           /* created, ever */
 static bool verbose;
-static enum ps_uring_test test_mode;
+#ifdef PS_TEST_HOOKS
+static enum ps_uring_test test_mode;   /* POOLSHIM_URING_TEST */
+#else
+/* The shipped library forces no fault: the test branches below fold away. */
+static const enum ps_uring_test test_mode = PS_URING_TEST_NONE;
+#endif
 static int process_pid;
 /*
  * One word on a MADV_WIPEONFORK page: 1 here, 0 in any child made since
@@ -117,7 +122,9 @@ void ps_uring_init(const struct ps_config *cfg)
 	chunk_len = (cfg->uring_chunk + PS_ALIGN - 1) & ~(uint64_t)(PS_ALIGN - 1);
 	depth = (unsigned)cfg->uring_depth;
 	verbose = cfg->verbose;
+#ifdef PS_TEST_HOOKS
 	test_mode = cfg->uring_test;
+#endif
 	/* A process the shim leaves alone makes no system call of ours. */
 	if (cfg->enabled)
 		process_pid = (int)PS_SYSCALL(SYS_getpid);
@@ -487,7 +494,7 @@ static struct ring *get_ring(void)
 	r->pid = pid;
 	r->seen_slabs = 0;
 	r->regd = io_uring_register_ring_fd(&r->ring) == 1;
-	/* POOLSHIM_URING_TEST=keepfd: behave as before Linux 6.3. */
+	/* The test build's POOLSHIM_URING_TEST=keepfd: behave as before Linux 6.3. */
 	if (r->regd && test_mode != PS_URING_TEST_KEEPFD)
 		drop_ring_fd(r);
 	__atomic_add_fetch(&rings, 1, __ATOMIC_RELAXED);
@@ -555,10 +562,10 @@ struct piece {
 };
 
 /*
- * POOLSHIM_URING_TEST=short_submit/stuck_submit: what liburing's submit
- * does, except that the kernel is offered only part of the queued SQEs, as
- * when it stops early on its own.  short: one SQE on a wave's first try,
- * the rest on the next; stuck: one, then none.
+ * The test build's POOLSHIM_URING_TEST=short_submit/stuck_submit: what
+ * liburing's submit does, except that the kernel is offered only part of
+ * the queued SQEs, as when it stops early on its own.  short: one SQE on a
+ * wave's first try, the rest on the next; stuck: one, then none.
  */
 static int push_for_test(struct ring *r, unsigned left, bool first)
 {

@@ -4,6 +4,9 @@
 : "${PS_TOP_BUILDDIR:=$(pwd)}"
 : "${PS_TOP_SRCDIR:=$PS_TOP_BUILDDIR}"
 SHIM="$PS_TOP_BUILDDIR/.libs/libpoolshim.so"
+# The test build (tests/preload/local.mk): the same library with the fault
+# injection hooks compiled in.  Only the tests that force a fault preload it.
+SHIM_TEST="$PS_TOP_BUILDDIR/tests/preload/.libs/libpoolshim-test.so"
 PRELOAD_BIN="$PS_TOP_BUILDDIR/tests/preload"
 PST_TMP=$(mktemp -d /tmp/pst.XXXXXX)
 pst_cleanups="rm -rf '$PST_TMP'"
@@ -19,11 +22,32 @@ finish() { [ "$pst_fail" = 0 ] && exit 0; exit 1; }
 
 # Run a command under the shim: shim VAR=VAL ... -- cmd args
 shim() {
+	pst_lib=$SHIM
+	shim_with "$@"
+}
+# The same under the test build, for a test that forces a fault through a
+# hook (it calls need_test_hooks first).
+shim_test() {
+	pst_lib=$SHIM_TEST
+	shim_with "$@"
+}
+shim_with() {
 	vars=
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do vars="$vars $1"; shift; done
 	shift
 	# shellcheck disable=SC2086
-	env $vars LD_PRELOAD="$SHIM" "$@"
+	env $vars LD_PRELOAD="$pst_lib" "$@"
+}
+
+# need_test_hooks: unless $SHIM_TEST is the test build with every hook in
+# it, end the test as a hard error (99).  A test that forces a fault would
+# otherwise pass without the fault ever happening.
+need_test_hooks() {
+	for h in POOLSHIM_URING_TEST PS_TEST_POOL_DELAY_US; do
+		grep -q -F "$h" "$SHIM_TEST" 2>/dev/null && continue
+		echo "ERROR: $SHIM_TEST does not name $h: not built, or built without -DPS_TEST_HOOKS"
+		exit 99
+	done
 }
 
 # json_get FILE EXPR: evaluate a Python expression over the parsed report r.

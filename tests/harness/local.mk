@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 # (included from Makefile.am)  The demo harness: scripts/demo --quick once;
 # scripts/bench small, briefly.
-TESTS += tests/harness/demo_quick.sh tests/harness/bench_small.sh
-EXTRA_DIST += tests/harness/demo_quick.sh tests/harness/bench_small.sh scripts/demo scripts/harness.py scripts/hugepages scripts/bootstrap
+pst_harness_scripts = tests/harness/demo_quick.sh tests/harness/bench_small.sh
+TESTS += $(pst_harness_scripts)
+EXTRA_DIST += $(pst_harness_scripts) scripts/demo scripts/harness.py scripts/hugepages scripts/bootstrap
 # scripts/harness.py's modules.
 EXTRA_DIST += scripts/harness/__init__.py scripts/harness/cli.py scripts/harness/loadgen.py \
 	scripts/harness/machine.py scripts/harness/main.py scripts/harness/messages.py \

@@ -15,9 +15,10 @@ SA=$(command -v systemd-analyze) || skip "systemd-analyze not installed (apt-get
 unset POOLSHIM_LIBRARY
 
 # The variables the command accepts are the shim's option table, less the
-# fault injection that only the tests use.
-grep -o '{ "POOLSHIM[A-Z_]*"' "$PS_TOP_SRCDIR/shim/config.c" | tr -d '{ "' |
-	grep -vx POOLSHIM_URING_TEST | sort >"$PST_TMP/table"
+# rows under #ifdef PS_TEST_HOOKS: the fault injection that only the test
+# build of the library has.
+awk '/^#ifdef PS_TEST_HOOKS/ { t = 1 } !t; /^#endif/ { t = 0 }' "$PS_TOP_SRCDIR/shim/config.c" |
+	grep -o '{ "POOLSHIM[A-Z_]*"' | tr -d '{ "' | sort >"$PST_TMP/table"
 sed -n "/^known_vars='/,/'$/p" "$PS" | tr -d "'" | sed 's/^known_vars=//' | tr ' ' '\n' |
 	grep . | sort >"$PST_TMP/known"
 if [ -s "$PST_TMP/table" ] && cmp -s "$PST_TMP/table" "$PST_TMP/known"; then
@@ -118,7 +119,11 @@ refuse "no unit" POOLSHIM_VERBOSE=1
 refuse "an unknown POOLSHIM_ variable" pstest POOLSHIM_POOLSIZE=1G
 refuse "a variable that is not the shim's" pstest MALLOC_CONF=junk:true
 refuse "LD_PRELOAD" pstest LD_PRELOAD=/x.so
-refuse "the test-only POOLSHIM_URING_TEST" pstest POOLSHIM_URING_TEST=keepfd
+# The test build's fault injection is no variable of the shipped library.
+refuse "POOLSHIM_URING_TEST, which only the test build reads" pstest POOLSHIM_URING_TEST=keepfd
+grep -q 'POOLSHIM_URING_TEST is not a variable the shim reads' "$PST_TMP/err" &&
+	pass "POOLSHIM_URING_TEST refused as an unknown variable" ||
+	fail "POOLSHIM_URING_TEST: $(cat "$PST_TMP/err")"
 refuse "a pool size the shim refuses" pstest POOLSHIM_POOL_SIZE=64G
 refuse "a line break in a value" pstest "POOLSHIM_STATS=/tmp/a
 b"

@@ -3,12 +3,12 @@
  * fork() while other threads hold the pool lock (tests/preload/fork_pool.sh).
  * Near the pool cap (a small POOLSHIM_POOL_SIZE) every large request that
  * finds no free extent reaches the extent hook, which takes the pool lock,
- * at times outside jemalloc's own mutexes; PS_TEST_POOL_DELAY_US holds it
- * a while each time.  Threads allocate and free pooled buffers of changing
- * sizes while the main thread forks in a loop; each child asks for a
- * pooled buffer (which takes the lock) and exits.  A child that inherited
- * the lock held would wait forever: its alarm kills it and the test fails
- * (at the first such child).
+ * at times outside jemalloc's own mutexes; PS_TEST_POOL_DELAY_US (the test
+ * build of the shim) holds it a while each time.  Threads allocate and free
+ * pooled buffers of changing sizes while the main thread forks in a loop;
+ * each child asks for a pooled buffer (which takes the lock) and exits.  A
+ * child that inherited the lock held would wait forever: its alarm kills
+ * it and the test fails (at the first such child).
  *   fork_pool FORKS THREADS
  */
 #include <pthread.h>

@@ -36,6 +36,7 @@ check_PROGRAMS += $(pst_io_programs) tests/preload/io_direct \
 TESTS += $(pst_io_programs) $(pst_io_scripts)
 EXTRA_DIST += $(pst_io_scripts) tests/preload/io_uring_lib.sh
 
+# The programs on tests/preload/io_common.c link tests/lib.c and Check.
 pst_io_common = tests/preload/io_common.c tests/preload/io_common.h
 
 tests_preload_io_direct_SOURCES = tests/preload/io_direct.c $(pst_io_common)
@@ -58,20 +59,15 @@ tests_preload_io_kinds_SOURCES = tests/preload/io_kinds.c $(pst_io_common)
 tests_preload_io_kinds_CFLAGS = $(PST_CFLAGS_ALL)
 tests_preload_io_kinds_LDADD = $(PST_LIBS_ALL)
 
-# Plain loops of small I/O, run under strace by io_syscalls.sh.
-tests_preload_io_syscalls_SOURCES = tests/preload/io_syscalls.c
+# io_syscalls: plain loops of small I/O, run under strace by io_syscalls.sh
+# (io_syscalls_fortify: the same, fortified).  io_cost: loops of small I/O,
+# run under callgrind by io_cost.sh.  io_sandbox: runs a command in a
+# sandbox: a seccomp filter on io_uring_setup, a tiny RLIMIT_MEMLOCK,
+# CAP_IPC_LOCK dropped.  Each is built from its own .c alone.
 tests_preload_io_syscalls_fortify_SOURCES = tests/preload/io_syscalls.c
 tests_preload_io_syscalls_fortify_CFLAGS = $(AM_CFLAGS) -U_FORTIFY_SOURCE -O2 -D_FORTIFY_SOURCE=2 -Wno-error=cpp
 
-# Loops of small I/O, run under callgrind by io_cost.sh.
-tests_preload_io_cost_SOURCES = tests/preload/io_cost.c
-
-# Runs a command in a sandbox: a seccomp filter on io_uring_setup, a tiny
-# RLIMIT_MEMLOCK, CAP_IPC_LOCK dropped.
-tests_preload_io_sandbox_SOURCES = tests/preload/io_sandbox.c
-
 # Built fortified, so that it calls __read_chk and friends.
-tests_preload_io_fortify_SOURCES = tests/preload/io_fortify.c
 tests_preload_io_fortify_CFLAGS = $(AM_CFLAGS) -U_FORTIFY_SOURCE -O2 -D_FORTIFY_SOURCE=2 -Wno-error=cpp
 tests_preload_io_fdclobber_SOURCES = tests/preload/io_fdclobber.c $(pst_io_common)
 tests_preload_io_fdclobber_CFLAGS = $(PST_CFLAGS_ALL)

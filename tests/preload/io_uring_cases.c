@@ -2,8 +2,9 @@
 /*
  * Hostile cases for the shim's io_uring path, one per mode (argv[1]); the
  * tests/preload/io_uring_*.sh scripts run them under the shim, some with a
- * POOLSHIM_URING_TEST fault, and some also without the shim to get the
- * kernel's own answer.  Each mode checks its data itself and, where the
+ * POOLSHIM_URING_TEST fault (which only the test build of the shim,
+ * tests/preload/libpoolshim-test.so, has), and some also without the shim
+ * to get the kernel's own answer.  Each mode checks its data itself and, where the
  * shim is loaded, reads the shim's io_uring counters from a JSON report
  * (poolshim_report_fd, found with dlsym) to show which path the calls took.
  *

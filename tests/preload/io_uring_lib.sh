@@ -12,13 +12,31 @@ uring_lock -s
 # exit report), output in $PST_TMP/NAME.out, exit status in $rc.  Passes or
 # fails NAME; a skip (77) ends the script.
 ucase() {
+	ucase_lib=$SHIM
+	ucase_in "$@"
+}
+
+# hook_case NAME POOLSHIM_URING_TEST=MODE ... -- MODE [ARGS]: the same under
+# the test build ($SHIM_TEST), for a case that forces a fault.  A library
+# that does not know POOLSHIM_URING_TEST warns of an unknown variable and
+# runs without the fault: that fails NAME.
+hook_case() {
+	need_test_hooks
+	ucase_lib=$SHIM_TEST
+	ucase_in "$@"
+	! grep -q 'unknown variable POOLSHIM_URING_TEST' "$PST_TMP/$1.out" ||
+		fail "$1: $SHIM_TEST ignored POOLSHIM_URING_TEST, so no fault was forced"
+}
+
+# What both run: the library is $ucase_lib.
+ucase_in() {
 	name=$1; shift
 	vars=
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do vars="$vars $1"; shift; done
 	shift
 	# shellcheck disable=SC2086
 	timeout -s KILL "${UCASE_LIMIT:-30}" env POOLSHIM_LIVE=0 POOLSHIM_STATS=off $vars \
-		LD_PRELOAD="$SHIM" "$P" "$@" >"$PST_TMP/$name.out" 2>&1
+		LD_PRELOAD="$ucase_lib" "$P" "$@" >"$PST_TMP/$name.out" 2>&1
 	rc=$?
 	case $rc in
 	0) pass "$name: $(grep -v '^FAIL' "$PST_TMP/$name.out" | tail -3 | tr '\n' ' ')" ;;
