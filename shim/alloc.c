@@ -20,8 +20,11 @@
 #include "alloc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include "compiler.h"
 #include "fmt.h"
@@ -31,6 +34,7 @@
 #include "pool.h"
 #include "posix.h"
 #include "stats.h"
+#include "sys.h"
 
 /* The pool arena's life: made on first use, by whichever thread gets there. */
 enum arena_state {
@@ -456,4 +460,33 @@ void *ps_pvalloc(size_t size)
 		return NULL;
 	}
 	return memalign_common(PS_PAGE, rounded);
+}
+
+/*
+ * The private jemalloc's view of its settings (see the jemalloc rule in
+ * shim/local.mk).  MALLOC_CONF and /etc/malloc.conf configure the program's
+ * allocator, whatever that is: a junk or abort_conf:true value meant for it
+ * must not reach, or end, the program through our copy.
+ */
+char *ps_jemalloc_getenv(const char *name);
+char *ps_jemalloc_getenv(const char *name)
+{
+	if (strcmp(name, "MALLOC_CONF") == 0)
+		return NULL;
+	return secure_getenv(name);
+}
+
+ssize_t ps_jemalloc_readlink(const char *path, char *buf, size_t len);
+ssize_t ps_jemalloc_readlink(const char *path, char *buf, size_t len)
+{
+	if (strcmp(path, "/etc/malloc.conf") == 0) {
+		errno = ENOENT;    /* jemalloc puts its errno back */
+		return -1;
+	}
+	long r = PS_SYSCALL(SYS_readlinkat, AT_FDCWD, path, buf, len);
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return (ssize_t)r;
 }

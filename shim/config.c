@@ -563,32 +563,3 @@ int ps_programs_match(const char *list, const char *name, bool *mentioned, const
 		return -EINVAL;
 	return match ? 1 : 0;
 }
-
-/*
- * The private jemalloc's view of its settings (see the jemalloc rule in
- * Makefile.am).  MALLOC_CONF and /etc/malloc.conf configure the program's
- * allocator, whatever that is: a junk or abort_conf:true value meant for it
- * must not reach, or end, the program through our copy.
- */
-char *ps_jemalloc_getenv(const char *name);
-char *ps_jemalloc_getenv(const char *name)
-{
-	if (strcmp(name, "MALLOC_CONF") == 0)
-		return NULL;
-	return secure_getenv(name);
-}
-
-ssize_t ps_jemalloc_readlink(const char *path, char *buf, size_t len);
-ssize_t ps_jemalloc_readlink(const char *path, char *buf, size_t len)
-{
-	if (strcmp(path, "/etc/malloc.conf") == 0) {
-		errno = ENOENT;    /* jemalloc puts its errno back */
-		return -1;
-	}
-	long r = PS_SYSCALL(SYS_readlinkat, AT_FDCWD, path, buf, len);
-	if (r < 0) {
-		errno = (int)-r;
-		return -1;
-	}
-	return (ssize_t)r;
-}

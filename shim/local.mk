@@ -14,7 +14,7 @@
 # mallctl, ...) is renamed to psje_*, so the copy inside libpoolshim.so never
 # collides with the interposers, with a jemalloc the program links itself, or
 # with another preloaded allocator.  Its secure_getenv and readlink go to
-# shim/config.c, which hides MALLOC_CONF and /etc/malloc.conf: those are the
+# shim/alloc.c, which hides MALLOC_CONF and /etc/malloc.conf: those are the
 # program's allocator settings, not ours.  Its constructor is dropped: the
 # copy starts when the pool is made, so a process the shim leaves alone
 # never starts it.

@@ -206,7 +206,7 @@ static void advise_unaligned(const struct ps_report_data *d, struct advice_list 
 	struct ps_buf m;
 
 	if (u->fallbacks[PS_UFB_UNALIGNED]) {
-		advice_add(l, "unaligned", "O_DIRECT alignment", &m);
+		advice_add(l, ps_uring_fb_name(PS_UFB_UNALIGNED), "O_DIRECT alignment", &m);
 		ps_buf_printf(&m, "%lu O_DIRECT calls on pooled buffers skipped io_uring because the buffer, "
 			      "length or offset was not a multiple of 4 KiB; align them "
 			      "(posix_memalign(..., 4096, ...), 4 KiB-multiple sizes and offsets)",
@@ -225,7 +225,7 @@ static void advise_pool_full(const struct ps_report_data *d, struct advice_list 
 	if (t->events[PS_EV_FB_POOL_FULL]) {
 		uint64_t want = p->cap * 2 > 32ULL << 30 ? 32ULL << 30 : p->cap * 2;
 		char cap[SIZE_TEXT], peak[SIZE_TEXT], w[SIZE_TEXT];
-		advice_add(l, "pool_full", "POOLSHIM_POOL_SIZE", &m);
+		advice_add(l, ps_event_name(PS_EV_FB_POOL_FULL), "POOLSHIM_POOL_SIZE", &m);
 		ps_buf_printf(&m, "%lu allocations fell back to the ordinary arenas because the pool "
 			      "reached its cap of %s (peak in use %s); POOLSHIM_POOL_SIZE=%s would hold them",
 			      (unsigned long)t->events[PS_EV_FB_POOL_FULL], size_text(cap, p->cap),

@@ -3,7 +3,8 @@
 # `poolshim stat` reads live files and renders them; it links the shim's
 # format layer (libpsfmt.la) only, not the runtime.  So neither its symbols
 # nor its shared-library dependencies include jemalloc (the private copy's
-# psje_* names, or je_*), liburing or libunwind.  It must also still run.
+# psje_* names, its settings glue ps_jemalloc_*, or je_*), liburing or
+# libunwind.  It must also still run.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 STAT="$PS_TOP_BUILDDIR/tools/poolshim-stat"
 [ -x "$STAT" ] || { fail "no $STAT"; finish; }
@@ -12,7 +13,7 @@ syms=$(nm "$STAT" 2>/dev/null) || { fail "nm could not read $STAT"; finish; }
 [ -n "$syms" ] || { fail "nm found no symbols in $STAT (stripped?)"; finish; }
 # A name the format layer must bring, to show nm saw the linked objects.
 printf '%s\n' "$syms" | grep -q ' ps_report_render$' || fail "no ps_report_render in $STAT"
-for pat in ' psje_' ' je_' ' io_uring_' ' unw_' ' ps_pool_take$' ' ps_uring_rw$'; do
+for pat in ' psje_' ' je_' ' ps_jemalloc_' ' io_uring_' ' unw_' ' ps_pool_take$' ' ps_uring_rw$'; do
 	n=$(printf '%s\n' "$syms" | grep -c -- "$pat")
 	[ "$n" -eq 0 ] && pass "no '$pat' symbols" ||
 		fail "$n '$pat' symbols in $STAT, e.g. $(printf '%s\n' "$syms" | grep -- "$pat" | head -n 3 | tr '\n' ' ')"
