@@ -30,6 +30,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -68,7 +69,7 @@ static size_t pool_min = SIZE_MAX;
 /*
  * The heap below the threshold: the allocator that defines __libc_malloc,
  * glibc's, or one preloaded after us that takes glibc's names too
- * (tcmalloc, mimalloc do; a sanitizer's runtime may take some of them).
+ * (tcmalloc, mimalloc do).
  * Every function comes from that one object, so a block is always freed
  * by the allocator that made it; never by the bare names, which find ours.
  * Until bind_libc() at start, __libc_* serve; usable stays NULL if the
@@ -82,7 +83,20 @@ static struct {
 	void (*free)(void *);
 	void *(*memalign)(size_t, size_t);
 	size_t (*usable)(void *);
-} libc = { __libc_malloc, __libc_calloc, __libc_realloc, __libc_free, __libc_memalign, NULL };
+}
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+/*
+ * The sanitizer builds of the core (tests only; the shim is never
+ * preloaded under a sanitizer): there the program's allocator is the
+ * sanitizer's, reached by the plain names, and only through it does the
+ * sanitizer see a block change hands between threads.
+ */
+libc = { malloc, calloc, realloc, free, memalign, malloc_usable_size };
+#define PS_LIBC_SANITIZED 1
+#else
+libc = { __libc_malloc, __libc_calloc, __libc_realloc, __libc_free, __libc_memalign, NULL };
+#define PS_LIBC_SANITIZED 0
+#endif
 
 #define PS_LIBC_FUNCS(X)                                                            \
 	X(malloc, "malloc") X(calloc, "calloc") X(realloc, "realloc") X(free, "free")     \
@@ -94,6 +108,8 @@ static void bind_libc(void)
 	__typeof__(libc) found;
 	void *h;
 
+	if (PS_LIBC_SANITIZED)
+		return;
 	if (!dladdr((void *)__libc_malloc, &info) || !info.dli_fname ||
 	    !(h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD)))
 		return;
