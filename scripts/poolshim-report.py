@@ -400,8 +400,8 @@ def render(g, out, exact, top):
       ", ".join(f"{k} {bytes_cell(v)}" for k, v in g.backed_by.items()) +
       f"]; in use {bytes_cell(p['in_use'])}, peak {bytes_cell(p['peak'])}{sumof}, "
       f"cap {bytes_cell(p['cap'])}, threshold {tally({size(t): c for t, c in g.thresholds.items()})}\n")
-    w(f"pool     {p['allocations']} allocations served, {p['frees']} freed; fallbacks to ordinary "
-      "arenas:" + "".join(f" {k} {v}" for k, v in g.pool_fallbacks.items()) + "\n")
+    w(f"pool     {p['allocations']} allocations served, {p['frees']} freed; fallbacks to glibc's "
+      "heap:" + "".join(f" {k} {v}" for k, v in g.pool_fallbacks.items()) + "\n")
     for (kind, why), c in g.reasons.items():
         what = "hugetlb" if kind == "hugetlb" else "THP"
         w(f"pool     {what} not used: {why}" + (f" ({c} processes)" if n > 1 else "") + "\n")

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The allocator behind the malloc-family interposers: jemalloc's ordinary
- * arenas below POOLSHIM_POOL_MIN, and at or above it a dedicated arena whose
- * extent hooks take memory from the pool's slabs and which never purges.
+ * The allocator behind the malloc-family interposers: glibc's own heap
+ * below POOLSHIM_POOL_MIN, and at or above it a dedicated jemalloc arena
+ * whose extent hooks take memory from the pool's slabs and which never
+ * purges.
  * Every function follows the libc contract of its namesake (NULL + ENOMEM
  * on failure, errno untouched on success) and records its statistics.
  */
@@ -15,9 +16,19 @@
 #include "config.h"
 
 /*
+ * glibc's allocator by its own names, reachable whatever the symbol search
+ * order says (the plain names are ours).
+ */
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void __libc_free(void *);
+extern void *__libc_memalign(size_t, size_t);
+
+/*
  * Set up the pool from cfg and initialise jemalloc; the pool arena itself is
  * made by the first pooled request.  Call once; before it returns (or when
- * it fails) every allocation goes to the ordinary arenas.  0 or -errno.
+ * it fails) every allocation goes to glibc's heap.  0 or -errno.
  */
 int ps_alloc_init(const struct ps_config *cfg);
 

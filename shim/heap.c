@@ -14,13 +14,6 @@
 #include "posix.h"
 #include "real.h"
 
-/* glibc's allocator, reachable whatever the symbol search order says. */
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-extern void *__libc_memalign(size_t, size_t);
-
 /*
  * The other allocator's entry points: field, type, the name it is bound
  * by.  malloc comes last: its presence switches the functions below from

@@ -219,8 +219,8 @@ static void start(void)
 	pthread_atfork(ps_pool_atfork_prepare, ps_pool_atfork_parent, ps_pool_atfork_child);
 	int r = ps_alloc_init(&ps_cfg);
 	if (r < 0)
-		ps_log("the pool could not be created (%s); large buffers use jemalloc's "
-		       "ordinary arenas", ps_errno_name(-r) ? ps_errno_name(-r) : "error");
+		ps_log("the pool could not be created (%s); large buffers use glibc's "
+		       "heap", ps_errno_name(-r) ? ps_errno_name(-r) : "error");
 	ps_heap_choose(true);
 	ps_pid = start_pid = (int)getpid();
 	ps_report_keep_name();

@@ -41,7 +41,7 @@
 
 /*
  * Allocation-side events that are not calls: X for the pool's own, FB for
- * the fallbacks to the ordinary arenas, which are the pool's failures and
+ * the fallbacks to glibc's heap, which are the pool's failures and
  * one more, a large request during start-up, before the pool exists.
  */
 #define PS_ALLOC_EVENTS(X, FB)                                             \

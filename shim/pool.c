@@ -153,7 +153,7 @@ static void probe_page_kinds(enum ps_hugepages mode)
 /*
  * Under a finite RLIMIT_AS, at most half of the address space still free
  * (limit minus what the process maps now, from /proc/self/statm): the rest
- * stays for the program and jemalloc's ordinary arenas.  SIZE_MAX when
+ * stays for the program and glibc's heap.  SIZE_MAX when
  * unlimited or unknown.
  */
 static size_t address_space_share(void)

@@ -226,7 +226,7 @@ static void advise_pool_full(const struct ps_report_data *d, struct advice_list 
 		uint64_t want = p->cap * 2 > 32ULL << 30 ? 32ULL << 30 : p->cap * 2;
 		char cap[SIZE_TEXT], peak[SIZE_TEXT], w[SIZE_TEXT];
 		advice_add(l, ps_event_name(PS_EV_FB_POOL_FULL), "POOLSHIM_POOL_SIZE", &m);
-		ps_buf_printf(&m, "%lu allocations fell back to the ordinary arenas because the pool "
+		ps_buf_printf(&m, "%lu allocations fell back to glibc's heap because the pool "
 			      "reached its cap of %s (peak in use %s); POOLSHIM_POOL_SIZE=%s would hold them",
 			      (unsigned long)t->events[PS_EV_FB_POOL_FULL], size_text(cap, p->cap),
 			      size_text(peak, d->pool_peak), size_text(w, want));
@@ -426,7 +426,7 @@ static void emit_pool(struct ps_emit *e, const struct ps_report_data *d)
 		     d->pool_in_use, d->pool_peak, p->cap, d->pool_min);
 	ps_emit_kv(e, "reserve", PS_EMIT_U64, &p->reserve);
 	ps_emit_line(e, "\npool     %{allocations}u allocations served, %{frees}u freed; "
-		     "fallbacks to ordinary arenas:", t->events[PS_EV_POOL_ALLOC],
+		     "fallbacks to glibc's heap:", t->events[PS_EV_POOL_ALLOC],
 		     t->events[PS_EV_POOL_FREE]);
 	emit_counts(e, "fallbacks", ps_event_name, t->events, PS_EV_FB_POOL_FULL, PS_EV__COUNT);
 	ps_emit_text(e, "\n");

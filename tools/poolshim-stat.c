@@ -397,7 +397,7 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 				}
 			}
 	prom_family(f, "poolshim_pool_events_total", "counter",
-		    "Pool allocations, frees and fallbacks to the ordinary arenas, by reason.");
+		    "Pool allocations, frees and fallbacks to glibc's heap, by reason.");
 	for (int i = 0; i < n; i++)
 		for (int e = 0; t[i].fd >= 0 && e < PS_EV__COUNT; e++) {
 			fputs("poolshim_pool_events_total{", f);

@@ -2,8 +2,9 @@
 /*
  * The malloc family's contract under the shim: zeroing of recycled pool
  * memory, alignments up to 2 MiB, usable sizes, realloc across the pool
- * threshold, zero sizes, overflow and failure errnos.  Runs with or without
- * the shim; pool placement is asserted only when the shim is loaded and on.
+ * threshold, zero sizes, overflow and failure errnos, and small blocks left
+ * to glibc.  Runs with or without the shim; pool placement is asserted
+ * only when the shim is loaded and on.
  */
 #include <check.h>
 #include <errno.h>
@@ -35,6 +36,28 @@ START_TEST(test_pool_placement)
 	ck_assert_int_eq(pst_pooled(big), expect_pool());
 	free(small);
 	free(big);
+}
+END_TEST
+
+/*
+ * Below the threshold the program keeps its own allocator: glibc's heap
+ * holds the blocks, so glibc's own statistics (mallinfo2, which the shim
+ * does not interpose) count them, as they would without the shim.
+ */
+START_TEST(test_small_blocks_are_glibcs)
+{
+	enum { N = 64, SIZE = 1000 };
+	void *p[N];
+	size_t before = mallinfo2().uordblks;
+	for (int i = 0; i < N; i++) {
+		p[i] = i % 2 ? malloc(SIZE) : calloc(1, SIZE);
+		ck_assert_ptr_nonnull(p[i]);
+	}
+	size_t grew = mallinfo2().uordblks - before;
+	ck_assert_msg(grew >= (size_t)N * SIZE,
+		      "glibc's heap grew by %zu bytes for %d blocks of %d", grew, N, SIZE);
+	for (int i = 0; i < N; i++)
+		free(p[i]);
 }
 END_TEST
 
@@ -215,6 +238,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_pool_placement);
+	tcase_add_test(tc, test_small_blocks_are_glibcs);
 	tcase_add_test(tc, test_calloc_zeroes_recycled);
 	tcase_add_test(tc, test_alignments);
 	tcase_add_test(tc, test_posix_memalign_errors);

@@ -237,6 +237,7 @@ START_TEST(test_arena_routing)
 	ck_assert_int_eq(up[0], 7);
 	ck_assert_int_eq(up[99], 7);
 	ps_free(up);
+	ck_assert_uint_ge(ps_usable_size(small), 1000);
 	ps_free(small);
 	ck_assert_uint_eq(ps_gauges->pool_in_use, 0);
 	ck_assert_uint_ge(ps_gauges->pool_peak, 1 << 20);

@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Paired A/B runs of radosgw with and without a preload, for settling
+small differences (issue 16's ">= 0.98x") that scripts/demo's short,
+unpaired windows cannot resolve.
+
+  bench/rgw_ab.py [--pairs N] [--seconds S] [--setups put-16m,put-1m,...]
+                  [--config NAME=VAR=VALUE,...] [--out FILE]
+
+scripts/rgw must be up (scripts/rgw up).  Every round restarts radosgw
+under each configuration in turn, the order reversed every other round
+(ABBA), primes it with a few unmeasured operations, then runs each setup
+for S seconds with demo/loadgen --verify (plain: it is the instrument).
+For each run it records MiB/s and radosgw's CPU (utime + stime from
+/proc, over loadgen's whole run) per operation.  The table gives, per
+setup and configuration, the median and range of MiB/s and CPU per
+operation, and against "none": the geometric mean of the per-round
+ratios with a 90% bootstrap interval.  A ratio whose interval lies above
+0.98 is a measured "no regression"; one whose interval straddles it is
+not resolved by this many pairs.
+
+Configurations: "none" (always), "shim" (LD_PRELOAD of the build's
+libpoolshim.so), and any given with --config NAME=VAR=VALUE,...; a
+LD_PRELOAD among the variables names the library radosgw runs under (as
+scripts/rgw's RGW_SHIM_LIB), the others are put in its environment.
+Setups: put-16m, put-1m, get-16m, get-1m (radosgw directly) and
+proxy-put-16m, proxy-get-16m (demo/s3proxy --backend-auth in front of
+radosgw, under the same configuration as radosgw).  Not part of make
+check: a run of 6 pairs of three setups takes about 10 minutes.
+"""
+import argparse
+import json
+import math
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("PS_TOP_BUILDDIR") or TOP
+RGW = os.path.join(TOP, "scripts", "rgw")
+LOADGEN = os.path.join(BUILD, "demo", "loadgen")
+S3PROXY = os.path.join(BUILD, "demo", "s3proxy")
+SHIM = os.path.join(BUILD, ".libs", "libpoolshim.so")
+PROXY_KEY, PROXY_SECRET = "PSRGWAB", "rgw-ab-secret"
+
+SETUPS = {
+    "put-16m": ("put", "16MiB", False),
+    "put-1m": ("put", "1MiB", False),
+    "get-16m": ("get", "16MiB", False),
+    "get-1m": ("get", "1MiB", False),
+    "proxy-put-16m": ("put", "16MiB", True),
+    "proxy-get-16m": ("get", "16MiB", True),
+}
+
+
+def fail(msg):
+    print(f"rgw_ab: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def clean_env(extra):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("POOLSHIM") and k not in ("LD_PRELOAD", "MALLOC_CONF")}
+    env.update(extra)
+    return env
+
+
+def parse_config(text):
+    name, _, rest = text.partition("=")
+    if not name or not rest or name == "none":
+        raise argparse.ArgumentTypeError(f"--config wants NAME=VAR=VALUE[,VAR=VALUE], not {text!r}")
+    env = {}
+    for kv in rest.split(","):
+        k, eq, v = kv.partition("=")
+        if not eq or not k:
+            raise argparse.ArgumentTypeError(f"--config {name}: {kv!r} is not VAR=VALUE")
+        env[k] = v
+    return name, env
+
+
+def cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])     # utime + stime
+
+
+def rgw_pid(rgwdir):
+    with open(os.path.join(rgwdir, "pids")) as f:
+        for line in f:
+            name, pid = line.split()
+            if name == "radosgw":
+                return int(pid)
+    fail(f"no radosgw in {rgwdir}/pids")
+
+
+def restart(rgwdir, env):
+    """radosgw under env (none: {}); the endpoint and keys."""
+    extra = dict(env)
+    argv = [RGW, "restart", "--dir", rgwdir]
+    if "LD_PRELOAD" in extra:
+        argv.append("--shim")
+        extra["RGW_SHIM_LIB"] = extra.pop("LD_PRELOAD")
+        extra.setdefault("POOLSHIM_STATS", "off")
+    r = subprocess.run(argv, env=clean_env(extra), stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode:
+        fail(f"scripts/rgw restart failed ({r.returncode}): {r.stderr[-800:]}")
+    m = re.search(r"^export (.*)$", r.stdout, re.M)
+    if not m:
+        fail("scripts/rgw printed no export line")
+    return dict(kv.split("=", 1) for kv in m.group(1).split())
+
+
+def loadgen(endpoint, ak, sk, argv, timeout):
+    r = subprocess.run([LOADGEN, "--endpoint", endpoint, "--access-key", ak, "--secret-key", sk,
+                        "--bucket", "rgwab", "--seed", "7", "--concurrency", "4", "--verify"] + argv,
+                       env=clean_env({}), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=timeout)
+    if r.returncode:
+        fail(f"loadgen {' '.join(argv)} failed ({r.returncode}): {(r.stdout + r.stderr)[-800:]}")
+
+
+class FrontProxy:
+    """demo/s3proxy --backend-auth in front of radosgw, under env."""
+
+    def __init__(self, tmp, env, s3):
+        creds = os.path.join(tmp, "creds")
+        with open(creds, "w") as f:
+            f.write(f"{PROXY_KEY} {PROXY_SECRET}\n")
+        self.out = os.path.join(tmp, "proxy.out")
+        penv = dict(env)
+        if "LD_PRELOAD" in penv:
+            penv.setdefault("POOLSHIM_STATS", "off")
+        self.p = subprocess.Popen([S3PROXY, "--port", "0", "--credentials", creds, "--backend",
+                                   s3["S3_ENDPOINT"], "--backend-auth",
+                                   f"{s3['AWS_ACCESS_KEY_ID']}:{s3['AWS_SECRET_ACCESS_KEY']}:us-east-1"],
+                                  env=clean_env(penv), stdin=subprocess.DEVNULL,
+                                  stdout=open(self.out, "w"), stderr=subprocess.STDOUT)
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            with open(self.out) as f:
+                m = re.search(r"^listening on .*:(\d+)$", f.read(), re.M)
+            if m:
+                self.endpoint = f"http://127.0.0.1:{m.group(1)}"
+                return
+            if self.p.poll() is not None:
+                fail(f"s3proxy exited ({self.p.returncode}); see {self.out}")
+            time.sleep(0.05)
+        fail("s3proxy did not start listening")
+
+    def stop(self):
+        self.p.terminate()
+        self.p.wait(timeout=30)
+
+
+def run_setup(tmp, s3, env, setup, seconds, tag):
+    op, size, proxied = SETUPS[setup]
+    endpoint, ak, sk = s3["S3_ENDPOINT"], s3["AWS_ACCESS_KEY_ID"], s3["AWS_SECRET_ACCESS_KEY"]
+    px = None
+    if proxied:
+        px = FrontProxy(tmp, env, s3)
+        endpoint, ak, sk = px.endpoint, PROXY_KEY, PROXY_SECRET
+    pid = rgw_pid(s3["RGW_DIR"])
+    out = os.path.join(tmp, "lg.json")
+    extra = ["--objects", "8"] if op == "get" else []
+    try:
+        # GETs read objects the priming PUT (same prefix) left.
+        loadgen(endpoint, ak, sk, ["--prefix", f"{setup}/", "--op", "put", "--size", size,
+                                   "--ops", "8"] + extra, 300)
+        t0 = cpu_ticks(pid)
+        loadgen(endpoint, ak, sk, ["--prefix", f"{setup}/", "--op", op, "--size", size,
+                                   "--duration", f"{seconds}s", "--warmup", "0s",
+                                   "--json", out] + extra, seconds + 300)
+        t1 = cpu_ticks(pid)
+    finally:
+        if px:
+            px.stop()
+    with open(out) as f:
+        tot = json.load(f)["ops"]["total"]
+    hz = os.sysconf("SC_CLK_TCK")
+    ops = tot["count"]
+    cpu_ms = (t1 - t0) / hz * 1e3 / ops if ops else float("nan")
+    print(f"  {tag:<22} {setup:<14} {tot['mib_per_s']:8.1f} MiB/s  {ops:5d} ops  "
+          f"radosgw {cpu_ms:6.2f} ms/op", flush=True)
+    return {"mib_s": tot["mib_per_s"], "ops": ops, "cpu_ms_per_op": cpu_ms}
+
+
+def median(xs):
+    s = sorted(xs)
+    n = len(s)
+    return (s[n // 2] + s[(n - 1) // 2]) / 2 if n else float("nan")
+
+
+def geo_mean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def boot_ci(ratios, n=4000, seed=1):
+    rnd = random.Random(seed)
+    k = len(ratios)
+    means = sorted(geo_mean([ratios[rnd.randrange(k)] for _ in range(k)]) for _ in range(n))
+    return means[int(0.05 * n)], means[int(0.95 * n) - 1]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pairs", type=int, default=6)
+    ap.add_argument("--seconds", type=int, default=8)
+    ap.add_argument("--setups", default="put-16m,put-1m,proxy-put-16m")
+    ap.add_argument("--config", type=parse_config, action="append", default=[])
+    ap.add_argument("--no-shim", action="store_true", help="leave out configuration shim")
+    ap.add_argument("--dir", default=os.environ.get("RGW_DIR") or f"/tmp/poolshim-rgw-{os.getuid()}")
+    ap.add_argument("--out", help="write every run and the summary as JSON here")
+    a = ap.parse_args()
+    setups = a.setups.split(",")
+    for s in setups:
+        if s not in SETUPS:
+            ap.error(f"unknown setup {s}; known: {', '.join(SETUPS)}")
+    if a.pairs < 2 or a.seconds < 1:
+        ap.error("--pairs at least 2, --seconds at least 1")
+    configs = [("none", {})] + ([] if a.no_shim else [("shim", {"LD_PRELOAD": SHIM})]) + a.config
+    for p in (LOADGEN, S3PROXY) + ((SHIM,) if not a.no_shim else ()):
+        if not os.path.exists(p):
+            fail(f"{p} is not built (scripts/bootstrap)")
+
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="rgw-ab.") as tmp:
+        for rnd in range(a.pairs):
+            order = configs if rnd % 2 == 0 else configs[::-1]
+            print(f"round {rnd + 1}/{a.pairs}", flush=True)
+            for name, env in order:
+                s3 = restart(a.dir, env)
+                for setup in setups:
+                    r = run_setup(tmp, s3, env, setup, a.seconds, name)
+                    runs.append(dict(r, round=rnd, config=name, setup=setup))
+        restart(a.dir, {})
+
+    summary = []
+    print(f"\n{'setup':<14} {'config':<12} {'MiB/s median [min-max]':>26} "
+          f"{'radosgw ms/op':>14} {'vs none (90% CI)':>22}")
+    for setup in setups:
+        base = {r["round"]: r for r in runs if r["setup"] == setup and r["config"] == "none"}
+        for name, _ in configs:
+            mine = [r for r in runs if r["setup"] == setup and r["config"] == name]
+            mib = [r["mib_s"] for r in mine]
+            cpu = [r["cpu_ms_per_op"] for r in mine]
+            row = {"setup": setup, "config": name, "mib_s_median": median(mib),
+                   "mib_s_min": min(mib), "mib_s_max": max(mib), "cpu_ms_per_op_median": median(cpu)}
+            rel = ""
+            if name != "none":
+                ratios = [r["mib_s"] / base[r["round"]]["mib_s"] for r in mine
+                          if base[r["round"]]["mib_s"] > 0 and r["mib_s"] > 0]
+                g = geo_mean(ratios)
+                lo, hi = boot_ci(ratios)
+                row.update(ratio=g, ratio_lo=lo, ratio_hi=hi)
+                rel = f"{g:.3f}x [{lo:.3f}-{hi:.3f}]"
+            summary.append(row)
+            print(f"{setup:<14} {name:<12} {median(mib):9.1f} [{min(mib):6.1f}-{max(mib):6.1f}] "
+                  f"{median(cpu):14.2f} {rel:>22}")
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump({"pairs": a.pairs, "seconds": a.seconds, "runs": runs, "summary": summary,
+                       "configs": {n: e for n, e in configs}}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
