@@ -278,9 +278,10 @@ int ps_alloc_init(const struct ps_config *cfg)
 	size_t sz = sizeof(narenas);
 	int r;
 
+	/* First: the small heap serves whether or not the pool can be made. */
+	bind_libc();
 	if ((r = ps_pool_init(cfg)) < 0)
 		return r;
-	bind_libc();
 	/*
 	 * Initialise jemalloc now, which registers its fork handlers: init.c
 	 * registers the shim's own around them (see there).  The arena waits.
