@@ -69,9 +69,9 @@ static size_t pool_min = SIZE_MAX;
 /*
  * The heap below the threshold: the allocator that defines __libc_malloc,
  * glibc's, or one preloaded after us that takes glibc's names too
- * (tcmalloc, mimalloc do).
- * Every function comes from that one object, so a block is always freed
- * by the allocator that made it; never by the bare names, which find ours.
+ * (tcmalloc, mimalloc do).  Every function comes from that one object, so
+ * a block is always freed by the allocator that made it; never by the
+ * bare names, which find ours.
  * Until bind_libc() at start, __libc_* serve; usable stays NULL if the
  * set could not be bound whole, and then no block leaves that heap for the
  * pool (its size is not known).
@@ -98,8 +98,8 @@ libc = { __libc_malloc, __libc_calloc, __libc_realloc, __libc_free, __libc_memal
 #define PS_LIBC_SANITIZED 0
 #endif
 
-#define PS_LIBC_FUNCS(X)                                                            \
-	X(malloc, "malloc") X(calloc, "calloc") X(realloc, "realloc") X(free, "free")     \
+#define PS_LIBC_FUNCS(X)                                                          \
+	X(malloc, "malloc") X(calloc, "calloc") X(realloc, "realloc") X(free, "free") \
 	X(memalign, "memalign") X(usable, "malloc_usable_size")
 
 static void bind_libc(void)
@@ -113,12 +113,12 @@ static void bind_libc(void)
 	if (!dladdr((void *)__libc_malloc, &info) || !info.dli_fname ||
 	    !(h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD)))
 		return;
-#define PS_LIBC_BIND(field, name)                                                                  \
-	{                                                                                       \
-		void *sym = dlsym(h, name);                                                     \
-		if (!sym || !dladdr(sym, &where) || where.dli_fbase != info.dli_fbase)            \
-			return;                                                                 \
-		memcpy(&found.field, &sym, sizeof(sym));                                        \
+#define PS_LIBC_BIND(field, name)                                                       \
+	{                                                                               \
+		void *sym = dlsym(h, name);                                             \
+		if (!sym || !dladdr(sym, &where) || where.dli_fbase != info.dli_fbase)  \
+			return;                                                         \
+		memcpy(&found.field, &sym, sizeof(sym));                                \
 	}
 	PS_LIBC_FUNCS(PS_LIBC_BIND)
 #undef PS_LIBC_BIND

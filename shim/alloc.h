@@ -16,8 +16,9 @@
 #include "config.h"
 
 /*
- * glibc's allocator by its own names, reachable whatever the symbol search
- * order says (the plain names are ours).
+ * glibc's allocator by its own names (the plain names are ours).  An
+ * allocator preloaded after us may define these too (tcmalloc, mimalloc
+ * do): alloc.c binds its small heap from whichever object they resolve to.
  */
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);

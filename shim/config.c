@@ -9,8 +9,6 @@
 #include "live.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <sys/syscall.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
