@@ -11,10 +11,14 @@ scripts/rgw must be up (scripts/rgw up).  Every round restarts radosgw
 under each configuration in turn, the order reversed every other round
 (ABBA), primes it with a few unmeasured operations, then runs each setup
 for S seconds with demo/loadgen --verify (plain: it is the instrument).
-For each run it records MiB/s and radosgw's CPU (utime + stime from
-/proc, over loadgen's whole run) per operation.  The table gives, per
-setup and configuration, the median and range of MiB/s and CPU per
-operation, and against "none": the geometric mean of the per-round
+For each run it records MiB/s and, per operation, the CPU (utime +
+stime from /proc, over loadgen's whole run) of radosgw, of the OSD and
+of the whole machine (everything not idle or waiting for I/O: loadgen,
+the proxy and the kernel's softirq work included).  On a machine whose
+cores are all busy, MiB/s follows the machine's CPU per operation, so
+that column says where a change in throughput came from.  The table
+gives, per setup and configuration, the median and range of MiB/s and
+the medians of CPU per operation, and against "none": the geometric mean of the per-round
 ratios with a 90% bootstrap interval.  A ratio whose interval lies above
 0.98 is a measured "no regression"; one whose interval straddles it is
 not resolved by this many pairs.
@@ -88,19 +92,26 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])     # utime + stime
 
 
-def rgw_pid(rgwdir):
+def busy_ticks():
+    """Ticks the whole machine spent not idle (idle and iowait left out)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v) - v[3] - v[4]
+
+
+def daemon_pid(rgwdir, daemon):
     with open(os.path.join(rgwdir, "pids")) as f:
         for line in f:
             name, pid = line.split()
-            if name == "radosgw":
+            if name == daemon:
                 return int(pid)
-    fail(f"no radosgw in {rgwdir}/pids")
+    fail(f"no {daemon} in {rgwdir}/pids")
 
 
-def restart(rgwdir, env):
+def restart(rgwdir, env, shim_osd):
     """radosgw under env (none: {}); the endpoint and keys."""
     extra = dict(env)
-    argv = [RGW, "restart", "--dir", rgwdir]
+    argv = [RGW, "restart", "--dir", rgwdir] + (["--shim-osd"] if shim_osd else [])
     if "LD_PRELOAD" in extra:
         argv.append("--shim")
         extra["RGW_SHIM_LIB"] = extra.pop("LD_PRELOAD")
@@ -164,18 +175,19 @@ def run_setup(tmp, s3, env, setup, seconds, tag):
     if proxied:
         px = FrontProxy(tmp, env, s3)
         endpoint, ak, sk = px.endpoint, PROXY_KEY, PROXY_SECRET
-    pid = rgw_pid(s3["RGW_DIR"])
+    pid = daemon_pid(s3["RGW_DIR"], "radosgw")
+    osd = daemon_pid(s3["RGW_DIR"], "ceph-osd")
     out = os.path.join(tmp, "lg.json")
     extra = ["--objects", "8"] if op == "get" else []
     try:
         # GETs read objects the priming PUT (same prefix) left.
         loadgen(endpoint, ak, sk, ["--prefix", f"{setup}/", "--op", "put", "--size", size,
                                    "--ops", "8"] + extra, 300)
-        t0 = cpu_ticks(pid)
+        t0, o0, m0 = cpu_ticks(pid), cpu_ticks(osd), busy_ticks()
         loadgen(endpoint, ak, sk, ["--prefix", f"{setup}/", "--op", op, "--size", size,
                                    "--duration", f"{seconds}s", "--warmup", "0s",
                                    "--json", out] + extra, seconds + 300)
-        t1 = cpu_ticks(pid)
+        t1, o1, m1 = cpu_ticks(pid), cpu_ticks(osd), busy_ticks()
     finally:
         if px:
             px.stop()
@@ -183,10 +195,13 @@ def run_setup(tmp, s3, env, setup, seconds, tag):
         tot = json.load(f)["ops"]["total"]
     hz = os.sysconf("SC_CLK_TCK")
     ops = tot["count"]
-    cpu_ms = (t1 - t0) / hz * 1e3 / ops if ops else float("nan")
+    def per_op(ticks):
+        return ticks / hz * 1e3 / ops if ops else float("nan")
+    cpu_ms, osd_ms, all_ms = per_op(t1 - t0), per_op(o1 - o0), per_op(m1 - m0)
     print(f"  {tag:<22} {setup:<14} {tot['mib_per_s']:8.1f} MiB/s  {ops:5d} ops  "
-          f"radosgw {cpu_ms:6.2f} ms/op", flush=True)
-    return {"mib_s": tot["mib_per_s"], "ops": ops, "cpu_ms_per_op": cpu_ms}
+          f"CPU ms/op: radosgw {cpu_ms:6.2f} osd {osd_ms:6.2f} machine {all_ms:6.2f}", flush=True)
+    return {"mib_s": tot["mib_per_s"], "ops": ops, "cpu_ms_per_op": cpu_ms,
+            "osd_cpu_ms_per_op": osd_ms, "machine_cpu_ms_per_op": all_ms}
 
 
 def median(xs):
@@ -214,6 +229,9 @@ def main():
     ap.add_argument("--setups", default="put-16m,put-1m,proxy-put-16m")
     ap.add_argument("--config", type=parse_config, action="append", default=[])
     ap.add_argument("--no-shim", action="store_true", help="leave out configuration shim")
+    ap.add_argument("--shim-osd", action="store_true",
+                    help="run the OSD under the shim in every configuration (held constant: "
+                         "its receive buffers then stop faulting, which steadies its CPU)")
     ap.add_argument("--dir", default=os.environ.get("RGW_DIR") or f"/tmp/poolshim-rgw-{os.getuid()}")
     ap.add_argument("--out", help="write every run and the summary as JSON here")
     a = ap.parse_args()
@@ -234,23 +252,27 @@ def main():
             order = configs if rnd % 2 == 0 else configs[::-1]
             print(f"round {rnd + 1}/{a.pairs}", flush=True)
             for name, env in order:
-                s3 = restart(a.dir, env)
+                s3 = restart(a.dir, env, a.shim_osd)
                 for setup in setups:
                     r = run_setup(tmp, s3, env, setup, a.seconds, name)
                     runs.append(dict(r, round=rnd, config=name, setup=setup))
-        restart(a.dir, {})
+        restart(a.dir, {}, False)
 
     summary = []
     print(f"\n{'setup':<14} {'config':<12} {'MiB/s median [min-max]':>26} "
-          f"{'radosgw ms/op':>14} {'vs none (90% CI)':>22}")
+          f"{'CPU ms/op: rgw':>15} {'osd':>7} {'machine':>8} {'vs none (90% CI)':>22}")
     for setup in setups:
         base = {r["round"]: r for r in runs if r["setup"] == setup and r["config"] == "none"}
         for name, _ in configs:
             mine = [r for r in runs if r["setup"] == setup and r["config"] == name]
             mib = [r["mib_s"] for r in mine]
             cpu = [r["cpu_ms_per_op"] for r in mine]
+            osd = [r["osd_cpu_ms_per_op"] for r in mine]
+            mach = [r["machine_cpu_ms_per_op"] for r in mine]
             row = {"setup": setup, "config": name, "mib_s_median": median(mib),
-                   "mib_s_min": min(mib), "mib_s_max": max(mib), "cpu_ms_per_op_median": median(cpu)}
+                   "mib_s_min": min(mib), "mib_s_max": max(mib), "cpu_ms_per_op_median": median(cpu),
+                   "osd_cpu_ms_per_op_median": median(osd),
+                   "machine_cpu_ms_per_op_median": median(mach)}
             rel = ""
             if name != "none":
                 ratios = [r["mib_s"] / base[r["round"]]["mib_s"] for r in mine
@@ -261,7 +283,7 @@ def main():
                 rel = f"{g:.3f}x [{lo:.3f}-{hi:.3f}]"
             summary.append(row)
             print(f"{setup:<14} {name:<12} {median(mib):9.1f} [{min(mib):6.1f}-{max(mib):6.1f}] "
-                  f"{median(cpu):14.2f} {rel:>22}")
+                  f"{median(cpu):15.2f} {median(osd):7.2f} {median(mach):8.2f} {rel:>22}")
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"pairs": a.pairs, "seconds": a.seconds, "runs": runs, "summary": summary,
