@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Page kinds behind the pool, as root: hugetlb when reserved, THP when
 # there are none, a mixed pool when hugetlb pages run out mid-run, 4 KiB
-# pages with POOLSHIM_HUGEPAGES=none or THP disabled, and the pool cap.
+# pages with POOLSHIM_HUGEPAGES=none, THP disabled or turned off by the
+# program itself (prctl), and the pool cap.
 # Each case checks the data and the mode and reason in the JSON report.
 # System settings are restored on every exit path.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
@@ -30,6 +31,24 @@ report cap POOLSHIM_POOL_SIZE=8M -- --count 64 --size 1048576 --live 20
 [ "$(get cap "r['pool']['fallbacks']['pool_full'] > 0 and r['pool']['backed'] <= 8<<20")" = True ] &&
 	pass "pool cap: fallbacks $(get cap "r['pool']['fallbacks']['pool_full']"), backed $(get cap "r['pool']['backed']")" ||
 	fail "pool cap: $(get cap "r['pool']")"
+
+# The program turns THP off for itself (prctl PR_SET_THP_DISABLE, as Ceph's
+# daemons do): before the pool is set up, then after its first THP units.
+if [ -r "$THP" ] && ! grep -q '\[never\]' "$THP"; then
+	report thpoff0 -- --count 16 --size 3000000 --live 4 --thp-off-after 0
+	[ "$(get thpoff0 "r['pool']['mode']")" = 4k ] &&
+		get thpoff0 "r['pool']['thp_reason']" | grep -q PR_SET_THP_DISABLE &&
+		pass "program turned THP off first -> 4k, reason given" || fail "THP off first: $(get thpoff0 "r['pool']")"
+	report thpoff4 -- --count 16 --size 3000000 --live 8 --thp-off-after 4
+	[ "$(get thpoff4 "r['pool']['backed_by']['thp'] > 0 and r['pool']['backed_by']['4k'] > 0")" = True ] &&
+		get thpoff4 "r['pool']['thp_reason']" | grep -q "PR_SET_THP_DISABLE) after" &&
+		pass "program turned THP off mid-run -> later units 4k ($(get thpoff4 "r['pool']['backed_by']"))" ||
+		fail "THP off mid-run: $(get thpoff4 "r['pool']")"
+	grep -q "helper ok allocations=16 pooled=16" "$PST_TMP/thpoff4.out" && pass "data intact" ||
+		fail "THP off mid-run: $(cat "$PST_TMP/thpoff4.out")"
+else
+	echo "THP is never: program-THP-off cases skipped"
+fi
 
 if [ "$(id -u)" != 0 ] || [ ! -w "$NR" ]; then
 	echo "not root: hugetlb cases skipped"
