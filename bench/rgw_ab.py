@@ -17,11 +17,14 @@ of the whole machine (everything not idle or waiting for I/O: loadgen,
 the proxy and the kernel's softirq work included).  On a machine whose
 cores are all busy, MiB/s follows the machine's CPU per operation, so
 that column says where a change in throughput came from.  The table
-gives, per setup and configuration, the median and range of MiB/s and
-the medians of CPU per operation, and against "none": the geometric mean of the per-round
-ratios with a 90% bootstrap interval.  A ratio whose interval lies above
-0.98 is a measured "no regression"; one whose interval straddles it is
-not resolved by this many pairs.
+gives, per setup and configuration, the median and range of MiB/s, the
+medians of CPU per operation, and two ratios to "none", of MiB/s and of
+radosgw's CPU per operation: each the geometric mean of the per-round
+ratios with a 90% bootstrap interval.  A MiB/s ratio whose interval lies
+above 0.98 is a measured "no regression"; one whose interval straddles
+it is not resolved by this many pairs.  An A/A run (--no-shim --config
+none2=X=1) shows what this many pairs can resolve on the machine at
+hand.
 
 Configurations: "none" (always), "shim" (LD_PRELOAD of the build's
 libpoolshim.so), and any given with --config NAME=VAR=VALUE,...; a
@@ -260,7 +263,8 @@ def main():
 
     summary = []
     print(f"\n{'setup':<14} {'config':<12} {'MiB/s median [min-max]':>26} "
-          f"{'CPU ms/op: rgw':>15} {'osd':>7} {'machine':>8} {'vs none (90% CI)':>22}")
+          f"{'CPU ms/op: rgw':>15} {'osd':>7} {'machine':>8} {'vs none (90% CI)':>22} "
+          f"{'rgw CPU/op vs none':>22}")
     for setup in setups:
         base = {r["round"]: r for r in runs if r["setup"] == setup and r["config"] == "none"}
         for name, _ in configs:
@@ -273,7 +277,7 @@ def main():
                    "mib_s_min": min(mib), "mib_s_max": max(mib), "cpu_ms_per_op_median": median(cpu),
                    "osd_cpu_ms_per_op_median": median(osd),
                    "machine_cpu_ms_per_op_median": median(mach)}
-            rel = ""
+            rel = cpu_rel = ""
             if name != "none":
                 ratios = [r["mib_s"] / base[r["round"]]["mib_s"] for r in mine
                           if base[r["round"]]["mib_s"] > 0 and r["mib_s"] > 0]
@@ -281,9 +285,17 @@ def main():
                 lo, hi = boot_ci(ratios)
                 row.update(ratio=g, ratio_lo=lo, ratio_hi=hi)
                 rel = f"{g:.3f}x [{lo:.3f}-{hi:.3f}]"
+                # radosgw's own CPU per operation, paired the same way
+                cr = [r["cpu_ms_per_op"] / base[r["round"]]["cpu_ms_per_op"] for r in mine
+                      if base[r["round"]]["cpu_ms_per_op"] > 0 and r["cpu_ms_per_op"] > 0]
+                if cr:
+                    g, (lo, hi) = geo_mean(cr), boot_ci(cr)
+                    row.update(cpu_ratio=g, cpu_ratio_lo=lo, cpu_ratio_hi=hi)
+                    cpu_rel = f"{g:.3f}x [{lo:.3f}-{hi:.3f}]"
             summary.append(row)
             print(f"{setup:<14} {name:<12} {median(mib):9.1f} [{min(mib):6.1f}-{max(mib):6.1f}] "
-                  f"{median(cpu):15.2f} {median(osd):7.2f} {median(mach):8.2f} {rel:>22}")
+                  f"{median(cpu):15.2f} {median(osd):7.2f} {median(mach):8.2f} {rel:>22} "
+                  f"{cpu_rel:>22}")
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"pairs": a.pairs, "seconds": a.seconds, "runs": runs, "summary": summary,

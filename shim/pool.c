@@ -314,7 +314,7 @@ static void touch_pages(uintptr_t addr, size_t len)
  * keep their hugepages: the kernel does not split them, and we cannot
  * without racing the threads that use them.  Giving only the free part
  * new pages (jemalloc can purge it through a hook) was tried: in radosgw
- * it reached 0.6 of the 16 MiB, the rest being in use or held back by
+ * it reached 0.6 MiB of the 16, the rest being in use or held back by
  * jemalloc for later requests, so it is not done.  One prctl per unit
  * backed, never on the allocation path.
  */
