@@ -13,7 +13,9 @@
  * FILE should be on a real disk (not tmpfs) and at least 256 MiB; hugetlb
  * rows need reserved pages (scripts/hugepages 20 bench/fixedbench ...).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
