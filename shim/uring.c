@@ -28,12 +28,14 @@
  * With plain SQEs the kernel pins the pages of the moment, with their
  * permissions, per request and only while it runs, as pread does.  What
  * registration would save, measured on this project's VM (bench/
- * fixedbench, docs/results.md): nothing on THP or hugetlb buffers, where
- * pinning a request costs a few 2 MiB folios (READ and READ_FIXED within
- * run-to-run noise, in MiB/s and CPU per GiB); some CPU on 4 KiB pages at
- * 16 MiB (a GUP of 4096 pages per request), a backing the pool uses only
- * when hugepages are off.  No registration can follow what the program
- * does to its memory behind our back, so there is no opt-in either.
+ * fixedbench, docs/results.md): on THP and hugetlb buffers, the pool's
+ * default, the same MiB/s, and 0.0013 CPU seconds per GiB at 16 MiB
+ * (READ 0.0059, READ_FIXED 0.0046: pinning eight 2 MiB folios), nothing
+ * at 1 MiB; on 4 KiB pages half the CPU per GiB (0.037 against 0.014 at
+ * 16 MiB, a GUP of 4096 pages per request), a backing the pool uses only
+ * when hugepages are off or missing.  No registration can follow what
+ * the program does to its memory behind our back, so there is no opt-in
+ * either.
  *
  * Footprint: a thread that made an eligible call holds one ring (its
  * SQ/CQ pages, charged to the memory cgroup, not RLIMIT_MEMLOCK, since
