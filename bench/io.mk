@@ -19,3 +19,11 @@ bench_smallbench_CFLAGS = $(AM_CFLAGS) -O2
 
 # Exit time with 10,000 distinct call sites (issue 13): bench/callsites.py, run by hand.
 EXTRA_DIST += bench/callsites.py
+
+# READ against READ_FIXED against pread on THP, hugetlb and 4 KiB buffers
+# (issue 25): the measurement behind uring.c registering no buffer.  Run by
+# hand: bench/fixedbench FILE (scripts/hugepages 20 ... for hugetlb rows).
+noinst_PROGRAMS += bench/fixedbench
+bench_fixedbench_SOURCES = bench/fixedbench.c
+bench_fixedbench_CFLAGS = $(AM_CFLAGS) $(URING_CFLAGS) -O2
+bench_fixedbench_LDADD = $(URING_LIBS)

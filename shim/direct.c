@@ -1,8 +1,21 @@
 // SPDX-License-Identifier: MIT
-/* Routing O_DIRECT calls on pooled buffers to io_uring (direct.h). */
+/*
+ * Routing O_DIRECT calls on pooled buffers to io_uring (direct.h).
+ *
+ * pread, pwrite, preadv and pwritev are cancellation points (pthreads(7)),
+ * and the ring's wait is not: glibc sends no SIGCANCEL to a thread in
+ * deferred mode outside a cancellable system call, it only marks it.  So a
+ * call taken here acts on a pending cancel where the real call would: on
+ * entry (before anything is submitted), and once every SQE of the call is
+ * reaped and counted (the I/O done, as a plain O_DIRECT call finishes its
+ * uninterruptible wait before the cancel signal's handler runs).  Nothing
+ * is left in flight and the ring is released when the thread unwinds; a
+ * thread with cancellation disabled sees no change.
+ */
 #include "direct.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sys/resource.h>
 
 #include "iocount.h"
@@ -32,14 +45,20 @@ static bool direct_now(int fd, bool write)
 	return ps_fd_is_direct_now(fd, write) && !(write && file_size_limited());
 }
 
-/* The ring's answer r for a call of len bytes started at t0, with the caller's errno saved. */
+/*
+ * The ring's answer r for a call of len bytes started at t0, with the
+ * caller's errno saved.  A cancel that came while the call ran takes
+ * effect now, the call counted (see the head of this file).
+ */
 static ssize_t ring_done(enum ps_call call, int fd, size_t len, int saved, uint64_t t0,
 			 ssize_t r)
 {
 	if (r == PS_NOT_TAKEN || r >= 0)
 		errno = saved;
-	if (r != PS_NOT_TAKEN)
+	if (r != PS_NOT_TAKEN) {
 		ps_io_end(call, fd, len, r, r, t0);
+		pthread_testcancel();
+	}
 	return r;
 }
 
@@ -47,6 +66,8 @@ ssize_t ps_direct_rw(enum ps_call call, int fd, void *buf, size_t len, off_t off
 {
 	if (!ps_uring_eligible(buf, len, off, off != -1) || !direct_now(fd, write))
 		return PS_NOT_TAKEN;
+	/* A cancel already pending stops the call before it starts, as in libc. */
+	pthread_testcancel();
 	int saved = errno;
 	uint64_t t0 = ps_io_begin_always();
 	return ring_done(call, fd, len, saved, t0, ps_uring_rw(fd, buf, len, off, write));
@@ -80,6 +101,7 @@ ssize_t ps_direct_rwv(enum ps_call call, int fd, const struct iovec *user_iov, i
 		return PS_NOT_TAKEN;
 	if (!ps_uring_eligible(iov[0].iov_base, iov[0].iov_len, off, true) || !direct_now(fd, write))
 		return PS_NOT_TAKEN;
+	pthread_testcancel();
 	int saved = errno;
 	uint64_t t0 = ps_io_begin_always();
 	return ring_done(call, fd, ps_iov_bytes(iov, n), saved, t0,

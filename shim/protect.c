@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * The page-protection interposers.  Protection the program puts on pooled
- * memory must keep working for I/O: the pool remembers it, so that such
- * buffers stay off io_uring's fixed-buffer path (pool.c, uring.c).
+ * memory must keep working for I/O.  io_uring's plain READ/WRITE SQEs
+ * check it as pread does (the kernel pins the pages per request), but a
+ * request split into chunks could answer a partly protected buffer
+ * differently from one system call; the pool remembers protected slabs
+ * and their I/O takes the plain calls (pool.c, uring.c).  A raw mprotect
+ * system call is not seen here: the kernel's own check at I/O time still
+ * gives EFAULT, and uring.c answers EFAULT for the whole call as one
+ * O_DIRECT system call does.
  */
 #include <sys/mman.h>
 

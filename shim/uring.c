@@ -12,8 +12,35 @@
  * the upper half of RLIMIT_NOFILE, so the program's next open() gets the
  * number it would get without us), and since the program may still close
  * or reuse that number, the shim checks that it is still its ring before
- * using or closing it.  The fixed-buffer table is sparse: slab i of the
- * pool is buffer i, registered the first time the thread sees the slab.
+ * using or closing it.
+ *
+ * No buffer is registered: SQEs are plain READ/WRITE, never READ_FIXED.
+ * A registered buffer is long-term pinned for as long as it stays
+ * registered, which costs the program twice.  The pinned pages are charged
+ * to its user's RLIMIT_MEMLOCK, across every process of that user: under
+ * the usual 8 MiB limit, after one O_DIRECT pread into a registered pool
+ * slab, the program's own io_uring_register_buffers of 6 MiB failed with
+ * ENOMEM, and so did a neighbour process's.  And the pinned pages stop
+ * being the program's as soon as it calls madvise(MADV_DONTNEED), munmap,
+ * mremap, mprotect or pkey_mprotect on them, by raw system call too, which
+ * no interposer sees: reads landed in the old pages (the program saw
+ * zeros), writes sent the old contents, a read-only buffer was written.
+ * With plain SQEs the kernel pins the pages of the moment, with their
+ * permissions, per request and only while it runs, as pread does.  What
+ * registration would save, measured on this project's VM (bench/
+ * fixedbench, docs/results.md): on THP and hugetlb buffers, the pool's
+ * default, the same MiB/s, and 0.0013 CPU seconds per GiB at 16 MiB
+ * (READ 0.0059, READ_FIXED 0.0046: pinning eight 2 MiB folios), nothing
+ * at 1 MiB; on 4 KiB pages half the CPU per GiB (0.037 against 0.014 at
+ * 16 MiB, a GUP of 4096 pages per request), a backing the pool uses only
+ * when hugepages are off or missing.  No registration can follow what
+ * the program does to its memory behind our back, so there is no opt-in
+ * either.
+ *
+ * Footprint: a thread that made an eligible call holds one ring (its
+ * SQ/CQ pages, charged to the memory cgroup, not RLIMIT_MEMLOCK, since
+ * Linux 5.12), no descriptor on Linux 6.3 and later, and no pinned page
+ * between calls; the ring goes at thread exit.
  *
  * Rings live in thread-local storage and are tagged with the pid that made
  * them.  A fork child must never touch its parent's ring: the ring memory
@@ -60,7 +87,6 @@
 #include "stats.h"
 #include "sys.h"
 
-#define PS_URING_TABLE 4096       /* registered buffer slots (slabs) */
 #define PS_ALIGN 4096u            /* anything less passes through to the kernel */
 #define PS_MAX_RW 0x7ffff000L     /* the kernel's MAX_RW_COUNT: it cuts longer calls short */
 #define PS_FD_HIGH_MAX 1000       /* kept descriptors start at most this high (fd table size) */
@@ -69,13 +95,10 @@ struct ring {
 	struct io_uring ring;
 	int pid;                  /* process that created it; 0 = none */
 	bool failed;              /* setup failed in this thread */
-	int seen_slabs;           /* slabs [0, seen_slabs) have been looked at */
-	bool have_table;          /* the sparse fixed-buffer table is registered */
 	bool fdless;              /* descriptor closed; reached by registered index */
 	bool regd;                /* ring fd registered: io_uring_enter by index */
 	dev_t fd_dev;             /* identity of a kept descriptor, ring.ring_fd */
 	ino_t fd_ino;
-	uint8_t registered[PS_URING_TABLE / 8];
 };
 
 #ifndef IORING_REGISTER_USE_REGISTERED_RING
@@ -215,27 +238,17 @@ static int ring_register(struct ring *r, unsigned op, const void *arg, unsigned 
 	return (int)PS_SYSCALL(SYS_io_uring_register, r->ring.ring_fd, op, arg, nr);
 }
 
-static int register_sparse_table(struct ring *r)
+/*
+ * Whether the kernel takes io_uring_register(2) by registered index
+ * (Linux 6.3): IORING_REGISTER_PROBE of no opcodes changes nothing and
+ * answers 0 where it does.  0 or -errno.
+ */
+static int probe_by_index(struct ring *r)
 {
-	struct io_uring_rsrc_register reg;
+	struct io_uring_probe probe;
 
-	memset(&reg, 0, sizeof(reg));
-	reg.nr = PS_URING_TABLE;
-	reg.flags = IORING_RSRC_REGISTER_SPARSE;
-	return ring_register(r, IORING_REGISTER_BUFFERS2, &reg, sizeof(reg));
-}
-
-static int register_slab(struct ring *r, unsigned slot, const struct iovec *iov)
-{
-	struct io_uring_rsrc_update2 up;
-	__u64 tag = 0;
-
-	memset(&up, 0, sizeof(up));
-	up.offset = slot;
-	up.data = (__u64)(uintptr_t)iov;
-	up.tags = (__u64)(uintptr_t)&tag;
-	up.nr = 1;
-	return ring_register(r, IORING_REGISTER_BUFFERS_UPDATE, &up, sizeof(up));
+	memset(&probe, 0, sizeof(probe));
+	return ring_register(r, IORING_REGISTER_PROBE, &probe, 0);
 }
 
 /*
@@ -306,17 +319,17 @@ static void ring_drop(struct ring *r)
 }
 
 /*
- * With the ring fd registered, try the buffer table by index: if the
- * kernel takes it, the descriptor is no longer needed.
+ * With the ring fd registered, try io_uring_register by index: if the
+ * kernel takes it, the descriptor is no longer needed (thread exit
+ * unregisters the index that way).
  */
 static void drop_ring_fd(struct ring *r)
 {
 	r->fdless = true;
-	if (register_sparse_table(r) < 0) {
+	if (probe_by_index(r) < 0) {
 		r->fdless = false;
 		return;
 	}
-	r->have_table = true;
 	ps_sys_close(r->ring.ring_fd);
 	r->ring.ring_fd = -1;
 }
@@ -344,21 +357,11 @@ void ps_uring_thread_exit(void)
 
 void ps_uring_before_fork(void)
 {
-	struct ring *r = &tls_ring;
-
 	/*
-	 * Long-term pinned pages are copied into the child at fork: drop this
-	 * thread's registrations so fork stays cheap; they come back on the
-	 * next eligible call.  Not when fork() comes from a signal handler
-	 * that interrupted this thread's I/O (buffers in flight), and never
-	 * on a ring inherited from a parent (they would be the parent's).
+	 * Nothing to release: rings register no buffers (see the head of
+	 * this file), so no page of the program is long-term pinned and fork
+	 * copies nothing for us.
 	 */
-	if (tls_busy || r->pid == 0 || r->pid != current_pid() || !r->have_table)
-		return;
-	ring_register(r, IORING_UNREGISTER_BUFFERS, NULL, 0);
-	r->have_table = false;
-	r->seen_slabs = 0;
-	memset(r->registered, 0, sizeof(r->registered));
 }
 
 void ps_uring_after_fork_child(void)
@@ -492,7 +495,6 @@ static struct ring *get_ring(void)
 		return NULL;
 	}
 	r->pid = pid;
-	r->seen_slabs = 0;
 	r->regd = io_uring_register_ring_fd(&r->ring) == 1;
 	/* The test build's POOLSHIM_URING_TEST=keepfd: behave as before Linux 6.3. */
 	if (r->regd && test_mode != PS_URING_TEST_KEEPFD)
@@ -507,52 +509,6 @@ static struct ring *get_ring(void)
 		return NULL;
 	}
 	return r;
-}
-
-static bool is_registered(struct ring *r, int slab)
-{
-	return slab < PS_URING_TABLE && (r->registered[slab / 8] & (1u << (slab % 8)));
-}
-
-/*
- * Whether I/O on slab i goes out as plain READ/WRITE SQEs rather than
- * fixed-buffer ones.  hugetlb slabs are never registered: pinning a 2 MiB
- * folio per I/O costs next to nothing, while a registered (long-term
- * pinned) private hugetlb page must be copied at fork, which fails with
- * ENOMEM unless as many free hugetlb pages are left.
- */
-static bool plain_slab(int i)
-{
-	struct ps_slab s;
-	return ps_pool_slab(i, &s) && s.backing == PS_BACK_HUGETLB;
-}
-
-/* Register slabs this ring has not looked at yet. */
-static void sync_slabs(struct ring *r)
-{
-	int n = ps_pool_nslabs();
-
-	if (r->seen_slabs >= n)
-		return;
-	if (!r->have_table) {
-		if (register_sparse_table(r) < 0)
-			return;
-		r->have_table = true;
-	}
-	for (; r->seen_slabs < n && r->seen_slabs < PS_URING_TABLE; r->seen_slabs++) {
-		struct ps_slab s;
-		int i = r->seen_slabs;
-		if (!ps_pool_slab(i, &s))
-			break;
-		if (s.backing == PS_BACK_HUGETLB)
-			continue;
-		struct iovec iov = { (void *)s.base, s.len };
-		if (register_slab(r, (unsigned)i, &iov) == 1)
-			r->registered[i / 8] |= (uint8_t)(1u << (i % 8));
-		else if (verbose)
-			ps_log("could not register pool slab %d (%zu bytes) with io_uring "
-			       "(RLIMIT_MEMLOCK?); I/O on it uses the plain calls", i, s.len);
-	}
 }
 
 struct piece {
@@ -625,22 +581,17 @@ static int reap(struct ring *r, int n, int32_t *res, int wave)
 	return 0;
 }
 
-/* Queue pieces [0, wave) of pc as SQEs; a write wave is one link chain.  Fixed-buffer SQEs. */
-static unsigned prep_wave(struct ring *r, int fd, const struct piece *pc, int wave, bool write,
-			  int slab_of_all)
+/*
+ * Queue pieces [0, wave) of pc as SQEs; a write wave is one link chain.
+ * Plain READ/WRITE: the kernel pins the program's pages of the moment,
+ * with their protection, for each request (see the head of this file).
+ */
+static void prep_wave(struct ring *r, int fd, const struct piece *pc, int wave, bool write)
 {
-	unsigned nfixed = 0;
-
 	for (int i = 0; i < wave; i++) {
 		const struct piece *p = &pc[i];
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
-		int slab = slab_of_all >= 0 ? slab_of_all : ps_pool_slab_of(p->buf);
-		bool fixed = is_registered(r, slab);
-		if (fixed && write)
-			io_uring_prep_write_fixed(sqe, fd, p->buf, (unsigned)p->len, (__u64)p->off, slab);
-		else if (fixed)
-			io_uring_prep_read_fixed(sqe, fd, p->buf, (unsigned)p->len, (__u64)p->off, slab);
-		else if (write)
+		if (write)
 			io_uring_prep_write(sqe, fd, p->buf, (unsigned)p->len, (__u64)p->off);
 		else
 			io_uring_prep_read(sqe, fd, p->buf, (unsigned)p->len, (__u64)p->off);
@@ -651,10 +602,8 @@ static unsigned prep_wave(struct ring *r, int fd, const struct piece *pc, int wa
 		 */
 		if (write && i + 1 < wave)
 			sqe->flags |= IOSQE_IO_LINK;
-		nfixed += fixed;
 		sqe->user_data = (__u64)i;
 	}
-	return nfixed;
 }
 
 /*
@@ -662,8 +611,7 @@ static unsigned prep_wave(struct ring *r, int fd, const struct piece *pc, int wa
  * -1/errno, as pread/pwrite.  PS_NOT_TAKEN when nothing ran: the caller makes the
  * real call.
  */
-static ssize_t submit_pieces(struct ring *r, int fd, const struct piece *pc, int n, bool write,
-			     int slab_of_all)
+static ssize_t submit_pieces(struct ring *r, int fd, const struct piece *pc, int n, bool write)
 {
 	struct ps_tstats *t = ps_stats_mine();
 	ssize_t total = 0;
@@ -675,7 +623,7 @@ static ssize_t submit_pieces(struct ring *r, int fd, const struct piece *pc, int
 	for (int base = 0; base < n && !stop; base += (int)depth) {
 		int wave = n - base < (int)depth ? n - base : (int)depth;
 		int32_t res[256];
-		unsigned nfixed = prep_wave(r, fd, &pc[base], wave, write, slab_of_all);
+		prep_wave(r, fd, &pc[base], wave, write);
 		int sent = 0;
 
 		for (int i = 0; i < wave; i++)
@@ -694,10 +642,18 @@ static ssize_t submit_pieces(struct ring *r, int fd, const struct piece *pc, int
 				break;
 			sent += took;
 		}
-		if (t && sent == wave)
-			PS_ADD(t->uring.fixed, (uint64_t)nfixed);
 		for (int i = 0; i < sent && !stop; i++) {
-			if (res[i] < 0) {
+			if (res[i] == -EFAULT) {
+				/*
+				 * A page of the buffer the kernel could not
+				 * pin (protected or unmapped behind our back,
+				 * by raw system call): one O_DIRECT call fails
+				 * whole with EFAULT, whatever it did before.
+				 */
+				total = 0;
+				first_err = EFAULT;
+				stop = true;
+			} else if (res[i] < 0) {
 				if (total == 0)
 					first_err = -res[i];
 				stop = true;
@@ -762,12 +718,6 @@ static ssize_t rw_claimed(int fd, void *buf, size_t len, off_t off, bool write)
 		ps_stats_uring_fallback(PS_UFB_SETUP);
 		return PS_NOT_TAKEN;
 	}
-	sync_slabs(r);
-	int slab = ps_pool_slab_of(buf);
-	if (!is_registered(r, slab) && !plain_slab(slab)) {
-		ps_stats_uring_fallback(PS_UFB_REGISTER);
-		return PS_NOT_TAKEN;
-	}
 
 	struct piece pc[256];
 	/* A write is one SQE (see the head of this file); len is within one slab. */
@@ -783,7 +733,7 @@ static ssize_t rw_claimed(int fd, void *buf, size_t len, off_t off, bool write)
 		pc[i] = (struct piece){ (char *)buf + at, len - at < chunk ? len - at : chunk,
 					off + (off_t)at };
 	}
-	return submit_pieces(r, fd, pc, n, write, slab);
+	return submit_pieces(r, fd, pc, n, write);
 }
 
 static ssize_t rwv_claimed(int fd, const struct iovec *iov, int iovcnt, off_t off, bool write)
@@ -796,25 +746,19 @@ static ssize_t rwv_claimed(int fd, const struct iovec *iov, int iovcnt, off_t of
 		ps_stats_uring_fallback(PS_UFB_SETUP);
 		return PS_NOT_TAKEN;
 	}
-	sync_slabs(r);
 	for (int i = 0; i < iovcnt; i++) {
 		const struct iovec *v = &iov[i];
 		if (((uintptr_t)v->iov_base | v->iov_len) & (PS_ALIGN - 1) || v->iov_len == 0 ||
 		    !ps_pool_within_slab(v->iov_base, v->iov_len) ||
 		    ps_pool_slab_protected(ps_pool_slab_of(v->iov_base)))
 			return PS_NOT_TAKEN;
-		int slab = ps_pool_slab_of(v->iov_base);
-		if (!is_registered(r, slab) && !plain_slab(slab)) {
-			ps_stats_uring_fallback(PS_UFB_REGISTER);
-			return PS_NOT_TAKEN;
-		}
 		pc[i] = (struct piece){ v->iov_base, v->iov_len, off + (off_t)total };
 		total += v->iov_len;
 		/* The kernel cuts a longer call short at MAX_RW_COUNT: its answer to give. */
 		if (total > (uint64_t)PS_MAX_RW || total > (uint64_t)INT64_MAX - (uint64_t)off)
 			return PS_NOT_TAKEN;
 	}
-	return submit_pieces(r, fd, pc, iovcnt, write, -1);
+	return submit_pieces(r, fd, pc, iovcnt, write);
 }
 
 /*

@@ -2,8 +2,9 @@
 /*
  * The io_uring backend for O_DIRECT file I/O on pooled buffers.  One ring
  * per thread, created on the first eligible call and never inherited across
- * fork; pool slabs are registered as fixed buffers (a sparse table, filled
- * in as slabs appear).  A positional request is split into chunks of
+ * fork; no buffer is registered (plain READ/WRITE SQEs: the kernel sees
+ * the program's pages and permissions of the moment; see uring.c's head).
+ * A positional request is split into chunks of
  * POOLSHIM_URING_CHUNK submitted together, at most POOLSHIM_URING_DEPTH in
  * flight, and the call returns the contiguous successful prefix, as
  * pread/pwrite would.
@@ -59,7 +60,7 @@ ssize_t ps_uring_rwv(int fd, const struct iovec *iov, int iovcnt, off_t off, boo
 /* Thread exit: close the thread's ring (its fd and mappings); no new one after. */
 void ps_uring_thread_exit(void);
 
-/* Before fork (in the forking thread): release this thread's registered buffers. */
+/* Before fork (in the forking thread): nothing is pinned to release; kept for init.c's wiring. */
 void ps_uring_before_fork(void);
 
 /*

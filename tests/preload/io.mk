@@ -83,3 +83,12 @@ tests_preload_alloc_rlimit_LDADD = $(PST_LIBS_ALL)
 tests_preload_io_uring_cases_SOURCES = tests/preload/io_uring_cases.c $(pst_io_common)
 tests_preload_io_uring_cases_CFLAGS = $(PST_CFLAGS_ALL)
 tests_preload_io_uring_cases_LDADD = $(PST_LIBS_ALL) -lpthread -ldl
+
+# What the program does to its pooled buffers (MADV_DONTNEED, raw mprotect,
+# munmap), its locked-memory limit as another user, and pthread_cancel in
+# O_DIRECT calls, with and without the shim (issues 25 and 27).
+check_PROGRAMS += tests/preload/io_uring_coherent
+TESTS += tests/preload/io_uring_coherent.sh
+EXTRA_DIST += tests/preload/io_uring_coherent.sh
+tests_preload_io_uring_coherent_CFLAGS = $(AM_CFLAGS) $(URING_CFLAGS)
+tests_preload_io_uring_coherent_LDADD = $(URING_LIBS) -lpthread
