@@ -31,6 +31,7 @@ pst_tools_scripts += tests/tools/poolshim_wrapper.sh
 # program under the shim (--dry-run), static-pie is static, `poolshim
 # systemd` judges values with the shim's parser; stat -i shows changes
 # only; failures said in one line; report --json thresholds per process;
-# scripts/stack --shim preloads the servers, not nohup.
+# scripts/stack --shim preloads the servers, not nohup; a report that
+# cannot be written, with no stderr left, is said in the system log.
 pst_tools_scripts += tests/tools/wrapper_only_program.sh tests/tools/stat_interval.sh \
-	tests/tools/quiet_failures.sh tests/tools/stack_shim.sh
+	tests/tools/quiet_failures.sh tests/tools/stack_shim.sh tests/tools/report_syslog.sh
