@@ -38,7 +38,7 @@ for list in '/bin/cat' 'nginx,,cat' 'cat;nginx' 'ca*'; do
 	shim POOLSHIM_PROGRAMS="$list" -- cat /dev/null 2>"$PST_TMP/bad"
 	if grep -q '^==== poolshim report' "$PST_TMP/bad"; then
 		fail "POOLSHIM_PROGRAMS='$list' shimmed cat"
-	elif ! grep -q "^poolshim\[[0-9]*\] cat: POOLSHIM_PROGRAMS='$list' .*leaves this and every other program alone" "$PST_TMP/bad"; then
+	elif ! grep -q "^poolshim\[[0-9]*\] cat: POOLSHIM_PROGRAMS='$(printf '%s' "$list" | sed 's/[*.]/\\&/g')' .*leaves this and every other program alone" "$PST_TMP/bad"; then
 		fail "POOLSHIM_PROGRAMS='$list': no clear error: $(cat "$PST_TMP/bad")"
 	else
 		pass "POOLSHIM_PROGRAMS='$list' is refused"
