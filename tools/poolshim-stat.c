@@ -8,6 +8,7 @@
  *
  *   poolshim-stat [-i SECONDS] [-c COUNT] [--json | --prometheus | --textfile DIR]
  *                 [--live-dir DIR] [--keep] [--all-users] [PID ...]
+ *   poolshim-stat --check-config NAME=VALUE ...   (for `poolshim systemd`)
  *
  * Anyone can put a file in /dev/shm, so nothing in one is trusted: files
  * are read with pread into private memory (never mapped: a file cut short

@@ -25,5 +25,12 @@ PYTHONDONTWRITEBYTECODE=1
 export PATH STACK_DIR STACK_BUILDDIR POOLSHIM_LIVE_DIR PYTHONDONTWRITEBYTECODE
 at_exit "'$PS_TOP_SRCDIR/scripts/stack' down >/dev/null 2>&1"
 
+# The runner itself: a failing example fails it, a skipped one does not.
+printf '```sh\ntrue\n```\n\n<!-- docs-test: skip (a reason) -->\n```sh\nfalse\n```\n' >"$PST_TMP/good.md"
+printf '```sh\necho fine\n```\n\n```sh\nfalse\n```\n' >"$PST_TMP/bad.md"
+env -u STACK_DIR python3 "$PS_TOP_SRCDIR/tests/docs/doctest.py" "$PST_TMP/good.md" >"$PST_TMP/self" 2>&1 &&
+	! env -u STACK_DIR python3 "$PS_TOP_SRCDIR/tests/docs/doctest.py" "$PST_TMP/bad.md" >>"$PST_TMP/self" 2>&1 ||
+	{ echo "ERROR: the runner does not tell a failing example: $(cat "$PST_TMP/self")"; exit 99; }
+
 cd "$PS_TOP_SRCDIR" || exit 99
-python3 "$PS_TOP_SRCDIR/tests/docs/doctest.py" "$@" README.md docs/*.md man/poolshim.1 man/poolshim.7
+python3 "$PS_TOP_SRCDIR/tests/docs/doctest.py" "$@" README.md docs/*.md man/*.1 man/*.7
