@@ -17,17 +17,17 @@ import socket, sys, time
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind(sys.argv[1])
 s.settimeout(20)
-open(sys.argv[2], "w").close()
+open(sys.argv[3], "w").close()
 try:
     while True:
         with open(sys.argv[2], "ab") as f:
             f.write(s.recv(4096) + b"\n")
 except socket.timeout:
-    pass' "$T/dev/log" "$T/ready" >"$T/py.err" 2>&1 &
+    pass' "$T/dev/log" "$T/log.txt" "$T/ready" >"$T/py.err" 2>&1 &
 lpid=$!
 at_exit "kill $lpid 2>/dev/null"
 for _ in $(seq 100); do [ -e "$T/ready" ] && break; sleep 0.05; done
-mv "$T/ready" "$T/log.txt"
+[ -e "$T/ready" ] || { fail "the /dev/log listener did not start: $(cat "$T/py.err")"; finish; }
 
 unshare -m sh -c '
 	set -e
@@ -42,6 +42,7 @@ unshare -m sh -c '
 		sh -c "exec 2>\"$1/err2\"; :"
 ' sh "$T" "$SHIM" 2>"$T/ns.err" || skip "mount namespace set-up refused: $(cat "$T/ns.err")"
 for _ in $(seq 20); do [ -s "$T/log.txt" ] && break; sleep 0.05; done
+touch "$T/log.txt"
 grep -q "^<28>poolshim\[[0-9]*\] sh: cannot write the report to /proc/no-such-dir/r.json: ENOENT" "$T/log.txt" &&
 	pass "a report that cannot be written, with no stderr, is said in the system log" ||
 	fail "system log: '$(cat "$T/log.txt")'"
