@@ -8,7 +8,11 @@ shell or bash, and a manual page's .EX/.EE or .nf/.fi block.  Each one runs
 with /bin/sh -e, in a fresh temporary directory that holds demo/, scripts/,
 man/ and ./storaged, ./s3proxy, ./loadgen as links into the tree, with the
 built `poolshim` first on PATH and the demo stack up (its S3_ENDPOINT and
-credentials in the environment).  It passes when it exits 0.
+credentials in the environment).  It passes when it exits 0 within 60 s;
+whatever it leaves running (a server started with &) is then stopped,
+SIGTERM to its process group.  With STACK_DIR set (tests/docs/examples.sh
+sets it), the stack is started there under the shim, and started again
+before an example when an earlier one took it down.
 
 Annotations, written in the document just before the block (an HTML comment
 in Markdown, a roff comment in a manual page), say what is special:
@@ -28,8 +32,9 @@ in Markdown, a roff comment in a manual page), say what is special:
                                           is run and its output must have the
                                           block's shape (below)
 
-A block fenced without a shell language (a usage line, a report) is text,
-not run, unless it carries output-of.  Shape: each line of the block that
+A Markdown block fenced without a shell language (a usage line, a report)
+is text, not run, unless it carries output-of; in a manual page every
+example block is a command unless annotated.  Shape: each line of the block that
 is not "..." must match a line of the output, in order; in it a number
 (with a unit or a decimal part) stands for any number, and "...", PORT,
 PID and an all-capital placeholder after '=' stand for any text.
