@@ -1337,7 +1337,7 @@ static void usage(FILE *f)
 		"run it behind s3proxy).\n\n"
 		"  -d, --dir DIR            data directory (created if missing; required)\n"
 		"  -H, --host ADDR          listen address (default 127.0.0.1)\n"
-		"  -p, --port N             listen port, 0 for any free one (default 9100)\n"
+		"  -p, --port N             listen port, 0 for any free one (default 8480)\n"
 		"      --max-conns N        connection cap (default 512)\n"
 		"      --max-object-size S  largest single PUT or part (default 1GiB)\n"
 		"      --min-part-size S    smallest non-final multipart part (default 5MiB)\n"
@@ -1377,7 +1377,7 @@ int main(int argc, char **argv)
 		{ 0 }
 	};
 	struct server_cfg cfg = {
-		.name = "storaged", .host = "127.0.0.1", .port = 9100, .max_conns = 512,
+		.name = "storaged", .host = "127.0.0.1", .port = 8480, .max_conns = 512,
 		.idle_ms = 30000, .head_ms = 10000, .max_header = 16384, .handler = handle,
 	};
 	const char *dir = NULL;

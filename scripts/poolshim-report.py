@@ -314,7 +314,9 @@ class Group:
                 errnos=dict(self.errnos.get(call, {})) if first else {}))
         pool = dict(self.pool, backed_by=self.backed_by, fallbacks=self.pool_fallbacks,
                     modes=self.modes, requested=self.requested,
-                    thresholds=sorted(self.thresholds),
+                    # Processes per POOLSHIM_POOL_MIN, like modes and requested
+                    # (JSON keys are strings: the byte count written out).
+                    thresholds={str(t): n for t, n in sorted(self.thresholds.items())},
                     reasons=[{"kind": k, "reason": t, "processes": n}
                              for (k, t), n in self.reasons.items()])
         uring = dict(self.uring, states=self.uring_states,

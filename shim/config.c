@@ -547,16 +547,12 @@ int ps_programs_match(const char *list, const char *name, bool *mentioned, const
 		p = end + 1;
 	}
 
-	/* Read loosely, for whom to tell: any run of name bytes equal to ours. */
-	for (const char *p = list; *p;) {
-		while (*p && !name_byte((unsigned char)*p))
-			p++;
-		const char *a = p;
-		while (*p && name_byte((unsigned char)*p))
-			p++;
-		if (p > a && (size_t)(p - a) == nlen && memcmp(a, name, nlen) == 0)
-			*mentioned = true;
-	}
+	/*
+	 * A malformed list leaves every program alone: each one hears why, in
+	 * one line, as for any bad value.  Telling only the programs the list
+	 * seemed to name left a typo such as "ngin*" silent everywhere.
+	 */
+	*mentioned = *why != NULL;
 	if (*why)
 		return -EINVAL;
 	return match ? 1 : 0;

@@ -116,9 +116,9 @@ int ps_parse_signal(const char *s, int *out);
  * names separated by ',' with blanks around them ignored.  1 listed, 0 not,
  * -EINVAL when the list is malformed (an empty name, a path, a pattern or
  * other separator, a name over 63 bytes): then *why says how, and the
- * caller leaves every program alone rather than guess.  *mentioned tells,
- * reading the list loosely, whether name appears in it at all: that process
- * is the one whose user should hear of the mistake.  Pure.
+ * caller leaves every program alone rather than guess.  *mentioned says
+ * whether this process should tell its user: always for a malformed list
+ * (every process is left alone, so every one says why).  Pure.
  */
 int ps_programs_match(const char *list, const char *name, bool *mentioned, const char **why);
 

@@ -308,8 +308,14 @@ int ps_live_init(const struct ps_config *cfg)
 	}
 	map_len = PS_LIVE_HEADER + (size_t)PS_LIVE_BLOCKS * stride();
 	struct ps_live_header *h = create(pid, ns, &err);
-	if (!h)
+	if (!h) {
+		/* A directory the user named but we cannot write: one line, as for one
+		 * that does not exist (verbose mode says it for /dev/shm in init.c). */
+		if (strcmp(cfg->live_dir, PS_LIVE_DIR) != 0 && !live_verbose)
+			ps_log("POOLSHIM_LIVE_DIR=%s: %s; running without a live statistics file",
+			       cfg->live_dir, ps_errno_name(-err) ? ps_errno_name(-err) : "unusable");
 		return err;
+	}
 	void *g = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (g != MAP_FAILED) {
 		if (PS_SYSCALL(SYS_madvise, g, 4096, MADV_WIPEONFORK) == 0) {

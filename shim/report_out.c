@@ -19,7 +19,9 @@
 #include <string.h>
 #include <time.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include "fmt.h"
 #include "sys.h"
@@ -136,7 +138,33 @@ int ps_report_stderr_fd(void)
 
 #define SAY_MAX 16
 
-/* One line for the user where stderr_fd() allows it, a few per process at most. */
+/*
+ * The system log, for a line with no stderr to go to: an nginx worker
+ * (fd 2 is the error log nginx put there) that cannot write its report
+ * would otherwise lose it without a word anywhere.  One datagram to
+ * /dev/log (facility daemon, priority warning), the socket closed at once;
+ * nothing without a syslog daemon.  Raw system calls: async-signal-safe,
+ * and no descriptor the doors would see.
+ */
+static void to_syslog(const char *line, size_t n)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX, .sun_path = "/dev/log" };
+	char msg[PS_PATH_MAX + 168];
+	long fd = PS_SYSCALL(SYS_socket, AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return;
+	if (n > 0 && line[n - 1] == '\n')
+		n--;
+	if (n > sizeof(msg) - 4)
+		n = sizeof(msg) - 4;
+	memcpy(msg, "<28>", 4);
+	memcpy(msg + 4, line, n);
+	PS_SYSCALL(SYS_sendto, fd, msg, n + 4, MSG_DONTWAIT | MSG_NOSIGNAL, &a, sizeof(a));
+	ps_sys_close((int)fd);
+}
+
+/* One line for the user where stderr_fd() allows it, else to the system log; a few per process at most. */
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
 {
@@ -147,12 +175,13 @@ static void say(const char *fmt, ...)
 	if (__atomic_add_fetch(&said, 1, __ATOMIC_RELAXED) > SAY_MAX)
 		return;
 	int fd = stderr_fd();
-	if (fd < 0)
-		return;
 	va_start(ap, fmt);
 	size_t n = ps_log_line(storage, sizeof(storage), fmt, ap);
 	va_end(ap);
-	ps_sys_write_all(fd, storage, n);
+	if (fd >= 0)
+		ps_sys_write_all(fd, storage, n);
+	else
+		to_syslog(storage, n);
 }
 
 /*

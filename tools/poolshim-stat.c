@@ -8,6 +8,7 @@
  *
  *   poolshim-stat [-i SECONDS] [-c COUNT] [--json | --prometheus | --textfile DIR]
  *                 [--live-dir DIR] [--keep] [--all-users] [PID ...]
+ *   poolshim-stat --check-config NAME=VALUE ...   (for `poolshim systemd`)
  *
  * Anyone can put a file in /dev/shm, so nothing in one is trusted: files
  * are read with pread into private memory (never mapped: a file cut short
@@ -39,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "fmt.h"
 #include "live.h"
 #include "report.h"
@@ -58,6 +60,8 @@ struct target {
 	size_t size;                  /* of the file, when opened */
 	bool dead, foreign_ns;
 	struct ps_tstats *prev;       /* last totals, for deltas */
+	uint64_t prev_usage[4];       /* last /proc usage (minflt majflt utime stime), for deltas */
+	bool have_usage;
 };
 
 static bool opt_json, opt_keep, opt_all_users, opt_prom;
@@ -209,22 +213,31 @@ static void totals(const struct target *t, struct ps_tstats *out, struct ps_tsta
 	}
 }
 
-/* Page faults and CPU time from /proc/PID/stat, while the process lives. */
-static void proc_usage(const struct target *t, struct ps_report_data *d)
+/*
+ * Page faults and CPU time from /proc/PID/stat, while the process lives:
+ * totals, or with delta their change since the last call, like the
+ * counters shown beside them.
+ */
+static void proc_usage(struct target *t, struct ps_report_data *d, bool delta)
 {
 	static const int fields[] = { 10, 12, 14, 15 };   /* minflt majflt utime stime */
-	uint64_t v[4];
+	uint64_t v[4], shown[4];
 
 	if (t->dead || t->foreign_ns || ps_proc_stat(t->pid, fields, v, 4) < 0)
 		return;
+	for (int i = 0; i < 4; i++)
+		shown[i] = delta && t->have_usage && v[i] >= t->prev_usage[i] ? v[i] - t->prev_usage[i]
+									       : v[i];
+	memcpy(t->prev_usage, v, sizeof(v));
+	t->have_usage = true;
 	uint64_t hz = (uint64_t)sysconf(_SC_CLK_TCK);
-	d->minflt = v[0];
-	d->majflt = v[1];
-	d->utime_us = v[2] * 1000000u / hz;
-	d->stime_us = v[3] * 1000000u / hz;
+	d->minflt = shown[0];
+	d->majflt = shown[1];
+	d->utime_us = shown[2] * 1000000u / hz;
+	d->stime_us = shown[3] * 1000000u / hz;
 }
 
-static void show(const struct target *t, const struct ps_tstats *counters, const char *what)
+static void show(struct target *t, const struct ps_tstats *counters, const char *what, bool delta)
 {
 	const struct ps_live_header *h = t->hdr;
 	struct ps_report_data d;
@@ -250,7 +263,7 @@ static void show(const struct target *t, const struct ps_tstats *counters, const
 	d.pool_peak = h->gauges.pool_peak;
 	d.pool_min = h->pool_min;
 	d.threads = (int)t->nblocks;
-	proc_usage(t, &d);
+	proc_usage(t, &d, delta);
 	d.uring_state = h->uring_state;
 	d.uring_reason = h->uring_reason[0] ? h->uring_reason : NULL;
 	d.uring_rings = h->uring_rings;
@@ -541,6 +554,56 @@ static int scan_all(struct id **ids)
 	return n;
 }
 
+/* The assignments check_config() was given: its lookup for ps_config_load(). */
+static char **check_vars;
+static int check_nvars;
+
+static const char *check_get(const char *name)
+{
+	size_t n = strlen(name);
+	const char *v = NULL;
+
+	for (int i = 0; i < check_nvars; i++)
+		if (!strncmp(check_vars[i], name, n) && check_vars[i][n] == '=')
+			v = check_vars[i] + n + 1;
+	return v;
+}
+
+/*
+ * --check-config NAME=VALUE ...: the values judged by the shim's own parser
+ * (config.c, the table the library reads at start), for `poolshim systemd`,
+ * which must not write into a unit a value every process would refuse.
+ * Each problem is said in the line the library would print; exit 1 if any.
+ */
+static int check_config(int n, char **vars)
+{
+	static struct ps_config cfg;
+	char **envp = calloc((size_t)n + 1, sizeof(*envp));
+
+	if (!envp)
+		return 1;
+	for (int i = 0; i < n; i++) {
+		if (!strchr(vars[i], '=')) {
+			fprintf(stderr, "poolshim stat: --check-config wants NAME=VALUE, not '%s'\n",
+				vars[i]);
+			return 2;
+		}
+		envp[i] = vars[i];
+	}
+	check_vars = vars;
+	check_nvars = n;
+	int problems = ps_config_load(&cfg, check_get, envp);
+	const char *list = check_get("POOLSHIM_PROGRAMS"), *why;
+	bool mentioned;
+	if (list && ps_programs_match(list, "", &mentioned, &why) < 0) {
+		ps_log("POOLSHIM_PROGRAMS='%s' %s (names separated by commas, as the report's "
+		       "program field gives them)", list, why);
+		problems++;
+	}
+	free(envp);
+	return problems ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	double interval = 0;
@@ -548,6 +611,8 @@ int main(int argc, char **argv)
 	struct id *ids = NULL;
 	int nids = 0;
 
+	if (argc > 1 && !strcmp(argv[1], "--check-config"))
+		return check_config(argc - 2, argv + 2);
 	ids = malloc(sizeof(*ids) * (size_t)(argc > 1 ? argc : 1));
 	my_ns = ps_live_pidns();
 	const char *dir = getenv("POOLSHIM_LIVE_DIR");
@@ -734,9 +799,9 @@ int main(int argc, char **argv)
 				ps_stats_add(delta, t[i].prev, -1);
 				char what[64];
 				snprintf(what, sizeof(what), "change over %.3gs", interval);
-				show(&t[i], delta, what);
+				show(&t[i], delta, what, true);
 			} else {
-				show(&t[i], now, interval > 0 ? "totals so far" : "totals");
+				show(&t[i], now, interval > 0 ? "totals so far" : "totals", false);
 			}
 			memcpy(t[i].prev, now, sizeof(*now));
 		}

@@ -26,3 +26,12 @@ pst_tools_scripts += tests/tools/stat_live_dir.sh tests/tools/stat_fork.sh tests
 # The `poolshim` command: build-tree library, LD_PRELOAD once, --print-env,
 # --dry-run, --version, POOLSHIM_LIBRARY kept from the program.
 pst_tools_scripts += tests/tools/poolshim_wrapper.sh
+
+# Issue 30, the tools do what they say: the command runs nothing but the
+# program under the shim (--dry-run), static-pie is static, `poolshim
+# systemd` judges values with the shim's parser; stat -i shows changes
+# only; failures said in one line; report --json thresholds per process;
+# scripts/stack --shim preloads the servers, not nohup; a report that
+# cannot be written, with no stderr left, is said in the system log.
+pst_tools_scripts += tests/tools/wrapper_only_program.sh tests/tools/stat_interval.sh \
+	tests/tools/quiet_failures.sh tests/tools/stack_shim.sh tests/tools/report_syslog.sh

@@ -1,0 +1,9 @@
+# SPDX-License-Identifier: MIT
+# (included from Makefile.am, in the full configure: it needs the demo.)
+# examples.sh: the shell examples of README.md, docs/*.md and the manual
+# pages run as tests against this build, with the demo stack up
+# (tests/docs/doctest.py extracts and runs them; annotations in the
+# documents mark the ones that need root, a cluster or Docker).
+pst_docs_scripts = tests/docs/examples.sh
+TESTS += $(pst_docs_scripts)
+EXTRA_DIST += $(pst_docs_scripts) tests/docs/doctest.py README.md docs
