@@ -9,6 +9,7 @@ DEMO_COMMON = \
 	demo/util.c demo/util.h \
 	demo/http.c demo/http.h \
 	demo/s3.c demo/s3.h \
+	demo/s3ops.c demo/s3ops.h \
 	demo/sigv4.c demo/sigv4.h
 DEMO_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(SANITIZER_CFLAGS)
 DEMO_LDADD = $(CRYPTO_LIBS) $(HTTP_PARSER_LIBS)
@@ -42,7 +43,7 @@ TESTS += tests/demo/stack.sh tests/demo/s3cmd.sh tests/demo/abuse.sh tests/demo/
 	tests/demo/resign.sh
 EXTRA_DIST += tests/demo/resign.sh tests/demo/lib.sh tests/demo/stack.sh tests/demo/s3cmd.sh \
 	tests/demo/abuse.sh tests/demo/s3req.py tests/demo/rawhttp.py \
-	tests/demo/listing.py tests/demo/crash.sh
+	tests/demo/listing.py tests/demo/crash.sh tests/demo/s3compat.sh tests/demo/s3compat.py
 
 # Hostile conditions: idle connections past the proxy's descriptor limit
 # (~20 s), a node killed twice under load with everything under the shim

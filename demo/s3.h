@@ -61,7 +61,7 @@ void s3_target_free(struct s3_target *t);
 bool s3_bucket_name_ok(const char *b);
 
 struct s3_list_params {
-	int version;            /* 1 or 2 */
+	int version;            /* 1, 2, or 3 for ListObjectVersions */
 	const char *prefix, *delimiter;
 	size_t prefix_len, delimiter_len;
 	int max_keys;
