@@ -244,6 +244,11 @@ def t_headers():
                   for p, c in email.header.decode_header(got))
     check("non-ASCII user metadata comes back RFC 2047-encoded",
           st == 200 and got.isascii() and got.startswith("=?UTF-8?") and dec == val, f"{st} {got!r}")
+    for i in range(4):
+        s3.copy_object(Bucket=B, Key=f"meta8/{i}", CopySource={"Bucket": B, "Key": "meta8"})
+    check("CopyObject keeps non-ASCII metadata (across backends)",
+          all(s3.head_object(Bucket=B, Key=f"meta8/{i}")["Metadata"].get("word") == got
+              for i in range(4)))
     st, hd, x = raw("GET", "no-such-key")
     x = x.decode()
     check("error body RequestId equals x-amz-request-id",
