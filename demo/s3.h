@@ -22,6 +22,8 @@
 /* Standard XML prologue, and the namespace of every S3 result document. */
 #define S3_XML_HEAD "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 #define S3_XMLNS "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\""
+/* The one owner the demo knows. */
+#define S3_OWNER_XML "<Owner><ID>poolshim</ID><DisplayName>poolshim</DisplayName></Owner>"
 
 struct s3_param {
 	char *name, *value;     /* decoded, NUL-terminated */

@@ -355,6 +355,37 @@ void s3_meta_value_decode(struct sbuf *out, const char *v, size_t n)
 	sb_add(out, v, n);
 }
 
+int s3_content_md5_check(const struct http_msg *m, const unsigned char md5[16],
+			 const char **code, const char **msg)
+{
+	size_t vl;
+	const char *v = http_hdr_get(m, "content-md5", &vl);
+	unsigned char want[64];
+
+	if (!v)
+		return 0;
+	if (vl > 64 || b64_decode(want, v, vl) != 16) {
+		*code = "InvalidDigest";
+		*msg = "The Content-MD5 you specified was invalid.";
+		return -1;
+	}
+	if (memcmp(want, md5, 16)) {
+		*code = "BadDigest";
+		*msg = "The Content-MD5 you specified did not match what we received.";
+		return -1;
+	}
+	return 0;
+}
+
+void s3_location_xml(struct sbuf *x, const char *region)
+{
+	sb_adds(x, S3_XML_HEAD "<LocationConstraint " S3_XMLNS ">");
+	/* us-east-1 is the empty constraint. */
+	if (strcmp(region, "us-east-1"))
+		sb_add_xml(x, region, strlen(region));
+	sb_adds(x, "</LocationConstraint>\n");
+}
+
 void s3_multipart_etag(char out[48], const struct s3_part_ref *p, int n)
 {
 	unsigned char *bins = malloc(16 * (size_t)(n ? n : 1)), md5[16];

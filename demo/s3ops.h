@@ -71,6 +71,17 @@ void s3_object_headers(struct sbuf *h, const struct s3_query *q, const char *ct,
  * headers from one server to another); other values are copied as given. */
 void s3_meta_value_decode(struct sbuf *out, const char *v, size_t n);
 
+/* Checks a body's MD5 against Content-MD5, when the request has one.
+ * Returns 0, or -1 with the 400 error's *code and *msg. */
+int s3_content_md5_check(const struct http_msg *m, const unsigned char md5[16],
+			 const char **code, const char **msg);
+
+/* GetBucketLocation's answer for a server in region. */
+void s3_location_xml(struct sbuf *x, const char *region);
+/* ListAllMyBucketsResult around the <Bucket> entries. */
+#define S3_BUCKETS_HEAD S3_XML_HEAD "<ListAllMyBucketsResult " S3_XMLNS ">" S3_OWNER_XML "<Buckets>"
+#define S3_BUCKETS_TAIL "</Buckets></ListAllMyBucketsResult>\n"
+
 /* S3's multipart ETag: MD5 of the parts' binary MD5s, "-" and their count.
  * Every etag must be 32 hex digits. */
 void s3_multipart_etag(char out[48], const struct s3_part_ref *p, int n);

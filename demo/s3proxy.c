@@ -131,8 +131,7 @@ static void list_buckets(struct s3_req *r)
 		qsort(v, n, sizeof(*v), cmp_name);
 	struct sbuf x;
 	sb_init(&x);
-	sb_adds(&x, S3_XML_HEAD "<ListAllMyBucketsResult " S3_XMLNS ">"
-		"<Owner><ID>poolshim</ID><DisplayName>poolshim</DisplayName></Owner><Buckets>");
+	sb_adds(&x, S3_BUCKETS_HEAD);
 	for (size_t k = 0; k < n; k++) {
 		/* Names and dates are passed through as the backends escaped them. */
 		sb_adds(&x, "<Bucket><Name>");
@@ -144,7 +143,7 @@ static void list_buckets(struct s3_req *r)
 		free(v[k].extra);
 	}
 	free(v);
-	sb_adds(&x, "</Buckets></ListAllMyBucketsResult>\n");
+	sb_adds(&x, S3_BUCKETS_TAIL);
 	s3_respond_xml(r, 200, &x);
 	sb_free(&x);
 	fan_free(f);
@@ -271,10 +270,7 @@ static void bucket_location(struct s3_req *r)
 	sb_free(&c.body);
 	struct sbuf x;
 	sb_init(&x);
-	sb_adds(&x, S3_XML_HEAD "<LocationConstraint " S3_XMLNS ">");
-	if (strcmp(pcfg.region, "us-east-1"))
-		sb_add_xml(&x, pcfg.region, strlen(pcfg.region));
-	sb_adds(&x, "</LocationConstraint>\n");
+	s3_location_xml(&x, pcfg.region);
 	s3_respond_xml(r, 200, &x);
 	sb_free(&x);
 }
@@ -528,20 +524,12 @@ static void delete_objects(struct s3_req *r, const struct body *b)
 	struct s3_delete_key *keys;
 	bool quiet;
 	unsigned char md5[16];
-	size_t ml;
-	const char *mv = http_hdr_get(r->m, "content-md5", &ml);
+	const char *code, *msg;
 
-	if (mv) {
-		unsigned char want[64];
-		md5_bin(md5, b->p ? b->p : "", b->len);
-		if (ml > 64 || b64_decode(want, mv, ml) != 16) {
-			s3_error(r, 400, "InvalidDigest", "The Content-MD5 you specified was invalid.");
-			return;
-		}
-		if (memcmp(want, md5, 16)) {
-			s3_error(r, 400, "BadDigest", "The Content-MD5 you specified did not match what we received.");
-			return;
-		}
+	md5_bin(md5, b->p ? b->p : "", b->len);
+	if (s3_content_md5_check(r->m, md5, &code, &msg)) {
+		s3_error(r, 400, code, msg);
+		return;
 	}
 	int n = s3_parse_delete(b->p ? b->p : "", b->len, &keys, &quiet);
 	if (n < 0) {

@@ -105,21 +105,11 @@ static char *read_small_body(struct s3_req *r, size_t max, size_t *len)
 /* Content-MD5 check.  Returns 0 when absent or matching, else responds. */
 static int check_content_md5(struct s3_req *r, const unsigned char md5[16])
 {
-	size_t n;
-	const char *v = http_hdr_get(r->m, "content-md5", &n);
-	unsigned char want[64];
-
-	if (!v)
+	const char *code, *msg;
+	if (!s3_content_md5_check(r->m, md5, &code, &msg))
 		return 0;
-	if (n > 64 || b64_decode(want, v, n) != 16) {
-		s3_error(r, 400, "InvalidDigest", "The Content-MD5 you specified was invalid.");
-		return -1;
-	}
-	if (memcmp(want, md5, 16)) {
-		s3_error(r, 400, "BadDigest", "The Content-MD5 you specified did not match what we received.");
-		return -1;
-	}
-	return 0;
+	s3_error(r, 400, code, msg);
+	return -1;
 }
 
 /*
@@ -180,15 +170,14 @@ static void list_buckets(struct s3_req *r)
 		return;
 	}
 	sb_init(&x);
-	sb_adds(&x, S3_XML_HEAD "<ListAllMyBucketsResult " S3_XMLNS ">"
-		"<Owner><ID>poolshim</ID><DisplayName>poolshim</DisplayName></Owner><Buckets>");
+	sb_adds(&x, S3_BUCKETS_HEAD);
 	for (size_t i = 0; i < n; i++) {
 		fmt_iso_date(d, v[i]->ctime);
 		sb_printf(&x, "<Bucket><Name>%s</Name><CreationDate>%s</CreationDate></Bucket>",
 			  v[i]->name, d);
 	}
 	free(v);
-	sb_adds(&x, "</Buckets></ListAllMyBucketsResult>\n");
+	sb_adds(&x, S3_BUCKETS_TAIL);
 	s3_respond_xml(r, 200, &x);
 	sb_free(&x);
 }
@@ -242,7 +231,7 @@ static void contents_fields(struct sbuf *f, const struct s3_list_params *lp, con
 	sb_printf(f, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>"
 		  "<Size>%llu</Size>", d, o->etag, (unsigned long long)o->size);
 	if (lp->fetch_owner)
-		sb_adds(f, "<Owner><ID>poolshim</ID><DisplayName>poolshim</DisplayName></Owner>");
+		sb_adds(f, S3_OWNER_XML);
 	sb_adds(f, "<StorageClass>STANDARD</StorageClass>");
 }
 
@@ -1486,10 +1475,7 @@ static void bucket_location(struct s3_req *r)
 {
 	struct sbuf x;
 	sb_init(&x);
-	sb_adds(&x, S3_XML_HEAD "<LocationConstraint " S3_XMLNS ">");
-	if (strcmp(opt.region, "us-east-1"))
-		sb_adds(&x, opt.region);
-	sb_adds(&x, "</LocationConstraint>\n");
+	s3_location_xml(&x, opt.region);
 	s3_respond_xml(r, 200, &x);
 	sb_free(&x);
 }
