@@ -361,7 +361,12 @@ void s3_list_result_xml(struct sbuf *x, const struct s3_list_params *lp,
 	sb_printf(x, S3_XML_HEAD "<%s " S3_XMLNS "><Name>", root);
 	sb_adds(x, res->bucket);
 	sb_adds(x, "</Name><Prefix>");
-	add_list_name(x, lp, lp->prefix, lp->prefix_len);
+	/* ListObjects v1 echoes the prefix as given even under
+	 * encoding-type=url: S3 clients (botocore) do not decode it there. */
+	if (lp->version == 1)
+		sb_add_xml(x, lp->prefix, lp->prefix_len);
+	else
+		add_list_name(x, lp, lp->prefix, lp->prefix_len);
 	sb_adds(x, "</Prefix>");
 	add_list_resume(x, lp, res);
 	sb_printf(x, "<MaxKeys>%d</MaxKeys>", lp->max_keys);

@@ -211,6 +211,10 @@ def t_listing():
     r = s3.list_objects_v2(Bucket=B, Prefix="nl\n", Delimiter="/")
     check("boto3 decodes a listing of a prefix with a newline",
           r.get("Prefix") == "nl\n" and [p["Prefix"] for p in r.get("CommonPrefixes", [])] == ["nl\nkey/"], r)
+    r = s3.list_objects(Bucket=B, Prefix="nl\n", Delimiter="/")
+    check("ListObjects (v1) under encoding-type=url: a prefix with a newline reads back",
+          r.get("Prefix") == "nl\n" and r.get("EncodingType") == "url"
+          and [p["Prefix"] for p in r.get("CommonPrefixes", [])] == ["nl\nkey/"], r)
 
 
 def t_headers():
