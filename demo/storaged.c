@@ -1370,31 +1370,11 @@ static int assemble(struct s3_req *r, const struct completion *c, const void *in
 }
 
 /* Moves the assembled file into the bucket under the key and indexes it,
- * unless the bucket went away meanwhile. */
+ * as a PUT would. */
 static int commit_object(struct s3_req *r, struct bucket *b, const char *tname,
 			 const struct completion *c, int64_t mt)
 {
-	char fname[72];
-	obj_name(fname, r->t.key, r->t.key_len);
-	int dfd = openat(store.bfd, b->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	pthread_rwlock_wrlock(&b->lock);
-	int rc = b->deleted || dfd < 0 ? -ENOENT : 0;
-	if (!rc && renameat(store.tfd, tname, dfd, fname))
-		rc = -errno;
-	if (!rc)
-		rc = idx_put(b, r->t.key, r->t.key_len, c->total, mt, c->etag);
-	pthread_rwlock_unlock(&b->lock);
-	if (rc) {
-		unlinkat(store.tfd, tname, 0);
-		if (dfd >= 0)
-			close(dfd);
-		s3_error(r, rc == -ENOENT ? 404 : 500, rc == -ENOENT ? "NoSuchBucket" : "InternalError",
-			 strerror(-rc));
-		return -1;
-	}
-	fsync_dir(dfd);
-	close(dfd);
-	return 0;
+	return place_object(r, b, tname, c->total, mt, c->etag);
 }
 
 static void send_complete_result(struct s3_req *r, struct bucket *b, const char *etag)
