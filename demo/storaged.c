@@ -1505,6 +1505,12 @@ static void handle(struct s3_req *r, void *arg)
 			s3_error(r, 405, "MethodNotAllowed", "The specified method is not allowed against this resource.");
 		return;
 	}
+	/* Buckets are never versioned: each object is its one "null" version. */
+	const char *vid = s3_query_get(&r->q, "versionId", NULL);
+	if (vid && strcmp(vid, "null")) {
+		s3_error(r, 400, "InvalidArgument", "Invalid version id specified");
+		return;
+	}
 	const char *upload = s3_query_get(&r->q, "uploadId", NULL);
 	switch (m) {
 	case HTTP_PUT:

@@ -147,6 +147,9 @@ def t_versions():
     r = s3.list_object_versions(Bucket=B, Prefix="v/", KeyMarker="v/a")
     check("ListObjectVersions resumes after KeyMarker",
           [v["Key"] for v in r.get("Versions", [])] == ["v/b"], r)
+    check("GET versionId=null is the object", body_of("v/a", VersionId="null") == b"a")
+    check("GET of another version id -> 400",
+          status_of(s3.get_object, Bucket=B, Key="v/a", VersionId="3HL4kqtJlcpXroDTDmjVBH40Nrjfkd")[0] == 400)
     s3.delete_object(Bucket=B, Key="v/a", VersionId="null")
     s3.delete_objects(Bucket=B, Delete={"Objects": [{"Key": "v/b", "VersionId": "null"}]})
     r = s3.list_object_versions(Bucket=B, Prefix="v/")
