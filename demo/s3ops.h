@@ -40,7 +40,7 @@ int s3_check_get_conditions(const struct http_msg *m, const char *prefix, const 
  * (etag NULL when there is none).  Returns 0, 404 (If-Match on a missing
  * key) or 412. */
 int s3_check_put_conditions(const struct http_msg *m, const char *etag);
-/* The status line code and S3 error for what those return. */
+/* The message of the 412 PreconditionFailed error either leads to. */
 #define S3_PRECONDITION_MSG "At least one of the pre-conditions you specified did not hold"
 
 /* x-amz-copy-source: "[/]bucket/key[?versionId=...]", percent-encoded.
