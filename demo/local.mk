@@ -9,6 +9,7 @@ DEMO_COMMON = \
 	demo/util.c demo/util.h \
 	demo/http.c demo/http.h \
 	demo/s3.c demo/s3.h \
+	demo/s3ops.c demo/s3ops.h \
 	demo/sigv4.c demo/sigv4.h
 DEMO_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(SANITIZER_CFLAGS)
 DEMO_LDADD = $(CRYPTO_LIBS) $(HTTP_PARSER_LIBS)
@@ -39,10 +40,10 @@ demo_loadgen_LDFLAGS = $(SANITIZER_CFLAGS)
 # ports and stops them whatever happens.
 # ---------------------------------------------------------------------------
 TESTS += tests/demo/stack.sh tests/demo/s3cmd.sh tests/demo/abuse.sh tests/demo/crash.sh \
-	tests/demo/resign.sh
+	tests/demo/resign.sh tests/demo/s3compat.sh
 EXTRA_DIST += tests/demo/resign.sh tests/demo/lib.sh tests/demo/stack.sh tests/demo/s3cmd.sh \
 	tests/demo/abuse.sh tests/demo/s3req.py tests/demo/rawhttp.py \
-	tests/demo/listing.py tests/demo/crash.sh
+	tests/demo/listing.py tests/demo/crash.sh tests/demo/s3compat.sh tests/demo/s3compat.py
 
 # Hostile conditions: idle connections past the proxy's descriptor limit
 # (~20 s), a node killed twice under load with everything under the shim
@@ -58,15 +59,16 @@ EXTRA_DIST += tests/demo/rgw.sh scripts/rgw
 
 # ---------------------------------------------------------------------------
 # Fuzz targets (libFuzzer): the request parser, SigV4, the list/XML
-# parameter parsers, the aws-chunked decoder and the Range parser, linked
+# parameter parsers, the aws-chunked decoder and the Range parser (plus the
+# object semantics of s3ops.c over each fuzzed request), linked
 # against the same sources as the programs.  Built with clang whatever CC
 # is, so they are plain rules listed in check_SCRIPTS (built before the
 # tests run) rather than automake programs.
 # ---------------------------------------------------------------------------
 DEMO_FUZZ_LIBSRC = $(top_srcdir)/demo/util.c $(top_srcdir)/demo/http.c \
-	$(top_srcdir)/demo/s3.c $(top_srcdir)/demo/sigv4.c
+	$(top_srcdir)/demo/s3.c $(top_srcdir)/demo/s3ops.c $(top_srcdir)/demo/sigv4.c
 DEMO_FUZZ_HDRS = $(top_srcdir)/demo/util.h $(top_srcdir)/demo/http.h \
-	$(top_srcdir)/demo/s3.h $(top_srcdir)/demo/sigv4.h
+	$(top_srcdir)/demo/s3.h $(top_srcdir)/demo/s3ops.h $(top_srcdir)/demo/sigv4.h
 DEMO_FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer \
 	-Wall -Wextra -Wno-unused-parameter -Wno-deprecated-declarations \
 	-I$(top_srcdir)/demo $(CRYPTO_CFLAGS)

@@ -85,6 +85,7 @@ void forward_object(struct s3_req *r, const struct body *b);
 struct call {
 	int status;
 	struct sbuf body;
+	struct sbuf head;       /* response headers (call_object only) */
 	int err;
 };
 
@@ -93,6 +94,13 @@ struct call {
 void call_backend(struct endpoint *e, const char *method, const char *bucket,
 		  const char *query, const char *body, size_t blen,
 		  const char *content_md5, struct call *res);
+
+/* One object request to backend e with extra header lines hlines
+ * ("name: value\r\n" each, may be NULL), the response body read whole (up
+ * to max bytes) and its headers kept in res->head.  Free both sbufs. */
+void call_object(struct endpoint *e, const char *method, const char *bucket, const char *key,
+		 size_t kl, const char *query, const char *hlines, const char *body, size_t blen,
+		 uint64_t max, struct call *res);
 
 struct fan {
 	struct endpoint *e;

@@ -322,8 +322,9 @@ static void release(struct endpoint *e, struct http_conn *rc, bool ok)
 		close(fd);
 }
 
-/* Reads a whole (small) backend response body.  Returns 0 or -1. */
-static int slurp(struct http_conn *rc, struct sbuf *out)
+/* Reads a whole backend response body of up to max bytes.  Returns 0 or
+ * -1. */
+static int slurp_max(struct http_conn *rc, struct sbuf *out, uint64_t max)
 {
 	char tmp[16384];
 	while (!rc->msg.complete) {
@@ -331,10 +332,47 @@ static int slurp(struct http_conn *rc, struct sbuf *out)
 		if (n < 0)
 			return -1;
 		sb_add(out, tmp, n);
-		if (out->len > SMALL_BODY_MAX || out->failed)
+		if (out->len > max || out->failed)
 			return -1;
 	}
 	return 0;
+}
+
+/* Reads a whole (small) backend response body.  Returns 0 or -1. */
+static int slurp(struct http_conn *rc, struct sbuf *out)
+{
+	return slurp_max(rc, out, SMALL_BODY_MAX);
+}
+
+/*
+ * Answers with a backend's error, as this proxy's own error document: the
+ * backend's Code and Message, but this request's RequestId (the one in the
+ * x-amz-request-id header), as S3 clients expect them to match.
+ */
+static void answer_error(struct s3_req *r, int status, const struct sbuf *body)
+{
+	const char *code, *msg;
+	size_t cl, ml, p1 = 0, p2 = 0;
+	if (r->is_head || !body->p ||
+	    !xml_find(body->p, body->len, &p1, "Code", &code, &cl) || cl > 64) {
+		if (r->is_head || !body->len)
+			s3_respond(r, status, NULL, NULL, 0);
+		else
+			s3_respond(r, status, "Content-Type: application/xml\r\n", body->p, body->len);
+		return;
+	}
+	char c[65], *m = NULL;
+	memcpy(c, code, cl);
+	c[cl] = 0;
+	if (xml_find(body->p, body->len, &p2, "Message", &msg, &ml)) {
+		m = malloc(ml * 4 + 5);
+		if (m && xml_unescape(m, ml * 4 + 5, msg, ml) < 0) {
+			free(m);
+			m = NULL;
+		}
+	}
+	s3_error(r, status, c, m ? m : "");
+	free(m);
 }
 
 static void backend_unavailable(struct s3_req *r, struct endpoint *e, int err)
@@ -389,8 +427,9 @@ static void relay(struct s3_req *r, struct endpoint *e, struct http_conn *rc)
 		sb_free(&h);
 		return;
 	}
-	if (bm->content_length < 0) {
-		/* No length from the backend (chunked): buffer, then send. */
+	if (bm->status >= 400 || bm->content_length < 0) {
+		/* No length from the backend (chunked), or an error document:
+		 * buffer, then send. */
 		struct sbuf body;
 		sb_init(&body);
 		if (slurp(rc, &body)) {
@@ -400,7 +439,10 @@ static void relay(struct s3_req *r, struct endpoint *e, struct http_conn *rc)
 			backend_unavailable(r, e, -EIO);
 			return;
 		}
-		s3_respond(r, bm->status, h.p, body.p, body.len);
+		if (bm->status >= 400)
+			answer_error(r, bm->status, &body);
+		else
+			s3_respond(r, bm->status, h.p, body.p, body.len);
 		sb_free(&body);
 		sb_free(&h);
 		release(e, rc, true);
@@ -467,6 +509,7 @@ void call_backend(struct endpoint *e, const char *method, const char *bucket,
 	struct http_conn rc;
 
 	sb_init(&res->body);
+	sb_init(&res->head);
 	res->status = 0;
 	out_init(&o, method);
 	out_target(&o, bucket, NULL, 0, false, query, strlen(query));
@@ -488,6 +531,51 @@ void call_backend(struct endpoint *e, const char *method, const char *bucket,
 	release(e, &rc, true);
 }
 
+
+void call_object(struct endpoint *e, const char *method, const char *bucket, const char *key,
+		 size_t kl, const char *query, const char *hlines, const char *body, size_t blen,
+		 uint64_t max, struct call *res)
+{
+	struct outreq o;
+	struct http_conn rc;
+
+	sb_init(&res->body);
+	sb_init(&res->head);
+	res->status = 0;
+	out_init(&o, method);
+	out_target(&o, bucket, key, kl, true, query, strlen(query));
+	for (const char *p = hlines; p && *p;) {
+		const char *eol = strstr(p, "\r\n"), *colon = strchr(p, ':');
+		if (!eol || !colon || colon > eol)
+			break;
+		const char *v = colon + 1;
+		while (*v == ' ')
+			v++;
+		out_hdr(&o, p, colon - p, v, eol - v);
+		p = eol + 2;
+	}
+	o.body = body;
+	o.blen = blen;
+	o.send_length = !strcmp(method, "PUT") || !strcmp(method, "POST");
+	res->err = exchange(&o, e, &rc, !strcmp(method, "HEAD"));
+	out_free(&o);
+	if (res->err)
+		return;
+	res->status = rc.msg.status;
+	for (int i = 0; i < rc.msg.nhdr; i++) {
+		const struct http_hdr *x = &rc.msg.hdr[i];
+		sb_add(&res->head, x->name, x->nlen);
+		sb_adds(&res->head, ": ");
+		sb_add(&res->head, x->value, x->vlen);
+		sb_adds(&res->head, "\r\n");
+	}
+	if (slurp_max(&rc, &res->body, max)) {
+		res->err = -EIO;
+		release(e, &rc, false);
+		return;
+	}
+	release(e, &rc, true);
+}
 
 void *fan_main(void *p)
 {
@@ -536,11 +624,7 @@ void pass_error(struct s3_req *r, const struct call *c)
 		s3_error(r, 503, "ServiceUnavailable", "A storage backend is unavailable; please retry.");
 		return;
 	}
-	if (r->is_head || !c->body.len) {
-		s3_respond(r, c->status, NULL, NULL, 0);
-		return;
-	}
-	s3_respond(r, c->status, "Content-Type: application/xml\r\n", c->body.p, c->body.len);
+	answer_error(r, c->status, &c->body);
 }
 
 bool xml_has_code(const struct sbuf *b, const char *code)

@@ -209,11 +209,18 @@ int s3_list_params_parse(const struct s3_query *q, struct s3_list_params *lp,
 	}
 	v = s3_query_get(q, "fetch-owner", &n);
 	lp->fetch_owner = v && !strcmp(v, "true");
+	/* ListObjectVersions: a never-versioned bucket's listing, each key
+	 * its one "null" version, resumed from key-marker. */
+	if (s3_query_get(q, "versions", NULL))
+		lp->version = 3;
+	/* v1 and versions listings always name the owner. */
+	if (lp->version != 2)
+		lp->fetch_owner = true;
 
 	const char *after = NULL;
 	size_t after_len = 0;
-	if (lp->version == 1) {
-		after = s3_query_get(q, "marker", &after_len);
+	if (lp->version != 2) {
+		after = s3_query_get(q, lp->version == 3 ? "key-marker" : "marker", &after_len);
 		lp->marker_raw = after;
 		lp->marker_raw_len = after_len;
 	} else {
@@ -230,8 +237,9 @@ int s3_list_params_parse(const struct s3_query *q, struct s3_list_params *lp,
 				*msg = "Out of memory.";
 				return -ENOMEM;
 			}
+			/* An empty token starts at the beginning, as S3's does. */
 			ssize_t k = hex_decode((unsigned char *)lp->after, n / 2, tok, n);
-			if (k < 0 || !n) {
+			if (k < 0) {
 				free(lp->after);
 				lp->after = NULL;
 				*msg = "The continuation token provided is incorrect.";
@@ -239,6 +247,10 @@ int s3_list_params_parse(const struct s3_query *q, struct s3_list_params *lp,
 			}
 			lp->after[k] = 0;
 			lp->after_len = k;
+			if (!k) {
+				free(lp->after);
+				lp->after = NULL;
+			}
 			/* The token supersedes start-after. */
 			return 0;
 		}
@@ -279,11 +291,14 @@ static void add_list_name(struct sbuf *x, const struct s3_list_params *lp, const
 void s3_list_add_key(struct sbuf *entries, const struct s3_list_params *lp,
 		     const char *name, size_t n, const char *fields, size_t flen)
 {
-	sb_adds(entries, "<Contents><Key>");
+	const char *tag = lp->version == 3 ? "Version" : "Contents";
+	sb_printf(entries, "<%s><Key>", tag);
 	add_list_name(entries, lp, name, n);
 	sb_adds(entries, "</Key>");
+	if (lp->version == 3)
+		sb_adds(entries, "<VersionId>null</VersionId><IsLatest>true</IsLatest>");
 	sb_add(entries, fields, flen);
-	sb_adds(entries, "</Contents>");
+	sb_printf(entries, "</%s>", tag);
 }
 
 void s3_list_add_prefix(struct sbuf *entries, const struct s3_list_params *lp,
@@ -316,6 +331,16 @@ static void add_list_resume(struct sbuf *x, const struct s3_list_params *lp,
 			s3_list_token(x, res->next, res->next_len);
 			sb_adds(x, "</NextContinuationToken>");
 		}
+	} else if (lp->version == 3) {
+		sb_adds(x, "<KeyMarker>");
+		if (lp->marker_raw)
+			add_list_name(x, lp, lp->marker_raw, lp->marker_raw_len);
+		sb_adds(x, "</KeyMarker><VersionIdMarker></VersionIdMarker>");
+		if (res->next) {
+			sb_adds(x, "<NextKeyMarker>");
+			add_list_name(x, lp, res->next, res->next_len);
+			sb_adds(x, "</NextKeyMarker><NextVersionIdMarker>null</NextVersionIdMarker>");
+		}
 	} else {
 		sb_adds(x, "<Marker>");
 		if (lp->marker_raw)
@@ -332,10 +357,16 @@ static void add_list_resume(struct sbuf *x, const struct s3_list_params *lp,
 void s3_list_result_xml(struct sbuf *x, const struct s3_list_params *lp,
 			const struct s3_list_result *res)
 {
-	sb_adds(x, S3_XML_HEAD "<ListBucketResult " S3_XMLNS "><Name>");
+	const char *root = lp->version == 3 ? "ListVersionsResult" : "ListBucketResult";
+	sb_printf(x, S3_XML_HEAD "<%s " S3_XMLNS "><Name>", root);
 	sb_adds(x, res->bucket);
 	sb_adds(x, "</Name><Prefix>");
-	add_list_name(x, lp, lp->prefix, lp->prefix_len);
+	/* ListObjects v1 echoes the prefix as given even under
+	 * encoding-type=url: S3 clients (botocore) do not decode it there. */
+	if (lp->version == 1)
+		sb_add_xml(x, lp->prefix, lp->prefix_len);
+	else
+		add_list_name(x, lp, lp->prefix, lp->prefix_len);
 	sb_adds(x, "</Prefix>");
 	add_list_resume(x, lp, res);
 	sb_printf(x, "<MaxKeys>%d</MaxKeys>", lp->max_keys);
@@ -348,7 +379,7 @@ void s3_list_result_xml(struct sbuf *x, const struct s3_list_params *lp,
 		sb_adds(x, "<EncodingType>url</EncodingType>");
 	sb_printf(x, "<IsTruncated>%s</IsTruncated>", res->truncated ? "true" : "false");
 	sb_add(x, res->entries->p ? res->entries->p : "", res->entries->len);
-	sb_adds(x, "</ListBucketResult>\n");
+	sb_printf(x, "</%s>\n", root);
 }
 
 static int parse_u64(const char *s, size_t n, uint64_t *out)
@@ -580,6 +611,9 @@ int s3_parse_complete(const char *x, size_t n, struct s3_part_ref **parts)
 		size_t len = strlen(e);
 		while (len && (e[len - 1] == '"' || e[len - 1] == ' '))
 			len--;
+		/* A part sent again and listed again: the later entry stands. */
+		if (count && v[count - 1].number == (int)pn)
+			count--;
 		if ((size_t)count == cap) {
 			cap = cap ? cap * 2 : 16;
 			if (cap > 10000)

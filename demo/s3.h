@@ -22,6 +22,8 @@
 /* Standard XML prologue, and the namespace of every S3 result document. */
 #define S3_XML_HEAD "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 #define S3_XMLNS "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\""
+/* The one owner the demo knows. */
+#define S3_OWNER_XML "<Owner><ID>poolshim</ID><DisplayName>poolshim</DisplayName></Owner>"
 
 struct s3_param {
 	char *name, *value;     /* decoded, NUL-terminated */
@@ -61,7 +63,7 @@ void s3_target_free(struct s3_target *t);
 bool s3_bucket_name_ok(const char *b);
 
 struct s3_list_params {
-	int version;            /* 1 or 2 */
+	int version;            /* 1, 2, or 3 for ListObjectVersions */
 	const char *prefix, *delimiter;
 	size_t prefix_len, delimiter_len;
 	int max_keys;

@@ -32,6 +32,7 @@
 #include "client.h"
 #include "http.h"
 #include "s3.h"
+#include "s3ops.h"
 #include "server.h"
 #include "sigv4.h"
 #include "util.h"
@@ -130,8 +131,7 @@ static void list_buckets(struct s3_req *r)
 		qsort(v, n, sizeof(*v), cmp_name);
 	struct sbuf x;
 	sb_init(&x);
-	sb_adds(&x, S3_XML_HEAD "<ListAllMyBucketsResult " S3_XMLNS ">"
-		"<Owner><ID>poolshim</ID><DisplayName>poolshim</DisplayName></Owner><Buckets>");
+	sb_adds(&x, S3_BUCKETS_HEAD);
 	for (size_t k = 0; k < n; k++) {
 		/* Names and dates are passed through as the backends escaped them. */
 		sb_adds(&x, "<Bucket><Name>");
@@ -143,7 +143,7 @@ static void list_buckets(struct s3_req *r)
 		free(v[k].extra);
 	}
 	free(v);
-	sb_adds(&x, "</Buckets></ListAllMyBucketsResult>\n");
+	sb_adds(&x, S3_BUCKETS_TAIL);
 	s3_respond_xml(r, 200, &x);
 	sb_free(&x);
 	fan_free(f);
@@ -270,10 +270,7 @@ static void bucket_location(struct s3_req *r)
 	sb_free(&c.body);
 	struct sbuf x;
 	sb_init(&x);
-	sb_adds(&x, S3_XML_HEAD "<LocationConstraint " S3_XMLNS ">");
-	if (strcmp(pcfg.region, "us-east-1"))
-		sb_add_xml(&x, pcfg.region, strlen(pcfg.region));
-	sb_adds(&x, "</LocationConstraint>\n");
+	s3_location_xml(&x, pcfg.region);
 	s3_respond_xml(r, 200, &x);
 	sb_free(&x);
 }
@@ -360,6 +357,8 @@ static struct fan *fan_out_list(const char *bucket, const struct s3_list_params 
 		sb_adds(&q, "&delimiter=");
 		sb_add_uri(&q, lp->delimiter, lp->delimiter_len, false);
 	}
+	if (lp->fetch_owner)
+		sb_adds(&q, "&fetch-owner=true");
 	if (lp->after_len) {
 		sb_adds(&q, "&start-after=");
 		sb_add_uri(&q, lp->after, lp->after_len, false);
@@ -525,20 +524,12 @@ static void delete_objects(struct s3_req *r, const struct body *b)
 	struct s3_delete_key *keys;
 	bool quiet;
 	unsigned char md5[16];
-	size_t ml;
-	const char *mv = http_hdr_get(r->m, "content-md5", &ml);
+	const char *code, *msg;
 
-	if (mv) {
-		unsigned char want[64];
-		md5_bin(md5, b->p ? b->p : "", b->len);
-		if (ml > 64 || b64_decode(want, mv, ml) != 16) {
-			s3_error(r, 400, "InvalidDigest", "The Content-MD5 you specified was invalid.");
-			return;
-		}
-		if (memcmp(want, md5, 16)) {
-			s3_error(r, 400, "BadDigest", "The Content-MD5 you specified did not match what we received.");
-			return;
-		}
+	md5_bin(md5, b->p ? b->p : "", b->len);
+	if (s3_content_md5_check(r->m, md5, &code, &msg)) {
+		s3_error(r, 400, code, msg);
+		return;
 	}
 	int n = s3_parse_delete(b->p ? b->p : "", b->len, &keys, &quiet);
 	if (n < 0) {
@@ -637,22 +628,199 @@ static void delete_objects(struct s3_req *r, const struct body *b)
 
 static bool has_param(struct s3_req *r, const char *name)
 {
-	return s3_query_get(&r->q, name, NULL) != NULL;
+	return s3_has_param(&r->q, name);
 }
 
-static const char *unsupported_subresource(struct s3_req *r)
+/* Header lines for the source GET of a copy: x-amz-copy-source-if-* as
+ * If-*, and for a part its x-amz-copy-source-range as Range. */
+static void copy_get_headers(struct s3_req *r, struct sbuf *h, bool part)
+{
+	static const char *const cond[] = {
+		"if-match", "if-none-match", "if-modified-since", "if-unmodified-since",
+	};
+	char name[64];
+	size_t vl;
+	const char *v;
+	for (size_t i = 0; i < sizeof(cond) / sizeof(cond[0]); i++) {
+		snprintf(name, sizeof(name), "x-amz-copy-source-%s", cond[i]);
+		if ((v = http_hdr_get(r->m, name, &vl)))
+			sb_printf(h, "%s: %.*s\r\n", cond[i], (int)vl, v);
+	}
+	if (part && (v = http_hdr_get(r->m, "x-amz-copy-source-range", &vl)))
+		sb_printf(h, "range: %.*s\r\n", (int)vl, v);
+}
+
+/* Whether a header belongs to the object (and goes with a copy). */
+static bool object_header(const char *n, size_t l)
 {
 	static const char *const names[] = {
-		"acl", "policy", "cors", "lifecycle", "versioning", "versions", "tagging",
-		"website", "logging", "notification", "replication", "encryption",
-		"object-lock", "retention", "legal-hold", "torrent", "accelerate",
-		"requestPayment", "inventory", "metrics", "analytics", "ownershipControls",
-		"publicAccessBlock", "intelligent-tiering", "restore", "select", "attributes",
+		"content-type", "cache-control", "content-disposition", "content-encoding",
+		"content-language", "expires",
 	};
+	if (l > 11 && !strncasecmp(n, "x-amz-meta-", 11))
+		return true;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (has_param(r, names[i]))
-			return names[i];
-	return NULL;
+		if (strn_ieq(n, l, names[i]))
+			return true;
+	return false;
+}
+
+/* Header lines for the destination PUT of a CopyObject: the request's
+ * object headers under x-amz-metadata-directive: REPLACE, else the
+ * source's as its GET returned them (user metadata decoded back from RFC
+ * 2047, as it was given). */
+static void copy_put_headers(struct s3_req *r, const struct sbuf *src_head, struct sbuf *h)
+{
+	if (s3_copy_replaces_meta(r->m)) {
+		for (int i = 0; i < r->m->nhdr; i++) {
+			const struct http_hdr *x = &r->m->hdr[i];
+			if (object_header(x->name, x->nlen))
+				sb_printf(h, "%.*s: %.*s\r\n", (int)x->nlen, x->name, (int)x->vlen, x->value);
+		}
+		return;
+	}
+	const char *p = src_head->p ? src_head->p : "", *end = p + src_head->len;
+	while (p < end) {
+		const char *eol = memmem(p, end - p, "\r\n", 2);
+		const char *colon = eol ? memchr(p, ':', eol - p) : NULL;
+		if (!eol)
+			break;
+		if (colon && object_header(p, colon - p)) {
+			const char *v = colon + 1;
+			while (v < eol && *v == ' ')
+				v++;
+			sb_add(h, p, colon - p);
+			sb_adds(h, ": ");
+			s3_meta_value_decode(h, v, eol - v);
+			sb_adds(h, "\r\n");
+		}
+		p = eol + 2;
+	}
+}
+
+/* The unquoted ETag among a response's header lines (into out). */
+static void head_etag(const struct sbuf *head, char out[72])
+{
+	const char *p = head->p ? head->p : "", *end = p + head->len;
+	out[0] = 0;
+	while (p < end) {
+		const char *eol = memmem(p, end - p, "\r\n", 2);
+		if (!eol)
+			break;
+		if (eol - p > 5 && !strncasecmp(p, "etag:", 5)) {
+			const char *v = p + 5;
+			while (v < eol && (*v == ' ' || *v == '"'))
+				v++;
+			size_t n = eol - v;
+			while (n && v[n - 1] == '"')
+				n--;
+			snprintf(out, 72, "%.*s", (int)(n < 71 ? n : 71), v);
+		}
+		p = eol + 2;
+	}
+}
+
+/*
+ * CopyObject or UploadPartCopy (upload set) whose source lives on another
+ * backend than the destination: the proxy reads the source (with the copy's
+ * conditions and range) into a fresh buffer and writes it to the
+ * destination's backend, then answers as S3 does.  Copies within one
+ * backend go to that backend as they are.
+ */
+static void copy_across(struct s3_req *r, const struct s3_target *src, int sbi, int dbi,
+			bool part)
+{
+	struct sbuf gh, ph, x;
+	struct call g, p;
+
+	sb_init(&gh);
+	sb_init(&ph);
+	sb_init(&x);
+	copy_get_headers(r, &gh, part);
+	call_object(&pcfg.be[sbi], "GET", src->bucket, src->key, src->key_len, "", gh.p, NULL, 0,
+		    pcfg.max_body, &g);
+	if (g.err || (g.status != 200 && g.status != 206)) {
+		if (!g.err && (g.status == 304 || g.status == 412))
+			s3_error(r, 412, "PreconditionFailed", S3_PRECONDITION_MSG);
+		else if (!g.err && g.status == 416)
+			s3_error(r, 416, "InvalidRange", "The requested range is not satisfiable");
+		else
+			pass_error(r, &g);
+		goto out;
+	}
+	if (!part)
+		copy_put_headers(r, &g.head, &ph);
+	call_object(&pcfg.be[dbi], "PUT", r->t.bucket, r->t.key, r->t.key_len,
+		    part ? r->t.raw_query : "", ph.p, g.body.p, g.body.len, 1u << 20, &p);
+	if (p.err || p.status != 200) {
+		pass_error(r, &p);
+	} else {
+		char etag[72];
+		head_etag(&p.head, etag);
+		s3_copy_result_xml(&x, part, etag, time(NULL));
+		s3_respond_xml(r, 200, &x);
+	}
+	sb_free(&p.body);
+	sb_free(&p.head);
+out:
+	sb_free(&g.body);
+	sb_free(&g.head);
+	sb_free(&gh);
+	sb_free(&ph);
+	sb_free(&x);
+}
+
+/* A request with x-amz-copy-source: to the destination's backend when the
+ * source lives there too, else copy_across. */
+static void copy_object(struct s3_req *r, const struct body *b)
+{
+	struct s3_target src;
+	if (s3_copy_source(r->m, &src)) {
+		s3_error(r, 400, "InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey.");
+		return;
+	}
+	int sbi = route(src.bucket, src.key, src.key_len);
+	int dbi = route(r->t.bucket, r->t.key, r->t.key_len);
+	if (sbi == dbi)
+		forward_object(r, b);
+	else
+		copy_across(r, &src, sbi, dbi, s3_query_get(&r->q, "uploadId", NULL) != NULL);
+	s3_target_free(&src);
+}
+
+/*
+ * A request without any authentication.  S3 tells a bucket or key that does
+ * not exist (404) from one the caller may not read (403): so does the
+ * proxy, asking the backends.
+ */
+static void anonymous(struct s3_req *r)
+{
+	struct call c = { 0 };
+	const char *code = NULL;
+
+	if (r->t.bucket[0] && !s3_bucket_name_ok(r->t.bucket)) {
+		code = "NoSuchBucket";
+	} else if (r->t.bucket[0]) {
+		call_backend(&pcfg.be[0], "HEAD", r->t.bucket, "", NULL, 0, NULL, &c);
+		if (!c.err && c.status == 404)
+			code = "NoSuchBucket";
+		sb_free(&c.body);
+		if (!code && r->t.has_key) {
+			int bi = route(r->t.bucket, r->t.key, r->t.key_len);
+			call_object(&pcfg.be[bi], "HEAD", r->t.bucket, r->t.key, r->t.key_len, "", NULL,
+				    NULL, 0, 0, &c);
+			if (!c.err && c.status == 404)
+				code = "NoSuchKey";
+			sb_free(&c.body);
+			sb_free(&c.head);
+		}
+	}
+	if (!code)
+		s3_error(r, 403, "AccessDenied", "Access Denied: the request carries no Authorization header.");
+	else if (!strcmp(code, "NoSuchBucket"))
+		s3_error(r, 404, code, "The specified bucket does not exist.");
+	else
+		s3_error(r, 404, code, "The specified key does not exist.");
 }
 
 static void handle(struct s3_req *r, void *arg)
@@ -661,6 +829,11 @@ static void handle(struct s3_req *r, void *arg)
 	struct body b = { 0 };
 	int m = r->m->method;
 
+	if (!http_hdr_get(r->m, "authorization", NULL) && !has_param(r, "X-Amz-Signature") &&
+	    !has_param(r, "X-Amz-Credential")) {
+		anonymous(r);
+		return;
+	}
 	if (check_auth_head(r, &st))
 		return;
 	if (st.kind != PAYLOAD_ABSENT && verify_signature(r, &st))
@@ -689,8 +862,12 @@ static void handle(struct s3_req *r, void *arg)
 		s3_error(r, 404, "NoSuchBucket", "The specified bucket does not exist.");
 		goto out;
 	}
-	if (unsupported_subresource(r) || http_hdr_get(r->m, "x-amz-copy-source", NULL)) {
+	if (s3_unsupported_subresource(&r->q)) {
 		s3_error(r, 501, "NotImplemented", "A header or query you provided implies functionality that is not implemented.");
+		goto out;
+	}
+	if (r->t.has_key && http_hdr_get(r->m, "x-amz-copy-source", NULL) && m == HTTP_PUT) {
+		copy_object(r, &b);
 		goto out;
 	}
 	if (r->t.has_key) {

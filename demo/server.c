@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #endif
 #include "server.h"
+#include "s3ops.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -239,6 +240,11 @@ static void serve_one(const struct server_cfg *cfg, struct http_conn *c)
 		if (rc == -ENAMETOOLONG) {
 			early_error(&r, 400, "KeyTooLongError", "Your key is too long.");
 			return;
+		}
+		if (!rc && r.t.has_key && !s3_key_readable(r.t.key, r.t.key_len)) {
+			/* S3 reads keys as UTF-8 and refuses what it cannot. */
+			s3_target_free(&r.t);
+			rc = -EINVAL;
 		}
 		if (rc) {
 			early_error(&r, 400, "InvalidURI", "Couldn't parse the specified URI.");

@@ -30,11 +30,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include "http.h"
 #include "objstore.h"
 #include "s3.h"
+#include "s3ops.h"
 #include "server.h"
 #include "sigv4.h"
 #include "util.h"
@@ -62,25 +61,11 @@ static void etag_header(char *out, size_t cap, const char *etag)
 	snprintf(out, cap, "ETag: \"%s\"\r\n", etag);
 }
 
-/* Collects Content-Type and x-amz-meta-* for storing.  Returns 0 or -E2BIG. */
+/* Collects Content-Type and the headers an object keeps, for storing.
+ * Returns 0 or -E2BIG. */
 static int collect_meta(struct s3_req *r, struct sbuf *ct, struct sbuf *meta)
 {
-	const struct http_msg *m = r->m;
-	for (int i = 0; i < m->nhdr; i++) {
-		const struct http_hdr *h = &m->hdr[i];
-		if (strn_ieq(h->name, h->nlen, "content-type")) {
-			sb_reset(ct);
-			sb_add(ct, h->value, h->vlen < MAX_CT ? h->vlen : MAX_CT);
-		} else if (h->nlen > 11 && !strncasecmp(h->name, "x-amz-meta-", 11)) {
-			for (size_t k = 0; k < h->nlen; k++)
-				sb_addc(meta, tolower((unsigned char)h->name[k]));
-			sb_adds(meta, ": ");
-			for (size_t k = 0; k < h->vlen; k++)
-				sb_addc(meta, h->value[k] == '\r' || h->value[k] == '\n' ? ' ' : h->value[k]);
-			sb_adds(meta, "\r\n");
-		}
-	}
-	return meta->len > MAX_META ? -E2BIG : 0;
+	return s3_collect_meta(r->m, ct, meta, MAX_META);
 }
 
 /* Reads a small request body (XML) into a malloc'd buffer. */
@@ -120,21 +105,11 @@ static char *read_small_body(struct s3_req *r, size_t max, size_t *len)
 /* Content-MD5 check.  Returns 0 when absent or matching, else responds. */
 static int check_content_md5(struct s3_req *r, const unsigned char md5[16])
 {
-	size_t n;
-	const char *v = http_hdr_get(r->m, "content-md5", &n);
-	unsigned char want[64];
-
-	if (!v)
+	const char *code, *msg;
+	if (!s3_content_md5_check(r->m, md5, &code, &msg))
 		return 0;
-	if (n > 64 || b64_decode(want, v, n) != 16) {
-		s3_error(r, 400, "InvalidDigest", "The Content-MD5 you specified was invalid.");
-		return -1;
-	}
-	if (memcmp(want, md5, 16)) {
-		s3_error(r, 400, "BadDigest", "The Content-MD5 you specified did not match what we received.");
-		return -1;
-	}
-	return 0;
+	s3_error(r, 400, code, msg);
+	return -1;
 }
 
 /*
@@ -195,15 +170,14 @@ static void list_buckets(struct s3_req *r)
 		return;
 	}
 	sb_init(&x);
-	sb_adds(&x, S3_XML_HEAD "<ListAllMyBucketsResult " S3_XMLNS ">"
-		"<Owner><ID>poolshim</ID><DisplayName>poolshim</DisplayName></Owner><Buckets>");
+	sb_adds(&x, S3_BUCKETS_HEAD);
 	for (size_t i = 0; i < n; i++) {
 		fmt_iso_date(d, v[i]->ctime);
 		sb_printf(&x, "<Bucket><Name>%s</Name><CreationDate>%s</CreationDate></Bucket>",
 			  v[i]->name, d);
 	}
 	free(v);
-	sb_adds(&x, "</Buckets></ListAllMyBucketsResult>\n");
+	sb_adds(&x, S3_BUCKETS_TAIL);
 	s3_respond_xml(r, 200, &x);
 	sb_free(&x);
 }
@@ -256,8 +230,8 @@ static void contents_fields(struct sbuf *f, const struct s3_list_params *lp, con
 	fmt_iso_date(d, o->mtime);
 	sb_printf(f, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>"
 		  "<Size>%llu</Size>", d, o->etag, (unsigned long long)o->size);
-	if (lp->version == 1 || lp->fetch_owner)
-		sb_adds(f, "<Owner><ID>poolshim</ID><DisplayName>poolshim</DisplayName></Owner>");
+	if (lp->fetch_owner)
+		sb_adds(f, S3_OWNER_XML);
 	sb_adds(f, "<StorageClass>STANDARD</StorageClass>");
 }
 
@@ -343,15 +317,82 @@ static void list_objects(struct s3_req *r, struct bucket *b)
 /* ---------------------------------------------------------------------- */
 /* Objects                                                                  */
 
+/*
+ * Moves a new object's file (written, closed, in tmp/ as tname) into the
+ * bucket under the request's key and indexes it, unless the bucket went
+ * away or a PUT condition (If-Match, If-None-Match: *) no longer holds:
+ * both are checked with the rename under the bucket's write lock.
+ * Returns 0, or -1 once it has responded.
+ */
+static int place_object(struct s3_req *r, struct bucket *b, const char *tname, uint64_t len,
+			int64_t mt, const char *etag)
+{
+	char fname[72];
+	obj_name(fname, r->t.key, r->t.key_len);
+	int dfd = openat(store.bfd, b->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* Rename and index update together, so the index always describes the
+	 * file that is in place. */
+	pthread_rwlock_wrlock(&b->lock);
+	int rc = b->deleted || dfd < 0 ? -ENOENT : 0, cond = 0;
+	if (!rc) {
+		const struct obj *cur = idx_find(b, r->t.key, r->t.key_len);
+		cond = s3_check_put_conditions(r->m, cur ? cur->etag : NULL);
+	}
+	if (!rc && !cond && renameat(store.tfd, tname, dfd, fname))
+		rc = -errno;
+	if (!rc && !cond)
+		rc = idx_put(b, r->t.key, r->t.key_len, len, mt, etag);
+	pthread_rwlock_unlock(&b->lock);
+	if (rc || cond) {
+		unlinkat(store.tfd, tname, 0);
+		if (dfd >= 0)
+			close(dfd);
+		if (cond == 412)
+			s3_error(r, 412, "PreconditionFailed", S3_PRECONDITION_MSG);
+		else if (cond == 404 || rc == -ENOENT)
+			s3_error(r, 404, cond ? "NoSuchKey" : "NoSuchBucket",
+				 cond ? "The specified key does not exist." : "The specified bucket does not exist.");
+		else
+			s3_error(r, 500, "InternalError", strerror(-rc));
+		return -1;
+	}
+	fsync_dir(dfd);
+	close(dfd);
+	return 0;
+}
+
+/* Writes buf (header block filled, len data bytes) to a temporary file
+ * and places it under the key.  Returns 0, or -1 once it has responded. */
+static int store_object(struct s3_req *r, struct bucket *b, void *buf, uint64_t len, int64_t mt,
+			const char *etag)
+{
+	char tname[64];
+	int fd = write_new_file(buf, len, tname);
+	if (fd < 0) {
+		s3_error(r, 500, "InternalError", strerror(-fd));
+		return -1;
+	}
+	if (store.fsync && fsync(fd)) {
+		int e = errno;
+		tmp_abort(fd, tname);
+		s3_error(r, 500, "InternalError", strerror(e));
+		return -1;
+	}
+	close(fd);
+	return place_object(r, b, tname, len, mt, etag);
+}
+
+static void copy_object(struct s3_req *r, struct bucket *b, const char *upload);
+
 static void put_object(struct s3_req *r, struct bucket *b)
 {
 	struct sbuf ct, meta;
 	unsigned char md5[16];
-	char etag[48], tname[64], fname[72], eh[96];
+	char etag[48], eh[96];
 	uint64_t len;
 
 	if (http_hdr_get(r->m, "x-amz-copy-source", NULL)) {
-		s3_error(r, 501, "NotImplemented", "CopyObject is not implemented by this server.");
+		copy_object(r, b, NULL);
 		return;
 	}
 	sb_init(&ct);
@@ -374,82 +415,30 @@ static void put_object(struct s3_req *r, struct bucket *b)
 		 meta.p ? meta.p : "", meta.len);
 	sb_free(&ct);
 	sb_free(&meta);
-	int fd = write_new_file(buf, len, tname);
+	int rc = store_object(r, b, buf, len, mt, etag);
 	free(buf);
-	if (fd < 0) {
-		s3_error(r, 500, "InternalError", strerror(-fd));
+	if (rc)
 		return;
-	}
-	obj_name(fname, r->t.key, r->t.key_len);
-	int dfd = openat(store.bfd, b->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0) {
-		tmp_abort(fd, tname);
-		s3_error(r, 404, "NoSuchBucket", "The specified bucket does not exist.");
-		return;
-	}
-	if (store.fsync && fsync(fd)) {
-		int e = errno;
-		close(dfd);
-		tmp_abort(fd, tname);
-		s3_error(r, 500, "InternalError", strerror(e));
-		return;
-	}
-	close(fd);
-	/* Rename and index update together, so the index always describes the
-	 * file that is in place. */
-	pthread_rwlock_wrlock(&b->lock);
-	int rc = b->deleted ? -ENOENT : 0;
-	if (!rc && renameat(store.tfd, tname, dfd, fname))
-		rc = -errno;
-	if (!rc)
-		rc = idx_put(b, r->t.key, r->t.key_len, len, mt, etag);
-	pthread_rwlock_unlock(&b->lock);
-	if (rc) {
-		unlinkat(store.tfd, tname, 0);
-		close(dfd);
-		if (rc == -ENOENT)
-			s3_error(r, 404, "NoSuchBucket", "The specified bucket does not exist.");
-		else
-			s3_error(r, 500, "InternalError", strerror(-rc));
-		return;
-	}
-	fsync_dir(dfd);
-	close(dfd);
 	etag_header(eh, sizeof(eh), etag);
 	s3_respond(r, 200, eh, NULL, 0);
 }
 
-static void add_meta_headers(struct sbuf *h, const struct obj_hdr *oh)
-{
-	const char *p = hdr_key(oh) + oh->klen;
-	char d[32];
-
-	if (oh->ctlen) {
-		sb_adds(h, "Content-Type: ");
-		sb_add(h, p, oh->ctlen);
-		sb_adds(h, "\r\n");
-	} else {
-		sb_adds(h, "Content-Type: binary/octet-stream\r\n");
-	}
-	sb_add(h, p + oh->ctlen, oh->metalen);
-	fmt_http_date(d, oh->mtime);
-	sb_printf(h, "Last-Modified: %s\r\nETag: \"%s\"\r\nAccept-Ranges: bytes\r\n", d, oh->etag);
-}
-
-static void get_object(struct s3_req *r, struct bucket *b)
+/* Opens key's file and reads its header block, checked, into a fresh
+ * aligned block (*hbp).  Returns the descriptor, or -1 once it has
+ * responded. */
+static int open_object(struct s3_req *r, struct bucket *b, const char *key, size_t kl, void **hbp)
 {
 	char fname[72], path[340];
-	void *hb = NULL, *buf = NULL;
-	struct sbuf h;
+	void *hb;
 
 	pthread_rwlock_rdlock(&b->lock);
-	bool known = idx_find(b, r->t.key, r->t.key_len) != NULL;
+	bool known = idx_find(b, key, kl) != NULL;
 	pthread_rwlock_unlock(&b->lock);
 	if (!known) {
 		s3_error(r, 404, "NoSuchKey", "The specified key does not exist.");
-		return;
+		return -1;
 	}
-	obj_name(fname, r->t.key, r->t.key_len);
+	obj_name(fname, key, kl);
 	snprintf(path, sizeof(path), "%s/%s", b->name, fname);
 	int fd = open_data(store.bfd, path, O_RDONLY, 0);
 	if (fd < 0) {
@@ -457,40 +446,107 @@ static void get_object(struct s3_req *r, struct bucket *b)
 			s3_error(r, 404, "NoSuchKey", "The specified key does not exist.");
 		else
 			s3_error(r, 500, "InternalError", strerror(errno));
-		return;
+		return -1;
 	}
-	sb_init(&h);
 	if (posix_memalign(&hb, BLK, HDR_SIZE)) {
-		hb = NULL;
+		close(fd);
 		s3_error(r, 503, "SlowDown", "Not enough memory for this request right now.");
-		goto out;
+		return -1;
 	}
 	ssize_t n = pread_full(fd, hb, HDR_SIZE, 0);
 	const struct obj_hdr *oh = hb;
-	if (n < 0 || check_hdr(hb, n) ||
-	    store_key_cmp(hdr_key(oh), oh->klen, r->t.key, r->t.key_len)) {
+	if (n < 0 || check_hdr(hb, n) || store_key_cmp(hdr_key(oh), oh->klen, key, kl)) {
+		free(hb);
+		close(fd);
 		s3_error(r, 500, "InternalError", "The stored object is damaged.");
-		goto out;
+		return -1;
 	}
-	uint64_t size = oh->size, first = 0, last = size ? size - 1 : 0;
-	int status = 200;
+	*hbp = hb;
+	return fd;
+}
+
+/* Answers a failed GET/HEAD condition (304 or 412).  Returns cond. */
+static int condition_failed(struct s3_req *r, int cond, const struct obj_hdr *oh)
+{
+	if (cond == 304) {
+		char d[32], eh[160];
+		fmt_http_date(d, oh->mtime);
+		snprintf(eh, sizeof(eh), "ETag: \"%s\"\r\nLast-Modified: %s\r\n", oh->etag, d);
+		s3_respond(r, 304, eh, NULL, 0);
+	} else if (cond) {
+		s3_error(r, 412, "PreconditionFailed", S3_PRECONDITION_MSG);
+	}
+	return cond;
+}
+
+/* The bytes a GET/HEAD asks for: partNumber (one part of a multipart
+ * object), else Range, else everything.  Adds Content-Range and
+ * x-amz-mp-parts-count to h and sets *status.  Returns 0, or -1 once it
+ * has responded. */
+static int requested_range(struct s3_req *r, const struct obj_hdr *oh, struct sbuf *h,
+			   uint64_t *first, uint64_t *last, int *status)
+{
+	uint64_t size = oh->size;
+	const char *meta = hdr_key(oh) + oh->klen + oh->ctlen;
+	const char *pv = s3_query_get(&r->q, "partNumber", NULL);
 	size_t rl;
 	const char *rv = http_hdr_get(r->m, "range", &rl);
-	if (rv) {
-		int k = s3_range_parse(rv, rl, size, &first, &last);
-		if (k < 0) {
-			char cr[64];
-			snprintf(cr, sizeof(cr), "%llu", (unsigned long long)size);
-			s3_error(r, 416, "InvalidRange", "The requested range is not satisfiable");
-			goto out;
+	int k = 0;
+
+	*first = 0;
+	*last = size ? size - 1 : 0;
+	*status = 200;
+	if (pv) {
+		long pn;
+		int count;
+		if (parse_long(pv, 1, 10000, &pn)) {
+			s3_error(r, 400, "InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive.");
+			return -1;
 		}
-		if (k > 0) {
-			status = 206;
-			sb_printf(&h, "Content-Range: bytes %llu-%llu/%llu\r\n", (unsigned long long)first,
-				  (unsigned long long)last, (unsigned long long)size);
+		if (s3_part_range(meta, oh->metalen, size, pn, &count, first, last)) {
+			s3_error(r, 416, "InvalidPartNumber", "The requested partnumber is not satisfiable");
+			return -1;
+		}
+		if (!strchr(oh->etag, '-'))
+			return 0;
+		sb_printf(h, "x-amz-mp-parts-count: %d\r\n", count);
+		k = 1;
+	} else if (rv) {
+		k = s3_range_parse(rv, rl, size, first, last);
+		if (k < 0) {
+			s3_error(r, 416, "InvalidRange", "The requested range is not satisfiable");
+			return -1;
 		}
 	}
-	add_meta_headers(&h, oh);
+	if (k > 0) {
+		*status = 206;
+		sb_printf(h, "Content-Range: bytes %llu-%llu/%llu\r\n", (unsigned long long)*first,
+			  (unsigned long long)*last, (unsigned long long)size);
+	}
+	return 0;
+}
+
+static void get_object(struct s3_req *r, struct bucket *b)
+{
+	void *hb = NULL, *buf = NULL;
+	struct sbuf h;
+	char d[32];
+
+	int fd = open_object(r, b, r->t.key, r->t.key_len, &hb);
+	if (fd < 0)
+		return;
+	sb_init(&h);
+	const struct obj_hdr *oh = hb;
+	uint64_t first, last;
+	int status;
+	if (condition_failed(r, s3_check_get_conditions(r->m, "", oh->etag, oh->mtime), oh) ||
+	    requested_range(r, oh, &h, &first, &last, &status))
+		goto out;
+	const char *ct = hdr_key(oh) + oh->klen;
+	s3_object_headers(&h, &r->q, ct, oh->ctlen, ct + oh->ctlen, oh->metalen);
+	fmt_http_date(d, oh->mtime);
+	sb_printf(&h, "Last-Modified: %s\r\nETag: \"%s\"\r\nAccept-Ranges: bytes\r\n", d, oh->etag);
+	uint64_t size = oh->size;
 	uint64_t len = size ? last - first + 1 : 0;
 	if (h.failed) {
 		s3_error(r, 500, "InternalError", "Out of memory.");
@@ -518,9 +574,9 @@ static void get_object(struct s3_req *r, struct bucket *b)
 		goto out;
 	uint64_t left = len;
 	while (left) {
-		n = pread_full(fd, buf, bsz, aoff);
+		ssize_t n = pread_full(fd, buf, bsz, aoff);
 		if (n <= (ssize_t)skip) {
-			logmsg("short read on %s/%s", b->name, fname);
+			logmsg("short read on %s/%.64s", b->name, r->t.key);
 			r->close_after = true;
 			break;
 		}
@@ -721,40 +777,27 @@ out:
 	sb_free(&bk);
 }
 
-static void upload_part(struct s3_req *r, struct bucket *b, const char *id)
+/* Writes buf (room for the header block, then len data bytes with md5) as
+ * part pn of upload id.  Returns 0 with the part's ETag in etag, or -1
+ * once it has responded. */
+static int store_part(struct s3_req *r, const char *id, long pn, void *buf, uint64_t len,
+		      const unsigned char md5[16], char etag[48])
 {
-	long pn;
-	const char *pv = s3_query_get(&r->q, "partNumber", NULL);
-	if (!pv || parse_long(pv, 1, 10000, &pn)) {
-		s3_error(r, 400, "InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive.");
-		return;
-	}
-	void *info = upload_info(id, b->name, r->t.key, r->t.key_len);
-	if (!info) {
-		s3_error(r, 404, "NoSuchUpload", "The specified multipart upload does not exist.");
-		return;
-	}
-	free(info);
-	uint64_t len;
-	unsigned char md5[16];
-	char etag[48], tname[64], pname[32], eh[96];
-	void *buf = receive_object_body(r, &len, md5);
-	if (!buf)
-		return;
+	char tname[64], pname[32];
+
 	hex_encode(etag, md5, 16);
 	fill_hdr(buf, "", 0, len, now_s(), etag, "", 0, "", 0);
 	int fd = write_new_file(buf, len, tname);
-	free(buf);
 	if (fd < 0) {
 		s3_error(r, 500, "InternalError", strerror(-fd));
-		return;
+		return -1;
 	}
 	snprintf(pname, sizeof(pname), "part.%05ld", pn);
 	int udfd = openat(store.ufd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (udfd < 0) {
 		tmp_abort(fd, tname);
 		s3_error(r, 404, "NoSuchUpload", "The specified multipart upload does not exist.");
-		return;
+		return -1;
 	}
 	int rc = tmp_commit(fd, tname, udfd, pname);
 	if (!rc)
@@ -762,10 +805,198 @@ static void upload_part(struct s3_req *r, struct bucket *b, const char *id)
 	close(udfd);
 	if (rc) {
 		s3_error(r, 500, "InternalError", strerror(-rc));
+		return -1;
+	}
+	return 0;
+}
+
+/* The part number of an UploadPart(Copy), checked, and the upload it
+ * belongs to.  Returns 0, or -1 once it has responded. */
+static int part_target(struct s3_req *r, struct bucket *b, const char *id, long *pn)
+{
+	const char *pv = s3_query_get(&r->q, "partNumber", NULL);
+	if (!pv || parse_long(pv, 1, 10000, pn)) {
+		s3_error(r, 400, "InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive.");
+		return -1;
+	}
+	void *info = upload_info(id, b->name, r->t.key, r->t.key_len);
+	if (!info) {
+		s3_error(r, 404, "NoSuchUpload", "The specified multipart upload does not exist.");
+		return -1;
+	}
+	free(info);
+	return 0;
+}
+
+static void upload_part(struct s3_req *r, struct bucket *b, const char *id)
+{
+	long pn;
+	uint64_t len;
+	unsigned char md5[16];
+	char etag[48], eh[96];
+
+	if (http_hdr_get(r->m, "x-amz-copy-source", NULL)) {
+		copy_object(r, b, id);
 		return;
 	}
+	if (part_target(r, b, id, &pn))
+		return;
+	void *buf = receive_object_body(r, &len, md5);
+	if (!buf)
+		return;
+	int rc = store_part(r, id, pn, buf, len, md5, etag);
+	free(buf);
+	if (rc)
+		return;
 	etag_header(eh, sizeof(eh), etag);
 	s3_respond(r, 200, eh, NULL, 0);
+}
+
+/* Reads a whole object, header block in front, into a fresh aligned
+ * buffer (with a block to spare for padding).  Returns it, or NULL once it
+ * has responded. */
+static void *read_object(struct s3_req *r, struct bucket *b, const char *key, size_t kl)
+{
+	void *hb, *buf;
+	int fd = open_object(r, b, key, kl, &hb);
+	if (fd < 0)
+		return NULL;
+	uint64_t size = ((const struct obj_hdr *)hb)->size;
+	free(hb);
+	if (size > opt.max_object) {
+		close(fd);
+		s3_error(r, 400, "InvalidRequest", "The specified copy source is larger than the maximum allowable size for a copy source.");
+		return NULL;
+	}
+	if (posix_memalign(&buf, BLK, HDR_SIZE + round_up(size) + BLK)) {
+		close(fd);
+		s3_error(r, 503, "SlowDown", "Not enough memory for this request right now.");
+		return NULL;
+	}
+	ssize_t n = pread_full(fd, buf, HDR_SIZE + round_up(size), 0);
+	close(fd);
+	if (n < (ssize_t)(HDR_SIZE + size) || check_hdr(buf, n)) {
+		free(buf);
+		s3_error(r, 500, "InternalError", "The stored object is damaged.");
+		return NULL;
+	}
+	return buf;
+}
+
+/* The header block of a copy: the source's content type and headers, or
+ * with x-amz-metadata-directive: REPLACE the request's (keeping the
+ * source's part sizes).  Returns 0, or -1 once it has responded. */
+static int copy_header(struct s3_req *r, void *buf, int64_t mt)
+{
+	const struct obj_hdr *oh = buf;
+	const char *sct = hdr_key(oh) + oh->klen, *smeta = sct + oh->ctlen;
+	struct sbuf ct, meta;
+	char etag[48];
+	uint64_t size = oh->size;
+	int ret = 0;
+
+	sb_init(&ct);
+	sb_init(&meta);
+	snprintf(etag, sizeof(etag), "%s", oh->etag);
+	if (s3_copy_replaces_meta(r->m)) {
+		int count;
+		uint64_t first, last;
+		ret = collect_meta(r, &ct, &meta);
+		/* The parts line, if any, is the source's last line. */
+		if (!ret && s3_part_range(smeta, oh->metalen, size, 1, &count, &first, &last) == 0 &&
+		    count > 1) {
+			const char *pl = memmem(smeta, oh->metalen, S3_PARTS_LINE, strlen(S3_PARTS_LINE));
+			if (pl)
+				sb_add(&meta, pl, smeta + oh->metalen - pl);
+		}
+	} else {
+		sb_add(&ct, sct, oh->ctlen);
+		sb_add(&meta, smeta, oh->metalen);
+	}
+	if (ret || meta.len > MAX_META || ct.failed || meta.failed) {
+		s3_error(r, 400, "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size.");
+		ret = -1;
+	} else {
+		fill_hdr(buf, r->t.key, r->t.key_len, size, mt, etag, ct.p ? ct.p : "", ct.len,
+			 meta.p ? meta.p : "", meta.len);
+	}
+	sb_free(&ct);
+	sb_free(&meta);
+	return ret;
+}
+
+/*
+ * CopyObject (upload NULL) and UploadPartCopy: the source object is read
+ * whole into a fresh buffer, checked against the x-amz-copy-source-if-*
+ * conditions, and written like a PUT of the same bytes (a part: the
+ * x-amz-copy-source-range of them).
+ */
+static void copy_object(struct s3_req *r, struct bucket *b, const char *upload)
+{
+	struct s3_target src;
+	long pn = 0;
+	void *buf = NULL;
+	struct sbuf x;
+
+	sb_init(&x);
+	if (upload && part_target(r, b, upload, &pn))
+		return;
+	int rc = s3_copy_source(r->m, &src);
+	if (rc) {
+		s3_error(r, 400, "InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey.");
+		return;
+	}
+	struct bucket *sb = bucket_get(src.bucket);
+	if (!sb) {
+		s3_error(r, 404, "NoSuchBucket", "The specified bucket does not exist.");
+		goto out;
+	}
+	if (!upload && sb == b && !store_key_cmp(src.key, src.key_len, r->t.key, r->t.key_len) &&
+	    !s3_copy_replaces_meta(r->m)) {
+		s3_error(r, 400, "InvalidRequest", "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
+		goto out;
+	}
+	buf = read_object(r, sb, src.key, src.key_len);
+	if (!buf)
+		goto out;
+	const struct obj_hdr *oh = buf;
+	if (s3_check_get_conditions(r->m, "x-amz-copy-source-", oh->etag, oh->mtime)) {
+		s3_error(r, 412, "PreconditionFailed", S3_PRECONDITION_MSG);
+		goto out;
+	}
+	int64_t mt = now_s();
+	if (upload) {
+		uint64_t first = 0, last = oh->size ? oh->size - 1 : 0, len = oh->size;
+		size_t rl;
+		const char *rv = http_hdr_get(r->m, "x-amz-copy-source-range", &rl);
+		if (rv) {
+			int k = s3_range_parse(rv, rl, oh->size, &first, &last);
+			if (k <= 0) {
+				s3_error(r, 416, "InvalidRange", "The requested range is not satisfiable");
+				goto out;
+			}
+			len = last - first + 1;
+			memmove((char *)buf + HDR_SIZE, (char *)buf + HDR_SIZE + first, len);
+		}
+		unsigned char md5[16];
+		char etag[48];
+		md5_bin(md5, (char *)buf + HDR_SIZE, len);
+		if (store_part(r, upload, pn, buf, len, md5, etag))
+			goto out;
+		s3_copy_result_xml(&x, true, etag, mt);
+	} else {
+		char etag[48];
+		snprintf(etag, sizeof(etag), "%s", oh->etag);
+		uint64_t size = oh->size;
+		if (copy_header(r, buf, mt) || store_object(r, b, buf, size, mt, etag))
+			goto out;
+		s3_copy_result_xml(&x, false, etag, mt);
+	}
+	s3_respond_xml(r, 200, &x);
+out:
+	free(buf);
+	sb_free(&x);
+	s3_target_free(&src);
 }
 
 static void remove_upload(const char *id)
@@ -901,8 +1132,7 @@ struct completion {
 	uint64_t *psize;            /* and its size */
 	uint64_t total;
 	void *hb;                   /* a part's header block, read back */
-	EVP_MD_CTX *md;             /* MD5 over the parts' MD5s */
-	char etag[48];              /* its hex, then "-np" */
+	char etag[48];              /* S3's multipart ETag */
 };
 
 static void completion_free(struct completion *c)
@@ -915,7 +1145,6 @@ static void completion_free(struct completion *c)
 	free(c->psize);
 	free(c->parts);
 	free(c->hb);
-	EVP_MD_CTX_free(c->md);
 }
 
 static int read_part_list(struct s3_req *r, struct completion *c)
@@ -940,13 +1169,11 @@ static int completion_alloc(struct s3_req *r, struct completion *c)
 		for (int i = 0; i < c->np; i++)
 			c->pfd[i] = -1;
 	c->psize = malloc(c->np * sizeof(*c->psize));
-	c->md = EVP_MD_CTX_new();
-	if (!c->pfd || !c->psize || !c->md || posix_memalign(&c->hb, BLK, HDR_SIZE)) {
+	if (!c->pfd || !c->psize || posix_memalign(&c->hb, BLK, HDR_SIZE)) {
 		c->hb = NULL;
 		s3_error(r, 503, "SlowDown", "Not enough memory for this request right now.");
 		return -1;
 	}
-	EVP_DigestInit_ex(c->md, EVP_md5(), NULL);
 	return 0;
 }
 
@@ -976,9 +1203,8 @@ static int open_parts(struct s3_req *r, const char *id, struct completion *c)
 		}
 		c->psize[i] = h->size;
 		c->total += h->size;
-		unsigned char bin[16];
-		hex_decode(bin, 16, h->etag, 32);
-		EVP_DigestUpdate(c->md, bin, 16);
+		/* The stored ETag, whatever case the client wrote it in. */
+		snprintf(c->parts[i].etag, sizeof(c->parts[i].etag), "%s", h->etag);
 	}
 	return 0;
 }
@@ -1000,13 +1226,9 @@ static int check_part_sizes(struct s3_req *r, const struct completion *c)
 	return 0;
 }
 
-/* S3's multipart ETag: the MD5 of the parts' binary MD5s, "-" their count. */
 static void upload_etag(struct completion *c)
 {
-	unsigned char fin[16];
-	EVP_DigestFinal_ex(c->md, fin, NULL);
-	hex_encode(c->etag, fin, 16);
-	snprintf(c->etag + 32, sizeof(c->etag) - 32, "-%d", c->np);
+	s3_multipart_etag(c->etag, c->parts, c->np);
 }
 
 /* The object's file as it is written: whole pieces of one aligned buffer,
@@ -1121,8 +1343,16 @@ static int assemble(struct s3_req *r, const struct completion *c, const void *in
 		s3_error(r, 503, "SlowDown", "Not enough memory for this request right now.");
 		return -1;
 	}
+	/* The part sizes go with the object (GET ?partNumber), when they fit. */
+	struct sbuf meta;
+	sb_init(&meta);
+	sb_add(&meta, ip + ih->ctlen, ih->metalen);
+	s3_parts_line(&meta, c->psize, c->np);
+	if (meta.failed || meta.len > MAX_META)
+		meta.len = ih->metalen;
 	fill_hdr(w.buf, r->t.key, r->t.key_len, c->total, mt, c->etag, ip, ih->ctlen,
-		 ip + ih->ctlen, ih->metalen);
+		 meta.p ? meta.p : "", meta.len);
+	sb_free(&meta);
 	w.fd = tmp_create(tname);
 	if (w.fd < 0) {
 		s3_error(r, 500, "InternalError", strerror(-w.fd));
@@ -1140,31 +1370,11 @@ static int assemble(struct s3_req *r, const struct completion *c, const void *in
 }
 
 /* Moves the assembled file into the bucket under the key and indexes it,
- * unless the bucket went away meanwhile. */
+ * as a PUT would. */
 static int commit_object(struct s3_req *r, struct bucket *b, const char *tname,
 			 const struct completion *c, int64_t mt)
 {
-	char fname[72];
-	obj_name(fname, r->t.key, r->t.key_len);
-	int dfd = openat(store.bfd, b->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	pthread_rwlock_wrlock(&b->lock);
-	int rc = b->deleted || dfd < 0 ? -ENOENT : 0;
-	if (!rc && renameat(store.tfd, tname, dfd, fname))
-		rc = -errno;
-	if (!rc)
-		rc = idx_put(b, r->t.key, r->t.key_len, c->total, mt, c->etag);
-	pthread_rwlock_unlock(&b->lock);
-	if (rc) {
-		unlinkat(store.tfd, tname, 0);
-		if (dfd >= 0)
-			close(dfd);
-		s3_error(r, rc == -ENOENT ? 404 : 500, rc == -ENOENT ? "NoSuchBucket" : "InternalError",
-			 strerror(-rc));
-		return -1;
-	}
-	fsync_dir(dfd);
-	close(dfd);
-	return 0;
+	return place_object(r, b, tname, c->total, mt, c->etag);
 }
 
 static void send_complete_result(struct s3_req *r, struct bucket *b, const char *etag)
@@ -1184,19 +1394,42 @@ static void send_complete_result(struct s3_req *r, struct bucket *b, const char 
 	sb_free(&x);
 }
 
+/* A CompleteMultipartUpload repeated after it succeeded: the upload is
+ * gone, but when the key holds the object those parts made, S3 answers
+ * with the same result again.  Returns true once it has. */
+static bool completed_before(struct s3_req *r, struct bucket *b, const struct completion *c)
+{
+	char etag[48];
+	for (int i = 0; i < c->np; i++)
+		if (strlen(c->parts[i].etag) != 32 || !s3_etag_ok(c->parts[i].etag))
+			return false;
+	s3_multipart_etag(etag, c->parts, c->np);
+	pthread_rwlock_rdlock(&b->lock);
+	const struct obj *o = idx_find(b, r->t.key, r->t.key_len);
+	bool same = o && !strcmp(o->etag, etag);
+	pthread_rwlock_unlock(&b->lock);
+	if (same)
+		send_complete_result(r, b, etag);
+	return same;
+}
+
 static void complete_upload(struct s3_req *r, struct bucket *b, const char *id)
 {
-	void *info = upload_info(id, b->name, r->t.key, r->t.key_len);
-	if (!info) {
-		s3_error(r, 404, "NoSuchUpload", "The specified multipart upload does not exist.");
-		return;
-	}
 	struct completion c = { 0 };
 	char tname[64];
 	int64_t mt;
+	void *info = NULL;
 
+	if (read_part_list(r, &c))
+		goto out;
+	info = upload_info(id, b->name, r->t.key, r->t.key_len);
+	if (!info) {
+		if (!completed_before(r, b, &c))
+			s3_error(r, 404, "NoSuchUpload", "The specified multipart upload does not exist.");
+		goto out;
+	}
 	/* Every part is checked before anything is written. */
-	if (read_part_list(r, &c) || completion_alloc(r, &c) || check_part_order(r, &c) ||
+	if (completion_alloc(r, &c) || check_part_order(r, &c) ||
 	    open_parts(r, id, &c) || check_part_sizes(r, &c))
 		goto out;
 	upload_etag(&c);
@@ -1215,34 +1448,16 @@ out:
 
 static bool has_param(struct s3_req *r, const char *name)
 {
-	return s3_query_get(&r->q, name, NULL) != NULL;
+	return s3_has_param(&r->q, name);
 }
 
 static void bucket_location(struct s3_req *r)
 {
 	struct sbuf x;
 	sb_init(&x);
-	sb_adds(&x, S3_XML_HEAD "<LocationConstraint " S3_XMLNS ">");
-	if (strcmp(opt.region, "us-east-1"))
-		sb_adds(&x, opt.region);
-	sb_adds(&x, "</LocationConstraint>\n");
+	s3_location_xml(&x, opt.region);
 	s3_respond_xml(r, 200, &x);
 	sb_free(&x);
-}
-
-static const char *unsupported_subresource(struct s3_req *r)
-{
-	static const char *const names[] = {
-		"acl", "policy", "cors", "lifecycle", "versioning", "versions", "tagging",
-		"website", "logging", "notification", "replication", "encryption",
-		"object-lock", "retention", "legal-hold", "torrent", "accelerate",
-		"requestPayment", "inventory", "metrics", "analytics", "ownershipControls",
-		"publicAccessBlock", "intelligent-tiering", "restore", "select", "attributes",
-	};
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (has_param(r, names[i]))
-			return names[i];
-	return NULL;
 }
 
 static void handle(struct s3_req *r, void *arg)
@@ -1256,7 +1471,7 @@ static void handle(struct s3_req *r, void *arg)
 			s3_error(r, 405, "MethodNotAllowed", "The specified method is not allowed against this resource.");
 		return;
 	}
-	if (unsupported_subresource(r)) {
+	if (s3_unsupported_subresource(&r->q)) {
 		s3_error(r, 501, "NotImplemented", "A header or query you provided implies functionality that is not implemented.");
 		return;
 	}
@@ -1288,6 +1503,12 @@ static void handle(struct s3_req *r, void *arg)
 			delete_objects(r, b);
 		else
 			s3_error(r, 405, "MethodNotAllowed", "The specified method is not allowed against this resource.");
+		return;
+	}
+	/* Buckets are never versioned: each object is its one "null" version. */
+	const char *vid = s3_query_get(&r->q, "versionId", NULL);
+	if (vid && strcmp(vid, "null")) {
+		s3_error(r, 400, "InvalidArgument", "Invalid version id specified");
 		return;
 	}
 	const char *upload = s3_query_get(&r->q, "uploadId", NULL);

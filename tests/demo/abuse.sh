@@ -13,7 +13,7 @@ expect_eq "20 KB header -> 431" "$out" "431"
 out=$($RAWHTTP bigheader 127.0.0.1 "$PORT_proxy" 200000 2>&1)
 expect_eq "200 KB header -> 431" "$out" "431"
 out=$($RAWHTTP bigheader 127.0.0.1 "$PORT_proxy" 4000 2>&1)
-expect_eq "4 KB header is fine (403: no auth)" "$out" "403"
+expect_eq "4 KB header is fine (404: anonymous, no such bucket)" "$out" "404"
 
 for c in cl-te te-cl cl-cl te-gzip te-te cl-space bad-cl; do
 	out=$($RAWHTTP smuggle 127.0.0.1 "$PORT_proxy" $c 2>&1)

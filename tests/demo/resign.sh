@@ -3,7 +3,8 @@
 # s3proxy in front of an S3 server that checks signatures itself: a second
 # s3proxy (with its own credentials) stands in for MinIO/RGW, and the front
 # proxy re-signs every request with --backend-auth.  Objects, listings,
-# multipart uploads and bulk deletes must all get through.
+# multipart uploads, bulk deletes and the boto3 checks of s3compat.py must
+# all get through.
 . "$PS_TOP_SRCDIR/tests/demo/lib.sh"
 
 start_stack
@@ -27,6 +28,17 @@ if $PYTHON "$PS_TOP_SRCDIR/tests/demo/listing.py" "$DEMO_TMP/data1" "$DEMO_TMP/d
 else
 	fail "listings through the re-signing proxy:"
 	grep -v '^ok' "$DEMO_TMP/listing.out" >&2
+fi
+# What a re-signed backend such as RGW is asked for copies, versions
+# listings, conditions, headers and multipart edges (boto3, s3compat.py).
+if $PYTHON -c 'import boto3' 2>/dev/null; then
+	if $PYTHON "$PS_TOP_SRCDIR/tests/demo/s3compat.py" "$S3_ENDPOINT" compat-resign proxy \
+		>"$DEMO_TMP/compat.out" 2>&1; then
+		pass "boto3 checks through the re-signing proxy ($(grep -c '^ok' "$DEMO_TMP/compat.out") checks)"
+	else
+		fail "boto3 checks through the re-signing proxy:"
+		grep -v '^ok' "$DEMO_TMP/compat.out" >&2
+	fi
 fi
 out=$($S3REQ --ak "$DEMO_AK" --sk "$DEMO_SK" GET mpu --query list-type=2)
 expect_match "the back end's credentials do not work at the front" "$out" '^403.*InvalidAccessKeyId'

@@ -99,7 +99,12 @@ def request(method, bucket, key=None, body=b"", o=None, conn=None):
         method, path, cq,
         "".join(f"{k}:{' '.join(hdrs[k].split())}\n" for k in signed),
         ";".join(signed), phash if a.payload != "absent" else hashlib.sha256(body).hexdigest()])
-    sts = "\n".join(["AWS4-HMAC-SHA256", amzdate, scope, hashlib.sha256(canon.encode()).hexdigest()])
+    # http.client sends str header values as latin-1: sign those bytes.
+    try:
+        cbytes = canon.encode("latin-1")
+    except UnicodeEncodeError:
+        cbytes = canon.encode()
+    sts = "\n".join(["AWS4-HMAC-SHA256", amzdate, scope, hashlib.sha256(cbytes).hexdigest()])
     skey = hm(hm(hm(hm(("AWS4" + a.sk).encode(), date), a.region), "s3"), "aws4_request")
     sig = hmac.new(skey, sts.encode(), hashlib.sha256).hexdigest()
     if a.bad_sig:

@@ -95,8 +95,21 @@ req("POST", "vgx", "mp", x.encode(), s3req.Opts(query=f"uploadId={uid}"))
 st, _, got = req("GET", "vgx", "mp", b"", s3req.Opts(headers=["Range: bytes=5242870-5242889"]))
 ok = st == 206 and got == (parts[0] + parts[1])[5242870:5242890]
 req("PUT", "vgx", "a", b"x" * 10, s3req.Opts(payload="streaming", chunk=4))
+# The copy, conditional, versions, part, error and anonymous paths.
+req("POST", "vgx", "mp", x.encode(), s3req.Opts(query=f"uploadId={uid}"))
+req("GET", "vgx", "mp", b"", s3req.Opts(query="partNumber=2"))
+for i in range(4):
+    req("PUT", "vgx", f"c{i}", b"", s3req.Opts(headers=["x-amz-copy-source: vgx/a"]))
+req("GET", "vgx", "c0", b"", s3req.Opts(headers=['If-None-Match: "x"', 'If-Match: "y"']))
+req("GET", "vgx", "nosuch")
+req("GET", "vgx", None, b"", s3req.Opts(query="versions"))
+import http.client
+c = http.client.HTTPConnection("127.0.0.1", int(os.environ["S3_ENDPOINT"].rsplit(":", 1)[1]))
+c.request("GET", "/vgx/nosuch")
+print("anonymous", c.getresponse().status)
+c.close()
 req("GET", "vgx", "", b"", s3req.Opts(query="list-type=2&delimiter=/"))
-d = "<Delete><Object><Key>mp</Key></Object><Object><Key>a</Key></Object></Delete>"
+d = "<Delete>" + "".join(f"<Object><Key>{k}</Key></Object>" for k in ["mp", "a", "c0", "c1", "c2", "c3"]) + "</Delete>"
 import base64, hashlib
 md5 = base64.b64encode(hashlib.md5(d.encode()).digest()).decode()
 req("POST", "vgx", None, d.encode(), s3req.Opts(query="delete", headers=[f"Content-MD5: {md5}"]))

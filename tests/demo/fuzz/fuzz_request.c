@@ -2,7 +2,9 @@
 /*
  * libFuzzer target: the request side of demo/http.c (head limits, framing
  * checks, pipelining, body delivery) and the S3 request-target, query and
- * Range parsing that follows it in storaged and s3proxy.
+ * Range parsing that follows it in storaged and s3proxy, and the shared
+ * object semantics over the same request (s3ops.c: readable keys,
+ * conditions, the copy source, stored and returned headers).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 
 #include "http.h"
 #include "s3.h"
+#include "s3ops.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -22,15 +25,34 @@ static void after_head(struct http_conn *c)
 	uint64_t a, b;
 
 	if (s3_target_parse(c->msg.url, c->msg.url_len, &t) == 0) {
+		if (t.has_key)
+			s3_key_readable(t.key, t.key_len);
 		if (s3_query_parse(t.raw_query, t.raw_query_len, &q) == 0) {
 			struct s3_list_params lp;
 			const char *code, *msg;
 			if (s3_list_params_parse(&q, &lp, &code, &msg) == 0)
 				s3_list_params_free(&lp);
+			/* What storaged stores from this request, served back. */
+			struct sbuf ct, meta, h;
+			sb_init(&ct);
+			sb_init(&meta);
+			sb_init(&h);
+			s3_collect_meta(&c->msg, &ct, &meta, 2048);
+			s3_object_headers(&h, &q, ct.p, ct.len, meta.p ? meta.p : "", meta.len);
+			sb_free(&ct);
+			sb_free(&meta);
+			sb_free(&h);
 			s3_query_free(&q);
 		}
 		s3_target_free(&t);
 	}
+	struct s3_target src;
+	if (s3_copy_source(&c->msg, &src) == 0)
+		s3_target_free(&src);
+	s3_check_get_conditions(&c->msg, "", "0123456789abcdef0123456789abcdef", 1700000000);
+	s3_check_get_conditions(&c->msg, "x-amz-copy-source-", "0123", 0);
+	s3_check_put_conditions(&c->msg, NULL);
+	s3_check_put_conditions(&c->msg, "0123");
 	v = http_hdr_get(&c->msg, "range", &n);
 	if (v) {
 		s3_range_parse(v, n, 0, &a, &b);
