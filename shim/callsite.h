@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Call sites: which code allocates the pooled buffers and does the large
- * I/O.  With POOLSHIM_BACKTRACE=N, one call in POOLSHIM_BACKTRACE_SAMPLE
- * (per thread) of each kind captures up to N frames with libunwind; the
- * stacks are aggregated in a fixed table (count, bytes, time) and
- * symbolized with dladdr only when the report is written.
+ * I/O.  With POOLSHIM_BACKTRACE=N, calls are sampled by bytes (one capture
+ * per POOLSHIM_BACKTRACE_SAMPLE bytes on average, per thread and kind), each
+ * capturing up to N frames with libunwind; the stacks are aggregated in a
+ * fixed table (estimated calls, bytes, time) and symbolized only when the
+ * report is written.
  */
 #ifndef PS_CALLSITE_H
 #define PS_CALLSITE_H
