@@ -19,6 +19,11 @@
  *                  a signal (pause)
  *   fork-work N F  a fork child makes N preads of 64 KiB from file F and
  *                  _exits(0); prints "child PID"
+ *   cancel F       for each interposed call: a thread with a cancel pending
+ *                  makes the call (F a scratch file); prints whether the
+ *                  call was a cancellation point (cancelled) or returned
+ *   keep-errno F   errno set to 4242 before each of the doors' successful
+ *                  calls; prints any call that changed it
  *   sites          malloc(4 MiB) from one function and malloc(256 KiB)
  *                  from another, alternately, 400 times each
  *
@@ -34,6 +39,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 static int (*volatile v_posix_memalign)(void **, size_t, size_t) = posix_memalign;
@@ -229,6 +238,132 @@ static int fork_work(int n, const char *path)
 	return 0;
 }
 
+
+/* One descriptor of each kind the cases need, made before any thread. */
+static int c_file, c_sock[2], c_pipe[2];
+static const char *c_path;
+static char c_buf[4096];
+
+static int call_case(const char *name)
+{
+	struct iovec iov = { c_buf, 16 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (!strcmp(name, "read"))
+		return (int)read(c_file, c_buf, 16);
+	if (!strcmp(name, "write"))
+		return (int)write(c_pipe[1], "x", 1);
+	if (!strcmp(name, "pread"))
+		return (int)pread(c_file, c_buf, 16, 0);
+	if (!strcmp(name, "pwrite"))
+		return (int)pwrite(c_file, "x", 1, 0);
+	if (!strcmp(name, "readv"))
+		return (int)readv(c_file, &iov, 1);
+	if (!strcmp(name, "writev"))
+		return (int)writev(c_pipe[1], &iov, 1);
+	if (!strcmp(name, "preadv"))
+		return (int)preadv(c_file, &iov, 1, 0);
+	if (!strcmp(name, "pwritev"))
+		return (int)pwritev(c_file, &iov, 1, 0);
+	if (!strcmp(name, "send"))
+		return (int)send(c_sock[0], "x", 1, 0);
+	if (!strcmp(name, "sendto"))
+		return (int)sendto(c_sock[0], "x", 1, 0, NULL, 0);
+	if (!strcmp(name, "sendmsg"))
+		return (int)sendmsg(c_sock[0], &mh, 0);
+	if (!strcmp(name, "recv"))
+		return (int)recv(c_sock[1], c_buf, 1, MSG_DONTWAIT);
+	if (!strcmp(name, "recvfrom"))
+		return (int)recvfrom(c_sock[1], c_buf, 1, MSG_DONTWAIT, NULL, NULL);
+	if (!strcmp(name, "recvmsg"))
+		return (int)recvmsg(c_sock[1], &mh, MSG_DONTWAIT);
+	if (!strcmp(name, "open")) {
+		int fd = open(c_path, O_RDONLY);
+		return fd < 0 ? -1 : close(fd);
+	}
+	if (!strcmp(name, "openat")) {
+		int fd = openat(AT_FDCWD, c_path, O_RDONLY);
+		return fd < 0 ? -1 : close(fd);
+	}
+	if (!strcmp(name, "close"))
+		return close(dup(c_file));
+	if (!strcmp(name, "fclose"))
+		return fclose(fopen(c_path, "r"));
+	if (!strcmp(name, "fcntl-getfl"))
+		return fcntl(c_file, F_GETFL);
+	if (!strcmp(name, "dup"))
+		return close(dup(c_file)) * 0;
+	if (!strcmp(name, "malloc")) {
+		void *p = malloc(1 << 20);
+		free(p);
+		return 0;
+	}
+	if (!strcmp(name, "sigaction")) {
+		struct sigaction sa;
+		return sigaction(SIGTERM, NULL, &sa);
+	}
+	return -2;
+}
+
+static const char *const cases[] = {
+	"read", "write", "pread", "pwrite", "readv", "writev", "preadv", "pwritev", "send",
+	"sendto", "sendmsg", "recv", "recvfrom", "recvmsg", "open", "openat", "close", "fclose",
+	"fcntl-getfl", "dup", "malloc", "sigaction",
+};
+
+static void *cancel_thread(void *name)
+{
+	pthread_cancel(pthread_self());
+	call_case(name);
+	return (void *)1;
+}
+
+static int make_case_fds(const char *path)
+{
+	c_path = path;
+	c_file = open(path, O_RDWR | O_CREAT, 0600);
+	if (c_file < 0 || write(c_file, c_buf, sizeof(c_buf)) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM, 0, c_sock) < 0 || pipe(c_pipe) < 0)
+		return -1;
+	/* Data for the receives, and room for the sends. */
+	for (int i = 0; i < 64; i++)
+		if (send(c_sock[0], "y", 1, 0) < 0)
+			return -1;
+	return 0;
+}
+
+static int cancel_cases(const char *path)
+{
+	if (make_case_fds(path) < 0)
+		return 2;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		pthread_t t;
+		void *ret;
+		if (pthread_create(&t, NULL, cancel_thread, (void *)cases[i]) != 0 ||
+		    pthread_join(t, &ret) != 0)
+			return 2;
+		printf("%s: %s\n", cases[i], ret == PTHREAD_CANCELED ? "cancelled" : "returned");
+		/* Drain what the writes left in the pipe. */
+		fcntl(c_pipe[0], F_SETFL, O_NONBLOCK);
+		while (read(c_pipe[0], c_buf, sizeof(c_buf)) > 0)
+			;
+	}
+	return 0;
+}
+
+static int keep_errno(const char *path)
+{
+	if (make_case_fds(path) < 0)
+		return 2;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		errno = 4242;
+		int r = call_case(cases[i]);
+		if (errno != 4242)
+			printf("%s: returned %d, errno %d\n", cases[i], r, errno);
+	}
+	printf("done\n");
+	return 0;
+}
+
 static void *volatile sink;
 static __attribute__((noinline)) void big_site(void)
 {
@@ -269,7 +404,11 @@ int main(int argc, char **argv)
 		return fork_work(atoi(argv[2]), argv[3]);
 	if (strcmp(m, "sites") == 0)
 		return sites();
+	if (strcmp(m, "cancel") == 0 && argc > 2)
+		return cancel_cases(argv[2]);
+	if (strcmp(m, "keep-errno") == 0 && argc > 2)
+		return keep_errno(argv[2]);
 	fprintf(stderr, "usage: host_helper errno|sigview|vfork-dump|vfork-dfl|wait-term|"
-		"fork-work N FILE|sites\n");
+		"fork-work N FILE|sites|cancel FILE|keep-errno FILE\n");
 	return 2;
 }

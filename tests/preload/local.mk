@@ -117,5 +117,6 @@ tests_preload_exit_abrupt_LDADD = -lpthread
 # to compare with and without the shim; signal_end.sh: reports from
 # programs stopped by TERM/INT/HUP (sleep, haproxy) and vfork children.
 check_PROGRAMS += tests/preload/host_helper
+tests_preload_host_helper_LDADD = -lpthread
 pst_scripts += tests/preload/signal_end.sh tests/preload/host_errno.sh \
 	tests/preload/fork_work.sh tests/preload/callsite_bytes.sh tests/preload/fio.sh
