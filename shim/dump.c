@@ -479,8 +479,10 @@ static bool cannot_execvp(const char *file)
 }
 
 /*
- * The report of an image about to be replaced, unless we are a vfork child
- * or the exec cannot succeed (a PATH search that tries each directory).
+ * The report of an image about to be replaced, unless we are a vfork child,
+ * a fork child that did next to nothing before its exec (a shell's, which
+ * would add a report per command; ps_report_due), or the exec cannot
+ * succeed (a PATH search that tries each directory).
  * Only a snapshot: if exec fails the process goes on, so its live file
  * stays and the report at exit is the complete one.  On success a new
  * image under the shim takes the file over (same pid).
@@ -489,9 +491,11 @@ static void before_exec(const char *path, bool search)
 {
 	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) != PS_STATE_ON)
 		return;
-	if ((int)PS_SYSCALL(SYS_getpid) != ps_pid)
-		return;
 	int saved = errno;
+	if (!ps_report_due()) {
+		errno = saved;
+		return;
+	}
 	if (!path || !(search ? cannot_execvp(path) : cannot_exec(path)))
 		ps_report_emit(&ps_cfg, 0);
 	errno = saved;

@@ -358,12 +358,15 @@ static bool child_worked(void)
  * they do during exit().  Also the end of a process killed by a signal it
  * left at its default (dump.c).
  */
+bool ps_report_due(void)
+{
+	int pid = (int)PS_SYSCALL(SYS_getpid);
+	return pid == ps_pid && (pid == start_pid || child_worked());
+}
+
 void ps_end_now(void)
 {
-	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) != PS_STATE_ON)
-		return;
-	int pid = (int)PS_SYSCALL(SYS_getpid);
-	if (pid != ps_pid || (pid != start_pid && !child_worked()) ||
+	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) != PS_STATE_ON || !ps_report_due() ||
 	    __atomic_exchange_n(&ended, 1, __ATOMIC_ACQ_REL))
 		return;
 	int saved_errno = errno;

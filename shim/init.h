@@ -32,6 +32,14 @@ extern int ps_pid;
  */
 void ps_end_now(void);
 
+/*
+ * Whether this process writes a report where it ends or execs without
+ * exit(): the process that started the shim, or a fork child that did
+ * work of its own (so a shell's fork child that only sets up an exec adds
+ * no report); never a vfork or raw clone child.  Async-signal-safe.
+ */
+bool ps_report_due(void);
+
 /* Slow path of ps_enabled(): initialise, or wait for the thread that is. */
 bool ps_init_slow(void);
 

@@ -3,7 +3,10 @@
 # A fork child that does the work and ends with _exit() (fio's job
 # processes, prefork servers' workers) writes its own report, counting
 # its own calls; one that does next to nothing before _exit() (a failed
-# exec) writes none.  Both end as without the shim.
+# exec) writes none.  Both end as without the shim.  Likewise before an
+# exec: bash's fork child that only sets up the exec of a command writes
+# no snapshot of its own, so `bash -c 'ls; true; :'` gives three reports
+# (ls, true, bash), not five.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 H="$PRELOAD_BIN/host_helper"
 F="$PST_TMP/data"
@@ -36,4 +39,13 @@ for n in 200 0; do
 	left=$(ls -A "$d/live")
 	[ -z "$left" ] && pass "n=$n: no live file left" || fail "n=$n: live files left: $left"
 done
+if command -v bash >/dev/null 2>&1; then
+	d="$PST_TMP/bash"
+	mkdir -p "$d"
+	shim POOLSHIM_STATS="$d/r-%p-%e.json" -- bash -c '/bin/ls / >/dev/null; /bin/true; :' ||
+		fail "bash failed under the shim"
+	names=$(cd "$d" && ls | sed 's/^r-[0-9]*-//; s/\.json$//' | sort | tr '\n' ' ')
+	[ "$names" = "bash ls true " ] && pass "bash -c: one report each for bash, ls and true" ||
+		fail "bash -c: reports from '$names', want 'bash ls true '"
+fi
 finish
