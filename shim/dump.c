@@ -52,6 +52,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -92,6 +93,49 @@ static bool borrowed_memory(void)
 }
 
 /*
+ * The end's report runs on a stack of its own: the signal may be taken by
+ * a thread whose stack is nearly full or small (16 KiB threads overflowed
+ * while writing it).  Mapped when first needed (mmap is a system call,
+ * safe in a handler), with a guard page below; the first thread to end
+ * takes it, any other (its report is skipped: one per process) stays on
+ * its own stack.  x86-64 only, as the rest of the shim (rdtsc).
+ */
+#define END_STACK (256u << 10)
+static int end_stack_taken;
+
+static void run_on_stack(void (*fn)(void), void *top)
+{
+	__asm__ volatile("mov %%rsp, %%rbx\n\t"
+			 "mov %0, %%rsp\n\t"
+			 "call *%1\n\t"
+			 "mov %%rbx, %%rsp"
+			 :
+			 : "r"(top), "r"(fn)
+			 : "rbx", "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11",
+			   "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
+			   "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15",
+			   "memory", "cc");
+}
+
+static void end_on_own_stack(void)
+{
+	if (__atomic_exchange_n(&end_stack_taken, 1, __ATOMIC_ACQ_REL)) {
+		ps_end_now();
+		return;
+	}
+	long p = PS_SYSCALL(SYS_mmap, NULL, END_STACK + PS_PAGE, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	if (p < 0 && p > -4096) {
+		ps_end_now();
+		return;
+	}
+	PS_SYSCALL(SYS_mprotect, p, PS_PAGE, PROT_NONE);
+	/* 16-byte aligned: the call pushes the return address as the ABI expects. */
+	run_on_stack(ps_end_now, (void *)((uintptr_t)p + PS_PAGE + END_STACK));
+	PS_SYSCALL(SYS_munmap, p, END_STACK + PS_PAGE);
+}
+
+/*
  * The program left sig at its default.  USR1 and USR2 are sent to ask for
  * a dump, so they are absorbed.  Any other (TERM, INT, HUP, QUIT, ALRM,
  * PIPE) is meant to end the program: do what the kernel would have done,
@@ -102,7 +146,7 @@ static void default_action(int sig)
 {
 	if (sig == SIGUSR1 || sig == SIGUSR2)
 		return;
-	ps_end_now();
+	end_on_own_stack();
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;

@@ -17,6 +17,9 @@
  *   wait-term      sets INT and HUP to SIG_DFL (a shell starts background
  *                  jobs with INT ignored), prints "ready", then waits for
  *                  a signal (pause)
+ *   small-stack    TERM blocked everywhere but in one thread of the
+ *                  smallest stack (PTHREAD_STACK_MIN); prints "ready" and
+ *                  waits for TERM to end it
  *   fork-work N F  a fork child makes N preads of 64 KiB from file F and
  *                  _exits(0); prints "child PID"
  *   cancel F       for each interposed call: a thread with a cancel pending
@@ -34,6 +37,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,6 +216,35 @@ static __attribute__((noreturn)) void wait_term(void)
 {
 	signal(SIGINT, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
+	printf("ready\n");
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+static void *paused(void *arg)
+{
+	(void)arg;
+	while (pause() < 0 || arg == NULL)
+		;
+	return NULL;
+}
+
+static int small_stack(void)
+{
+	sigset_t term, none;
+	pthread_attr_t at;
+	pthread_t t;
+
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	sigemptyset(&none);
+	pthread_attr_init(&at);
+	pthread_attr_setstacksize(&at, PTHREAD_STACK_MIN);
+	pthread_sigmask(SIG_SETMASK, &none, NULL);
+	if (pthread_create(&t, &at, paused, NULL) != 0)
+		return 2;
+	pthread_sigmask(SIG_BLOCK, &term, NULL);
 	printf("ready\n");
 	fflush(stdout);
 	for (;;)
@@ -400,6 +433,8 @@ int main(int argc, char **argv)
 		return vfork_dfl();
 	if (strcmp(m, "wait-term") == 0)
 		wait_term();
+	if (strcmp(m, "small-stack") == 0)
+		return small_stack();
 	if (strcmp(m, "fork-work") == 0 && argc > 3)
 		return fork_work(atoi(argv[2]), argv[3]);
 	if (strcmp(m, "sites") == 0)

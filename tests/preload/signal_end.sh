@@ -53,6 +53,8 @@ READY= stop sleep-term TERM 143 sleep 30
 READY= stop sleep-hup HUP 129 sleep 30
 READY=ready stop helper-int INT 130 "$H" wait-term
 READY=ready stop helper-term TERM 143 "$H" wait-term
+# The signal taken by a thread with the smallest stack (the report runs on its own).
+READY=ready stop small-stack TERM 143 "$H" small-stack
 
 # haproxy in the foreground (-db) on a loopback port.
 if command -v haproxy >/dev/null 2>&1; then
