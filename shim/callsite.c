@@ -227,6 +227,11 @@ void ps_callsite_capture(enum ps_site_kind kind, enum ps_call call, uint64_t byt
 	guard--;
 }
 
+void ps_callsite_hold(bool on)
+{
+	guard += on ? 1 : -1;
+}
+
 uint64_t ps_callsite_captures(void)
 {
 	return __atomic_load_n(&captures, __ATOMIC_RELAXED);

@@ -45,6 +45,14 @@ void ps_callsite_render(struct ps_buf *b, bool json, bool symbolize);
 struct ps_emit;
 void ps_callsite_emit(struct ps_emit *e, bool symbolize);
 
+/*
+ * Hold (on) or release captures on the calling thread, nesting as the
+ * re-entry guard does.  For tests/tsan/stress.c: its short-lived threads
+ * must never unwind (libunwind's per-thread cache and TSan clash at
+ * thread exit), whatever the byte sample draws.
+ */
+void ps_callsite_hold(bool on);
+
 /* Number of captures recorded, and of captures dropped (table full). */
 uint64_t ps_callsite_captures(void);
 uint64_t ps_callsite_dropped(void);
