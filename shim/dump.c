@@ -167,14 +167,18 @@ static void dump_handler(int sig, siginfo_t *si, void *uc);
  * Its default gets our handler with SA_RESTART: the dump (or the absorbed
  * USR1/USR2) must not cut short a system call in a program that never
  * asked for a handler.  SIG_IGN, and any handler of the program on a
- * signal other than the dump signal, go to the kernel as they are.
+ * signal other than the dump signal, go to the kernel as they are; except
+ * a one-shot handler (SA_RESETHAND, sysv_signal, strict ISO C's signal),
+ * which is wrapped as the dump signal's are, so that when the kernel
+ * resets it to the default ours comes back for the next delivery.
  * 0 or -errno.
  */
 static int install(int sig, const struct sigaction *ua)
 {
 	struct sigaction k;
 
-	if (ua->sa_handler == SIG_IGN || (sig != dump_sig && ua->sa_handler != SIG_DFL))
+	if (ua->sa_handler == SIG_IGN ||
+	    (sig != dump_sig && ua->sa_handler != SIG_DFL && !(ua->sa_flags & SA_RESETHAND)))
 		return REAL(sigaction)(sig, ua, NULL) == 0 ? 0 : -errno;
 	memset(&k, 0, sizeof(k));
 	k.sa_sigaction = dump_handler;
@@ -250,7 +254,7 @@ static void dump_handler(int sig, siginfo_t *si, void *uc)
 	int saved = errno;
 	struct sigaction ua = user_act[sig];
 
-	if (sig == dump_sig && ua.sa_handler != SIG_DFL && ua.sa_handler != SIG_IGN &&
+	if (ua.sa_handler != SIG_DFL && ua.sa_handler != SIG_IGN &&
 	    (ua.sa_flags & SA_RESETHAND) && !borrowed_memory()) {
 		/*
 		 * The kernel has just reset the signal to its default, as it

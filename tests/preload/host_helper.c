@@ -17,6 +17,9 @@
  *   wait-term      sets INT and HUP to SIG_DFL (a shell starts background
  *                  jobs with INT ignored), prints "ready", then waits for
  *                  a signal (pause)
+ *   resethand      TERM and HUP get one-shot handlers (sysv_signal); each
+ *                  is raised twice: handled, then the default ends the
+ *                  program (TERM; HUP is set back to a handler first)
  *   small-stack    TERM blocked everywhere but in one thread of the
  *                  smallest stack (PTHREAD_STACK_MIN); prints "ready" and
  *                  waits for TERM to end it
@@ -220,6 +223,24 @@ static __attribute__((noreturn)) void wait_term(void)
 	fflush(stdout);
 	for (;;)
 		pause();
+}
+
+static int resethand(void)
+{
+	sysv_signal(SIGHUP, on_sig);
+	raise(SIGHUP);
+	show("HUP after one delivery", SIGHUP);
+	printf("HUP handled %d\n", got == SIGHUP);
+	got = 0;
+	sysv_signal(SIGTERM, on_sig);
+	show("TERM one-shot", SIGTERM);
+	raise(SIGTERM);
+	printf("TERM handled %d\n", got == SIGTERM);
+	show("TERM after one delivery", SIGTERM);
+	fflush(stdout);
+	raise(SIGTERM);
+	printf("survived the second TERM\n");
+	return 0;
 }
 
 static void *paused(void *arg)
@@ -433,6 +454,8 @@ int main(int argc, char **argv)
 		return vfork_dfl();
 	if (strcmp(m, "wait-term") == 0)
 		wait_term();
+	if (strcmp(m, "resethand") == 0)
+		return resethand();
 	if (strcmp(m, "small-stack") == 0)
 		return small_stack();
 	if (strcmp(m, "fork-work") == 0 && argc > 3)

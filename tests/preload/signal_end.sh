@@ -85,6 +85,19 @@ for v in POOLSHIM_STATS=off POOLSHIM_DUMP_SIGNAL=TERM POOLSHIM_DUMP_SIGNAL=HUP; 
 		fail "sigaction/signal differ under $v: $(diff "$PST_TMP/view.none" "$PST_TMP/view.shim")"
 done
 
+# One-shot handlers (sysv_signal): handled once, then the default ends the
+# program, with its report under the shim.
+"$H" resethand >"$PST_TMP/oneshot.none" 2>/dev/null
+rc_none=$?
+shim POOLSHIM_STATS="$PST_TMP/oneshot.json" -- "$H" resethand >"$PST_TMP/oneshot.shim" 2>/dev/null
+rc_shim=$?
+[ "$rc_none" = 143 ] || fail "resethand: exit $rc_none without the shim, not 143"
+[ "$rc_shim" = "$rc_none" ] && cmp -s "$PST_TMP/oneshot.none" "$PST_TMP/oneshot.shim" &&
+	pass "resethand: handled once, then ended by TERM (exit $rc_shim), as without the shim" ||
+	fail "resethand: exit $rc_shim, $rc_none without; $(diff "$PST_TMP/oneshot.none" "$PST_TMP/oneshot.shim")"
+[ -s "$PST_TMP/oneshot.json" ] && pass "resethand: a report after the second TERM" ||
+	fail "resethand: no report after the second TERM"
+
 # vfork children that set TERM's disposition, then exec.
 for m in vfork-dump:0 vfork-dfl:143; do
 	mode=${m%%:*} want=${m#*:}
