@@ -10,6 +10,18 @@
  * is never attempted from the report's signal handler.  Frames inside the
  * shim itself are dropped so stacks start at the program's call.
  *
+ * Calls are sampled by bytes, as jemalloc's lg_prof_sample and tcmalloc's
+ * sampling period do: each thread counts down, per kind, a gap drawn from
+ * an exponential distribution of mean POOLSHIM_BACKTRACE_SAMPLE bytes, and
+ * the call that crosses it is captured.  A call of s bytes is so captured
+ * with probability p = 1 - exp(-s / mean), whatever came before it (the
+ * gap is memoryless): a 4 MiB allocation almost always, a 4 KiB read
+ * rarely.  Each capture adds 1/p calls, s/p bytes and t/p nanoseconds to
+ * its site, so a site's numbers are unbiased estimates of its calls,
+ * bytes and time.  (Counting calls at a fixed gap, as before, landed on
+ * the same site every time when two sites alternate.)  A mean of 1
+ * captures every call.
+ *
  * libunwind is opened with dlopen(RTLD_LOCAL) when POOLSHIM_BACKTRACE asks
  * for stacks, never linked: as a dependency of a preloaded library its
  * _Unwind_RaiseException and backtrace() would come before libgcc's and
@@ -23,6 +35,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <link.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -43,20 +56,25 @@ struct site {
 	uint16_t kind, call;
 	uint32_t depth;
 	void *frames[DEPTH_MAX];
+	/* Estimates: calls in 1/WEIGHT_ONE units, bytes, nanoseconds (see the top). */
 	uint64_t count, bytes, nsec;
 };
+
+/* Estimated calls are kept in fixed point: 1/p to a 1024th. */
+#define WEIGHT_ONE 1024
 
 bool ps_callsite_on;
 static struct site *sites;
 static int depth;
-static uint32_t sample;
+static uint64_t sample;         /* mean bytes between captures; 1: every call */
 static unsigned top;
 static const char *debuginfo_path;   /* POOLSHIM_DEBUGINFO_PATH, NULL: elfutils' default */
 static uintptr_t self_lo, self_hi;     /* our own code, skipped in stacks */
 static uint64_t captures, dropped;
 static __thread int guard;
 static int (*unw_backtrace_fn)(void **, int);
-static __thread uint32_t tick[2];
+static __thread uint64_t gap_left[2];   /* bytes before the next capture; 0: none drawn */
+static __thread uint64_t rng;
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *base)
 {
@@ -95,7 +113,7 @@ void ps_callsite_init(const struct ps_config *cfg)
 		return;
 	sites = p;
 	depth = (int)cfg->backtrace;
-	sample = (uint32_t)cfg->backtrace_sample;
+	sample = cfg->backtrace_sample;
 	top = (unsigned)cfg->backtrace_top;
 	debuginfo_path = cfg->debuginfo_path[0] ? cfg->debuginfo_path : NULL;
 	if (dladdr((void *)ps_callsite_init, &di) && di.dli_fbase)
@@ -113,16 +131,57 @@ static uint64_t hash_frames(void *const *f, int n, unsigned kind, unsigned call)
 	return h ? h : 1;
 }
 
+/* An exponential gap of mean `sample` bytes (xorshift64*, seeded by the clock). */
+static uint64_t draw_gap(void)
+{
+	if (!rng)
+		rng = __builtin_ia32_rdtsc() ^ ((uint64_t)(uintptr_t)&rng << 16) ^ 0x9e3779b97f4a7c15ULL;
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	uint64_t r = rng * 2685821657736338717ULL;
+	double u = ((double)(r >> 11) + 0.5) * 0x1.0p-53;     /* (0, 1) */
+	double g = -log(u) * (double)sample;
+	return g < 1 ? 1 : g > 0x1p62 ? (uint64_t)1 << 62 : (uint64_t)g + 1;
+}
+
+/*
+ * Whether this call of w bytes is captured, and with what probability
+ * (*p) a call of its size is.
+ */
+static bool sampled(enum ps_site_kind kind, uint64_t w, double *p)
+{
+	*p = 1;
+	if (sample <= 1)
+		return true;
+	uint64_t left = gap_left[kind];
+	if (!left)
+		left = draw_gap();
+	if (left > w) {
+		gap_left[kind] = left - w;
+		return false;
+	}
+	gap_left[kind] = draw_gap();
+	*p = -expm1(-(double)w / (double)sample);
+	return true;
+}
+
 void ps_callsite_capture(enum ps_site_kind kind, enum ps_call call, uint64_t bytes,
 			 uint64_t nsec)
 {
 	void *raw[DEPTH_MAX + 16];
+	double p;
 
 	if (guard || !sites)
 		return;
-	if (++tick[kind] < sample)
+	/* A call that moved nothing (EOF, an error) weighs one byte. */
+	if (!sampled(kind, bytes ? bytes : 1, &p))
 		return;
-	tick[kind] = 0;
+	if (p < 1e-12)
+		p = 1e-12;
+	uint64_t w_count = (uint64_t)(WEIGHT_ONE / p + 0.5);
+	uint64_t w_bytes = (uint64_t)((double)bytes / p + 0.5);
+	uint64_t w_nsec = (uint64_t)((double)nsec / p + 0.5);
 	guard++;
 	int n = unw_backtrace_fn(raw, depth + 16 < (int)PS_ARRAY_SIZE(raw) ? depth + 16
 									   : (int)PS_ARRAY_SIZE(raw));
@@ -156,9 +215,9 @@ void ps_callsite_capture(enum ps_site_kind kind, enum ps_call call, uint64_t byt
 			}
 		}
 		if (cur == h) {
-			__atomic_add_fetch(&s->count, 1, __ATOMIC_RELAXED);
-			__atomic_add_fetch(&s->bytes, bytes, __ATOMIC_RELAXED);
-			__atomic_add_fetch(&s->nsec, nsec, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&s->count, w_count, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&s->bytes, w_bytes, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&s->nsec, w_nsec, __ATOMIC_RELAXED);
 			__atomic_add_fetch(&captures, 1, __ATOMIC_RELAXED);
 			guard--;
 			return;
@@ -166,6 +225,11 @@ void ps_callsite_capture(enum ps_site_kind kind, enum ps_call call, uint64_t byt
 	}
 	__atomic_add_fetch(&dropped, 1, __ATOMIC_RELAXED);
 	guard--;
+}
+
+void ps_callsite_hold(bool on)
+{
+	guard += on ? 1 : -1;
 }
 
 uint64_t ps_callsite_captures(void)
@@ -576,7 +640,7 @@ static unsigned pick_top(unsigned *out, bool by_bytes)
 /* One site: its call, count and bytes, and its frames. */
 static void emit_site(struct ps_emit *e, const struct site *s, bool symbolize)
 {
-	uint64_t count = site_key(s, false), bytes = site_key(s, true);
+	uint64_t count = (site_key(s, false) + WEIGHT_ONE / 2) / WEIGHT_ONE, bytes = site_key(s, true);
 	uint64_t nsec = __atomic_load_n(&s->nsec, __ATOMIC_RELAXED);
 	const char *kind = s->kind == PS_SITE_ALLOC ? "alloc" : "io";
 	const char *call = ps_call_name((enum ps_call)s->call);
@@ -586,7 +650,7 @@ static void emit_site(struct ps_emit *e, const struct site *s, bool symbolize)
 	ps_emit_kv(e, "kind", PS_EMIT_NAME, &kind);
 	ps_emit_col(e, "call", -15, PS_EMIT_NAME, &call);
 	ps_emit_col(e, "count", 8, PS_EMIT_U64, &count);
-	ps_emit_text(e, " samples, ");
+	ps_emit_text(e, " calls, ");
 	ps_emit_col(e, "bytes", 0, PS_EMIT_SIZE, &bytes);
 	ps_emit_kv(e, "nsec", PS_EMIT_U64, &nsec);
 	if (s->kind == PS_SITE_IO && count)
@@ -617,8 +681,9 @@ static void emit_sites(struct ps_emit *e, bool symbolize)
 	for (int pass = 0; pass < 2 && !e->json; pass++) {
 		bool bytes = pass == 0;
 		unsigned k = bytes ? nb : nc;
-		ps_emit_text(e, "call sites by %s (top %u; one call in %u sampled, %lu captures, "
-			     "%lu dropped)\n", bytes ? "bytes" : "count", k, sample,
+		ps_emit_text(e, "call sites by %s (top %u; sampled every %lu bytes on average, "
+			     "calls and bytes estimated; %lu captures, %lu dropped)\n",
+			     bytes ? "bytes" : "count", k, (unsigned long)sample,
 			     (unsigned long)ps_callsite_captures(), (unsigned long)ps_callsite_dropped());
 		for (unsigned i = 0; i < k; i++)
 			emit_site(e, &sites[bytes ? by_bytes[i] : by_count[i]], symbolize);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Call sites: which code allocates the pooled buffers and does the large
- * I/O.  With POOLSHIM_BACKTRACE=N, one call in POOLSHIM_BACKTRACE_SAMPLE
- * (per thread) of each kind captures up to N frames with libunwind; the
- * stacks are aggregated in a fixed table (count, bytes, time) and
- * symbolized with dladdr only when the report is written.
+ * I/O.  With POOLSHIM_BACKTRACE=N, calls are sampled by bytes (one capture
+ * per POOLSHIM_BACKTRACE_SAMPLE bytes on average, per thread and kind), each
+ * capturing up to N frames with libunwind; the stacks are aggregated in a
+ * fixed table (estimated calls, bytes, time) and symbolized only when the
+ * report is written.
  */
 #ifndef PS_CALLSITE_H
 #define PS_CALLSITE_H
@@ -43,6 +44,14 @@ void ps_callsite_render(struct ps_buf *b, bool json, bool symbolize);
 /* The same section through a report's emitter (a member of its object). */
 struct ps_emit;
 void ps_callsite_emit(struct ps_emit *e, bool symbolize);
+
+/*
+ * Hold (on) or release captures on the calling thread, nesting as the
+ * re-entry guard does.  For tests/tsan/stress.c: its short-lived threads
+ * must never unwind (libunwind's per-thread cache and TSan clash at
+ * thread exit), whatever the byte sample draws.
+ */
+void ps_callsite_hold(bool on);
 
 /* Number of captures recorded, and of captures dropped (table full). */
 uint64_t ps_callsite_captures(void);

@@ -67,7 +67,7 @@ static const struct option options[] = {
 	{ "POOLSHIM_LIVE", OPT_BOOL, OFF(live), 1, 0, 0, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_LIVE_DIR", OPT_STRING, OFF(live_dir), 0, 0, 0, NULL, PS_LIVE_DIR, SIZE_MAX },
 	{ "POOLSHIM_BACKTRACE", OPT_UINT, OFF(backtrace), 0, 0, 32, NULL, NULL, SIZE_MAX },
-	{ "POOLSHIM_BACKTRACE_SAMPLE", OPT_UINT, OFF(backtrace_sample), 64, 1, 1000000, NULL, NULL, SIZE_MAX },
+	{ "POOLSHIM_BACKTRACE_SAMPLE", OPT_SIZE, OFF(backtrace_sample), 512 * KiB, 1, 1 * GiB, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_BACKTRACE_TOP", OPT_UINT, OFF(backtrace_top), 10, 0, 64, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_DEBUGINFO_PATH", OPT_STRING, OFF(debuginfo_path), 0, 0, 0, NULL, "", SIZE_MAX },
 	{ "POOLSHIM_DUMP_SIGNAL", OPT_SIGNAL, OFF(dump_signal), 0, 0, 0, NULL, NULL, SIZE_MAX },

@@ -67,7 +67,7 @@ struct ps_config {
 	bool live;                     /* POOLSHIM_LIVE */
 	char live_dir[PS_PATH_MAX];    /* POOLSHIM_LIVE_DIR: where the live file goes */
 	uint64_t backtrace;            /* POOLSHIM_BACKTRACE: frames, 0 = off */
-	uint64_t backtrace_sample;     /* POOLSHIM_BACKTRACE_SAMPLE */
+	uint64_t backtrace_sample;     /* POOLSHIM_BACKTRACE_SAMPLE: mean bytes between captures */
 	uint64_t backtrace_top;        /* POOLSHIM_BACKTRACE_TOP */
 	int dump_signal;               /* POOLSHIM_DUMP_SIGNAL, 0 = none */
 	char programs[PS_PATH_MAX];    /* POOLSHIM_PROGRAMS, "" = every program */

@@ -1,23 +1,43 @@
 // SPDX-License-Identifier: MIT
 /*
- * When the report is written besides exit: on POOLSHIM_DUMP_SIGNAL, and
- * just before exec replaces the image.
+ * When the report is written besides exit: when a signal ends the program
+ * from its default disposition, on POOLSHIM_DUMP_SIGNAL, and just before
+ * exec replaces the image.
+ *
+ * SIGTERM, SIGINT and SIGHUP are how servers are stopped (systemd, docker
+ * stop, Kubernetes, test harnesses, Ctrl-C).  While the program leaves one
+ * of them at SIG_DFL our handler stands in for the default: it writes the
+ * report, removes the live file, sets the default back, unblocks the
+ * signal and raises it again, so the process dies from the same signal
+ * (exit status, wait status, no core) as it would have.  Once the program
+ * installs a handler or SIG_IGN, that goes to the kernel as it is and we
+ * are out of the way; setting SIG_DFL again puts ours back.  sigaction()
+ * and the signal() family report the program's own disposition (SIG_DFL,
+ * its flags and mask), never ours.  What remains visible: the signal
+ * shows as caught in /proc/PID/status (SigCgt), and a call the signal
+ * interrupts dies inside the handler rather than in the kernel.  exec
+ * resets caught signals to SIG_DFL, and the new image's shim installs
+ * again; SIG_IGN is kept across exec, by the kernel, as without us.
  *
  * The dump signal's handler writes the report right there: the report path
  * uses only raw system calls, no locks that the interrupted code could hold
  * and no allocation.  The program keeps its own disposition for that
- * signal, and the kernel keeps its semantics: sigaction() and the signal()
- * family are wrapped, and what the kernel gets is the program's own flags
- * and mask with only SA_SIGINFO added and our handler in place of its own
- * (so SA_RESTART, sa_mask, SA_NODEFER, SA_ONSTACK and SA_RESETHAND act as
- * they would); SIG_IGN is installed as SIG_IGN (no dump while ignored, and
- * the kernel keeps it across exec).  Ours calls the program's handler after
- * dumping; where the disposition is the default and the signal is not
- * USR1/USR2, the program then ends by the signal as it would have without
- * us (POOLSHIM_DUMP_SIGNAL=TERM: a report from a server stopped with
- * SIGTERM).  Only signals whose default ends the program are accepted
- * (config.c): a handler on CHLD, WINCH or a stop signal would change what
- * the program does.
+ * signal, and the kernel keeps its semantics: what the kernel gets is the
+ * program's own flags and mask with only SA_SIGINFO added and our handler
+ * in place of its own (so SA_RESTART, sa_mask, SA_NODEFER, SA_ONSTACK and
+ * SA_RESETHAND act as they would); SIG_IGN is installed as SIG_IGN (no
+ * dump while ignored, and the kernel keeps it across exec).  Ours calls
+ * the program's handler after dumping; where the disposition is the
+ * default and the signal is not USR1/USR2, the program then ends by the
+ * signal as above.  Only signals whose default ends the program are
+ * accepted (config.c): a handler on CHLD, WINCH or a stop signal would
+ * change what the program does.
+ *
+ * A vfork child shares our memory but not our signal table: a disposition
+ * it sets goes straight to the kernel (its table), and is never recorded
+ * here, where the parent would read it.  A handler of ours that runs in
+ * such a child (or in a raw clone child) writes nothing and removes
+ * nothing: the counters and the live file are the parent's.
  *
  * glibc's exec functions call its internal execve, so each is wrapped.  A
  * vfork child (same memory, different pid) must not write a report: the
@@ -29,8 +49,10 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,27 +66,87 @@
 #include "report_out.h"
 #include "sys.h"
 
+/* The signals that stop servers: reported when they end the program. */
+static const int end_sigs[] = { SIGTERM, SIGINT, SIGHUP };
+
 static int dump_sig;
-/* The program's disposition for dump_sig, as sigaction() would report it. */
-static struct sigaction user_act;
+/* Bit sig - 1: our handler stands in for the program's default of sig. */
+static uint64_t managed;
+/* The program's disposition of each managed signal, as sigaction() would report it. */
+static struct sigaction user_act[NSIG];
+/* siginterrupt(sig, 1): signal() then installs without SA_RESTART. */
+static bool user_intr[NSIG];
 /* Flag bits the C library adds on its way to the kernel (SA_RESTORER). */
 static int libc_flags;
-/* siginterrupt(dump_sig, 1): signal() then installs without SA_RESTART. */
-static bool dump_intr;
 /* A dump is being written (SA_NODEFER nesting, or another thread). */
 static int dumping;
+
+static bool is_managed(int sig)
+{
+	return sig > 0 && sig < NSIG && (managed >> (sig - 1) & 1);
+}
+
+/* A vfork child (or a raw clone child): our memory is not its own. */
+static bool borrowed_memory(void)
+{
+	return (int)PS_SYSCALL(SYS_getpid) != ps_pid;
+}
+
+/*
+ * The end's report runs on a stack of its own: the signal may be taken by
+ * a thread whose stack is nearly full or small (16 KiB threads overflowed
+ * while writing it).  Mapped when first needed (mmap is a system call,
+ * safe in a handler), with a guard page below; the first thread to end
+ * takes it, any other (its report is skipped: one per process) stays on
+ * its own stack.  x86-64 only, as the rest of the shim (rdtsc).
+ */
+#define END_STACK (256u << 10)
+static int end_stack_taken;
+
+static void run_on_stack(void (*fn)(void), void *top)
+{
+	__asm__ volatile("mov %%rsp, %%rbx\n\t"
+			 "mov %0, %%rsp\n\t"
+			 "call *%1\n\t"
+			 "mov %%rbx, %%rsp"
+			 :
+			 : "r"(top), "r"(fn)
+			 : "rbx", "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11",
+			   "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
+			   "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15",
+			   "memory", "cc");
+}
+
+static void end_on_own_stack(void)
+{
+	if (__atomic_exchange_n(&end_stack_taken, 1, __ATOMIC_ACQ_REL)) {
+		ps_end_now();
+		return;
+	}
+	long p = PS_SYSCALL(SYS_mmap, NULL, END_STACK + PS_PAGE, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	if (p < 0 && p > -4096) {
+		ps_end_now();
+		return;
+	}
+	PS_SYSCALL(SYS_mprotect, p, PS_PAGE, PROT_NONE);
+	/* 16-byte aligned: the call pushes the return address as the ABI expects. */
+	run_on_stack(ps_end_now, (void *)((uintptr_t)p + PS_PAGE + END_STACK));
+	PS_SYSCALL(SYS_munmap, p, END_STACK + PS_PAGE);
+}
 
 /*
  * The program left sig at its default.  USR1 and USR2 are sent to ask for
  * a dump, so they are absorbed.  Any other (TERM, INT, HUP, QUIT, ALRM,
  * PIPE) is meant to end the program: do what the kernel would have done,
- * with the report written first, so the exit status is the signal's.
+ * with the report written first (ps_end_now: once, and only in a process
+ * whose counters are its own), so the exit status is the signal's.
  */
 static void default_action(int sig)
 {
 	if (sig == SIGUSR1 || sig == SIGUSR2)
 		return;
-	ps_live_remove();
+	end_on_own_stack();
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
@@ -81,17 +163,23 @@ static void default_action(int sig)
 static void dump_handler(int sig, siginfo_t *si, void *uc);
 
 /*
- * Put the kernel's side of the program's disposition ua in place.  Its
- * default gets our handler with SA_RESTART: the dump (or the absorbed
+ * Put the kernel's side of the program's disposition ua for sig in place.
+ * Its default gets our handler with SA_RESTART: the dump (or the absorbed
  * USR1/USR2) must not cut short a system call in a program that never
- * asked for a handler.  0 or -errno.
+ * asked for a handler.  SIG_IGN, and any handler of the program on a
+ * signal other than the dump signal, go to the kernel as they are; except
+ * a one-shot handler (SA_RESETHAND, sysv_signal, strict ISO C's signal),
+ * which is wrapped as the dump signal's are, so that when the kernel
+ * resets it to the default ours comes back for the next delivery.
+ * 0 or -errno.
  */
-static int install(const struct sigaction *ua)
+static int install(int sig, const struct sigaction *ua)
 {
 	struct sigaction k;
 
-	if (ua->sa_handler == SIG_IGN)
-		return REAL(sigaction)(dump_sig, ua, NULL) == 0 ? 0 : -errno;
+	if (ua->sa_handler == SIG_IGN ||
+	    (sig != dump_sig && ua->sa_handler != SIG_DFL && !(ua->sa_flags & SA_RESETHAND)))
+		return REAL(sigaction)(sig, ua, NULL) == 0 ? 0 : -errno;
 	memset(&k, 0, sizeof(k));
 	k.sa_sigaction = dump_handler;
 	if (ua->sa_handler == SIG_DFL) {
@@ -101,23 +189,50 @@ static int install(const struct sigaction *ua)
 		k.sa_flags = ua->sa_flags | SA_SIGINFO;
 		k.sa_mask = ua->sa_mask;
 	}
-	return REAL(sigaction)(dump_sig, &k, NULL) == 0 ? 0 : -errno;
+	return REAL(sigaction)(sig, &k, NULL) == 0 ? 0 : -errno;
 }
 
 /*
- * Make act the program's disposition; the previous one into *old.  What is
- * recorded is what the kernel would report back: its own record where it
- * holds the program's flags and mask, else the flags with the C library's
- * additions and a mask without KILL/STOP (the kernel drops those).
+ * The program's disposition of sig now: our record while our handler is
+ * in place, else the kernel's (a handler or SIG_IGN of the program's, or
+ * one set behind our back, as glibc's system() does).  0 or -errno.
  */
-static int set_user(const struct sigaction *act, struct sigaction *old)
+static int current(int sig, struct sigaction *out)
 {
-	struct sigaction prev = user_act, view = *act;
+	if (REAL(sigaction)(sig, NULL, out) != 0)
+		return -errno;
+	if (out->sa_flags & SA_SIGINFO && out->sa_sigaction == dump_handler)
+		*out = user_act[sig];
+	return 0;
+}
 
-	int r = install(act);
+/*
+ * Make act the program's disposition of sig; the previous one into *old.
+ * What is recorded is what the kernel would report back: its own record
+ * where it holds the program's flags and mask, else the flags with the C
+ * library's additions and a mask without KILL/STOP (the kernel drops
+ * those).  In a vfork child the kernel gets act as it is, and nothing is
+ * recorded: our record is the parent's.
+ */
+static int set_user(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	struct sigaction prev, view = *act;
+
+	if (borrowed_memory()) {
+		if (REAL(sigaction)(sig, act, &prev) != 0)
+			return -errno;
+		if (prev.sa_flags & SA_SIGINFO && prev.sa_sigaction == dump_handler)
+			prev = user_act[sig];
+		if (old)
+			*old = prev;
+		return 0;
+	}
+	int r = current(sig, &prev);
+	if (r == 0)
+		r = install(sig, act);
 	if (r < 0)
 		return r;
-	if (act->sa_handler != SIG_DFL && REAL(sigaction)(dump_sig, NULL, &view) == 0) {
+	if (act->sa_handler != SIG_DFL && REAL(sigaction)(sig, NULL, &view) == 0) {
 		libc_flags |= view.sa_flags & ~(act->sa_flags | SA_SIGINFO);
 		view.sa_handler = act->sa_handler;
 		if (!(act->sa_flags & SA_SIGINFO))
@@ -128,7 +243,7 @@ static int set_user(const struct sigaction *act, struct sigaction *old)
 		sigdelset(&view.sa_mask, SIGKILL);
 		sigdelset(&view.sa_mask, SIGSTOP);
 	}
-	user_act = view;
+	user_act[sig] = view;
 	if (old)
 		*old = prev;
 	return 0;
@@ -137,21 +252,28 @@ static int set_user(const struct sigaction *act, struct sigaction *old)
 static void dump_handler(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
-	struct sigaction ua = user_act;
+	struct sigaction ua = user_act[sig];
 
-	if (ua.sa_handler != SIG_DFL && ua.sa_handler != SIG_IGN && (ua.sa_flags & SA_RESETHAND)) {
+	if (ua.sa_handler != SIG_DFL && ua.sa_handler != SIG_IGN &&
+	    (ua.sa_flags & SA_RESETHAND) && !borrowed_memory()) {
 		/*
 		 * The kernel has just reset the signal to its default, as it
 		 * would the program's handler: record that, and put ours back
 		 * for the default (dump, then absorb or end).  Before the
 		 * program's handler runs, so a handler that re-arms wins.
 		 */
-		user_act.sa_handler = SIG_DFL;
-		struct sigaction dfl = user_act;
-		install(&dfl);
+		user_act[sig].sa_handler = SIG_DFL;
+		struct sigaction dfl = user_act[sig];
+		install(sig, &dfl);
 	}
-	/* No unwinding and no dladdr (it takes the loader's lock) in here. */
-	if (!__atomic_exchange_n(&dumping, 1, __ATOMIC_ACQUIRE)) {
+	/*
+	 * The dump signal dumps, unless it is about to end the program (the
+	 * end's report is written then).  No unwinding and no dladdr (it
+	 * takes the loader's lock) in here.
+	 */
+	bool ends = ua.sa_handler == SIG_DFL && sig != SIGUSR1 && sig != SIGUSR2;
+	if (sig == dump_sig && !ends && !borrowed_memory() &&
+	    !__atomic_exchange_n(&dumping, 1, __ATOMIC_ACQUIRE)) {
 		ps_report_emit(&ps_cfg, PS_REPORT_IN_SIGNAL);
 		__atomic_store_n(&dumping, 0, __ATOMIC_RELEASE);
 	}
@@ -167,33 +289,61 @@ static void dump_handler(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 }
 
+/* Take sig over: record the program's disposition, and stand in where it is the default. */
+static void manage(int sig)
+{
+	struct sigaction old;
+
+	if (is_managed(sig) || REAL(sigaction)(sig, NULL, &old) != 0)
+		return;
+	user_act[sig] = old;
+	/*
+	 * Ignored from the start (nohup, trap ''), it is left as the kernel
+	 * has it (exec cleared its flags; setting it again would add the C
+	 * library's): no dump and no report while ignored.
+	 */
+	if (old.sa_handler != SIG_IGN && install(sig, &old) < 0)
+		return;
+	managed |= (uint64_t)1 << (sig - 1);
+}
+
 void ps_dump_init(const struct ps_config *cfg)
 {
-	struct sigaction old, k;
+	struct sigaction k;
 
-	if (!cfg->dump_signal || REAL(sigaction)(cfg->dump_signal, NULL, &old) != 0)
-		return;
-	user_act = old;
-	dump_sig = cfg->dump_signal;
-	/* Ignored from the start (nohup, trap ''), it is set again as it is: no dump while ignored. */
-	if (install(&old) < 0) {
-		dump_sig = 0;
-		return;
+	if (cfg->dump_signal) {
+		dump_sig = cfg->dump_signal;
+		manage(dump_sig);
+		if (!is_managed(dump_sig))
+			dump_sig = 0;
 	}
-	if (REAL(sigaction)(dump_sig, NULL, &k) == 0)
-		libc_flags = k.sa_flags & ~(old.sa_flags | SA_SIGINFO | SA_RESTART);
+	/* Nothing to write and nothing to remove: the default stays the kernel's. */
+	if (strcmp(cfg->stats, "off") != 0 || cfg->live)
+		for (size_t i = 0; i < sizeof(end_sigs) / sizeof(end_sigs[0]); i++)
+			manage(end_sigs[i]);
+	/* What the C library adds (SA_RESTORER), learnt from one of ours. */
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (is_managed(sig) && REAL(sigaction)(sig, NULL, &k) == 0 &&
+		    k.sa_flags & SA_SIGINFO && k.sa_sigaction == dump_handler) {
+			libc_flags = k.sa_flags & ~(SA_SIGINFO | SA_RESTART);
+			break;
+		}
+	}
 }
 
 PS_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (sig == 0 || sig != dump_sig)
+	if (!is_managed(sig))
 		return REAL(sigaction)(sig, act, old);
+	int r;
 	if (!act) {
-		if (old)
-			*old = user_act;
-		return 0;
+		struct sigaction cur;
+		r = current(sig, &cur);
+		if (r == 0 && old)
+			*old = cur;
+	} else {
+		r = set_user(sig, act, old);
 	}
-	int r = set_user(act, old);
 	if (r < 0) {
 		errno = -r;
 		return -1;
@@ -208,8 +358,8 @@ PS_EXPORT int __sigaction(int sig, const struct sigaction *act, struct sigaction
 	return sigaction(sig, act, old);
 }
 
-/* For dump_sig: the handler-setting calls of the signal() family, as glibc builds them. */
-static sighandler_t set_handler(sighandler_t handler, int flags, bool self_masked)
+/* For a managed signal: the handler-setting calls of the signal() family, as glibc builds them. */
+static sighandler_t set_handler(int sig, sighandler_t handler, int flags, bool self_masked)
 {
 	struct sigaction act, old;
 
@@ -218,8 +368,8 @@ static sighandler_t set_handler(sighandler_t handler, int flags, bool self_maske
 	act.sa_flags = flags;
 	sigemptyset(&act.sa_mask);
 	if (self_masked)
-		sigaddset(&act.sa_mask, dump_sig);
-	int r = set_user(&act, &old);
+		sigaddset(&act.sa_mask, sig);
+	int r = set_user(sig, &act, &old);
 	if (r < 0) {
 		errno = -r;
 		return SIG_ERR;
@@ -238,8 +388,9 @@ static bool bad_handler(sighandler_t handler)
 /* glibc's signal() has BSD semantics: restart, and the signal blocked in its handler. */
 PS_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 {
-	if (sig != 0 && sig == dump_sig)
-		return bad_handler(handler) ? SIG_ERR : set_handler(handler, dump_intr ? 0 : SA_RESTART, true);
+	if (is_managed(sig))
+		return bad_handler(handler) ? SIG_ERR :
+		       set_handler(sig, handler, user_intr[sig] ? 0 : SA_RESTART, true);
 	return REAL(signal)(sig, handler);
 }
 
@@ -247,7 +398,7 @@ PS_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 PS_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler);
 PS_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler)
 {
-	if (sig != 0 && sig == dump_sig)
+	if (is_managed(sig))
 		return signal(sig, handler);
 	return REAL(bsd_signal)(sig, handler);
 }
@@ -255,14 +406,15 @@ PS_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler)
 /* System V: one delivery, not blocked in its handler, no restart (strict ISO C's signal()). */
 PS_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
 {
-	if (sig != 0 && sig == dump_sig)
-		return bad_handler(handler) ? SIG_ERR : set_handler(handler, SA_RESETHAND | SA_NODEFER, false);
+	if (is_managed(sig))
+		return bad_handler(handler) ? SIG_ERR :
+		       set_handler(sig, handler, SA_RESETHAND | SA_NODEFER, false);
 	return REAL(sysv_signal)(sig, handler);
 }
 
 PS_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler)
 {
-	if (sig != 0 && sig == dump_sig)
+	if (is_managed(sig))
 		return sysv_signal(sig, handler);
 	return REAL(__sysv_signal)(sig, handler);
 }
@@ -270,19 +422,24 @@ PS_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler)
 /* glibc's sigset(): flags 0; SIG_HOLD blocks; else it unblocks; SIG_HOLD back if it was blocked. */
 PS_EXPORT sighandler_t sigset(int sig, sighandler_t disp)
 {
-	if (sig == 0 || sig != dump_sig) {
+	if (!is_managed(sig))
 		return REAL(sigset)(sig, disp);
-	}
 	sigset_t set, was;
 	sighandler_t prev;
 	sigemptyset(&set);
 	sigaddset(&set, sig);
 	if (disp == SIG_HOLD) {
+		struct sigaction cur;
+		int r = current(sig, &cur);
+		if (r < 0) {
+			errno = -r;
+			return SIG_ERR;
+		}
 		if (sigprocmask(SIG_BLOCK, &set, &was) < 0)
 			return SIG_ERR;
-		prev = user_act.sa_handler;
+		prev = cur.sa_handler;
 	} else {
-		if (bad_handler(disp) || (prev = set_handler(disp, 0, false)) == SIG_ERR)
+		if (bad_handler(disp) || (prev = set_handler(sig, disp, 0, false)) == SIG_ERR)
 			return SIG_ERR;
 		if (sigprocmask(SIG_UNBLOCK, &set, &was) < 0)
 			return SIG_ERR;
@@ -292,25 +449,29 @@ PS_EXPORT sighandler_t sigset(int sig, sighandler_t disp)
 
 PS_EXPORT int sigignore(int sig)
 {
-	if (sig != 0 && sig == dump_sig)
-		return set_handler(SIG_IGN, 0, false) == SIG_ERR ? -1 : 0;
+	if (is_managed(sig))
+		return set_handler(sig, SIG_IGN, 0, false) == SIG_ERR ? -1 : 0;
 	return REAL(sigignore)(sig);
 }
 
 PS_EXPORT int siginterrupt(int sig, int flag)
 {
-	if (sig != 0 && sig == dump_sig) {
-		struct sigaction act = user_act;
-		if (flag)
-			act.sa_flags &= ~SA_RESTART;
-		else
-			act.sa_flags |= SA_RESTART;
-		int r = set_user(&act, NULL);
+	if (is_managed(sig)) {
+		struct sigaction act;
+		int r = current(sig, &act);
+		if (r == 0) {
+			if (flag)
+				act.sa_flags &= ~SA_RESTART;
+			else
+				act.sa_flags |= SA_RESTART;
+			r = set_user(sig, &act, NULL);
+		}
 		if (r < 0) {
 			errno = -r;
 			return -1;
 		}
-		dump_intr = flag != 0;
+		if (!borrowed_memory())
+			user_intr[sig] = flag != 0;
 		return 0;
 	}
 	return REAL(siginterrupt)(sig, flag);
@@ -366,8 +527,10 @@ static bool cannot_execvp(const char *file)
 }
 
 /*
- * The report of an image about to be replaced, unless we are a vfork child
- * or the exec cannot succeed (a PATH search that tries each directory).
+ * The report of an image about to be replaced, unless we are a vfork child,
+ * a fork child that did next to nothing before its exec (a shell's, which
+ * would add a report per command; ps_report_due), or the exec cannot
+ * succeed (a PATH search that tries each directory).
  * Only a snapshot: if exec fails the process goes on, so its live file
  * stays and the report at exit is the complete one.  On success a new
  * image under the shim takes the file over (same pid).
@@ -376,9 +539,11 @@ static void before_exec(const char *path, bool search)
 {
 	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) != PS_STATE_ON)
 		return;
-	if ((int)PS_SYSCALL(SYS_getpid) != ps_pid)
-		return;
 	int saved = errno;
+	if (!ps_report_due()) {
+		errno = saved;
+		return;
+	}
 	if (!path || !(search ? cannot_execvp(path) : cannot_exec(path)))
 		ps_report_emit(&ps_cfg, 0);
 	errno = saved;

@@ -7,6 +7,7 @@
  * with plain stores (a new chunk of it with one raw mmap, once per 65536
  * numbers), never with a system call about the descriptor.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -60,9 +61,16 @@ PS_EXPORT int close(int fd)
 	return r;
 }
 
+/*
+ * A stream with no descriptor (fmemopen, open_memstream, fopencookie) makes
+ * fileno fail with EBADF: errno is put back, so that a successful fclose
+ * leaves it as libc does.
+ */
 PS_EXPORT int fclose(FILE *f)
 {
+	int saved = errno;
 	int fd = f ? fileno(f) : -1;
+	errno = saved;
 	int r = REAL(fclose)(f);
 	ps_fd_forget(fd);
 	return r;

@@ -319,20 +319,54 @@ __attribute__((destructor)) static void poolshim_dtor(void)
 }
 
 /*
+ * Whether a fork child did work of its own worth a report: fio's job
+ * processes and prefork servers' workers do all the I/O and end with
+ * _exit() or a signal, while a child that only failed an exec, or ran a
+ * few calls before _exit, would add noise.  The child's counters start at
+ * zero at fork (ps_stats_after_fork_child), so this is its own work:
+ * counted I/O calls and pooled allocations, or the bytes they moved.
+ */
+#define CHILD_WORK_CALLS 64
+#define CHILD_WORK_BYTES (1u << 20)
+
+static bool child_worked(void)
+{
+	struct ps_tstats *s = ps_report_scratch_get();
+	if (!s)
+		return false;
+	ps_stats_merge(s);
+	uint64_t calls = s->events[PS_EV_POOL_ALLOC], bytes = 0;
+	for (int call = PS_CALL_READ; call < PS_CALL__COUNT; call++)
+		for (int k = 0; k < PS_FD__COUNT; k++) {
+			calls += s->c[call][k].calls;
+			bytes += s->c[call][k].bytes;
+		}
+	ps_report_scratch_put(s);
+	return calls >= CHILD_WORK_CALLS || bytes >= CHILD_WORK_BYTES;
+}
+
+/*
  * _exit and _Exit skip the destructors, and with them the report: a
  * program that ends this way (Ceph's OSD, whose osd_fast_shutdown is on by
  * default) would leave none, and its live file behind.  The process that
- * started the shim gets both, as at exit.  Its fork and vfork children do
- * not: they _exit after a failed exec, or to leave the parent's buffers and
- * handlers alone, and what they write stays as it was (exit() in a fork
- * child still reports).  _exit may be called from a signal handler, so the
- * report names no frames, like the dump's.  Other threads run on meanwhile,
- * as they do during exit().
+ * started the shim gets both, as at exit, and so does a fork child that
+ * did work of its own (child_worked).  vfork and raw clone children never
+ * do: the counters they see are their parent's (their pid is not ps_pid).
+ * What the process writes stays as it was (exit() in a fork child still
+ * reports).  _exit may be called from a signal handler, so the report
+ * names no frames, like the dump's.  Other threads run on meanwhile, as
+ * they do during exit().  Also the end of a process killed by a signal it
+ * left at its default (dump.c).
  */
-static void end_abruptly(void)
+bool ps_report_due(void)
 {
-	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) != PS_STATE_ON ||
-	    (int)PS_SYSCALL(SYS_getpid) != start_pid ||
+	int pid = (int)PS_SYSCALL(SYS_getpid);
+	return pid == ps_pid && (pid == start_pid || child_worked());
+}
+
+void ps_end_now(void)
+{
+	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) != PS_STATE_ON || !ps_report_due() ||
 	    __atomic_exchange_n(&ended, 1, __ATOMIC_ACQ_REL))
 		return;
 	int saved_errno = errno;
@@ -340,6 +374,11 @@ static void end_abruptly(void)
 	ps_report_emit(&ps_cfg, PS_REPORT_IN_SIGNAL);
 	ps_live_remove();
 	errno = saved_errno;
+}
+
+static void end_abruptly(void)
+{
+	ps_end_now();
 }
 
 PS_EXPORT void _exit(int status)

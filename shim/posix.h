@@ -46,19 +46,28 @@ static inline bool ps_posix_memalign_ok(size_t align)
 	return ps_posix_pow2(align) && align % sizeof(void *) == 0;
 }
 
-/* pvalloc(3): size rounded up to whole pages, at least one; false on overflow (ENOMEM). */
+/*
+ * pvalloc(3) as glibc 2.36 rounds: size plus a page less one, masked with
+ * -(page - 1) rather than -page, so pvalloc(0) asks for 1 byte (page
+ * aligned, usable size 24) and most sizes for one byte more than whole
+ * pages.  The manual says "rounded up to the next multiple of the page
+ * size"; a program sees glibc's numbers, so ours are glibc's.  false on
+ * overflow (ENOMEM).
+ */
 static inline bool ps_posix_pages(size_t size, size_t *rounded)
 {
 	size_t r;
-	if (__builtin_add_overflow(size ? size : 1, PS_PAGE - 1, &r))
+	if (__builtin_add_overflow(size, PS_PAGE - 1, &r))
 		return false;
-	*rounded = r & ~(PS_PAGE - 1);
+	*rounded = r & -(PS_PAGE - 1);
 	return true;
 }
 
 /*
- * posix_memalign(3) from a memalign-like function: 0 or the errno value,
- * errno itself untouched whatever memalign does to it.
+ * posix_memalign(3) from a memalign-like function: 0 or the errno value.
+ * errno is untouched on success; on failure it is what memalign left, as
+ * glibc's posix_memalign leaves its _mid_memalign's ENOMEM (POSIX says
+ * nothing of errno here, and programs that test it see glibc's value).
  */
 static inline int ps_posix_memalign_via(void *(*memalign_fn)(size_t, size_t), void **out,
 					size_t align, size_t size)
@@ -67,9 +76,9 @@ static inline int ps_posix_memalign_via(void *(*memalign_fn)(size_t, size_t), vo
 		return EINVAL;
 	int saved_errno = errno;
 	void *p = memalign_fn(align, size);
-	errno = saved_errno;
 	if (!p)
 		return ENOMEM;
+	errno = saved_errno;
 	*out = p;
 	return 0;
 }

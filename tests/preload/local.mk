@@ -111,3 +111,12 @@ pst_scripts += tests/preload/callsite_dbgsym.sh
 check_PROGRAMS += tests/preload/exit_abrupt
 pst_scripts += tests/preload/exit_abrupt.sh
 tests_preload_exit_abrupt_LDADD = -lpthread
+
+# Issue 27: the host as without the shim.  host_helper prints what a program
+# sees (errno, sigaction, vfork, fork children, call sites) for the scripts
+# to compare with and without the shim; signal_end.sh: reports from
+# programs stopped by TERM/INT/HUP (sleep, haproxy) and vfork children.
+check_PROGRAMS += tests/preload/host_helper
+tests_preload_host_helper_LDADD = -lpthread
+pst_scripts += tests/preload/signal_end.sh tests/preload/host_errno.sh \
+	tests/preload/fork_work.sh tests/preload/callsite_bytes.sh tests/preload/fio.sh

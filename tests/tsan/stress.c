@@ -302,10 +302,11 @@ static void alloc_round(uint64_t *seed, unsigned char base_tag, int iters, struc
  * thread exit, after TSan has detached from the thread, and its mutex call
  * then crashes TSan's runtime (a clash of the two libraries, nothing the
  * shim does).  So the long-lived workers park when done and the process
- * exits under them, and the short-lived storm threads stay below the
- * sampling period (STORM_ITERS < SITE_SAMPLE): they never unwind.
+ * exits under them, and the short-lived storm threads hold captures
+ * (ps_callsite_hold): they never unwind.  Calls are sampled by bytes, on
+ * average one capture per SITE_SAMPLE bytes.
  */
-#define SITE_SAMPLE 32
+#define SITE_SAMPLE (1u << 20)
 #define STORM_ITERS 24
 static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t park_cond = PTHREAD_COND_INITIALIZER;
@@ -498,9 +499,11 @@ static void *storm_thread(void *arg)
 	uint64_t seed = 0xbf58476d1ce4e5b9ULL * (uint64_t)(id + 3);
 	struct tally t = { 0 };
 
+	ps_callsite_hold(true);
 	alloc_round(&seed, (unsigned char)id, STORM_ITERS, &t);
 	io_round(IO_THREADS + id % STORM_THREADS, &seed, 1, &t);
 	tally_add(&t);
+	ps_callsite_hold(false);
 	return NULL;
 }
 
