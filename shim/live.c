@@ -280,6 +280,8 @@ static void adopt_file(struct ps_live_header *h, int pid, uint64_t ns)
 	h->pool_min = live_pool_min;
 	h->gauges = *ps_gauges;
 	__atomic_store_n(&ps_gauges_mirror, &h->gauges, __ATOMIC_RELEASE);
+	h->threads_peak = (uint32_t)ps_stats_threads_peak();
+	__atomic_store_n(&ps_threads_mirror, &h->threads_peak, __ATOMIC_RELEASE);
 	live_pid = pid;
 	live_ns = ns;
 	__atomic_store_n(&hdr, h, __ATOMIC_RELEASE);

@@ -58,6 +58,7 @@ struct ps_live_header {
 	/* version 2 */
 	uint64_t pidns;              /* inode of the pid namespace, as in the file name */
 	uint32_t unpublished;        /* threads counting outside the file (full, or no room) */
+	uint32_t threads_peak;       /* the most threads counting at once (0: older writer) */
 };
 
 /* Create this process's file and route counter blocks into it.  0 or -errno. */

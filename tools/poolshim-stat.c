@@ -249,7 +249,7 @@ static void show(const struct target *t, const struct ps_tstats *counters, const
 	d.pool_in_use = h->gauges.pool_in_use;
 	d.pool_peak = h->gauges.pool_peak;
 	d.pool_min = h->pool_min;
-	d.threads = (int)t->nblocks;
+	d.threads = h->threads_peak ? (int)h->threads_peak : (int)t->nblocks;
 	proc_usage(t, &d);
 	d.uring_state = h->uring_state;
 	d.uring_reason = h->uring_reason[0] ? h->uring_reason : NULL;

@@ -111,3 +111,8 @@ pst_scripts += tests/preload/callsite_dbgsym.sh
 check_PROGRAMS += tests/preload/exit_abrupt
 pst_scripts += tests/preload/exit_abrupt.sh
 tests_preload_exit_abrupt_LDADD = -lpthread
+
+# Issue 25/27 (threads): thread churn, the hidden stderr copy, files left by daemon(3), setuid, chroot.
+check_PROGRAMS += tests/preload/thread_churn
+pst_scripts += tests/preload/thread_churn.sh
+tests_preload_thread_churn_LDADD = -lpthread
