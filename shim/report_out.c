@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Writing the report: where it may go (fd 2 only while it is the stderr
- * seen at start, a file opened without following links, a FIFO with a
- * bounded wait), SIGPIPE held off meanwhile, and the one path that
+ * seen at start, never through a descriptor of ours, a file opened without
+ * following links, a FIFO with a bounded wait), SIGPIPE held off meanwhile, and the one path that
  * gathers, renders and flushes a report (ps_report_write), shared by the
  * exit and dump reports and poolshim_report_fd().  Nothing here allocates
  * through the shim: the counters go to the scratch block, the text through
@@ -24,24 +24,27 @@
 #include "fmt.h"
 #include "sys.h"
 
-#define PS_KCMP_FILE 0   /* KCMP_FILE of <linux/kcmp.h> (an enum there) */
-
 /*
  * What fd 2 was when the shim started.  A program may close its stderr and
  * open something that then gets number 2 (its data file, a socket); the
  * report written there would end up in the program's data.  So fd 2 is
- * written only while it still is the open file it was at start, and our
- * duplicate only while it still is that file and still ours.
+ * written only while it still is the open file it was at start.
+ *
+ * No copy of it is kept: a descriptor the program does not know about
+ * would hold its stderr open (a pipe's reader, `out=$(prog 2>&1)` of a
+ * daemon, would wait for the daemon's end).  When the program has closed
+ * or replaced its stderr (daemon(3) points it at /dev/null), the report
+ * for stderr is not written: the program said where its messages go, and
+ * POOLSHIM_STATS=PATH is the way to get a report from it (poolshim(7)).
  */
 enum err_state { ERR_UNSEEN, ERR_NONE, ERR_SEEN };
 static struct {
 	enum err_state state;
-	int copy;                 /* our duplicate (close-on-exec, >= 600), or -1 */
 	dev_t dev, rdev;
 	ino_t ino;
 	mode_t type;
 	int accmode;
-} err0 = { .state = ERR_UNSEEN, .copy = -1 };
+} err0 = { .state = ERR_UNSEEN };
 
 void ps_report_keep_stderr(void)
 {
@@ -62,12 +65,6 @@ void ps_report_keep_stderr(void)
 	err0.type = st.st_mode & S_IFMT;
 	err0.accmode = (int)(fl & O_ACCMODE);
 	err0.state = ERR_SEEN;
-	/* Only a report to stderr needs a copy; messages need only the identity. */
-	if (strcmp(ps_cfg.stats, "stderr") != 0)
-		return;
-	long fd = PS_SYSCALL(SYS_fcntl, 2, F_DUPFD_CLOEXEC, 600);
-	if (fd >= 0)
-		err0.copy = (int)fd;
 }
 
 /* fd refers to the same file as fd 2 did at start, opened the same way. */
@@ -82,35 +79,8 @@ static bool like_stderr_at_start(int fd)
 }
 
 /*
- * Our copy is still ours: the program may have closed it and put its own
- * file at that number (close-all loops do).  open(2) and dup2(2) give the
- * new descriptor no close-on-exec flag, which ours has.
- */
-static bool copy_is_ours(void)
-{
-	if (err0.copy < 0)
-		return false;
-	long fdfl = PS_SYSCALL(SYS_fcntl, err0.copy, F_GETFD);
-	return fdfl >= 0 && (fdfl & FD_CLOEXEC) && like_stderr_at_start(err0.copy);
-}
-
-/* 1 if a and b share one open file description, 0 if not, -1 if unknown. */
-static int same_description(int a, int b)
-{
-#ifdef SYS_kcmp
-	long pid = PS_SYSCALL(SYS_getpid);
-	long k = PS_SYSCALL(SYS_kcmp, pid, pid, PS_KCMP_FILE, a, b);
-	if (k >= 0)
-		return k == 0;
-#endif
-	/* No kcmp(2) (seccomp, CONFIG_KCMP=n): status flags differ only across descriptions. */
-	return PS_SYSCALL(SYS_fcntl, a, F_GETFL) != PS_SYSCALL(SYS_fcntl, b, F_GETFL) ? 0 : -1;
-}
-
-/*
  * Where a line or a report for stderr may go: fd 2 while it is the file it
- * was at start (the same open file as our copy, where the kernel can tell);
- * else our copy if it still is that file; else nowhere.
+ * was at start; else nowhere.
  */
 static int stderr_fd(void)
 {
@@ -123,10 +93,7 @@ static int stderr_fd(void)
 	case ERR_SEEN:
 		break;
 	}
-	bool copy = copy_is_ours();
-	if (like_stderr_at_start(2) && (!copy || same_description(2, err0.copy) != 0))
-		return 2;
-	return copy ? err0.copy : -1;
+	return like_stderr_at_start(2) ? 2 : -1;
 }
 
 int ps_report_stderr_fd(void)
