@@ -116,3 +116,5 @@ tests_preload_exit_abrupt_LDADD = -lpthread
 check_PROGRAMS += tests/preload/thread_churn
 pst_scripts += tests/preload/thread_churn.sh
 tests_preload_thread_churn_LDADD = -lpthread
+check_PROGRAMS += tests/preload/leave_helper
+pst_scripts += tests/preload/leave.sh
