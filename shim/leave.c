@@ -19,6 +19,12 @@
  *   call; the live view of a chrooted process ends there, its exit report
  *   does not.
  *
+ * And the start of exit: the report to stderr needs fd 2 after the atexit
+ * handlers, which may close it (gnulib's close_stdout, in every coreutils
+ * program).  glibc runs the main thread's thread_local destructors first
+ * in exit() (also on a return from main), so one registered here on the
+ * main thread marks the moment; the shim keeps no descriptor before it.
+ *
  * Raw system calls bypass these doors, as they bypass every other.
  */
 #include <errno.h>
@@ -33,6 +39,23 @@
 #include "init.h"
 #include "live.h"
 #include "real.h"
+#include "report_out.h"
+
+extern int __cxa_thread_atexit_impl(void (*fn)(void *), void *obj, void *dso);
+extern void *__dso_handle;
+
+static void exit_begins(void *unused)
+{
+	(void)unused;
+	ps_report_exit_begins();
+}
+
+/* Constructors run on the main thread.  The registration allocates: after start. */
+__attribute__((constructor)) static void leave_ctor(void)
+{
+	if (ps_enabled())
+		__cxa_thread_atexit_impl(exit_begins, NULL, &__dso_handle);
+}
 
 PS_EXPORT int daemon(int nochdir, int noclose)
 {

@@ -30,21 +30,26 @@
  * report written there would end up in the program's data.  So fd 2 is
  * written only while it still is the open file it was at start.
  *
- * No copy of it is kept: a descriptor the program does not know about
- * would hold its stderr open (a pipe's reader, `out=$(prog 2>&1)` of a
- * daemon, would wait for the daemon's end).  When the program has closed
- * or replaced its stderr (daemon(3) points it at /dev/null), the report
- * for stderr is not written: the program said where its messages go, and
- * POOLSHIM_STATS=PATH is the way to get a report from it (poolshim(7)).
+ * No copy of it is kept while the program runs: a descriptor the program
+ * does not know about would hold its stderr open (a pipe's reader,
+ * `out=$(prog 2>&1)` of a daemon, would wait for the daemon's end).  When
+ * the program has closed or replaced its stderr (daemon(3) points it at
+ * /dev/null), the report for stderr is not written: the program said where
+ * its messages go, and POOLSHIM_STATS=PATH is the way to get a report from
+ * it (poolshim(7)).  Only once exit has begun (ps_report_exit_begins) is
+ * a copy taken, for the atexit handlers that close stderr (gnulib's
+ * close_stdout, in every coreutils program): it lives as long as the
+ * process's last moments.
  */
 enum err_state { ERR_UNSEEN, ERR_NONE, ERR_SEEN };
 static struct {
 	enum err_state state;
+	int copy;                 /* taken at exit (close-on-exec, >= 600), or -1 */
 	dev_t dev, rdev;
 	ino_t ino;
 	mode_t type;
 	int accmode;
-} err0 = { .state = ERR_UNSEEN };
+} err0 = { .state = ERR_UNSEEN, .copy = -1 };
 
 void ps_report_keep_stderr(void)
 {
@@ -79,8 +84,32 @@ static bool like_stderr_at_start(int fd)
 }
 
 /*
+ * The copy taken at exit is still ours: an atexit handler may have closed
+ * it and put its own file at that number (close-all loops do).  open(2)
+ * and dup2(2) give the new descriptor no close-on-exec flag, which ours has.
+ */
+static bool copy_is_ours(void)
+{
+	if (err0.copy < 0)
+		return false;
+	long fdfl = PS_SYSCALL(SYS_fcntl, err0.copy, F_GETFD);
+	return fdfl >= 0 && (fdfl & FD_CLOEXEC) && like_stderr_at_start(err0.copy);
+}
+
+void ps_report_exit_begins(void)
+{
+	if (err0.state != ERR_SEEN || err0.copy >= 0 || strcmp(ps_cfg.stats, "stderr") != 0 ||
+	    !like_stderr_at_start(2))
+		return;
+	long fd = PS_SYSCALL(SYS_fcntl, 2, F_DUPFD_CLOEXEC, 600);
+	if (fd >= 0)
+		err0.copy = (int)fd;
+}
+
+/*
  * Where a line or a report for stderr may go: fd 2 while it is the file it
- * was at start; else nowhere.
+ * was at start; else, once exit has begun, the copy taken then while it
+ * still is that file; else nowhere.
  */
 static int stderr_fd(void)
 {
@@ -93,7 +122,9 @@ static int stderr_fd(void)
 	case ERR_SEEN:
 		break;
 	}
-	return like_stderr_at_start(2) ? 2 : -1;
+	if (like_stderr_at_start(2))
+		return 2;
+	return copy_is_ours() ? err0.copy : -1;
 }
 
 int ps_report_stderr_fd(void)

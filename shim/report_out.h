@@ -65,8 +65,17 @@ int ps_report_write(int fd, enum ps_stats_format format, unsigned how);
 void ps_report_keep_stderr(void);
 
 /*
+ * Exit has begun (the main thread's exit, before the atexit handlers): if
+ * the report goes to stderr and fd 2 is still the stderr of the start,
+ * keep a copy of it for the report, in case a handler closes fd 2.  The
+ * only descriptor the shim ever keeps, for the process's last moments.
+ */
+void ps_report_exit_begins(void);
+
+/*
  * The descriptor a message for the user may be written to: fd 2 while it
- * still is the stderr seen by ps_report_keep_stderr(), else -1.  Raw system calls only; callable from a signal handler.
+ * still is the stderr seen by ps_report_keep_stderr(), else the copy taken
+ * at exit while it still is, else -1.  Raw system calls only; callable from a signal handler.
  */
 int ps_report_stderr_fd(void);
 

@@ -152,7 +152,7 @@ void ps_stats_release(void *block)
 	if (!t || __atomic_load_n(&t->in_use, __ATOMIC_RELAXED) != PS_BLOCK_USED)
 		return;
 	int saved_errno = errno;
-	t->tid = (int)PS_SYSCALL(SYS_gettid);
+	__atomic_store_n(&t->tid, (int)PS_SYSCALL(SYS_gettid), __ATOMIC_RELAXED);
 	errno = saved_errno;
 	__atomic_sub_fetch(&counting, 1, __ATOMIC_RELAXED);
 	/* ps_stats_tls stays: what the thread counts from here on lands in its block. */

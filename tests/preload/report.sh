@@ -74,4 +74,10 @@ shim POOLSHIM_STATS="$PST_TMP/closed.txt" -- bash -c 'exec 2>&-; exit 0' || fail
 grep -q "poolshim report" "$PST_TMP/closed.txt" && pass "report to a path after fd 2 closed" ||
 	fail "no report in the path after fd 2 closed"
 
+# 8. but stderr closed by an atexit handler (gnulib's close_stdout: every
+# coreutils program) still gets the report: exit had begun.
+shim -- cat /dev/null 2>"$PST_TMP/err" || fail "cat failed"
+grep -q "==== poolshim report: pid [0-9]* (cat)" "$PST_TMP/err" && pass "report after stderr closed at exit (cat)" ||
+	fail "no report from cat, which closes stderr at exit: $(head -c 200 "$PST_TMP/err")"
+
 finish
