@@ -65,7 +65,7 @@ static volatile int *fork_guard;
  */
 static dev_t live_dev;
 static ino_t live_ino;
-static uid_t live_owner, owner_before;
+static uid_t live_owner, owner_before, owner_pending = (uid_t)-1;
 static bool live_unlinked;
 
 static size_t stride(void)
@@ -467,7 +467,7 @@ void ps_live_before_uid(uid_t euid)
 {
 	char path[PS_LIVE_DIR_MAX + 64];
 
-	owner_before = (uid_t)-1;
+	owner_before = owner_pending = (uid_t)-1;
 	if (euid == (uid_t)-1 || euid == live_owner || !ours_by_path())
 		return;
 	int saved_errno = errno;
@@ -476,6 +476,9 @@ void ps_live_before_uid(uid_t euid)
 	if (fd >= 0 && PS_SYSCALL(SYS_fchown, fd, euid, -1) == 0) {
 		owner_before = live_owner;
 		live_owner = euid;
+	} else if (fd >= 0 && euid == 0) {
+		/* Back to root (after a seteuid away): root may hand it over itself. */
+		owner_pending = euid;
 	} else if (fd >= 0) {
 		/* Not allowed to hand it over (no CAP_CHOWN): remove it while we may. */
 		if (unlink(path) == 0)
@@ -490,17 +493,18 @@ void ps_live_after_uid(bool changed)
 {
 	char path[PS_LIVE_DIR_MAX + 64];
 
-	if (changed || owner_before == (uid_t)-1 || !ours_by_path())
+	/* Handed over and the change failed, or still to hand over now that it succeeded. */
+	uid_t to = !changed ? owner_before : owner_pending;
+	owner_before = owner_pending = (uid_t)-1;
+	if (to == (uid_t)-1 || !ours_by_path())
 		return;
-	/* The change failed: the file goes back to whoever we still are. */
 	int saved_errno = errno;
 	ps_live_path(path, sizeof(path), live_pid, live_ns);
 	long fd = open_mine(path);
-	if (fd >= 0 && PS_SYSCALL(SYS_fchown, fd, owner_before, -1) == 0)
-		live_owner = owner_before;
+	if (fd >= 0 && PS_SYSCALL(SYS_fchown, fd, to, -1) == 0)
+		live_owner = to;
 	if (fd >= 0)
 		ps_sys_close((int)fd);
-	owner_before = (uid_t)-1;
 	errno = saved_errno;
 }
 

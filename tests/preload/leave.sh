@@ -59,6 +59,13 @@ for how in setuid seteuid; do
 	empty_soon && pass "no live file after $how to nobody" || fail "live file left after $how to nobody: $(left)"
 	rm -f "$LIVE"/*
 done
+# A round trip (seteuid away and back to root) keeps the live view, and leaves nothing.
+shim POOLSHIM_LIVE_DIR="$LIVE" -- "$H" seteuid nobody back >"$PST_TMP/out" 2>"$PST_TMP/err" ||
+	fail "seteuid round trip failed: $(cat "$PST_TMP/err" | head -c 200)"
+grep -qx "live 1" "$PST_TMP/out" && pass "the live file stays through seteuid away and back" ||
+	fail "after seteuid away and back: $(grep live "$PST_TMP/out")"
+empty_soon && pass "no live file after the seteuid round trip" || fail "live file left after the round trip: $(left)"
+rm -f "$LIVE"/*
 mkdir "$PST_TMP/jail"
 shim POOLSHIM_LIVE_DIR="$LIVE" -- "$H" chroot "$PST_TMP/jail" >"$PST_TMP/out" 2>"$PST_TMP/err" ||
 	fail "chroot failed: $(cat "$PST_TMP/err" | head -c 200)"

@@ -6,11 +6,15 @@
  *   leave_helper daemon MS    daemon(3) (stdio to /dev/null); the daemon
  *                             allocates, lives MS milliseconds, allocates
  *   leave_helper setuid USER  print pid; setresuid to USER (by name); allocate; exit
- *   leave_helper seteuid USER the same with seteuid
+ *   leave_helper seteuid USER [back]  the same with seteuid (back: then
+ *                             seteuid(0) again, and print "live N": how
+ *                             many live files of this pid $POOLSHIM_LIVE_DIR
+ *                             holds, the view kept through the round trip)
  *   leave_helper chroot DIR   print pid; chroot(DIR); allocate; exit
  *
  * Each prints "pid N" first (the process that made the live file).
  */
+#include <dirent.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +30,24 @@ static void work(void)
 			p[0] = 1;
 		free(p);
 	}
+}
+
+/* Live files of this process in $POOLSHIM_LIVE_DIR. */
+static int live_files(void)
+{
+	const char *dir = getenv("POOLSHIM_LIVE_DIR");
+	char prefix[64];
+	struct dirent *e;
+	int n = 0;
+	DIR *d = dir ? opendir(dir) : NULL;
+
+	if (!d)
+		return -1;
+	snprintf(prefix, sizeof(prefix), "poolshim-%d-", (int)getpid());
+	while ((e = readdir(d)))
+		n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+	closedir(d);
+	return n;
 }
 
 int main(int argc, char **argv)
@@ -62,6 +84,13 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		work();
+		if (argc > 3 && !strcmp(argv[3], "back")) {
+			if (seteuid(0) != 0) {
+				perror("seteuid back");
+				return 1;
+			}
+			printf("live %d\n", live_files());
+		}
 		return 0;
 	}
 	if (!strcmp(argv[1], "chroot")) {
