@@ -31,11 +31,13 @@
 #include <fcntl.h>
 #include <paths.h>
 #include <stdbool.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "compiler.h"
+#include "config.h"
 #include "init.h"
 #include "live.h"
 #include "real.h"
@@ -53,7 +55,7 @@ static void exit_begins(void *unused)
 /* Constructors run on the main thread.  The registration allocates: after start. */
 __attribute__((constructor)) static void leave_ctor(void)
 {
-	if (ps_enabled())
+	if (ps_enabled() && strcmp(ps_cfg.stats, "stderr") == 0)
 		__cxa_thread_atexit_impl(exit_begins, NULL, &__dso_handle);
 }
 
