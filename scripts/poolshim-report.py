@@ -410,7 +410,7 @@ def render(g, out, exact, top):
     pr = g.process
     w(f"process  page faults {pr['minflt']} minor, {pr['majflt']} major; cpu "
       f"{seconds(pr['utime_us'])} user, {seconds(pr['stime_us'])} sys; "
-      f"{pr['threads']} thread counter blocks\n")
+      f"at most {pr['threads']} threads at once\n")
     u = g.uring
     reasons = "; ".join(g.uring_reasons)
     w(f"io_uring {tally(g.uring_states)}{': ' + reasons if reasons else ''}; {u['rings']} rings, "

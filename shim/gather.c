@@ -91,7 +91,7 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch, bool 
 		d->utime_us = (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec;
 		d->stime_us = (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
 	}
-	d->threads = ps_stats_blocks();
+	d->threads = ps_stats_threads_peak();
 	d->uring_state = ps_uring_state();
 	d->uring_reason = ps_uring_reason();
 	d->uring_rings = ps_uring_rings();

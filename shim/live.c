@@ -58,6 +58,15 @@ static int said_unpublished;
  * changed pid tells, which a vfork child shares (it is left alone).
  */
 static volatile int *fork_guard;
+/*
+ * The file as made (device, inode, owner), to know it again by path, and
+ * whether it is gone already (ps_live_before_chroot): the name may then be
+ * someone else's file.
+ */
+static dev_t live_dev;
+static ino_t live_ino;
+static uid_t live_owner, owner_before, owner_pending = (uid_t)-1;
+static bool live_unlinked;
 
 static size_t stride(void)
 {
@@ -236,6 +245,9 @@ static struct ps_live_header *create(int pid, uint64_t ns, int *err)
 		reserve_each = false;
 		r = PS_SYSCALL(SYS_fallocate, fd, 0, 0, map_len);
 	}
+	struct stat st;
+	if (r == 0)
+		r = PS_SYSCALL(SYS_fstat, fd, &st);
 	ps_sys_close((int)fd);
 	if (r < 0) {
 		*err = (int)r;
@@ -244,6 +256,10 @@ static struct ps_live_header *create(int pid, uint64_t ns, int *err)
 		unlink(path);
 		return NULL;
 	}
+	live_dev = st.st_dev;
+	live_ino = st.st_ino;
+	live_owner = st.st_uid;
+	live_unlinked = false;
 	return p;
 }
 
@@ -280,6 +296,8 @@ static void adopt_file(struct ps_live_header *h, int pid, uint64_t ns)
 	h->pool_min = live_pool_min;
 	h->gauges = *ps_gauges;
 	__atomic_store_n(&ps_gauges_mirror, &h->gauges, __ATOMIC_RELEASE);
+	h->threads_peak = (uint32_t)ps_stats_threads_peak();
+	__atomic_store_n(&ps_threads_mirror, &h->threads_peak, __ATOMIC_RELEASE);
 	live_pid = pid;
 	live_ns = ns;
 	__atomic_store_n(&hdr, h, __ATOMIC_RELEASE);
@@ -415,6 +433,129 @@ void ps_live_remove(void)
 	if (!h || live_pid != (int)PS_SYSCALL(SYS_getpid))
 		return;
 	h->exited = 1;
+	if (live_unlinked)
+		return;
 	ps_live_path(path, sizeof(path), live_pid, live_ns);
 	unlink(path);
+}
+
+/*
+ * Leaving without a trace when the process changes who or where it is
+ * (leave.c calls these around setuid and chroot).  /dev/shm is sticky: a
+ * file there can be removed only by its owner, so the file follows the
+ * effective uid; and a chroot that hides the directory gets the file
+ * removed at the door, through a directory descriptor that lives for the
+ * one call.  Both look the file up by path and act only if it is still
+ * the one made (device and inode).
+ */
+
+/* Open our file by path, checked to be ours; fd or -errno. */
+static long open_mine(const char *path)
+{
+	struct stat st;
+	long fd = ps_sys_openat(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0);
+
+	if (fd < 0)
+		return fd;
+	if (PS_SYSCALL(SYS_fstat, fd, &st) < 0 || st.st_dev != live_dev || st.st_ino != live_ino) {
+		ps_sys_close((int)fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+static bool ours_by_path(void)
+{
+	return mine() && !live_unlinked && live_pid == (int)PS_SYSCALL(SYS_getpid);
+}
+
+void ps_live_before_uid(uid_t euid)
+{
+	char path[PS_LIVE_DIR_MAX + 64];
+
+	owner_before = owner_pending = (uid_t)-1;
+	if (euid == (uid_t)-1 || euid == live_owner || !ours_by_path())
+		return;
+	int saved_errno = errno;
+	ps_live_path(path, sizeof(path), live_pid, live_ns);
+	long fd = open_mine(path);
+	if (fd >= 0 && PS_SYSCALL(SYS_fchown, fd, euid, -1) == 0) {
+		owner_before = live_owner;
+		live_owner = euid;
+	} else if (fd >= 0 && euid == 0) {
+		/* Back to root (after a seteuid away): root may hand it over itself. */
+		owner_pending = euid;
+	} else if (fd >= 0) {
+		/* Not allowed to hand it over (no CAP_CHOWN): remove it while we may. */
+		if (unlink(path) == 0)
+			live_unlinked = true;
+	}
+	if (fd >= 0)
+		ps_sys_close((int)fd);
+	errno = saved_errno;
+}
+
+void ps_live_after_uid(bool changed)
+{
+	char path[PS_LIVE_DIR_MAX + 64];
+
+	/* Handed over and the change failed, or still to hand over now that it succeeded. */
+	uid_t to = !changed ? owner_before : owner_pending;
+	owner_before = owner_pending = (uid_t)-1;
+	if (to == (uid_t)-1 || !ours_by_path())
+		return;
+	int saved_errno = errno;
+	ps_live_path(path, sizeof(path), live_pid, live_ns);
+	long fd = open_mine(path);
+	if (fd >= 0 && PS_SYSCALL(SYS_fchown, fd, to, -1) == 0)
+		live_owner = to;
+	if (fd >= 0)
+		ps_sys_close((int)fd);
+	errno = saved_errno;
+}
+
+int ps_live_before_chroot(const char *root)
+{
+	char path[PS_LIVE_DIR_MAX + 64], inside[PS_PATH_MAX + PS_LIVE_DIR_MAX + 64];
+	struct ps_buf b;
+	struct stat st;
+
+	if (!root || !ours_by_path())
+		return -1;
+	int saved_errno = errno;
+	ps_live_path(path, sizeof(path), live_pid, live_ns);
+	/* The new root reaches the file (a bind-mounted /dev/shm): it stays. */
+	ps_buf_init(&b, inside, sizeof(inside), -1);
+	ps_buf_puts(&b, root);
+	ps_buf_puts(&b, path);
+	ps_buf_str(&b);
+	if (!b.truncated && lstat(inside, &st) == 0 && st.st_dev == live_dev &&
+	    st.st_ino == live_ino) {
+		errno = saved_errno;
+		return -1;
+	}
+	long dir = ps_sys_openat(AT_FDCWD, ps_live_dir(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	errno = saved_errno;
+	return dir < 0 ? -1 : (int)dir;
+}
+
+void ps_live_after_chroot(int dir, bool changed)
+{
+	char path[PS_LIVE_DIR_MAX + 64];
+
+	if (dir < 0)
+		return;
+	int saved_errno = errno;
+	if (changed) {
+		ps_live_path(path, sizeof(path), live_pid, live_ns);
+		const char *name = strrchr(path, '/');
+		struct stat st;
+		name = name ? name + 1 : path;
+		if (PS_SYSCALL(SYS_newfstatat, dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    st.st_dev == live_dev && st.st_ino == live_ino &&
+		    PS_SYSCALL(SYS_unlinkat, dir, name, 0) == 0)
+			live_unlinked = true;
+	}
+	ps_sys_close(dir);
+	errno = saved_errno;
 }

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "config.h"
 #include "pool.h"
@@ -58,6 +59,7 @@ struct ps_live_header {
 	/* version 2 */
 	uint64_t pidns;              /* inode of the pid namespace, as in the file name */
 	uint32_t unpublished;        /* threads counting outside the file (full, or no room) */
+	uint32_t threads_peak;       /* the most threads counting at once (0: older writer) */
 };
 
 /* Create this process's file and route counter blocks into it.  0 or -errno. */
@@ -82,6 +84,25 @@ extern int ps_live_child_due;
 void ps_live_child_tick(void);
 /* At exit (or before exec): remove the file. */
 void ps_live_remove(void);
+
+/*
+ * Around a change of the effective uid to euid ((uid_t)-1: unchanged):
+ * before, the file is handed to euid, so that the process can still
+ * remove it from the sticky directory (or, if it may not, removed now);
+ * after, changed says whether the call succeeded (if not, the file goes
+ * back).  Keep errno.
+ */
+void ps_live_before_uid(uid_t euid);
+void ps_live_after_uid(bool changed);
+
+/*
+ * Around chroot(root): if the new root does not reach the file, before
+ * returns a directory descriptor (O_PATH, for the one call; else -1)
+ * through which after removes it when changed (the chroot succeeded)
+ * and closes it.  The exit report is not affected.  Keep errno.
+ */
+int ps_live_before_chroot(const char *root);
+void ps_live_after_chroot(int dir, bool changed);
 
 /*
  * Where live files are: PS_LIVE_DIR unless POOLSHIM_LIVE_DIR (the shim) or

@@ -83,7 +83,13 @@
 	X(int, fexecve, (int, char *const[], char *const[]))                                \
 	X(pid_t, _Fork, (void))                                                             \
 	X(void, _exit, (int))                                                               \
-	X(void, _Exit, (int))
+	X(void, _Exit, (int))                                                               \
+	X(int, daemon, (int, int))                                                          \
+	X(int, setuid, (uid_t))                                                             \
+	X(int, seteuid, (uid_t))                                                            \
+	X(int, setreuid, (uid_t, uid_t))                                                    \
+	X(int, setresuid, (uid_t, uid_t, uid_t))                                            \
+	X(int, chroot, (const char *))
 
 #define PS_REAL_DECLARE(ret, name, params) extern PS_HIDDEN ret(*real_##name) params;
 PS_REAL_FUNCS(PS_REAL_DECLARE)

@@ -437,7 +437,7 @@ static void emit_process(struct ps_emit *e, const struct ps_report_data *d)
 {
 	ps_emit_object_begin(e, "process");
 	ps_emit_line(e, "process  page faults %{minflt}u minor, %{majflt}u major; "
-		     "cpu %{utime_us}t user, %{stime_us}t sys; %{threads}d thread counter blocks\n",
+		     "cpu %{utime_us}t user, %{stime_us}t sys; at most %{threads}d threads at once\n",
 		     d->minflt, d->majflt, d->utime_us, d->stime_us, d->threads);
 	ps_emit_object_end(e);
 }

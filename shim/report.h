@@ -35,7 +35,7 @@ struct ps_report_data {
 	uint64_t pool_min;
 	uint64_t minflt, majflt;
 	uint64_t utime_us, stime_us;
-	int threads;                      /* counter blocks ever created */
+	int threads;                      /* the most threads counting at once */
 	int uring_state;                  /* enum ps_uring_state */
 	const char *uring_reason;
 	uint64_t uring_rings;

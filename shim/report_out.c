@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Writing the report: where it may go (fd 2 only while it is the stderr
- * seen at start, a file opened without following links, a FIFO with a
- * bounded wait), SIGPIPE held off meanwhile, and the one path that
+ * seen at start, never through a descriptor of ours, a file opened without
+ * following links, a FIFO with a bounded wait), SIGPIPE held off meanwhile, and the one path that
  * gathers, renders and flushes a report (ps_report_write), shared by the
  * exit and dump reports and poolshim_report_fd().  Nothing here allocates
  * through the shim: the counters go to the scratch block, the text through
@@ -26,19 +26,27 @@
 #include "fmt.h"
 #include "sys.h"
 
-#define PS_KCMP_FILE 0   /* KCMP_FILE of <linux/kcmp.h> (an enum there) */
-
 /*
  * What fd 2 was when the shim started.  A program may close its stderr and
  * open something that then gets number 2 (its data file, a socket); the
  * report written there would end up in the program's data.  So fd 2 is
- * written only while it still is the open file it was at start, and our
- * duplicate only while it still is that file and still ours.
+ * written only while it still is the open file it was at start.
+ *
+ * No copy of it is kept while the program runs: a descriptor the program
+ * does not know about would hold its stderr open (a pipe's reader,
+ * `out=$(prog 2>&1)` of a daemon, would wait for the daemon's end).  When
+ * the program has closed or replaced its stderr (daemon(3) points it at
+ * /dev/null), the report for stderr is not written: the program said where
+ * its messages go, and POOLSHIM_STATS=PATH is the way to get a report from
+ * it (poolshim(7)).  Only once exit has begun (ps_report_exit_begins) is
+ * a copy taken, for the atexit handlers that close stderr (gnulib's
+ * close_stdout, in every coreutils program): it lives as long as the
+ * process's last moments.
  */
 enum err_state { ERR_UNSEEN, ERR_NONE, ERR_SEEN };
 static struct {
 	enum err_state state;
-	int copy;                 /* our duplicate (close-on-exec, >= 600), or -1 */
+	int copy;                 /* taken at exit (close-on-exec, >= 600), or -1 */
 	dev_t dev, rdev;
 	ino_t ino;
 	mode_t type;
@@ -64,12 +72,6 @@ void ps_report_keep_stderr(void)
 	err0.type = st.st_mode & S_IFMT;
 	err0.accmode = (int)(fl & O_ACCMODE);
 	err0.state = ERR_SEEN;
-	/* Only a report to stderr needs a copy; messages need only the identity. */
-	if (strcmp(ps_cfg.stats, "stderr") != 0)
-		return;
-	long fd = PS_SYSCALL(SYS_fcntl, 2, F_DUPFD_CLOEXEC, 600);
-	if (fd >= 0)
-		err0.copy = (int)fd;
 }
 
 /* fd refers to the same file as fd 2 did at start, opened the same way. */
@@ -84,9 +86,9 @@ static bool like_stderr_at_start(int fd)
 }
 
 /*
- * Our copy is still ours: the program may have closed it and put its own
- * file at that number (close-all loops do).  open(2) and dup2(2) give the
- * new descriptor no close-on-exec flag, which ours has.
+ * The copy taken at exit is still ours: an atexit handler may have closed
+ * it and put its own file at that number (close-all loops do).  open(2)
+ * and dup2(2) give the new descriptor no close-on-exec flag, which ours has.
  */
 static bool copy_is_ours(void)
 {
@@ -96,23 +98,20 @@ static bool copy_is_ours(void)
 	return fdfl >= 0 && (fdfl & FD_CLOEXEC) && like_stderr_at_start(err0.copy);
 }
 
-/* 1 if a and b share one open file description, 0 if not, -1 if unknown. */
-static int same_description(int a, int b)
+void ps_report_exit_begins(void)
 {
-#ifdef SYS_kcmp
-	long pid = PS_SYSCALL(SYS_getpid);
-	long k = PS_SYSCALL(SYS_kcmp, pid, pid, PS_KCMP_FILE, a, b);
-	if (k >= 0)
-		return k == 0;
-#endif
-	/* No kcmp(2) (seccomp, CONFIG_KCMP=n): status flags differ only across descriptions. */
-	return PS_SYSCALL(SYS_fcntl, a, F_GETFL) != PS_SYSCALL(SYS_fcntl, b, F_GETFL) ? 0 : -1;
+	if (err0.state != ERR_SEEN || err0.copy >= 0 || strcmp(ps_cfg.stats, "stderr") != 0 ||
+	    !like_stderr_at_start(2))
+		return;
+	long fd = PS_SYSCALL(SYS_fcntl, 2, F_DUPFD_CLOEXEC, 600);
+	if (fd >= 0)
+		err0.copy = (int)fd;
 }
 
 /*
  * Where a line or a report for stderr may go: fd 2 while it is the file it
- * was at start (the same open file as our copy, where the kernel can tell);
- * else our copy if it still is that file; else nowhere.
+ * was at start; else, once exit has begun, the copy taken then while it
+ * still is that file; else nowhere.
  */
 static int stderr_fd(void)
 {
@@ -125,10 +124,9 @@ static int stderr_fd(void)
 	case ERR_SEEN:
 		break;
 	}
-	bool copy = copy_is_ours();
-	if (like_stderr_at_start(2) && (!copy || same_description(2, err0.copy) != 0))
+	if (like_stderr_at_start(2))
 		return 2;
-	return copy ? err0.copy : -1;
+	return copy_is_ours() ? err0.copy : -1;
 }
 
 int ps_report_stderr_fd(void)

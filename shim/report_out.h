@@ -58,16 +58,24 @@ int ps_report_write(int fd, enum ps_stats_format format, unsigned how);
  * at 600 or above) for reports written after the program closed its own
  * fd 2, as programs using gnulib's close_stdout do at exit.  The report and
  * the shim's messages about it go to fd 2 only while it still is that open
- * file, else to the duplicate while it still is, else nowhere.  Call once
+ * file, else nowhere (no copy of it is kept).  Call once
  * at start, whatever POOLSHIM_STATS is (without the call, fd 2 is trusted
  * whenever it is open).
  */
 void ps_report_keep_stderr(void);
 
 /*
+ * Exit has begun (the main thread's exit, before the atexit handlers): if
+ * the report goes to stderr and fd 2 is still the stderr of the start,
+ * keep a copy of it for the report, in case a handler closes fd 2.  The
+ * only descriptor the shim ever keeps, for the process's last moments.
+ */
+void ps_report_exit_begins(void);
+
+/*
  * The descriptor a message for the user may be written to: fd 2 while it
- * still is the stderr seen by ps_report_keep_stderr(), else the kept copy,
- * else -1.  Raw system calls only; callable from a signal handler.
+ * still is the stderr seen by ps_report_keep_stderr(), else the copy taken
+ * at exit while it still is, else -1.  Raw system calls only; callable from a signal handler.
  */
 int ps_report_stderr_fd(void);
 

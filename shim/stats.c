@@ -2,9 +2,14 @@
 /*
  * Per-thread counter blocks.  A block is mmap'd (never malloc'd: the
  * counters must work inside malloc), pushed on a global list with one CAS,
- * and never freed.  When a thread exits its block is marked free and the
- * next new thread takes it over, so the merged totals always include every
- * thread that ever ran.
+ * and never freed.  When a thread exits its block is retired, and once the
+ * thread is gone (tgkill(2) with signal 0 says ESRCH) the next new thread
+ * takes it over and counts on top, so the merged totals always include
+ * every thread that ever ran while the blocks stay as many as the threads
+ * alive at once.  The thread keeps its block until it is gone because
+ * glibc still calls free() for it after the pthread key destructors
+ * (__libc_thread_freeres): handing the block back there let the exiting
+ * thread claim another one, a block per thread ever created.
  */
 #include "stats.h"
 
@@ -17,6 +22,9 @@
 
 static struct ps_tstats *blocks;
 static int nblocks;
+/* Threads counting now, and the most at once (stats.h). */
+static int counting, counting_peak;
+uint32_t *ps_threads_mirror;
 __thread struct ps_tstats *ps_stats_tls;
 /* 1: a new thread's first I/O call takes the slow path (stats.h). */
 __thread uint32_t ps_io_gate = 1;
@@ -29,7 +37,7 @@ void (*ps_stats_on_claim)(void *block);
 /* Put a new block, in use, on the list every report walks (lock-free push). */
 static void list_block(struct ps_tstats *t)
 {
-	t->in_use = 1;
+	t->in_use = PS_BLOCK_USED;
 	t->is_block = 1;
 	t->next = __atomic_load_n(&blocks, __ATOMIC_RELAXED);
 	while (!__atomic_compare_exchange_n(&blocks, &t->next, t, true,
@@ -38,10 +46,28 @@ static void list_block(struct ps_tstats *t)
 	__atomic_add_fetch(&nblocks, 1, __ATOMIC_RELAXED);
 }
 
+/* One more thread counting: raise the peak, and the live file's copy of it. */
+static void count_thread(void)
+{
+	int now = __atomic_add_fetch(&counting, 1, __ATOMIC_RELAXED);
+	int peak = __atomic_load_n(&counting_peak, __ATOMIC_RELAXED);
+
+	while (now > peak) {
+		if (__atomic_compare_exchange_n(&counting_peak, &peak, now, true,
+						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			uint32_t *m = __atomic_load_n(&ps_threads_mirror, __ATOMIC_RELAXED);
+			if (m)
+				__atomic_store_n(m, (uint32_t)now, __ATOMIC_RELAXED);
+			break;
+		}
+	}
+}
+
 static struct ps_tstats *adopt(struct ps_tstats *t)
 {
 	void (*hook)(void *) = ps_stats_on_claim;
 
+	count_thread();
 	/* Set first: the hook may allocate, and that allocation is counted here. */
 	ps_stats_tls = t;
 	if (hook)
@@ -49,13 +75,28 @@ static struct ps_tstats *adopt(struct ps_tstats *t)
 	return t;
 }
 
+/* The retired block's thread has left the kernel: nobody writes it any more. */
+static bool owner_gone(const struct ps_tstats *t, long *pid)
+{
+	int tid = __atomic_load_n(&t->tid, __ATOMIC_RELAXED);
+
+	if (*pid == 0)
+		*pid = PS_SYSCALL(SYS_getpid);
+	return tid > 0 && PS_SYSCALL(SYS_tgkill, *pid, tid, 0) == -ESRCH;
+}
+
 struct ps_tstats *ps_stats_claim(void)
 {
 	struct ps_tstats *t;
+	long pid = 0;
 
 	for (t = __atomic_load_n(&blocks, __ATOMIC_ACQUIRE); t; t = t->next) {
-		int expected = 0;
-		if (__atomic_compare_exchange_n(&t->in_use, &expected, 1, false,
+		int expected = PS_BLOCK_FREE;
+		if (__atomic_compare_exchange_n(&t->in_use, &expected, PS_BLOCK_USED, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			return adopt(t);
+		if (expected == PS_BLOCK_RETIRED && owner_gone(t, &pid) &&
+		    __atomic_compare_exchange_n(&t->in_use, &expected, PS_BLOCK_USED, false,
 						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 			return adopt(t);
 	}
@@ -100,18 +141,22 @@ void ps_stats_rehome(void)
 	/* Switch first, then empty the old block for the next thread to take. */
 	ps_stats_tls = t;
 	zero_counters(old);
-	__atomic_store_n(&old->in_use, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&old->in_use, PS_BLOCK_FREE, __ATOMIC_RELEASE);
 }
 
 void ps_stats_release(void *block)
 {
-	struct ps_tstats *t = block;
+	/* The key's value is stale if ps_stats_rehome() moved this thread since. */
+	struct ps_tstats *t = ps_stats_tls ? ps_stats_tls : block;
 
-	if (ps_stats_tls == t) {
-		ps_stats_tls = NULL;
-		ps_io_gate = 1;
-	}
-	__atomic_store_n(&t->in_use, 0, __ATOMIC_RELEASE);
+	if (!t || __atomic_load_n(&t->in_use, __ATOMIC_RELAXED) != PS_BLOCK_USED)
+		return;
+	int saved_errno = errno;
+	__atomic_store_n(&t->tid, (int)PS_SYSCALL(SYS_gettid), __ATOMIC_RELAXED);
+	errno = saved_errno;
+	__atomic_sub_fetch(&counting, 1, __ATOMIC_RELAXED);
+	/* ps_stats_tls stays: what the thread counts from here on lands in its block. */
+	__atomic_store_n(&t->in_use, PS_BLOCK_RETIRED, __ATOMIC_RELEASE);
 }
 
 void ps_stats_io_slow(enum ps_call call, enum ps_fdkind kind, uint64_t request, long result,
@@ -156,8 +201,9 @@ void ps_stats_after_fork_child(void)
 	for (struct ps_tstats *t = blocks; t; t = t->next) {
 		zero_counters(t);
 		if (t != ps_stats_tls)
-			t->in_use = 0;
+			t->in_use = PS_BLOCK_FREE;
 	}
+	counting = counting_peak = ps_stats_tls ? 1 : 0;
 }
 
 /* A block's calls are the unsized ones plus its size histogram's sum. */
@@ -221,6 +267,11 @@ void ps_stats_merge(struct ps_tstats *out)
 int ps_stats_blocks(void)
 {
 	return __atomic_load_n(&nblocks, __ATOMIC_RELAXED);
+}
+
+int ps_stats_threads_peak(void)
+{
+	return __atomic_load_n(&counting_peak, __ATOMIC_RELAXED);
 }
 
 void ps_stats_pool_used(int64_t delta)

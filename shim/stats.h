@@ -3,7 +3,9 @@
  * Per-thread counters for every interposed call, merged when reporting.
  * Each thread owns one block (struct ps_tstats), claimed on its first
  * counted call from a lock-free list and handed back when it exits, so a
- * storm of short-lived threads reuses blocks and loses no counts.
+ * storm of short-lived threads reuses blocks and loses no counts: the
+ * blocks in memory are as many as the most threads counting at once (plus
+ * those whose threads are still on their way out).
  * Recording is a few relaxed stores into the caller's own block: no locks,
  * no allocation, async-signal-safe.
  */
@@ -60,9 +62,18 @@ struct ps_tstats {
 	struct ps_uring_counts uring;
 	/* bookkeeping, not counters */
 	struct ps_tstats *next;
-	int in_use;
+	int in_use;          /* PS_BLOCK_FREE, PS_BLOCK_USED or PS_BLOCK_RETIRED */
+	int tid;             /* PS_BLOCK_RETIRED: the thread still writing it until it is gone */
 	int is_block;        /* a thread's block (calls to derive), not a sum */
 };
+
+/*
+ * A block's owner.  RETIRED: its thread ran its thread-exit hook but may
+ * still count (glibc frees the thread's own buffers after the pthread key
+ * destructors run), so the block stays its until the kernel says the
+ * thread is gone; a new thread then takes it over, counts kept.
+ */
+enum { PS_BLOCK_FREE = 0, PS_BLOCK_USED = 1, PS_BLOCK_RETIRED = 2 };
 
 /* The calling thread's block, claiming one on first use; NULL only if mmap fails. */
 struct ps_tstats *ps_stats_claim(void);
@@ -170,7 +181,12 @@ extern void (*ps_stats_on_claim)(void *block);
 /* Move the calling thread's counters into a block from ps_stats_block_source. */
 void ps_stats_rehome(void);
 
-/* Thread exit: give the block back for reuse (its counts stay). */
+/*
+ * Thread exit (the pthread key's destructor): the calling thread's block
+ * goes back for reuse once the thread is gone (its counts stay, and so do
+ * whatever it counts on its way out).  block is the key's value, used
+ * only when the thread has no block of its own any more.
+ */
 void ps_stats_release(void *block);
 
 /* In a fork child: zero every block and keep only the caller's. */
@@ -182,8 +198,16 @@ void ps_stats_add(struct ps_tstats *dst, const struct ps_tstats *src, int sign);
 /* Sum of every block, past and present, into out. */
 void ps_stats_merge(struct ps_tstats *out);
 
-/* Number of blocks ever created (threads seen at once, at most). */
+/* Number of blocks ever created. */
 int ps_stats_blocks(void);
+
+/*
+ * The most threads counting at once (a thread counts from its first
+ * counted call to its exit): the report's process.threads.  Copied to
+ * *ps_threads_mirror (live.c's file header) when it rises.
+ */
+int ps_stats_threads_peak(void);
+extern uint32_t *ps_threads_mirror;
 
 /* Gauges of pooled memory in use by live allocations. */
 struct ps_gauges {

@@ -262,7 +262,7 @@ static void show(struct target *t, const struct ps_tstats *counters, const char 
 	d.pool_in_use = h->gauges.pool_in_use;
 	d.pool_peak = h->gauges.pool_peak;
 	d.pool_min = h->pool_min;
-	d.threads = (int)t->nblocks;
+	d.threads = h->threads_peak ? (int)h->threads_peak : (int)t->nblocks;
 	proc_usage(t, &d, delta);
 	d.uring_state = h->uring_state;
 	d.uring_reason = h->uring_reason[0] ? h->uring_reason : NULL;
@@ -424,7 +424,7 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 		{ "poolshim_pool_backed_bytes", "Pool memory backed so far." },
 		{ "poolshim_pool_cap_bytes", "The pool's size limit." },
 		{ "poolshim_pool_min_bytes", "Smallest request served from the pool." },
-		{ "poolshim_threads", "Thread counter blocks in the live file." },
+		{ "poolshim_threads", "The most threads counting at once." },
 		{ "poolshim_uring_rings", "io_uring rings set up." },
 		{ "poolshim_process_gone", "1 when the process is gone (file left behind)." },
 	};
@@ -435,7 +435,8 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 				continue;
 			const struct ps_live_header *h = t[i].hdr;
 			uint64_t v[] = { h->gauges.pool_in_use, h->gauges.pool_peak, h->pool.backed,
-					 h->pool.cap, h->pool_min, t[i].nblocks, h->uring_rings,
+					 h->pool.cap, h->pool_min,
+					 h->threads_peak ? h->threads_peak : t[i].nblocks, h->uring_rings,
 					 t[i].dead };
 			fprintf(f, "%s{", g[m].name);
 			prom_id(f, &t[i]);

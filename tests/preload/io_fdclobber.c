@@ -15,8 +15,8 @@
  *     the same I/O: the shim starts over in it.
  *  4. Prints "foreign N", the descriptors found open that the program did
  *     not open.  Where the kernel lets io_uring_register(2) work by
- *     registered index (Linux 6.3+) the shim's rings hold none, so N is 0,
- *     or 1 (the shim's copy of stderr) when the report goes to stderr.
+ *     registered index (Linux 6.3+) the shim's rings hold none, so N is 0
+ *     (the shim keeps no copy of stderr either).
  *     "lowest-free N" is the number the next open gets at the end, for the
  *     script to compare with a run without the shim.
  *

@@ -120,3 +120,10 @@ check_PROGRAMS += tests/preload/host_helper
 tests_preload_host_helper_LDADD = -lpthread
 pst_scripts += tests/preload/signal_end.sh tests/preload/host_errno.sh \
 	tests/preload/fork_work.sh tests/preload/callsite_bytes.sh tests/preload/fio.sh
+
+# Issue 25/27 (threads): thread churn, the hidden stderr copy, files left by daemon(3), setuid, chroot.
+check_PROGRAMS += tests/preload/thread_churn
+pst_scripts += tests/preload/thread_churn.sh
+tests_preload_thread_churn_LDADD = -lpthread
+check_PROGRAMS += tests/preload/leave_helper
+pst_scripts += tests/preload/leave.sh
