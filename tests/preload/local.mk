@@ -111,3 +111,9 @@ pst_scripts += tests/preload/callsite_dbgsym.sh
 check_PROGRAMS += tests/preload/exit_abrupt
 pst_scripts += tests/preload/exit_abrupt.sh
 tests_preload_exit_abrupt_LDADD = -lpthread
+
+# What small malloc + free cost through the doors (callgrind budgets, issue 26).
+check_PROGRAMS += tests/preload/alloc_cost
+pst_scripts += tests/preload/alloc_cost.sh
+# What start-up costs a process that never pools (strace).
+pst_scripts += tests/preload/startup_syscalls.sh
