@@ -475,10 +475,12 @@ void ps_free(void *p)
 		release(p);
 }
 
-void ps_alloc_small_heap(void *(**m)(size_t), void (**f)(void *), size_t *min)
+void ps_alloc_small_heap(void *(**m)(size_t), void (**f)(void *),
+			 void *(**r)(void *, size_t), size_t *min)
 {
 	*m = libc.malloc;
 	*f = libc.free;
+	*r = libc.realloc;
 	*min = pool_min;
 }
 
@@ -494,6 +496,14 @@ void *ps_malloc_sampled(size_t size)
 	site_call = PS_CALL_MALLOC;
 	ps_stats_count_sampled(PS_CALL_MALLOC, size, n, PS_EV_MALLOC_ESTIMATED);
 	return libc.malloc(size);
+}
+
+void *ps_realloc_sampled(void *p, size_t size)
+{
+	uint64_t n = alloc_gate_refill();
+	site_call = PS_CALL_REALLOC;
+	ps_stats_count_sampled(PS_CALL_REALLOC, size, n, PS_EV_REALLOC_ESTIMATED);
+	return libc.realloc(p, size);
 }
 
 void ps_free_uncounted(void *p)

@@ -79,8 +79,8 @@ void ps_free(void *p);
 extern PS_HIDDEN uintptr_t ps_door_pool_lo;
 
 /*
- * Small mallocs until this thread's next counted one (stats.h's sampling):
- * the counted door decrements it and takes ps_malloc_slow() at 0.
+ * Small mallocs and reallocs until this thread's next counted one: the
+ * counted doors decrement it and take their slow path at 0.
  */
 extern __thread uint32_t ps_alloc_gate;
 /*
@@ -95,12 +95,15 @@ extern __thread uint32_t ps_alloc_gate;
 #define PS_ALLOC_SAMPLE 128
 #define PS_ALLOC_EXACT_FIRST 32
 
-/* The small heap's malloc and free, and POOLSHIM_POOL_MIN (SIZE_MAX: no pool). */
-void ps_alloc_small_heap(void *(**m)(size_t), void (**f)(void *), size_t *min);
+/* The small heap's malloc, free and realloc, and POOLSHIM_POOL_MIN (SIZE_MAX: no pool). */
+void ps_alloc_small_heap(void *(**m)(size_t), void (**f)(void *),
+			 void *(**r)(void *, size_t), size_t *min);
 /* Set ps_door_pool_lo for the heap's owner (mine: ours).  At the end of start-up. */
 void ps_alloc_open_door(bool mine);
 /* A small malloc whose gate ran out: counted for the gap it closes. */
 void *ps_malloc_sampled(size_t size);
+/* A small realloc of a small-heap block whose gate ran out: the same. */
+void *ps_realloc_sampled(void *p, size_t size);
 /* free of a block of our heap, counted only if pooled. */
 void ps_free_uncounted(void *p);
 

@@ -148,7 +148,7 @@ def validate(report):
             errors.append(f"calls[{i}] ({c['call']}): size_hist adds to {total}, calls {c['calls']}")
         if sum(n for _, n in c["lat_hist"]) != c["timed"] or c["timed"] > c["calls"]:
             errors.append(f"calls[{i}] ({c['call']}): lat_hist does not add up to timed")
-        if c["estimated"] > c["calls"] or (c["estimated"] and c["call"] != "malloc"):
+        if c["estimated"] > c["calls"] or (c["estimated"] and c["call"] not in ("malloc", "realloc")):
             errors.append(f"calls[{i}] ({c['call']}): estimated {c['estimated']} of {c['calls']}")
         if c["errors"] > c["calls"] or c["eagain"] > c["errors"]:
             errors.append(f"calls[{i}]: errors/eagain exceed calls")
