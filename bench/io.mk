@@ -16,6 +16,11 @@ bench-io: all bench/iobench
 noinst_PROGRAMS += bench/smallbench
 bench_smallbench_SOURCES = bench/smallbench.c
 bench_smallbench_CFLAGS = $(AM_CFLAGS) -O2
+# bench/smallalloc: programs whose allocations are all small (scripts/bench smallalloc).
+noinst_PROGRAMS += bench/smallalloc
+bench_smallalloc_SOURCES = bench/smallalloc.c
+bench_smallalloc_CFLAGS = $(AM_CFLAGS) -O2
+bench_smallalloc_LDADD = -lpthread
 
 # Exit time with 10,000 distinct call sites (issue 13): bench/callsites.py, run by hand.
 EXTRA_DIST += bench/callsites.py

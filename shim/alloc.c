@@ -17,9 +17,11 @@
  * registered buffer).  Dirty and muzzy decay are -1: freed extents stay in
  * the arena, mapped and faulted, for the next request of that size.
  *
- * The arena is made on the first pooled request, not at start: creating
- * it faults in some 20 pages of jemalloc metadata, which a short program
- * that never asks for a large buffer should not pay for.
+ * The arena, and jemalloc itself, are made on the first pooled request,
+ * not at start: initialising jemalloc costs some 20 system calls and
+ * 8 MiB of reservations, and the arena faults in some 20 pages of its
+ * metadata, which a short program that never asks for a large buffer
+ * should not pay for.
  *
  * Pool allocations bypass the thread cache: they are at least
  * POOLSHIM_POOL_MIN bytes, where tcache has nothing to offer, and an
@@ -61,6 +63,14 @@ int ps_heap = PS_HEAP_UNDECIDED;
 const char *ps_heap_owner;
 
 static int pool_flags;           /* MALLOCX_ARENA(ind) | MALLOCX_TCACHE_NONE */
+/*
+ * jemalloc has initialised (with the arena, by the first pooled request)
+ * and registered its fork handlers.  Before that, a fork that lands while
+ * another thread is inside jemalloc's initialisation leaves the child a
+ * half-made jemalloc with its init lock held and no handler to repair it:
+ * such a child never uses the pool (ps_alloc_after_fork_child).
+ */
+static bool je_ready;
 static size_t pool_min = SIZE_MAX;
 
 /* glibc's malloc returns blocks aligned to this; larger alignments need memalign. */
@@ -123,6 +133,54 @@ static void bind_libc(void)
 	PS_LIBC_FUNCS(PS_LIBC_BIND)
 #undef PS_LIBC_BIND
 	libc = found;
+}
+
+/*
+ * free's door (malloc.c) hands a pointer below this straight to the small
+ * heap: 0 until start-up ends, then the pool's start or UINTPTR_MAX.
+ */
+uintptr_t ps_door_pool_lo;
+__thread uint32_t ps_alloc_gate = 1;
+/* The gap the gate is counting down, and the calls still counted one by one. */
+static __thread uint32_t alloc_gap = 1;
+static __thread uint32_t alloc_exact_left = PS_ALLOC_EXACT_FIRST;
+static __thread uint32_t alloc_rng;
+
+/*
+ * The gate ran out: the call that closed the gap stands for the gap's
+ * calls.  The next gap is drawn from [SAMPLE/2, SAMPLE*3/2): a fixed one
+ * would sample the same call of a loop every time.
+ */
+static uint32_t alloc_gate_refill(void)
+{
+	uint32_t w = alloc_gap, g = 1;
+
+	if (alloc_exact_left)
+		alloc_exact_left--;
+	else {
+		uint32_t x = alloc_rng;
+		if (ps_unlikely(x == 0))
+			x = (uint32_t)__builtin_ia32_rdtsc() | 1;
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		alloc_rng = x;
+		g = PS_ALLOC_SAMPLE / 2 + (x & (PS_ALLOC_SAMPLE - 1));
+	}
+	alloc_gap = g;
+	ps_alloc_gate = g;
+	return w;
+}
+
+/*
+ * A pooled block is about to reach the program: make sure free() looks
+ * at the pool's range before any thread can hand the block to free.
+ */
+static void door_see_pool(void)
+{
+	uintptr_t lo = __atomic_load_n(&ps_pool_lo, __ATOMIC_ACQUIRE);
+	if (ps_unlikely(lo < __atomic_load_n(&ps_door_pool_lo, __ATOMIC_RELAXED)))
+		__atomic_store_n(&ps_door_pool_lo, lo, __ATOMIC_RELEASE);
 }
 
 /* The interposed call in progress, for call-site records. */
@@ -227,6 +285,14 @@ static int make_arena(void)
 	char name[64];
 	struct ps_buf b;
 
+	if (!__atomic_load_n(&je_ready, __ATOMIC_ACQUIRE)) {
+		unsigned narenas;
+		size_t nsz = sizeof(narenas);
+		/* Initialises jemalloc, which registers its fork handlers. */
+		if (psje_mallctl("arenas.narenas", &narenas, &nsz, NULL, 0) != 0)
+			return -ENOMEM;
+		__atomic_store_n(&je_ready, true, __ATOMIC_RELEASE);
+	}
 	if (psje_mallctl("arenas.create", &arena, &sz, NULL, 0) != 0)
 		return -ENOMEM;
 	/* Never purge, never decay: freed pool memory stays ready for reuse. */
@@ -274,8 +340,6 @@ static bool arena_usable(void)
 
 int ps_alloc_init(const struct ps_config *cfg)
 {
-	unsigned narenas;
-	size_t sz = sizeof(narenas);
 	int r;
 
 	/* First: the small heap serves whether or not the pool can be made. */
@@ -283,11 +347,12 @@ int ps_alloc_init(const struct ps_config *cfg)
 	if ((r = ps_pool_init(cfg)) < 0)
 		return r;
 	/*
-	 * Initialise jemalloc now, which registers its fork handlers: init.c
-	 * registers the shim's own around them (see there).  The arena waits.
+	 * jemalloc initialises with the arena, on the first pooled request: its
+	 * set-up (some 20 system calls, 8 MiB of reservations, /proc and /sys
+	 * probes) is not paid by a process that never asks for a large
+	 * buffer.  It registers its fork handlers then, after the shim's, as
+	 * init.c needs (see there).
 	 */
-	if (psje_mallctl("arenas.narenas", &narenas, &sz, NULL, 0) != 0)
-		return -ENOMEM;
 	pool_min = cfg->pool_min;
 	__atomic_store_n(&arena_state, ARENA_LAZY, __ATOMIC_RELEASE);
 	return 0;
@@ -301,10 +366,14 @@ bool ps_alloc_pool_ready(void)
 
 void ps_alloc_after_fork_child(void)
 {
-	/* The thread making the arena is gone: let the next request retry. */
+	/*
+	 * The thread making the arena is gone: let the next request retry,
+	 * unless it was still initialising jemalloc (see je_ready).
+	 */
 	int s = ARENA_MAKING;
-	__atomic_compare_exchange_n(&arena_state, &s, ARENA_LAZY, false,
-				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	int to = __atomic_load_n(&je_ready, __ATOMIC_ACQUIRE) ? ARENA_LAZY : ARENA_FAILED;
+	__atomic_compare_exchange_n(&arena_state, &s, to, false, __ATOMIC_ACQ_REL,
+				    __ATOMIC_ACQUIRE);
 }
 
 /*
@@ -324,6 +393,7 @@ static void *pool_try(size_t size, int extra_flags)
 	void *p = psje_mallocx(size, pool_flags | extra_flags);
 	hook_need = 0;
 	if (ps_likely(p != NULL)) {
+		door_see_pool();
 		ps_stats_event(PS_EV_POOL_ALLOC);
 		ps_stats_pool_used((int64_t)psje_sallocx(p, 0));
 		ps_callsite_record(PS_SITE_ALLOC, site_call, size, 0);
@@ -403,6 +473,45 @@ void ps_free(void *p)
 	ps_stats_call(PS_CALL_FREE);
 	if (p)
 		release(p);
+}
+
+void ps_alloc_small_heap(void *(**m)(size_t), void (**f)(void *),
+			 void *(**r)(void *, size_t), size_t *min)
+{
+	*m = libc.malloc;
+	*f = libc.free;
+	*r = libc.realloc;
+	*min = pool_min;
+}
+
+void ps_alloc_open_door(bool mine)
+{
+	uintptr_t lo = __atomic_load_n(&ps_pool_lo, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&ps_door_pool_lo, mine && lo ? lo : UINTPTR_MAX, __ATOMIC_RELEASE);
+}
+
+void *ps_malloc_sampled(size_t size)
+{
+	uint64_t n = alloc_gate_refill();
+	site_call = PS_CALL_MALLOC;
+	ps_stats_count_sampled(PS_CALL_MALLOC, size, n, PS_EV_MALLOC_ESTIMATED);
+	return libc.malloc(size);
+}
+
+void *ps_realloc_sampled(void *p, size_t size)
+{
+	uint64_t n = alloc_gate_refill();
+	site_call = PS_CALL_REALLOC;
+	ps_stats_count_sampled(PS_CALL_REALLOC, size, n, PS_EV_REALLOC_ESTIMATED);
+	return libc.realloc(p, size);
+}
+
+void ps_free_uncounted(void *p)
+{
+	if (ps_pool_contains(p))
+		ps_free(p);
+	else
+		libc.free(p);
 }
 
 size_t ps_usable_size(void *p)

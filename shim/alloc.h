@@ -12,7 +12,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#include "compiler.h"
 #include "config.h"
 
 /*
@@ -48,6 +50,8 @@ void ps_alloc_after_fork_child(void);
  */
 #define PS_MALLOC_FAMILY(X)                                                               \
 	X(void *, malloc, malloc, (size_t size), (size))                                   \
+	PS_MALLOC_FAMILY_REST(X)
+#define PS_MALLOC_FAMILY_REST(X)                                                          \
 	X(void *, calloc, calloc, (size_t n, size_t size), (n, size))                      \
 	X(void *, realloc, realloc, (void *p, size_t size), (p, size))                     \
 	X(void *, reallocarray, reallocarray, (void *p, size_t n, size_t size), (p, n, size)) \
@@ -63,5 +67,44 @@ void ps_alloc_after_fork_child(void);
 PS_MALLOC_FAMILY(PS_ALLOC_DECLARE)
 #undef PS_ALLOC_DECLARE
 void ps_free(void *p);
+
+/*
+ * What the malloc and free doors (malloc.c) branch on, set once at start
+ * and read without ordering.  free hands a pointer below ps_door_pool_lo
+ * straight to the small heap's free: the pool's range is one mapping,
+ * and until it exists this is UINTPTR_MAX (0 before start, so that the
+ * first free starts the shim).  Raised to the pool's start before the
+ * first pooled block reaches the program.
+ */
+extern PS_HIDDEN uintptr_t ps_door_pool_lo;
+
+/*
+ * Small mallocs and reallocs until this thread's next counted one: the
+ * counted doors decrement it and take their slow path at 0.
+ */
+extern __thread uint32_t ps_alloc_gate;
+/*
+ * Mean of the sampling gap below ps_door.exact_min: one small malloc in
+ * PS_ALLOC_SAMPLE is counted, with the weight of the gap it closes.  The
+ * sampled call costs ~40 instructions, so 128 keeps the average under
+ * half an instruction, and a program that makes 10,000 small mallocs
+ * still has ~80 samples in its histogram.  A thread's first
+ * PS_ALLOC_EXACT_FIRST small mallocs are counted one by one, so a short
+ * program's counts are exact.
+ */
+#define PS_ALLOC_SAMPLE 128
+#define PS_ALLOC_EXACT_FIRST 32
+
+/* The small heap's malloc, free and realloc, and POOLSHIM_POOL_MIN (SIZE_MAX: no pool). */
+void ps_alloc_small_heap(void *(**m)(size_t), void (**f)(void *),
+			 void *(**r)(void *, size_t), size_t *min);
+/* Set ps_door_pool_lo for the heap's owner (mine: ours).  At the end of start-up. */
+void ps_alloc_open_door(bool mine);
+/* A small malloc whose gate ran out: counted for the gap it closes. */
+void *ps_malloc_sampled(size_t size);
+/* A small realloc of a small-heap block whose gate ran out: the same. */
+void *ps_realloc_sampled(void *p, size_t size);
+/* free of a block of our heap, counted only if pooled. */
+void ps_free_uncounted(void *p);
 
 #endif

@@ -119,9 +119,17 @@ void ps_heap_choose(bool on)
 	       ps_heap_owner);
 }
 
-void ps_heap_publish(void)
+void ps_heap_publish(bool counted)
 {
+	ps_door_open(chosen == PS_HEAP_MINE, counted);
 	__atomic_store_n(&ps_heap, chosen, __ATOMIC_RELEASE);
+}
+
+void ps_heap_other_entries(void *(**m)(size_t), void (**f)(void *), void *(**r)(void *, size_t))
+{
+	*m = other.malloc ? other.malloc : __libc_malloc;
+	*f = other.free ? other.free : __libc_free;
+	*r = other.realloc ? other.realloc : __libc_realloc;
 }
 
 void *ps_heap_other_malloc(size_t size)

@@ -30,8 +30,13 @@ extern const char *ps_heap_owner;
  * path.  Binds the other allocator's functions.  Once, from start-up.
  */
 void ps_heap_choose(bool on);
-/* Make that choice visible to every thread: just before leaving STARTING. */
-void ps_heap_publish(void);
+/*
+ * Make that choice visible to every thread, and open the doors for it
+ * (counted: something reads the counters): just before leaving STARTING.
+ */
+void ps_heap_publish(bool counted);
+/* The other allocator's malloc, free and realloc, for the doors to jump to. */
+void ps_heap_other_entries(void *(**m)(size_t), void (**f)(void *), void *(**r)(void *, size_t));
 
 /* Slow path of ps_heap_mine(): the decision is not published yet. */
 bool ps_heap_mine_slow(void);
@@ -46,6 +51,36 @@ static inline bool ps_heap_mine(void)
 		return false;
 	return ps_heap_mine_slow();
 }
+
+/*
+ * What malloc() and the small-malloc doors (malloc.c) branch on, set once
+ * at the end of start-up (ps_heap_publish) and read without ordering.
+ * malloc jumps through .malloc: before start ps_malloc_slow (which starts
+ * the shim), then the other allocator's malloc itself when the heap is
+ * not ours (POOLSHIM=off, another allocator first), ps_door_malloc_quiet
+ * when nothing reads the counters, else ps_door_malloc_counted.
+ */
+struct ps_door {
+	void *(*malloc)(size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*small_malloc)(size_t);
+	void (*small_free)(void *);
+	void *(*small_realloc)(void *, size_t);
+	/* Sizes below go to small_malloc; counted, one in about PS_ALLOC_SAMPLE. */
+	size_t exact_min;
+};
+extern PS_HIDDEN struct ps_door ps_door;
+void *ps_door_malloc_counted(size_t size);
+void *ps_door_malloc_quiet(size_t size);
+/* realloc the same way: .realloc, of a small-heap block to a small size. */
+void *ps_door_realloc_counted(void *p, size_t size);
+void *ps_door_realloc_quiet(void *p, size_t size);
+void *ps_realloc_slow(void *p, size_t size);
+/* The doors' slow paths: start-up, sampled and large requests, pooled frees. */
+void *ps_malloc_slow(size_t size);
+void ps_free_slow(void *p);
+/* Set the doors for the heap's owner (mine: ours); counted: the counters are read. */
+void ps_door_open(bool mine, bool counted);
 
 /*
  * The other allocator's functions, with libc's contracts.  Those it lacks

@@ -193,6 +193,15 @@ static void verbose_banner(void)
 	ps_buf_flush(&b);
 }
 
+/*
+ * Whether anything will read the counters: the report, the live file or
+ * the dump signal.  If not, the doors count nothing they need not.
+ */
+static bool counters_read(const struct ps_config *cfg)
+{
+	return strcmp(cfg->stats, "off") != 0 || cfg->live || cfg->dump_signal != 0;
+}
+
 static void start(void)
 {
 	int saved_errno = errno;
@@ -204,10 +213,11 @@ static void start(void)
 		ps_cfg.uring = PS_URING_OFF;
 		ps_cfg.timing = false;
 		ps_heap_choose(false);
-		ps_heap_publish();
+		ps_heap_publish(false);
 		__atomic_store_n(&ps_state, PS_STATE_OFF, __ATOMIC_RELEASE);
 		/* The interposers still need the real functions. */
 		ps_real_init();
+		ps_io_go_quiet();
 		say_left_alone();
 		errno = saved_errno;
 		return;
@@ -227,6 +237,8 @@ static void start(void)
 	/* Bound now, with the heap's owner chosen: dlsym may allocate. */
 	ps_real_init();
 	ps_iocount_init(&ps_cfg);
+	if (!counters_read(&ps_cfg))
+		ps_io_go_quiet();
 	ps_clock_init();
 	ps_uring_init(&ps_cfg);
 	/* What stderr is now: reports and messages go there only while it still is. */
@@ -239,7 +251,7 @@ static void start(void)
 			       ps_errno_name(-lr) ? ps_errno_name(-lr) : "error");
 		ps_pool_on_change = ps_live_publish;
 	}
-	ps_heap_publish();
+	ps_heap_publish(counters_read(&ps_cfg));
 	__atomic_store_n(&ps_state, PS_STATE_ON, __ATOMIC_RELEASE);
 
 	/* These may allocate: malloc now takes the normal path. */

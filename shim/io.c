@@ -26,6 +26,18 @@
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
+struct io_door {
+	void **door;
+	void *quiet;
+};
+extern const struct io_door __start_ps_io_doors[], __stop_ps_io_doors[];
+
+void ps_io_go_quiet(void)
+{
+	for (const struct io_door *d = __start_ps_io_doors; d < __stop_ps_io_doors; d++)
+		__atomic_store_n(d->door, d->quiet, __ATOMIC_RELEASE);
+}
+
 /* The fortified entry points a -D_FORTIFY_SOURCE build calls. */
 ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
 ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
@@ -44,6 +56,12 @@ ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
  * descriptors).  Past the gate the shim is on, so real_NAME is bound
  * (ps_real_init() ran first).  slow_NAME is a tail call so that the fast
  * path keeps two registers across the real call and no more.
+ *
+ * The exported NAME is one indirect jump through door_NAME: counted_NAME,
+ * or, once start-up found that nothing reads the counters or the shim is
+ * off (ps_io_go_quiet), quiet_NAME, which calls libc and counts nothing
+ * (a tail call where there is nothing to do after the call).  Each door
+ * lists itself in the ps_io_doors section for ps_io_go_quiet to find.
  */
 #define PS_IO_DOOR(type, name, call, fd, request, done, after, params, args)                   \
 	static __attribute__((noinline)) type slow_##name params                                \
@@ -63,9 +81,23 @@ ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
 		after;                                                                          \
 		return (type)ps_io_count(call, fd, ps_fd_entry(fd), request, r, done);          \
 	}                                                                                       \
-	PS_EXPORT type name params                                                              \
+	static type counted_##name params                                                       \
 	{                                                                                       \
 		return do_##name args;                                                          \
+	}                                                                                       \
+	static type quiet_##name params                                                         \
+	{                                                                                       \
+		type r = real_##name args;                                                      \
+		after;                                                                          \
+		return r;                                                                       \
+	}                                                                                       \
+	static type (*door_##name) params = counted_##name;                                     \
+	static const struct io_door io_door_##name                                              \
+		__attribute__((used, section("ps_io_doors"), aligned(sizeof(void *)))) = {      \
+			(void **)&door_##name, (void *)quiet_##name };                          \
+	PS_EXPORT type name params                                                              \
+	{                                                                                       \
+		return door_##name args;                                                        \
 	}
 
 /* A call of n bytes whose result is its byte count. */

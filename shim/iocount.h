@@ -35,6 +35,13 @@ void ps_iocount_init(const struct ps_config *cfg);
 
 /* POOLSHIM_TIMING. */
 extern PS_HIDDEN bool ps_io_timing;
+/*
+ * Once at start, when nothing will read the counters (POOLSHIM_STATS=off,
+ * POOLSHIM_LIVE=off, no POOLSHIM_DUMP_SIGNAL) or the shim is off, after
+ * the real functions are bound: the pass-through doors (io.c) then call
+ * libc and count nothing, through the one indirect jump they always make.
+ */
+void ps_io_go_quiet(void);
 
 /*
  * ps_io_gate ran out: PS_IO_OFF when the shim is off, else 0 for an

@@ -4,13 +4,22 @@
  * allocator (alloc.c) when the heap is ours, else the allocator that owns
  * it (heap.c), so that the program's heap is never split between two
  * allocators.
+ *
+ * malloc and free, the calls a program makes millions of, are a compare
+ * and a jump in the common case (ps_door, alloc.h): a small request goes
+ * straight to the small heap's malloc, a pointer below the pool straight
+ * to its free, with no errno saved, no atomic and one thread-local
+ * decrement (the counting's sampling) or none.  Everything else takes the
+ * slow path in alloc.c, by a tail call.
  */
 #include <malloc.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "alloc.h"
 #include "compiler.h"
 #include "heap.h"
+#include "pool.h"
 
 /* Gone from glibc's headers, still reachable by old binaries. */
 void cfree(void *p);
@@ -22,14 +31,146 @@ void cfree(void *p);
 			return ps_##impl args;                                     \
 		return ps_heap_other_##impl args;                                  \
 	}
-PS_MALLOC_FAMILY(PS_MALLOC_DOOR)
+/* malloc and realloc have doors of their own, below. */
+#define PS_MALLOC_DOOR_BUT_REALLOC(type, name, impl, params, args) \
+	PS_MALLOC_DOOR_IF_##impl(type, name, impl, params, args)
+#define PS_MALLOC_DOOR_IF_realloc(type, name, impl, params, args)
+#define PS_MALLOC_DOOR_IF_calloc PS_MALLOC_DOOR
+#define PS_MALLOC_DOOR_IF_reallocarray PS_MALLOC_DOOR
+#define PS_MALLOC_DOOR_IF_posix_memalign PS_MALLOC_DOOR
+#define PS_MALLOC_DOOR_IF_aligned_alloc PS_MALLOC_DOOR
+#define PS_MALLOC_DOOR_IF_memalign PS_MALLOC_DOOR
+#define PS_MALLOC_DOOR_IF_valloc PS_MALLOC_DOOR
+#define PS_MALLOC_DOOR_IF_pvalloc PS_MALLOC_DOOR
+#define PS_MALLOC_DOOR_IF_usable_size PS_MALLOC_DOOR
+PS_MALLOC_FAMILY_REST(PS_MALLOC_DOOR_BUT_REALLOC)
+
+struct ps_door ps_door = {
+	.malloc = ps_malloc_slow,
+	.realloc = ps_realloc_slow,
+	.small_malloc = __libc_malloc,
+	.small_free = __libc_free,
+	.small_realloc = __libc_realloc,
+	.exact_min = 0,
+};
+
+/* One indirect jump: which door (or glibc's malloc itself) was chosen at start. */
+PS_EXPORT void *malloc(size_t size)
+{
+	return ps_door.malloc(size);
+}
+
+/* Sizes below exact_min, counted one in about PS_ALLOC_SAMPLE. */
+void *ps_door_malloc_counted(size_t size)
+{
+	if (ps_likely(size < ps_door.exact_min) && ps_likely(--ps_alloc_gate != 0))
+		return ps_door.small_malloc(size);
+	return ps_malloc_slow(size);
+}
+
+/* Nothing reads the counters: below the pool's threshold, nothing to do. */
+void *ps_door_malloc_quiet(size_t size)
+{
+	if (ps_likely(size < ps_door.exact_min))
+		return ps_door.small_malloc(size);
+	return ps_malloc_slow(size);
+}
+
+/*
+ * realloc of a small-heap block to a small size stays in the small heap
+ * (alloc.c's realloc would do the same, after more tests): the same
+ * compares as malloc and free.  realloc(NULL, n) is a malloc, realloc(p,
+ * 0) a free, in glibc's heap as in ours.
+ */
+PS_EXPORT void *realloc(void *p, size_t size)
+{
+	return ps_door.realloc(p, size);
+}
+
+void *ps_door_realloc_counted(void *p, size_t size)
+{
+	if (ps_likely(size < ps_door.exact_min) && ps_likely((uintptr_t)p < ps_door_pool_lo) &&
+	    ps_likely(--ps_alloc_gate != 0))
+		return ps_door.small_realloc(p, size);
+	return ps_realloc_slow(p, size);
+}
+
+void *ps_door_realloc_quiet(void *p, size_t size)
+{
+	if (ps_likely(size < ps_door.exact_min) && ps_likely((uintptr_t)p < ps_door_pool_lo))
+		return ps_door.small_realloc(p, size);
+	return ps_realloc_slow(p, size);
+}
+
+void *ps_realloc_slow(void *p, size_t size)
+{
+	if (ps_unlikely(!ps_heap_mine()))
+		return ps_heap_other_realloc(p, size);
+	if (size < __atomic_load_n(&ps_door.exact_min, __ATOMIC_RELAXED) && !ps_pool_contains(p))
+		return ps_realloc_sampled(p, size);
+	return ps_realloc(p, size);
+}
 
 PS_EXPORT void free(void *p)
 {
-	if (ps_likely(ps_heap_mine()))
-		ps_free(p);
+	if (ps_likely((uintptr_t)p < ps_door_pool_lo))
+		ps_door.small_free(p);
 	else
+		ps_free_slow(p);
+}
+
+void ps_door_open(bool mine, bool counted)
+{
+	void *(*m)(size_t), *(*small)(size_t);
+	void *(*r)(void *, size_t), *(*small_r)(void *, size_t);
+	void (*f)(void *);
+	size_t pool_min;
+
+	ps_alloc_small_heap(&small, &f, &small_r, &pool_min);
+	if (mine) {
+		m = counted ? ps_door_malloc_counted : ps_door_malloc_quiet;
+		r = counted ? ps_door_realloc_counted : ps_door_realloc_quiet;
+	} else {
+		ps_heap_other_entries(&small, &f, &small_r);
+		m = small;
+		r = small_r;
+	}
+	ps_door.small_malloc = small;
+	ps_door.small_realloc = small_r;
+	__atomic_store_n(&ps_door.small_free, f, __ATOMIC_RELAXED);
+	/* Quiet: only pooled sizes need the slow path; counted: the advice's too. */
+	size_t min = !mine ? SIZE_MAX : counted ? pool_min / 16 : pool_min;
+	__atomic_store_n(&ps_door.exact_min, min, __ATOMIC_RELEASE);
+	ps_alloc_open_door(mine);
+	__atomic_store_n(&ps_door.realloc, r, __ATOMIC_RELEASE);
+	__atomic_store_n(&ps_door.malloc, m, __ATOMIC_RELEASE);
+}
+
+/*
+ * malloc's slow path: start-up (the heap's owner is not known yet), a
+ * small request whose gate ran out (counted for the gap it closes), or a
+ * size the door leaves to ps_malloc.
+ */
+void *ps_malloc_slow(size_t size)
+{
+	if (ps_unlikely(!ps_heap_mine()))
+		return ps_heap_other_malloc(size);
+	if (size < __atomic_load_n(&ps_door.exact_min, __ATOMIC_RELAXED))
+		return ps_malloc_sampled(size);
+	return ps_malloc(size);
+}
+
+/*
+ * free's slow path: start-up, or a pointer at or above the pool's start.
+ * Only pooled blocks are counted: a free of the small heap's costs no
+ * more than glibc's own, wherever its address lies.
+ */
+void ps_free_slow(void *p)
+{
+	if (ps_unlikely(!ps_heap_mine()))
 		ps_heap_other_free(p);
+	else
+		ps_free_uncounted(p);
 }
 
 PS_EXPORT void cfree(void *p)

@@ -40,13 +40,17 @@
 	X(NO_ADDRESS, "no_address_space")  /* no slab address space left */
 
 /*
- * Allocation-side events that are not calls: X for the pool's own, FB for
+ * Allocation-side events that are not calls: X for the pool's own (and
+ * malloc_estimated, realloc_estimated: the calls below POOLSHIM_POOL_MIN/16
+ * whose count is a sampled estimate, alloc.h), FB for
  * the fallbacks to glibc's heap, which are the pool's failures and
  * one more, a large request during start-up, before the pool exists.
  */
 #define PS_ALLOC_EVENTS(X, FB)                                             \
 	X(POOL_ALLOC, "pool_alloc")                                        \
 	X(POOL_FREE, "pool_free")                                          \
+	X(MALLOC_ESTIMATED, "malloc_estimated")                            \
+	X(REALLOC_ESTIMATED, "realloc_estimated")                          \
 	PS_POOL_FAILS(FB)                                                  \
 	FB(NOT_READY, "not_ready")
 

@@ -133,6 +133,23 @@ static inline void ps_stats_count(enum ps_call call, enum ps_fdkind kind, uint64
 	ps_hist_add(c->size_hist, PS_SIZE_BUCKETS, bytes);
 }
 
+/*
+ * Count a sampled call of size bytes that stands for n calls of its size
+ * (alloc.h's small-malloc sampling): the estimate is labelled by the
+ * event counted with it.
+ */
+static inline void ps_stats_count_sampled(enum ps_call call, uint64_t bytes, uint64_t n,
+					  enum ps_alloc_event ev)
+{
+	struct ps_tstats *t = ps_stats_mine();
+	if (ps_unlikely(!t))
+		return;
+	struct ps_counter *c = &t->c[call][PS_FD_NONE];
+	PS_ADD(c->bytes, bytes * n);
+	PS_ADD(c->size_hist[ps_log2(bytes)], n);
+	PS_ADD(t->events[ev], n);
+}
+
 /* Count one call that has no size (free). */
 static inline void ps_stats_call(enum ps_call call)
 {

@@ -40,7 +40,7 @@ SCHEMA = {
 ADVICE = {"id": str, "message": str, "variable": str, "suggested": (str, type(None))}
 ADVICE_IDS = {"pool_min", "memlock", "unaligned", "pool_full", "hugetlb_none", "thp_disabled"}
 CALL = {"call": str, "kind": str, "calls": U, "bytes": U, "errors": U, "eagain": U,
-        "timed": U, "nsec": U, "size_hist": list, "lat_hist": list, "errnos": dict}
+        "timed": U, "nsec": U, "estimated": U, "size_hist": list, "lat_hist": list, "errnos": dict}
 MODES = {"hugetlb", "thp", "4k", "mixed", "unused", "unavailable", "foreign"}
 KINDS = {"none", "socket", "file", "direct", "pipe", "other"}
 
@@ -148,6 +148,8 @@ def validate(report):
             errors.append(f"calls[{i}] ({c['call']}): size_hist adds to {total}, calls {c['calls']}")
         if sum(n for _, n in c["lat_hist"]) != c["timed"] or c["timed"] > c["calls"]:
             errors.append(f"calls[{i}] ({c['call']}): lat_hist does not add up to timed")
+        if c["estimated"] > c["calls"] or (c["estimated"] and c["call"] not in ("malloc", "realloc")):
+            errors.append(f"calls[{i}] ({c['call']}): estimated {c['estimated']} of {c['calls']}")
         if c["errors"] > c["calls"] or c["eagain"] > c["errors"]:
             errors.append(f"calls[{i}]: errors/eagain exceed calls")
     return errors

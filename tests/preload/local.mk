@@ -127,3 +127,9 @@ pst_scripts += tests/preload/thread_churn.sh
 tests_preload_thread_churn_LDADD = -lpthread
 check_PROGRAMS += tests/preload/leave_helper
 pst_scripts += tests/preload/leave.sh
+
+# What small malloc + free cost through the doors (callgrind budgets, issue 26).
+check_PROGRAMS += tests/preload/alloc_cost
+pst_scripts += tests/preload/alloc_cost.sh
+# What start-up costs a process that never pools (strace).
+pst_scripts += tests/preload/startup_syscalls.sh
