@@ -111,3 +111,8 @@ pst_scripts += tests/preload/callsite_dbgsym.sh
 check_PROGRAMS += tests/preload/exit_abrupt
 pst_scripts += tests/preload/exit_abrupt.sh
 tests_preload_exit_abrupt_LDADD = -lpthread
+
+# Footprint: the pool's memory follows the work (RSS after free and
+# malloc_trim, peak, steady reuse, decay, RLIMIT_AS), in a memory cgroup.
+check_PROGRAMS += tests/preload/footprint
+pst_scripts += tests/preload/footprint.sh tests/preload/footprint_cgroup.sh
