@@ -641,11 +641,12 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 	}
 	/*
 	 * Prefault what the request needs: the extent jemalloc carves for it
-	 * starts the slab, its block may start a page in (cache colouring).
-	 * A purged or never-touched part of an older unit is faulted in too.
+	 * starts the slab, and its block starts the extent (alloc.c turns
+	 * jemalloc's cache-colouring offset off).  A purged or never-touched
+	 * part of an older unit is faulted in too.
 	 */
 	if (!declined && fail == PS_FAIL_NONE && prefault) {
-		size_t want = need ? round_up(need + PS_PAGE, PS_PAGE) : len;
+		size_t want = need ? round_up(need, PS_PAGE) : len;
 		populate(start, want < len ? want : len);
 	}
 
@@ -760,6 +761,14 @@ int ps_pool_purge(void *addr, size_t len)
 
 	if (len == 0 || !ps_pool_contains(addr) || !ps_pool_contains((void *)(end - 1)))
 		return -EINVAL;
+	/*
+	 * Nobody told to let go of pages held by another route: io_uring's
+	 * fixed buffers would keep the old pages of this slab while the
+	 * program gets new ones.  Its I/O takes the plain calls from now on.
+	 */
+	int slab = ps_pool_slab_of(addr);
+	if (!ps_pool_on_purge && slab >= 0)
+		__atomic_store_n(&slabs[slab].protected, 1, __ATOMIC_SEQ_CST);
 	for (uintptr_t u = a; u < end;) {
 		uintptr_t ubase = u & ~(PS_UNIT - 1), uend = ubase + PS_UNIT;
 		uintptr_t seg_end = uend < end ? uend : end;

@@ -79,8 +79,8 @@ int ps_pool_prepare(void);
 
 /*
  * Take a new slab of at least len bytes aligned to align (a power of two),
- * backed and, if configured, prefaulted: the first need bytes (plus the
- * page jemalloc may shift a large block by), or all of it when need is 0;
+ * backed and, if configured, prefaulted: the first need bytes, or all of
+ * it when need is 0;
  * the rest of a growth step faults in when first used.  need is the size of the request
  * that led here (0: unknown): while the pool is small, a len well above it
  * (jemalloc's growth step) is declined, NULL with *why PS_FAIL_NONE, so that
@@ -121,7 +121,7 @@ bool ps_pool_slab(int i, struct ps_slab *out);
  * syscalls, which fault (EFAULT) as the program expects.
  */
 void ps_pool_note_mprotect(const void *addr, size_t len, int prot);
-/* Whether slab i was marked by ps_pool_note_mprotect(). */
+/* Whether slab i was marked by ps_pool_note_mprotect() (or by a purge, see ps_pool_on_purge). */
 bool ps_pool_slab_protected(int i);
 
 /* Number of slabs taken so far (they are numbered 0..n-1, never removed). */
@@ -154,7 +154,9 @@ int ps_pool_purge(void *addr, size_t len);
  * Called before pages of [addr, addr + len) are given back, under
  * jemalloc's locks (it must not allocate from the pool): whoever holds
  * those pages by another route (io_uring fixed buffers) lets them go.
- * NULL: nobody.
+ * While it is NULL, a slab that had pages given back is marked as if the
+ * program had protected it (ps_pool_slab_protected): its I/O never goes
+ * through a registration that may still pin the old pages.
  */
 extern void (*ps_pool_on_purge)(uintptr_t addr, size_t len);
 
