@@ -26,8 +26,12 @@
  * thread of our own:
  * - amount: after a pooled free, when the freed pool memory not yet reused
  *   (an estimate: + each freed block, - each pooled allocation) passes
- *   POOLSHIM_POOL_RETAIN (64 MiB, at most a sixteenth of the cgroup's
- *   limit), all of the arena's free memory goes back (arena.N.purge);
+ *   both POOLSHIM_POOL_RETAIN (64 MiB, at most a sixteenth of the cgroup's
+ *   limit) and the pooled memory in use, all of the arena's free memory
+ *   goes back (arena.N.purge).  So a program that frees what it used goes
+ *   back to the retention, while a busy one whose use swings (many
+ *   threads, bursts) is not purged at every dip: what the pool holds stays
+ *   under twice what is in use plus the retention;
  * - time: when, over a whole POOLSHIM_POOL_DECAY_MS window (10 s, as
  *   jemalloc's dirty_decay_ms), that estimate never came down to 0, some
  *   free memory was not reused in that time: at the first pooled free after
@@ -249,6 +253,7 @@ static extent_hooks_t pool_hooks = {
 static char purge_ctl[32];          /* "arena.N.purge" */
 static int64_t dirty;               /* freed pool bytes not yet reused */
 static int64_t dirty_low;           /* its lowest value in this window */
+static int64_t in_use;              /* pooled bytes live */
 static uint64_t window_end;         /* when the window ends (ns, coarse clock) */
 static int64_t retain_bytes = INT64_MAX;
 static uint64_t decay_ns;           /* 0: no time limit */
@@ -283,6 +288,7 @@ static void pool_purge(void)
 /* A pooled block of n bytes was handed out: free memory reused, if any. */
 static void note_alloc(size_t n)
 {
+	__atomic_add_fetch(&in_use, (int64_t)n, __ATOMIC_RELAXED);
 	int64_t d = __atomic_sub_fetch(&dirty, (int64_t)n, __ATOMIC_RELAXED);
 	if (d < 0) {
 		/* Served from fresh memory (or a purged range): nothing was reused. */
@@ -293,11 +299,12 @@ static void note_alloc(size_t n)
 		__atomic_store_n(&dirty_low, d, __ATOMIC_RELAXED);
 }
 
-/* A pooled block of n bytes was freed: purge if too much, or too long, is kept. */
+/* A pooled block of n bytes was freed: purge if too much, or for too long, is kept. */
 static void note_free(size_t n)
 {
+	int64_t live = __atomic_sub_fetch(&in_use, (int64_t)n, __ATOMIC_RELAXED);
 	int64_t d = __atomic_add_fetch(&dirty, (int64_t)n, __ATOMIC_RELAXED);
-	if (d > retain_bytes) {
+	if (d > retain_bytes && d > live) {
 		pool_purge();
 		return;
 	}
