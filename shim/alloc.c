@@ -32,10 +32,12 @@
  *   back to the retention, while a busy one whose use swings (many
  *   threads, bursts) is not purged at every dip: what the pool holds stays
  *   under twice what is in use plus the retention;
- * - time: when, over a whole POOLSHIM_POOL_DECAY_MS window (10 s, as
- *   jemalloc's dirty_decay_ms), that estimate never came down to 0, some
- *   free memory was not reused in that time: at the first pooled free after
- *   the window, all of it goes back;
+ * - time: at the first pooled free after a POOLSHIM_POOL_DECAY_MS window
+ *   (10 s, as jemalloc's dirty_decay_ms), if what the pool holds (in use +
+ *   that estimate) is more than the window's peak use needed (plus an
+ *   eighth, at least 4 MiB), that much was not reused in the window: all
+ *   of the free memory goes back.  A loop whose sizes vary reaches its
+ *   peak again within the window and keeps its memory;
  * - malloc_trim() gives it all back at once, then trims glibc's heap.
  * A loop that frees and mallocs the same buffers reuses them within the
  * window and under the retention, so it never purges and never faults.
@@ -252,8 +254,8 @@ static extent_hooks_t pool_hooks = {
  */
 static char purge_ctl[32];          /* "arena.N.purge" */
 static int64_t dirty;               /* freed pool bytes not yet reused */
-static int64_t dirty_low;           /* its lowest value in this window */
 static int64_t in_use;              /* pooled bytes live */
+static int64_t peak_use;            /* the highest in_use in this window */
 static uint64_t window_end;         /* when the window ends (ns, coarse clock) */
 static int64_t retain_bytes = INT64_MAX;
 static uint64_t decay_ns;           /* 0: no time limit */
@@ -278,7 +280,6 @@ static void pool_purge(void)
 		return;
 	int saved_errno = errno;
 	__atomic_store_n(&dirty, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&dirty_low, 0, __ATOMIC_RELAXED);
 	psje_mallctl(purge_ctl, NULL, NULL, NULL, 0);
 	ps_pool_count_purge();
 	errno = saved_errno;
@@ -288,15 +289,14 @@ static void pool_purge(void)
 /* A pooled block of n bytes was handed out: free memory reused, if any. */
 static void note_alloc(size_t n)
 {
-	__atomic_add_fetch(&in_use, (int64_t)n, __ATOMIC_RELAXED);
+	int64_t live = __atomic_add_fetch(&in_use, (int64_t)n, __ATOMIC_RELAXED);
+	if (live > __atomic_load_n(&peak_use, __ATOMIC_RELAXED))
+		__atomic_store_n(&peak_use, live, __ATOMIC_RELAXED);
 	int64_t d = __atomic_sub_fetch(&dirty, (int64_t)n, __ATOMIC_RELAXED);
 	if (d < 0) {
 		/* Served from fresh memory (or a purged range): nothing was reused. */
 		__atomic_store_n(&dirty, 0, __ATOMIC_RELAXED);
-		d = 0;
 	}
-	if (d < __atomic_load_n(&dirty_low, __ATOMIC_RELAXED))
-		__atomic_store_n(&dirty_low, d, __ATOMIC_RELAXED);
 }
 
 /* A pooled block of n bytes was freed: purge if too much, or for too long, is kept. */
@@ -313,10 +313,12 @@ static void note_free(size_t n)
 	uint64_t now = now_ns();
 	if (ps_likely(now < __atomic_load_n(&window_end, __ATOMIC_RELAXED)))
 		return;
-	/* A window is over: was some free memory never reused in it? */
-	bool stale = __atomic_load_n(&dirty_low, __ATOMIC_RELAXED) > 0;
+	/* A window is over: does the pool hold more than its peak use needed? */
+	int64_t peak = __atomic_load_n(&peak_use, __ATOMIC_RELAXED);
+	int64_t slack = peak / 8 > ((int64_t)4 << 20) ? peak / 8 : ((int64_t)4 << 20);
+	bool stale = d + (live > 0 ? live : 0) > peak + slack;
 	__atomic_store_n(&window_end, now + decay_ns, __ATOMIC_RELAXED);
-	__atomic_store_n(&dirty_low, d, __ATOMIC_RELAXED);
+	__atomic_store_n(&peak_use, live, __ATOMIC_RELAXED);
 	if (stale)
 		pool_purge();
 }
