@@ -9,7 +9,7 @@
 # one succeeds as it does without the shim.
 # Measured on the 2-core VM (KiB, peak / after free / after trim): glibc
 # 525412 / 1320 / 1384; before the pool purged 1003200 / 1003196 / 1003200;
-# now (THP) 533972 / 42640 / 9876, (4k) 527780 / 36528 / 3764.
+# now (THP) 527568 / 3420 / 3424, (4k) 527508 / 3396 / 3400.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 F="$PRELOAD_BIN/footprint"
 RETAIN_KIB=$((64 * 1024))
