@@ -12,10 +12,35 @@
  *
  * The pool arena is created with jemalloc's default hooks (so its metadata
  * stays out of the pool) and then switched to the hooks below, which take
- * slabs from pool.c, refuse to give memory back, and never merge extents
+ * slabs from pool.c, never unmap or decommit them, and never merge extents
  * across slabs (so every pooled buffer lies inside one future io_uring
- * registered buffer).  Dirty and muzzy decay are -1: freed extents stay in
- * the arena, mapped and faulted, for the next request of that size.
+ * registered buffer).  Their purge hook gives free pages back to the kernel
+ * (ps_pool_purge).
+ *
+ * When to purge is decided here, not by jemalloc's decay: its dirty and
+ * muzzy decay are -1, because decay sampled at its ticks purges a little of
+ * memory that a steady loop reuses every time, and every purged page is a
+ * page fault in the next request (that is most of jemalloc's 450-650
+ * faults per operation in scripts/bench alloc).  Instead, as glibc trims
+ * its heap above a threshold and mimalloc purges after a delay, with no
+ * thread of our own:
+ * - amount: after a pooled free, when the freed pool memory not yet reused
+ *   (an estimate: + each freed block, - each pooled allocation) passes
+ *   both POOLSHIM_POOL_RETAIN (64 MiB, at most a sixteenth of the cgroup's
+ *   limit) and the pooled memory in use, all of the arena's free memory
+ *   goes back (arena.N.purge).  So a program that frees what it used goes
+ *   back to the retention, while a busy one whose use swings (many
+ *   threads, bursts) is not purged at every dip: what the pool holds stays
+ *   under twice what is in use plus the retention;
+ * - time: at the first pooled free after a POOLSHIM_POOL_DECAY_MS window
+ *   (10 s, as jemalloc's dirty_decay_ms), if what the pool holds (in use +
+ *   that estimate) is more than the window's peak use needed (plus an
+ *   eighth, at least 4 MiB), that much was not reused in the window: all
+ *   of the free memory goes back.  A loop whose sizes vary reaches its
+ *   peak again within the window and keeps its memory;
+ * - malloc_trim() gives it all back at once, then trims glibc's heap.
+ * A loop that frees and mallocs the same buffers reuses them within the
+ * window and under the retention, so it never purges and never faults.
  *
  * The arena, and jemalloc itself, are made on the first pooled request,
  * not at start: initialising jemalloc costs some 20 system calls and
@@ -38,6 +63,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 
 #include "compiler.h"
 #include "fmt.h"
@@ -183,6 +209,9 @@ static void door_see_pool(void)
 		__atomic_store_n(&ps_door_pool_lo, lo, __ATOMIC_RELEASE);
 }
 
+/* The private jemalloc's option (set before it initialises: ps_alloc_init). */
+extern bool je_opt_cache_oblivious;
+
 /* The interposed call in progress, for call-site records. */
 static __thread enum ps_call site_call;
 
@@ -218,7 +247,18 @@ static void *hook_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t a
 	return p;
 }
 
-/* Returning true opts out: the memory stays with the pool. */
+/*
+ * jemalloc purges with this when told (arena.N.purge): false (done) when
+ * the whole range was given back and reads as zeros now; true otherwise,
+ * so jemalloc keeps treating it as holding old contents.
+ */
+static bool hook_purge_forced(extent_hooks_t *h, void *addr, size_t size, size_t offset,
+			      size_t length, unsigned arena_ind)
+{
+	return ps_pool_purge((char *)addr + offset, length) != 0;
+}
+
+/* Returning true opts out: the address range stays with the pool. */
 static bool hook_dalloc(extent_hooks_t *h, void *addr, size_t size, bool committed,
 			unsigned arena_ind)
 {
@@ -239,7 +279,7 @@ static bool hook_commit(extent_hooks_t *h, void *addr, size_t size, size_t offse
 static bool hook_decommit(extent_hooks_t *h, void *addr, size_t size, size_t offset,
 			  size_t length, unsigned arena_ind)
 {
-	return true;     /* refuse: decommitting would bring the page faults back */
+	return true;     /* refuse: the range stays mapped; purging gives the pages back */
 }
 
 static bool hook_split(extent_hooks_t *h, void *addr, size_t size, size_t size_a,
@@ -261,10 +301,85 @@ static extent_hooks_t pool_hooks = {
 	.commit = hook_commit,
 	.decommit = hook_decommit,
 	.purge_lazy = NULL,
-	.purge_forced = NULL,
+	.purge_forced = hook_purge_forced,
 	.split = hook_split,
 	.merge = hook_merge,
 };
+
+/*
+ * The purge policy's state (see the head of this file).  Estimates, kept
+ * with relaxed atomics: a race costs one purge too many or too few.
+ */
+static char purge_ctl[32];          /* "arena.N.purge" */
+static int64_t dirty;               /* freed pool bytes not yet reused */
+static int64_t in_use;              /* pooled bytes live */
+static int64_t peak_use;            /* the highest in_use in this window */
+static uint64_t window_end;         /* when the window ends (ns, coarse clock) */
+static int64_t retain_bytes = INT64_MAX;
+static uint64_t decay_ns;           /* 0: no time limit */
+static int purging;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	/* The vDSO's coarse clock: no syscall, a few ns, 4 ms steps. */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Give all of the pool arena's free memory back; one thread at a time. */
+static void pool_purge(void)
+{
+	int idle = 0;
+
+	if (!__atomic_compare_exchange_n(&purging, &idle, 1, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
+		return;
+	int saved_errno = errno;
+	__atomic_store_n(&dirty, 0, __ATOMIC_RELAXED);
+	psje_mallctl(purge_ctl, NULL, NULL, NULL, 0);
+	ps_pool_count_purge();
+	errno = saved_errno;
+	__atomic_store_n(&purging, 0, __ATOMIC_RELEASE);
+}
+
+/* A pooled block of n bytes was handed out: free memory reused, if any. */
+static void note_alloc(size_t n)
+{
+	int64_t live = __atomic_add_fetch(&in_use, (int64_t)n, __ATOMIC_RELAXED);
+	if (live > __atomic_load_n(&peak_use, __ATOMIC_RELAXED))
+		__atomic_store_n(&peak_use, live, __ATOMIC_RELAXED);
+	int64_t d = __atomic_sub_fetch(&dirty, (int64_t)n, __ATOMIC_RELAXED);
+	if (d < 0) {
+		/* Served from fresh memory (or a purged range): nothing was reused. */
+		__atomic_store_n(&dirty, 0, __ATOMIC_RELAXED);
+	}
+}
+
+/* A pooled block of n bytes was freed: purge if too much, or for too long, is kept. */
+static void note_free(size_t n)
+{
+	int64_t live = __atomic_sub_fetch(&in_use, (int64_t)n, __ATOMIC_RELAXED);
+	int64_t d = __atomic_add_fetch(&dirty, (int64_t)n, __ATOMIC_RELAXED);
+	if (d > retain_bytes && d > live) {
+		pool_purge();
+		return;
+	}
+	if (decay_ns == 0)
+		return;
+	uint64_t now = now_ns();
+	if (ps_likely(now < __atomic_load_n(&window_end, __ATOMIC_RELAXED)))
+		return;
+	/* A window is over: does the pool hold more than its peak use needed? */
+	int64_t peak = __atomic_load_n(&peak_use, __ATOMIC_RELAXED);
+	int64_t slack = peak / 8 > ((int64_t)4 << 20) ? peak / 8 : ((int64_t)4 << 20);
+	bool stale = d + (live > 0 ? live : 0) > peak + slack;
+	__atomic_store_n(&window_end, now + decay_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&peak_use, live, __ATOMIC_RELAXED);
+	if (stale)
+		pool_purge();
+}
 
 static int arena_ctl_ssize(unsigned arena, const char *leaf, ssize_t value)
 {
@@ -295,7 +410,7 @@ static int make_arena(void)
 	}
 	if (psje_mallctl("arenas.create", &arena, &sz, NULL, 0) != 0)
 		return -ENOMEM;
-	/* Never purge, never decay: freed pool memory stays ready for reuse. */
+	/* jemalloc never purges on its own: pool_purge() below decides. */
 	if (arena_ctl_ssize(arena, "dirty_decay_ms", -1) != 0 ||
 	    arena_ctl_ssize(arena, "muzzy_decay_ms", -1) != 0)
 		return -EINVAL;
@@ -311,6 +426,12 @@ static int make_arena(void)
 		return -EINVAL;
 
 	pool_flags = MALLOCX_ARENA(arena) | MALLOCX_TCACHE_NONE;
+	ps_buf_init(&b, purge_ctl, sizeof(purge_ctl), -1);
+	ps_buf_printf(&b, "arena.%u.purge", arena);
+	/* The cgroup's limit, read now, may lower what the pool keeps. */
+	ps_pool_prepare();
+	retain_bytes = (int64_t)(ps_pool_retain() > INT64_MAX ? INT64_MAX : ps_pool_retain());
+	window_end = now_ns() + decay_ns;
 	return 0;
 }
 
@@ -352,8 +473,20 @@ int ps_alloc_init(const struct ps_config *cfg)
 	 * probes) is not paid by a process that never asks for a large
 	 * buffer.  It registers its fork handlers then, after the shim's, as
 	 * init.c needs (see there).
+	 *
+	 * No cache-oblivious offset in the private jemalloc (its
+	 * opt.cache_oblivious, which Debian's 5.3 reads from no configuration
+	 * string, so set before it starts): a large block then starts on its
+	 * extent's first page and its extent is exactly its size class (32 MiB,
+	 * not 32 MiB + 4 KiB).  Freed blocks are then whole 2 MiB units that
+	 * purging gives back without splitting a hugepage, and a 32 MiB buffer
+	 * does not hold a 17th hugepage.  The offset spreads the first cache
+	 * lines of small large blocks over cache sets; pooled blocks are 64 KiB
+	 * and up, and streamed through.
 	 */
+	je_opt_cache_oblivious = false;
 	pool_min = cfg->pool_min;
+	decay_ns = cfg->pool_decay_ms * 1000000u;
 	__atomic_store_n(&arena_state, ARENA_LAZY, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -366,6 +499,8 @@ bool ps_alloc_pool_ready(void)
 
 void ps_alloc_after_fork_child(void)
 {
+	/* A purge in another thread did not come along. */
+	__atomic_store_n(&purging, 0, __ATOMIC_RELAXED);
 	/*
 	 * The thread making the arena is gone: let the next request retry,
 	 * unless it was still initialising jemalloc (see je_ready).
@@ -394,8 +529,10 @@ static void *pool_try(size_t size, int extra_flags)
 	hook_need = 0;
 	if (ps_likely(p != NULL)) {
 		door_see_pool();
+		size_t n = psje_sallocx(p, 0);
 		ps_stats_event(PS_EV_POOL_ALLOC);
-		ps_stats_pool_used((int64_t)psje_sallocx(p, 0));
+		ps_stats_pool_used((int64_t)n);
+		note_alloc(n);
 		ps_callsite_record(PS_SITE_ALLOC, site_call, size, 0);
 		return p;
 	}
@@ -427,12 +564,43 @@ static void *alloc_flags(size_t size, size_t align, bool zero)
 static void release(void *p)
 {
 	if (ps_pool_contains(p)) {
+		size_t n = psje_sallocx(p, 0);
 		ps_stats_event(PS_EV_POOL_FREE);
-		ps_stats_pool_used(-(int64_t)psje_sallocx(p, 0));
+		ps_stats_pool_used(-(int64_t)n);
 		psje_dallocx(p, pool_flags);
+		note_free(n);
 	} else {
 		libc.free(p);
 	}
+}
+
+int ps_alloc_trim(size_t pad)
+{
+	static int (*next_trim)(size_t);
+	int released = 0;
+
+	if (__atomic_load_n(&arena_state, __ATOMIC_ACQUIRE) == ARENA_READY) {
+		struct ps_pool_info before, after;
+		ps_pool_get_info(&before);
+		__atomic_store_n(&purging, 0, __ATOMIC_RELAXED);
+		pool_purge();
+		ps_pool_get_info(&after);
+		released = after.purged > before.purged;
+	}
+	/*
+	 * Then the program's heap, as without the shim: the next malloc_trim
+	 * after ours in the lookup order (glibc's, or that of an allocator
+	 * preloaded after us).
+	 */
+	int (*t)(size_t) = __atomic_load_n(&next_trim, __ATOMIC_ACQUIRE);
+	if (!t) {
+		void *sym = dlsym(RTLD_NEXT, "malloc_trim");
+		memcpy(&t, &sym, sizeof(sym));
+		__atomic_store_n(&next_trim, t, __ATOMIC_RELEASE);
+	}
+	if (t && t(pad))
+		released = 1;
+	return released;
 }
 
 /* Count a call of size bytes, the call-site record's name for it kept. */
@@ -554,7 +722,12 @@ static void *realloc_common(void *p, size_t size)
 		q = psje_rallocx(p, size, pool_flags);
 		hook_need = 0;
 		if (q) {
-			ps_stats_pool_used((int64_t)psje_sallocx(q, 0) - before);
+			int64_t after = (int64_t)psje_sallocx(q, 0);
+			ps_stats_pool_used(after - before);
+			if (q != p) {
+				note_alloc((size_t)after);
+				note_free((size_t)before);
+			}
 			return q;
 		}
 		errno = saved_errno;

@@ -2,8 +2,8 @@
 /*
  * The allocator behind the malloc-family interposers: glibc's own heap
  * below POOLSHIM_POOL_MIN, and at or above it a dedicated jemalloc arena
- * whose extent hooks take memory from the pool's slabs and which never
- * purges.
+ * whose extent hooks take memory from the pool's slabs, and which gives
+ * free memory back as alloc.c's purge policy decides.
  * Every function follows the libc contract of its namesake (NULL + ENOMEM
  * on failure, errno untouched on success) and records its statistics.
  */
@@ -37,6 +37,13 @@ int ps_alloc_init(const struct ps_config *cfg);
 
 /* Whether the pool can serve: set up, and its arena not failed. */
 bool ps_alloc_pool_ready(void);
+
+/*
+ * malloc_trim: give all of the pool's free memory back to the kernel, then
+ * call the program heap's own malloc_trim(pad).  1 if memory was released
+ * by either, else 0 (glibc's convention).
+ */
+int ps_alloc_trim(size_t pad);
 
 /* In a fork child (async-signal-safe): undo an arena half made by a thread. */
 void ps_alloc_after_fork_child(void);

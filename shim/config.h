@@ -48,6 +48,8 @@ struct ps_config {
 	bool enabled;                  /* POOLSHIM */
 	uint64_t pool_min;             /* POOLSHIM_POOL_MIN */
 	uint64_t pool_size;            /* POOLSHIM_POOL_SIZE */
+	uint64_t pool_retain;          /* POOLSHIM_POOL_RETAIN: free pool bytes kept */
+	uint64_t pool_decay_ms;        /* POOLSHIM_POOL_DECAY_MS: 0 = no time limit */
 	enum ps_hugepages hugepages;   /* POOLSHIM_HUGEPAGES */
 	bool prefault;                 /* POOLSHIM_PREFAULT */
 	char stats[PS_PATH_MAX];       /* POOLSHIM_STATS: "stderr", "off" or a path */

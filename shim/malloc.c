@@ -177,3 +177,13 @@ PS_EXPORT void cfree(void *p)
 {
 	free(p);
 }
+
+/*
+ * malloc_trim also gives the pool's free memory back (alloc.c), then trims
+ * the program's heap.  A door of its own: not in the family above, and the
+ * same whoever owns the heap (with a foreign heap nothing is pooled).
+ */
+PS_EXPORT int malloc_trim(size_t pad)
+{
+	return ps_alloc_trim(pad);
+}

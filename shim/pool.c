@@ -2,13 +2,18 @@
 /*
  * Slabs.  On the first slab request the pool reserves one PROT_NONE,
  * MAP_NORESERVE range of address space (twice POOLSHIM_POOL_SIZE, so
- * alignment slack never runs it dry) and probes the page kinds: a program
- * that never makes a pooled allocation pays no syscall and no fault for
- * the pool.  A slab is one extent handed to jemalloc's pool arena; slabs
- * are carved back to back in address order, and the range below the
- * highest slab is backed in place, whole 2 MiB units at a time, with
- * MAP_FIXED: hugetlb pages when the system has them, else anonymous memory
- * advised for THP, else plain 4 KiB pages.
+ * alignment slack never runs it dry), probes the page kinds and reads the
+ * memory cgroup's limit: a program that never makes a pooled allocation
+ * pays no syscall and no fault for the pool.  Under a finite RLIMIT_AS the
+ * range is not reserved ahead: it starts as one 2 MiB unit at a fixed,
+ * randomised hint far above the heap and below the mmap area, and grows
+ * upward (MAP_FIXED_NOREPLACE) only as slabs need it, so the pool holds no
+ * address space it has not backed; lo never moves, so "is this pooled"
+ * stays two compares.  A slab is one extent handed to jemalloc's pool
+ * arena; slabs are carved back to back in address order, and the range
+ * below the highest slab is mapped in place, whole 2 MiB units at a time,
+ * with MAP_FIXED: hugetlb pages when the system has them, else anonymous
+ * memory advised for THP, else plain 4 KiB pages.
  *
  * Except at first, when no hugepages are tried (POOLSHIM_HUGEPAGES=none,
  * or THP disabled): the first 2 MiB unit of the reserve is a small region
@@ -19,17 +24,26 @@
  * before.  The first request that does not fit closes the region: slabs
  * continue at the next unit boundary and the rest of it stays reserved and
  * unbacked.
- * Backing is prefaulted (MAP_POPULATE / MADV_POPULATE_WRITE), so a hugetlb
- * shortage shows up here, where we can fall back, and never as a SIGBUS in
- * the middle of a request.  Slabs are never returned: the pool arena never
- * purges, and a buffer freed at the end of one request must come back for
- * the next without faults.
+ *
+ * Footprint.  Only the part of a slab that the request at hand needs is
+ * prefaulted (MADV_POPULATE_WRITE), not the rest of jemalloc's growth step
+ * (up to 64 MiB), which faults in when a later request first uses it: the
+ * pool's resident memory follows what was allocated.  hugetlb slabs are
+ * reserved and populated whole at mmap, so that a shortage shows up here,
+ * where we can fall back, and never as a SIGBUS in the middle of a
+ * request.  Free memory goes back to the kernel when the pool arena purges
+ * it (alloc.c decides when: POOLSHIM_POOL_RETAIN, POOLSHIM_POOL_DECAY_MS,
+ * malloc_trim), through ps_pool_purge(): MADV_DONTNEED on 4 KiB units and
+ * on whole THP units.  The address range itself is never returned.  The
+ * memory cgroup's limit (v2 memory.max, v1 memory.limit_in_bytes, the
+ * lowest along the cgroup's path) caps the pool at three quarters of it
+ * and what it keeps free at a sixteenth.
  *
  * The lock below is taken by the extent hook, sometimes under jemalloc's
  * grow mutex and sometimes not (near the cap, when the growth step fails,
  * jemalloc asks again for the exact size without that mutex).  So it has
  * fork handlers of its own (ps_pool_atfork_*), which must run inside
- * jemalloc's: see init.c for the order.
+ * jemalloc's: see init.c for the order.  ps_pool_purge() does not take it.
  */
 #include "pool.h"
 
@@ -38,6 +52,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -55,6 +70,9 @@
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
 
 uintptr_t ps_pool_lo, ps_pool_hi;
 void (*ps_pool_on_change)(void);
@@ -68,8 +86,10 @@ static uintptr_t small_end;      /* end of the open small region, or 0 */
 static enum ps_backing last_backing = PS_BACK_4K;
 static bool try_hugetlb, try_thp, prefault;
 static bool prepared;            /* reserve_range() has run (under the lock) */
+static uintptr_t range_max;      /* the most the range may grow to (lo + this) */
 static int prepare_error;        /* and failed with this -errno */
 static size_t cfg_pool_size;
+static uint64_t cfg_retain;
 #ifdef PS_TEST_HOOKS
 static unsigned test_delay_us;   /* PS_TEST_POOL_DELAY_US */
 #else
@@ -79,6 +99,8 @@ static struct ps_pool_info info;
 
 /* Slab index + 1 for every 2 MiB unit of the reserve; 0 = not a slab. */
 static uint16_t unit_slab[PS_MAX_UNITS];
+/* The backing of every mapped unit (enum ps_backing), for purging. */
+static uint8_t unit_kind[PS_MAX_UNITS];
 static struct ps_slab slabs[PS_MAX_SLABS];
 static int nslabs;
 
@@ -166,28 +188,103 @@ static void probe_page_kinds(enum ps_hugepages mode)
 	}
 }
 
-/*
- * Under a finite RLIMIT_AS, at most half of the address space still free
- * (limit minus what the process maps now, from /proc/self/statm): the rest
- * stays for the program and glibc's heap.  SIZE_MAX when
- * unlimited or unknown.
- */
-static size_t address_space_share(void)
+/* Whether RLIMIT_AS is finite now: the reservation then grows as used. */
+static bool address_space_limited(void)
 {
 	struct rlimit rl;
-	char buf[128];
 
-	if (PS_SYSCALL(SYS_prlimit64, 0, RLIMIT_AS, NULL, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
-		return SIZE_MAX;
-	if (read_small_file("/proc/self/statm", buf, sizeof(buf)) <= 0)
-		return SIZE_MAX;
-	uint64_t pages = 0;
-	if (!ps_parse_digits(buf, UINT64_MAX / PS_PAGE, &pages))
-		return SIZE_MAX;
-	uint64_t used = pages * (uint64_t)PS_PAGE;
-	if (used >= rl.rlim_cur)
+	return PS_SYSCALL(SYS_prlimit64, 0, RLIMIT_AS, NULL, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
+}
+
+/*
+ * The limit in the file dir/leaf, lowered into *limit: a number of bytes,
+ * "max" (v2) or a v1 number near 2^63 mean none.
+ */
+static void lower_limit(const char *dir, size_t dlen, const char *leaf, uint64_t *limit)
+{
+	char path[PS_PATH_MAX + 64], buf[32];
+	size_t llen = strlen(leaf);
+	uint64_t v;
+
+	if (dlen + llen + 1 > sizeof(path))
+		return;
+	memcpy(path, dir, dlen);
+	memcpy(path + dlen, leaf, llen + 1);
+	if (read_small_file(path, buf, sizeof(buf)) <= 0 || !ps_parse_digits(buf, UINT64_MAX, &v))
+		return;
+	if (v < (1ULL << 62) && (*limit == 0 || v < *limit))
+		*limit = v;
+}
+
+/*
+ * The memory limit of the cgroup this process is in, as the JVM and Go
+ * read it: the lowest memory.max (v2) or memory.limit_in_bytes (v1) from
+ * the process's cgroup up to the root of the standard mounts (a cgroup
+ * namespace shows its own root there).  0 when there is none.  Read once,
+ * at the pool's preparation: a few opens, never at start-up.
+ */
+static uint64_t cgroup_memory_limit(int *version)
+{
+	char buf[2048], dir[PS_PATH_MAX + 64];
+	const char *v1 = NULL, *v2 = NULL;
+	size_t v1len = 0, v2len = 0;
+	uint64_t limit = 0;
+
+	*version = 0;
+	if (read_small_file("/proc/self/cgroup", buf, sizeof(buf)) <= 0)
 		return 0;
-	return (size_t)((rl.rlim_cur - used) / 2);
+	/* Lines "ID:CONTROLLERS:PATH"; v2 is "0::PATH", v1 names "memory". */
+	for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2)
+			continue;
+		const char *path = c2 + 1;
+		if (c2 == c1 + 1 && strncmp(line, "0:", 2) == 0) {
+			v2 = path;
+			v2len = strlen(path);
+		}
+		for (const char *c = c1 + 1; c < c2;) {
+			const char *e = memchr(c, ',', (size_t)(c2 - c));
+			size_t n = (size_t)((e ? e : c2) - c);
+			if (n == 6 && memcmp(c, "memory", 6) == 0) {
+				v1 = path;
+				v1len = strlen(path);
+			}
+			c += n + 1;
+		}
+	}
+
+	/* v1's memory controller, where mounted, is the one that limits. */
+	static const struct { const char *mount, *leaf; int version; } where[] = {
+		{ "/sys/fs/cgroup/memory", "/memory.limit_in_bytes", 1 },
+		{ "/sys/fs/cgroup", "/memory.max", 2 },
+		{ "/sys/fs/cgroup/unified", "/memory.max", 2 },
+	};
+	for (size_t w = 0; w < PS_ARRAY_SIZE(where) && limit == 0; w++) {
+		const char *path = where[w].version == 1 ? v1 : v2;
+		size_t plen = where[w].version == 1 ? v1len : v2len;
+		size_t mlen = strlen(where[w].mount);
+		if (!path || mlen + plen + 1 > sizeof(dir))
+			continue;
+		memcpy(dir, where[w].mount, mlen);
+		memcpy(dir + mlen, path, plen + 1);
+		/* From the process's cgroup up to the mount's root. */
+		for (size_t len = mlen + plen; len >= mlen;) {
+			while (len > mlen && dir[len - 1] == '/')
+				len--;
+			lower_limit(dir, len, where[w].leaf, &limit);
+			if (len == mlen)
+				break;
+			while (len > mlen && dir[len - 1] != '/')
+				len--;
+		}
+		if (limit)
+			*version = where[w].version;
+	}
+	return limit;
 }
 
 int ps_pool_init(const struct ps_config *cfg)
@@ -195,7 +292,10 @@ int ps_pool_init(const struct ps_config *cfg)
 	memset(&info, 0, sizeof(info));
 	info.requested = cfg->hugepages;
 	info.cap = cfg->pool_size;
+	info.retain = cfg->pool_retain;
+	info.decay_ms = cfg->pool_decay_ms;
 	cfg_pool_size = cfg->pool_size;
+	cfg_retain = cfg->pool_retain;
 	prefault = cfg->prefault;
 #ifdef PS_TEST_HOOKS
 	/*
@@ -213,8 +313,64 @@ int ps_pool_init(const struct ps_config *cfg)
 }
 
 /*
- * Probe the page kinds and reserve the range.  Called once, under the lock,
- * by the first slab request (or ps_pool_prepare()).  0 or -errno.
+ * Under a finite RLIMIT_AS: a 2 MiB aligned spot for lo with room above it
+ * for the whole range, in [16 TiB, 32 TiB): far above the program's heap
+ * and binaries, far below the top-down mmap area, in one of 256 slots
+ * picked from the kernel's AT_RANDOM bytes (no syscall).  Reserves the
+ * first unit there; 0, or -errno when no slot could be had.
+ */
+static int reserve_growing(size_t want, uintptr_t *lo)
+{
+	const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
+	unsigned slot = r ? r[15] : 0;
+
+	for (int tries = 0; tries < 8; tries++, slot = (slot + 37) & 255) {
+		uintptr_t at = ((uintptr_t)16 << 40) + (uintptr_t)slot * ((uintptr_t)64 << 30);
+		void *p = mmap((void *)at, PS_UNIT, PROT_NONE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+		if (p == (void *)at) {
+			*lo = at;
+			return 0;
+		}
+		if (p != MAP_FAILED)
+			munmap(p, PS_UNIT);   /* a kernel that took the flag for a hint */
+		else if (errno != EEXIST)
+			return -errno;
+	}
+	(void)want;
+	return -ENOMEM;
+}
+
+/*
+ * Under the lock, under a finite RLIMIT_AS: grow the reservation up to end
+ * (a unit boundary).  0, or -errno (the limit, or someone else's mapping
+ * just above).
+ */
+static int reserve_to(uintptr_t end)
+{
+	uintptr_t hi = ps_pool_hi;
+
+	if (end <= hi)
+		return 0;
+	if (end > range_max)
+		return -ENOMEM;
+	void *p = mmap((void *)hi, end - hi, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	if (p != (void *)hi) {
+		munmap(p, end - hi);
+		return -EEXIST;
+	}
+	info.reserve += end - hi;
+	__atomic_store_n(&ps_pool_hi, end, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/*
+ * Probe the page kinds, read the cgroup's limit and reserve the range.
+ * Called once, under the lock, by the first slab request (or
+ * ps_pool_prepare()).  0 or -errno.
  */
 static int reserve_range(void)
 {
@@ -223,36 +379,55 @@ static int reserve_range(void)
 		want = PS_RESERVE_MAX;
 
 	probe_page_kinds(info.requested);
-	size_t share = address_space_share();
-	if (want > share) {
-		/* Whole units, one of them spent on alignment below. */
-		want = share >= 2 * PS_UNIT ? (share / PS_UNIT - 1) * PS_UNIT : 0;
-		if (want == 0)
-			return -ENOMEM;
+	info.cgroup_limit = cgroup_memory_limit(&info.cgroup_version);
+	if (info.cgroup_limit) {
+		/* Leave the program a quarter: the pool falls back to glibc's heap beyond. */
+		uint64_t cap = info.cgroup_limit / 4 * 3;
+		if (cap < info.cap)
+			info.cap = cap < PS_UNIT ? PS_UNIT : cap;
+		if (info.cgroup_limit / 16 < info.retain)
+			info.retain = info.cgroup_limit / 16;
+	}
+	__atomic_store_n(&cfg_retain, info.retain, __ATOMIC_RELEASE);
+
+	uintptr_t lo = 0, hi = 0;
+	if (address_space_limited()) {
+		int r = reserve_growing(want, &lo);
+		if (r < 0)
+			return r;
+		hi = lo + PS_UNIT;
+		info.as_growing = true;
+		info.reserve = PS_UNIT;
+	} else {
+		/* Over-reserve by one unit, then trim to a 2 MiB aligned range. */
+		void *p = mmap(NULL, want + PS_UNIT, PROT_NONE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED)
+			return -errno;
+		uintptr_t raw = (uintptr_t)p;
+		lo = round_up(raw, PS_UNIT);
+		if (lo > raw)
+			munmap(p, lo - raw);
+		hi = lo + want;
+		if (raw + want + PS_UNIT > hi)
+			munmap((void *)hi, raw + want + PS_UNIT - hi);
+		info.reserve = want;
 	}
 
-	/* Over-reserve by one unit, then trim to a 2 MiB aligned range. */
-	void *p = mmap(NULL, want + PS_UNIT, PROT_NONE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p == MAP_FAILED)
-		return -errno;
-	uintptr_t raw = (uintptr_t)p;
-	uintptr_t lo = round_up(raw, PS_UNIT);
-	if (lo > raw)
-		munmap(p, lo - raw);
-	uintptr_t hi = lo + want;
-	if (raw + want + PS_UNIT > hi)
-		munmap((void *)hi, raw + want + PS_UNIT - hi);
-
+	range_max = lo + want;
 	pool_next = lo;
 	backed_end = lo;
 	/* Hugepages, THP included, come in whole units: no small region then. */
 	small_end = try_hugetlb || try_thp ? 0 : lo + PS_UNIT;
-	info.reserve = want;
 	/* Readers test hi first (ps_pool_contains): lo must be there before it. */
 	__atomic_store_n(&ps_pool_lo, lo, __ATOMIC_RELEASE);
 	__atomic_store_n(&ps_pool_hi, hi, __ATOMIC_RELEASE);
 	return 0;
+}
+
+uint64_t ps_pool_retain(void)
+{
+	return __atomic_load_n(&cfg_retain, __ATOMIC_ACQUIRE);
 }
 
 /* Under the lock: reserve on first use.  0 or -errno. */
@@ -340,9 +515,14 @@ static bool back_anon(uintptr_t addr, size_t len, bool thp)
 		if (!info.thp_reason)
 			info.thp_reason = "madvise(MADV_HUGEPAGE) refused";
 	}
-	if (prefault && madvise(p, len, MADV_POPULATE_WRITE) != 0)
-		touch_pages(addr, len);
 	return true;
+}
+
+/* Fault in [addr, addr + len) (mapped read-write) now, not in the request. */
+static void populate(uintptr_t addr, size_t len)
+{
+	if (PS_SYSCALL(SYS_madvise, addr, len, MADV_POPULATE_WRITE) != 0)
+		touch_pages(addr, len);
 }
 
 /*
@@ -389,8 +569,12 @@ static bool place(size_t len, size_t align, size_t need, uintptr_t *start,
 	/*
 	 * Slabs sit back to back, so the 2 MiB unit holding the end of one
 	 * slab also holds the start of the next: only whole units beyond what
-	 * is already backed need new memory.
+	 * is already backed need new memory.  With hugepages a slab starts on
+	 * a unit, so that its blocks, once free, are whole units that can be
+	 * purged without splitting a hugepage.
 	 */
+	if (try_thp || try_hugetlb)
+		*start = round_up(pool_next, align > PS_UNIT ? align : PS_UNIT);
 	*back_from = backed_end;
 	*back_to = round_up(*start + len, PS_UNIT);
 	return true;
@@ -418,10 +602,12 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 		declined = true;
 	} else {
 		end = start + len;
-		if (start > ps_pool_hi || back_to > ps_pool_hi)
+		if (start > range_max || back_to > range_max)
 			fail = PS_FAIL_NO_ADDRESS;
 		else if (back_to > back_from && info.backed + (back_to - back_from) > info.cap)
 			fail = PS_FAIL_POOL_FULL;
+		else if (info.as_growing && reserve_to(round_up(back_to, PS_UNIT)) < 0)
+			fail = PS_FAIL_NO_ADDRESS;
 	}
 
 	if (!declined && fail == PS_FAIL_NONE && back_to > back_from) {
@@ -447,7 +633,20 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 				last_backing = backing;
 			info.backed += n;
 			info.backed_by[backing] += n;
+			for (uintptr_t u = (back_from - ps_pool_lo) >> PS_UNIT_SHIFT,
+				       last = (back_to - 1 - ps_pool_lo) >> PS_UNIT_SHIFT; u <= last; u++)
+				unit_kind[u] = (uint8_t)(backing + 1);
 		}
+	}
+	/*
+	 * Prefault what the request needs: the extent jemalloc carves for it
+	 * starts the slab, and its block starts the extent (alloc.c turns
+	 * jemalloc's cache-colouring offset off).  A purged or never-touched
+	 * part of an older unit is faulted in too.
+	 */
+	if (!declined && fail == PS_FAIL_NONE && prefault) {
+		size_t want = need ? round_up(need, PS_PAGE) : len;
+		populate(start, want < len ? want : len);
 	}
 
 	if (declined) {
@@ -538,6 +737,55 @@ bool ps_pool_within_slab(const void *p, size_t len)
 	return len <= s->len - ((uintptr_t)p - s->base);
 }
 
+/* Give [from, to) back (page aligned, 4 KiB or whole THP units); true if done. */
+static bool give_back(uintptr_t from, uintptr_t to)
+{
+	if (to <= from)
+		return true;
+	/* Raw: the program's own madvise (if anything wraps it) is not ours to call. */
+	if (PS_SYSCALL(SYS_madvise, from, to - from, MADV_DONTNEED) != 0)
+		return false;
+	__atomic_add_fetch(&info.purged, to - from, __ATOMIC_RELAXED);
+	return true;
+}
+
+int ps_pool_purge(void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr, end = a + len;
+	uintptr_t lo = __atomic_load_n(&ps_pool_lo, __ATOMIC_ACQUIRE);
+	uintptr_t run = 0, run_end = 0;      /* the range to give back in one call */
+	bool all = true;
+
+	if (len == 0 || !ps_pool_contains(addr) || !ps_pool_contains((void *)(end - 1)))
+		return -EINVAL;
+	for (uintptr_t u = a; u < end;) {
+		uintptr_t ubase = u & ~(PS_UNIT - 1), uend = ubase + PS_UNIT;
+		uintptr_t seg_end = uend < end ? uend : end;
+		int kind = (int)__atomic_load_n(&unit_kind[(ubase - lo) >> PS_UNIT_SHIFT],
+						__ATOMIC_RELAXED) - 1;
+		/* THP: whole units only, else the kernel splits the hugepage. */
+		bool ok = kind == PS_BACK_4K ||
+			  (kind == PS_BACK_THP && u == ubase && seg_end == uend);
+		if (ok) {
+			if (run_end != u) {
+				all &= give_back(run, run_end);
+				run = u;
+			}
+			run_end = seg_end;
+		} else {
+			all = false;
+		}
+		u = seg_end;
+	}
+	all &= give_back(run, run_end);
+	return all ? 0 : -EAGAIN;
+}
+
+void ps_pool_count_purge(void)
+{
+	__atomic_add_fetch(&info.purges, 1, __ATOMIC_RELAXED);
+}
+
 void ps_pool_get_info(struct ps_pool_info *out)
 {
 	bool locked = pthread_mutex_trylock(&pool_lock) == 0;
@@ -571,6 +819,8 @@ void ps_pool_reset_for_tests(void)
 	if (ps_pool_hi != ps_pool_lo)
 		munmap((void *)ps_pool_lo, ps_pool_hi - ps_pool_lo);
 	memset(unit_slab, 0, sizeof(unit_slab));
+	memset(unit_kind, 0, sizeof(unit_kind));
+	range_max = 0;
 	nslabs = 0;
 	pool_next = backed_end = small_end = 0;
 	prepared = false;

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Slabs: the memory behind pooled allocations.  One virtual range is
- * reserved at the first slab request; slabs are carved from it in address order, each backed
- * with hugetlb pages, else THP, else 4 KiB pages, and prefaulted.  A slab
- * is never returned to the system, never spans more than PS_SLAB_MAX bytes
- * (the largest io_uring registered buffer), and "is this pointer pooled,
- * and in which slab" is arithmetic plus one table load.
+ * reserved at the first slab request (under a finite RLIMIT_AS it grows
+ * as slabs need it instead); slabs are carved from it in address order,
+ * each backed with hugetlb pages, else THP, else 4 KiB pages, and the part
+ * the request at hand needs prefaulted.  A slab's address range stays the
+ * pool's, but its free pages go back to the kernel when the pool arena
+ * purges them (ps_pool_purge).  A slab never spans more than PS_SLAB_MAX
+ * bytes (the largest io_uring registered buffer), and "is this pointer
+ * pooled, and in which slab" is arithmetic plus one table load.
  */
 #ifndef PS_POOL_H
 #define PS_POOL_H
@@ -42,7 +45,14 @@ struct ps_pool_info {
 	uint64_t backed_by[PS_BACK__COUNT];
 	uint64_t failures[PS_FAIL__COUNT];
 	uint64_t reserve;                /* bytes of address space reserved */
-	uint64_t cap;                    /* POOLSHIM_POOL_SIZE */
+	uint64_t cap;                    /* POOLSHIM_POOL_SIZE, lowered to fit the cgroup */
+	uint64_t cgroup_limit;           /* the memory cgroup's limit found, 0 = none */
+	int cgroup_version;              /* 1 or 2 when a limit was found, else 0 */
+	uint64_t retain;                 /* free bytes kept (POOLSHIM_POOL_RETAIN, cgroup) */
+	uint64_t decay_ms;               /* POOLSHIM_POOL_DECAY_MS */
+	uint64_t purged;                 /* bytes given back to the kernel */
+	uint64_t purges;                 /* times the pool arena gave memory back */
+	bool as_growing;                 /* RLIMIT_AS finite: reserved as used */
 };
 
 /*
@@ -53,15 +63,25 @@ struct ps_pool_info {
 int ps_pool_init(const struct ps_config *cfg);
 
 /*
- * Reserve the range and probe the page kinds now, if not done yet (for the
- * verbose banner).  Thread-safe.  0 or -errno (the reserve mmap failed: the
- * pool stays empty, nothing is pooled).
+ * How many free bytes the pool arena may keep resident: POOLSHIM_POOL_RETAIN,
+ * lowered to a sixteenth of the memory cgroup's limit once ps_pool_prepare()
+ * has read it.
+ */
+uint64_t ps_pool_retain(void);
+
+/*
+ * Reserve the range, probe the page kinds and read the memory cgroup's
+ * limit now, if not done yet (the pool arena's creation, the verbose
+ * banner).  Thread-safe.  0 or -errno (the reserve mmap failed: the pool
+ * stays empty, nothing is pooled).
  */
 int ps_pool_prepare(void);
 
 /*
  * Take a new slab of at least len bytes aligned to align (a power of two),
- * backed and, if configured, prefaulted.  need is the size of the request
+ * backed and, if configured, prefaulted: the first need bytes, or all of
+ * it when need is 0;
+ * the rest of a growth step faults in when first used.  need is the size of the request
  * that led here (0: unknown): while the pool is small, a len well above it
  * (jemalloc's growth step) is declined, NULL with *why PS_FAIL_NONE, so that
  * jemalloc asks again for the extent the request itself needs.  Thread-safe.
@@ -70,7 +90,10 @@ int ps_pool_prepare(void);
  */
 void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_pool_fail *why);
 
-/* Set once, lo before hi, when the range is reserved; 0 before. */
+/*
+ * Set when the range is reserved, lo before hi; 0 before.  hi grows (only
+ * up, lo never moves) when the reservation grows under a finite RLIMIT_AS.
+ */
 extern uintptr_t ps_pool_lo, ps_pool_hi;
 
 /*
@@ -114,6 +137,23 @@ void ps_pool_get_info(struct ps_pool_info *info);
 
 /* Called (outside the lock) after each new slab; live.c republishes. */
 extern void (*ps_pool_on_change)(void);
+
+/*
+ * Give the free pages of [addr, addr + len) (page aligned, inside one
+ * slab, free in the pool arena) back to the kernel: MADV_DONTNEED on 4 KiB
+ * units, whole 2 MiB units only on THP ones (purging part of one would
+ * split the hugepage), never hugetlb units (their pages come from a pool
+ * the administrator reserved; giving one back risks a SIGBUS at the next
+ * touch).  0 when all of it was given back (it reads as zeros now), else
+ * -EAGAIN with whatever could be given back gone.  Called by the pool
+ * arena's purge hook, under jemalloc's locks.  Nothing else holds these
+ * pages: io_uring registers no buffers (uring.c), so the program's next
+ * I/O on them sees the fresh pages, as it would after its own madvise.
+ */
+int ps_pool_purge(void *addr, size_t len);
+
+/* One purge round done (for the report). */
+void ps_pool_count_purge(void);
 
 
 /*

@@ -20,6 +20,8 @@ SCHEMA = {
         "thp_reason": (str, type(None)), "slabs": U, "backed": U,
         "backed_by": {"hugetlb": U, "thp": U, "4k": U},
         "in_use": U, "peak": U, "cap": U, "threshold": U, "reserve": U,
+        "retain": U, "decay_ms": U, "purged": U, "purges": U,
+        "cgroup_limit": U, "cgroup_version": U,
         "allocations": U, "frees": U,
         "fallbacks": {"pool_full": U, "too_large": U, "no_memory": U,
                       "no_address_space": U, "not_ready": U},

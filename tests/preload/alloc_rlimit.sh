@@ -30,7 +30,7 @@ run() {  # run NAME ULIMIT_KIB ARG VARS...
 env -u LD_PRELOAD sh -c 'ulimit -v 400000; exec "$0"' "$P" >"$PST_TMP/out" 2>"$PST_TMP/err" &&
 	pass "without the shim" || fail "without the shim: $(tail -3 "$PST_TMP/err")"
 run start-limit 400000 "" POOLSHIM_POOL_SIZE=4G
-# The reservation fits itself to half the address space left under the limit.
+# Under the limit the reservation grows as slabs need it (pool.c), never ahead.
 mode=$(json_get "$PST_TMP/start-limit.json" "r['pool']['mode']")
 reserve=$(json_get "$PST_TMP/start-limit.json" "r['pool']['reserve'] >> 20")
 [ "$mode" != unavailable ] && [ "$reserve" -gt 0 ] && [ "$reserve" -lt 400 ] &&

@@ -133,3 +133,8 @@ check_PROGRAMS += tests/preload/alloc_cost
 pst_scripts += tests/preload/alloc_cost.sh
 # What start-up costs a process that never pools (strace).
 pst_scripts += tests/preload/startup_syscalls.sh
+
+# Footprint: the pool's memory follows the work (RSS after free and
+# malloc_trim, peak, steady reuse, decay, RLIMIT_AS), in a memory cgroup.
+check_PROGRAMS += tests/preload/footprint
+pst_scripts += tests/preload/footprint.sh tests/preload/footprint_cgroup.sh

@@ -202,6 +202,41 @@ START_TEST(test_within_slab_wrap)
 }
 END_TEST
 
+/* Free pages go back: any page range of 4 KiB units, whole THP units only. */
+START_TEST(test_purge)
+{
+	bool zeroed;
+	enum ps_pool_fail why;
+	struct ps_pool_info info;
+
+	pool_setup(PS_HUGE_NONE, 64 << 20);
+	char *a = ps_pool_take(4 << 20, 4096, 0, &zeroed, &why);
+	ck_assert_ptr_nonnull(a);
+	memset(a, 0x5a, 4 << 20);
+	ck_assert_int_eq(ps_pool_purge(a + 8192, 1 << 20), 0);
+	ck_assert_int_eq(a[8192], 0);
+	ck_assert_int_eq(a[8191], 0x5a);
+	ck_assert_int_eq(a[8192 + (1 << 20)], 0x5a);
+	ps_pool_get_info(&info);
+	ck_assert_uint_eq(info.purged, 1 << 20);
+	/* Purged pages are the pool's again, not protected ones: O_DIRECT stays on the ring. */
+	ck_assert(!ps_pool_slab_protected(ps_pool_slab_of(a)));
+	ck_assert_int_eq(ps_pool_purge((void *)4096, 4096), -EINVAL);
+
+	pool_setup(PS_HUGE_THP, 64 << 20);
+	char *b = ps_pool_take(4 << 20, 4096, 0, &zeroed, &why);
+	ck_assert_ptr_nonnull(b);
+	ps_pool_get_info(&info);
+	if (info.backed_by[PS_BACK_THP] == 0)
+		return;   /* THP off here: 4 KiB units */
+	ck_assert_uint_eq((uintptr_t)b % PS_UNIT, 0);
+	memset(b, 0x5a, 4 << 20);
+	ck_assert_int_eq(ps_pool_purge(b + 4096, (4 << 20) - 4096), -EAGAIN);
+	ck_assert_int_eq(b[4096], 0x5a);      /* part of the first unit: kept */
+	ck_assert_int_eq(b[PS_UNIT], 0);      /* the second unit, whole: gone */
+}
+END_TEST
+
 /* The pool arena through alloc.c: threshold routing, reuse, zeroing. */
 START_TEST(test_arena_routing)
 {
@@ -255,6 +290,7 @@ Suite *suite_pool(void)
 	tcase_add_test(tc, test_mode_reasons);
 	tcase_add_test(tc, test_small_first);
 	tcase_add_test(tc, test_within_slab_wrap);
+	tcase_add_test(tc, test_purge);
 	tcase_add_test(tc, test_arena_routing);
 	suite_add_tcase(s, tc);
 	return s;

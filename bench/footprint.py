@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Memory footprint next to throughput (scripts/bench footprint).
+
+  scripts/bench footprint [--seconds S] [--repeat N] [--shim-lib PATH]
+                          [--baseline-lib PATH] [--json FILE]
+
+For glibc, preloaded jemalloc, tcmalloc and mimalloc (Debian's
+libjemalloc.so.2, libtcmalloc_minimal.so.4, libmimalloc.so.2), the shim
+(POOLSHIM_STATS=off) and, with --baseline-lib, a second shim:
+
+- big: tests/preload/footprint big 16 32 (16 buffers of 32 MiB written,
+  all freed, then malloc_trim(0)): peak RSS (VmHWM), RSS after the frees
+  and after the trim, and its wall time;
+- allocbench (malloc a log-uniform 64 KiB-16 MiB buffer, fill, scan, free;
+  1 thread): GB/s, page faults per operation and peak RSS (the child's
+  ru_maxrss).
+
+Runs are interleaved; each number is the median of --repeat runs (3).
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("PS_TOP_BUILDDIR", TOP)
+LIBDIR = "/usr/lib/x86_64-linux-gnu"
+HARNESS_ENV = ("POOLSHIM_LIB", "POOLSHIM_BASELINE_LIB")
+
+
+def configs(shim, baseline):
+    c = [("glibc", {}),
+         ("jemalloc", {"LD_PRELOAD": f"{LIBDIR}/libjemalloc.so.2"}),
+         ("tcmalloc", {"LD_PRELOAD": f"{LIBDIR}/libtcmalloc_minimal.so.4"}),
+         ("mimalloc", {"LD_PRELOAD": f"{LIBDIR}/libmimalloc.so.2"}),
+         ("poolshim", {"LD_PRELOAD": shim, "POOLSHIM_STATS": "off"})]
+    if baseline:
+        c.append(("baseline", {"LD_PRELOAD": baseline, "POOLSHIM_STATS": "off"}))
+    return c
+
+
+def child_env(env):
+    full = {k: v for k, v in os.environ.items()
+            if k != "LD_PRELOAD" and k not in HARNESS_ENV and not k.startswith("POOLSHIM")}
+    full.update(env)
+    return full
+
+
+def run(argv, env):
+    """stdout, wall seconds and peak RSS (KiB) of one child."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, env=child_env(env), stdout=subprocess.PIPE, text=True)
+    out = p.stdout.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise RuntimeError(f"{argv[0]} exited {p.returncode}")
+    return out, time.monotonic() - t0, ru.ru_maxrss
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=2.0, help="allocbench seconds per run")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--shim-lib", default=os.environ.get("POOLSHIM_LIB") or
+                    os.path.join(BUILD, ".libs", "libpoolshim.so"))
+    ap.add_argument("--baseline-lib", default=os.environ.get("POOLSHIM_BASELINE_LIB"))
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    big = os.path.join(BUILD, "tests", "preload", "footprint")
+    bench = os.path.join(BUILD, "bench", "allocbench")
+    if not os.path.exists(big):
+        subprocess.run(["make", "-s", "-C", BUILD, "tests/preload/footprint"], check=True)
+    for f in (bench, args.shim_lib):
+        if not os.path.exists(f):
+            sys.exit(f"bench footprint: {f} not built; run scripts/bootstrap first")
+    cfgs = [(n, e) for n, e in configs(os.path.abspath(args.shim_lib),
+                                       args.baseline_lib and os.path.abspath(args.baseline_lib))
+            if not e.get("LD_PRELOAD") or os.path.exists(e["LD_PRELOAD"])]
+    res = {n: {"peak": [], "free": [], "trim": [], "big_s": [], "gbps": [], "faults": [],
+               "bench_peak": []} for n, _ in cfgs}
+    for rep in range(args.repeat):
+        for name, env in cfgs:
+            print(f"\r[{rep + 1}/{args.repeat}] {name}        ", end="", file=sys.stderr, flush=True)
+            out, wall, _ = run([big, "big", "16", "32"], env)
+            m = re.search(r"peak=(\d+) free=(\d+) trim=(\d+)", out)
+            r = res[name]
+            r["peak"].append(int(m.group(1)) / 1024)
+            r["free"].append(int(m.group(2)) / 1024)
+            r["trim"].append(int(m.group(3)) / 1024)
+            r["big_s"].append(wall)
+            out, _, maxrss = run([bench, "--threads", "1", "--seconds", str(args.seconds),
+                                  "--label", name], env)
+            m = re.search(r"GB/s=([\d.]+) faults/op=([\d.]+)", out)
+            r["gbps"].append(float(m.group(1)))
+            r["faults"].append(float(m.group(2)))
+            r["bench_peak"].append(maxrss / 1024)
+    print(file=sys.stderr)
+    med = {n: {k: statistics.median(v) for k, v in r.items()} for n, r in res.items()}
+    print("footprint: 16 x 32 MiB written, freed, malloc_trim(0) (RSS MiB; time s); "
+          f"allocbench 64K-16M, 1 thread, {args.seconds:g}s; median of {args.repeat}")
+    print(f"machine: {os.uname().nodename} {os.uname().release}, {os.cpu_count()} CPUs")
+    print(f"\n{'config':<11}{'peak':>8}{'freed':>8}{'trim':>8}{'time':>7}"
+          f"{'bench GB/s':>12}{'faults/op':>11}{'bench peak':>12}")
+    for name, _ in cfgs:
+        r = med[name]
+        print(f"{name:<11}{r['peak']:8.0f}{r['free']:8.0f}{r['trim']:8.0f}{r['big_s']:7.2f}"
+              f"{r['gbps']:12.2f}{r['faults']:11.1f}{r['bench_peak']:12.0f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"bench": "footprint", "runs": res, "median": med}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

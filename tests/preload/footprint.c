@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+/*
+ * footprint: what a program's large buffers cost in memory, for
+ * footprint.sh and footprint_cgroup.sh.  Each mode prints one line.
+ *
+ *   big N MIB      N buffers of MIB MiB, written whole, then all freed, then
+ *                  malloc_trim(0): "rss peak=K free=K trim=K" (KiB: VmHWM,
+ *                  then VmRSS after the frees and after the trim)
+ *   steady MIB N   malloc, write, free one MIB MiB buffer N times after a
+ *                  warm-up: "faults F" (minor faults in the N rounds)
+ *   decay MIB MS   free one written MIB MiB buffer, then three times: sleep
+ *                  MS ms, malloc/free 1 MiB: "rss free=K later=K"
+ *   aslimit        malloc 1 MiB, then 2.5 GiB: "aslimit ok" or "aslimit
+ *                  ENOMEM" (exit 1)
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#define MiB (1024UL * 1024)
+
+static long status_kib(const char *key)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long v = -1;
+	size_t n = strlen(key);
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, key, n) == 0 && line[n] == ':') {
+			v = strtol(line + n + 1, NULL, 10);
+			break;
+		}
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static long minflt(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_minflt;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static void *must(size_t n)
+{
+	void *p = malloc(n);
+	if (!p) {
+		fprintf(stderr, "footprint: malloc(%zu) failed\n", n);
+		exit(2);
+	}
+	memset(p, 1, n);
+	return p;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+
+	if (strcmp(mode, "big") == 0 && argc == 4) {
+		int n = atoi(argv[2]);
+		size_t size = strtoul(argv[3], NULL, 10) * MiB;
+		void **bufs = calloc((size_t)n, sizeof(*bufs));
+		for (int i = 0; i < n; i++)
+			bufs[i] = must(size);
+		for (int i = 0; i < n; i++)
+			free(bufs[i]);
+		long after_free = status_kib("VmRSS");
+		malloc_trim(0);
+		printf("rss peak=%ld free=%ld trim=%ld\n", status_kib("VmHWM"), after_free,
+		       status_kib("VmRSS"));
+		free(bufs);
+		return 0;
+	}
+	if (strcmp(mode, "steady") == 0 && argc == 4) {
+		size_t size = strtoul(argv[2], NULL, 10) * MiB;
+		long rounds = atol(argv[3]);
+		for (int i = 0; i < 3; i++)
+			free(must(size));
+		long before = minflt();
+		for (long i = 0; i < rounds; i++)
+			free(must(size));
+		printf("faults %ld\n", minflt() - before);
+		return 0;
+	}
+	if (strcmp(mode, "decay") == 0 && argc == 4) {
+		size_t size = strtoul(argv[2], NULL, 10) * MiB;
+		long ms = atol(argv[3]);
+		free(must(size));
+		long after_free = status_kib("VmRSS");
+		for (int i = 0; i < 3; i++) {
+			sleep_ms(ms);
+			free(must(MiB));
+		}
+		printf("rss free=%ld later=%ld\n", after_free, status_kib("VmRSS"));
+		return 0;
+	}
+	if (strcmp(mode, "aslimit") == 0) {
+		void *small = must(MiB);
+		errno = 0;
+		void *big = malloc(5 * (MiB << 9));   /* 2.5 GiB */
+		if (!big) {
+			printf("aslimit %s\n", errno == ENOMEM ? "ENOMEM" : "failed");
+			return 1;
+		}
+		printf("aslimit ok\n");
+		free(big);
+		free(small);
+		return 0;
+	}
+	fprintf(stderr, "usage: footprint big N MIB | steady MIB N | decay MIB MS | aslimit\n");
+	return 2;
+}
