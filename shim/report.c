@@ -170,36 +170,6 @@ static void advise_pool_min(const struct ps_report_data *d, struct advice_list *
 	}
 }
 
-static void advise_memlock(const struct ps_report_data *d, struct advice_list *l)
-{
-	const struct ps_tstats *t = d->totals;
-	const struct ps_pool_info *p = &d->pool;
-	const struct ps_uring_counts *u = &t->uring;
-	struct ps_buf m;
-
-	if (u->fallbacks[PS_UFB_REGISTER]) {
-		/* The pool's memory is what fixed buffers pin: a limit above it suffices. */
-		uint64_t want = p->backed > d->pool_peak ? p->backed : d->pool_peak;
-		want = (want + PS_HUGE_2M - 1) & ~(PS_HUGE_2M - 1);
-		if (want < PS_HUGE_2M)
-			want = PS_HUGE_2M;
-		advice_add(l, "memlock", "RLIMIT_MEMLOCK", &m);
-		ps_buf_printf(&m, "%lu O_DIRECT calls used the plain calls because the pool's buffers "
-			      "could not be registered with io_uring: RLIMIT_MEMLOCK is ",
-			      (unsigned long)u->fallbacks[PS_UFB_REGISTER]);
-		if (d->memlock == UINT64_MAX)
-			ps_buf_puts(&m, "unlimited");
-		else
-			ps_buf_printf(&m, "%lu KiB", (unsigned long)(d->memlock >> 10));
-		char w[SIZE_TEXT];
-		ps_buf_printf(&m, "; raise it to at least %lu KiB (LimitMEMLOCK=%s in the systemd unit, "
-			      "or ulimit -l %lu) or grant CAP_IPC_LOCK", (unsigned long)(want >> 10),
-			      size_text(w, want), (unsigned long)(want >> 10));
-		ps_buf_str(&m);
-		advice_suggest_size(l, want);
-	}
-}
-
 static void advise_unaligned(const struct ps_report_data *d, struct advice_list *l)
 {
 	const struct ps_tstats *t = d->totals;
@@ -276,7 +246,7 @@ static void advise_thp_disabled(const struct ps_report_data *d, struct advice_li
 
 /* Each rule adds at most one item; the report lists them in this order. */
 static void (*const advisors[])(const struct ps_report_data *d, struct advice_list *l) = {
-	advise_pool_min, advise_memlock, advise_unaligned, advise_pool_full,
+	advise_pool_min, advise_unaligned, advise_pool_full,
 	advise_hugetlb_none, advise_thp_disabled,
 };
 
