@@ -23,6 +23,7 @@
 
 #include "http.h"
 #include "s3.h"
+#include "s3ops.h"
 
 #define COPY_MAX (8u << 20)
 #define SMALL_BODY_MAX (16u << 20)
@@ -180,21 +181,7 @@ static void out_copy_headers(struct outreq *o, const struct http_msg *m)
 			/* Strip the aws-chunked token the proxy has decoded. */
 			struct sbuf v;
 			sb_init(&v);
-			const char *p = h->value, *e = h->value + h->vlen;
-			while (p < e) {
-				const char *c = memchr(p, ',', e - p);
-				const char *t = p, *te = c ? c : e;
-				while (t < te && *t == ' ')
-					t++;
-				while (te > t && te[-1] == ' ')
-					te--;
-				if (te > t && !strn_ieq(t, te - t, "aws-chunked")) {
-					if (v.len)
-						sb_addc(&v, ',');
-					sb_add(&v, t, te - t);
-				}
-				p = c ? c + 1 : e;
-			}
+			s3_content_encoding_unchunked(&v, h->value, h->vlen);
 			if (v.len)
 				out_hdr(o, "content-encoding", 16, v.p, v.len);
 			sb_free(&v);

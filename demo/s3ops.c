@@ -225,6 +225,26 @@ static void add_line(struct sbuf *b, const char *name, size_t nl, const char *v,
 	sb_adds(b, "\r\n");
 }
 
+void s3_content_encoding_unchunked(struct sbuf *out, const char *v, size_t n)
+{
+	const char *p = v, *e = v + n;
+
+	while (p < e) {
+		const char *c = memchr(p, ',', e - p);
+		const char *t = p, *te = c ? c : e;
+		while (t < te && *t == ' ')
+			t++;
+		while (te > t && te[-1] == ' ')
+			te--;
+		if (te > t && !strn_ieq(t, te - t, "aws-chunked")) {
+			if (out->len)
+				sb_addc(out, ',');
+			sb_add(out, t, te - t);
+		}
+		p = c ? c + 1 : e;
+	}
+}
+
 int s3_collect_meta(const struct http_msg *m, struct sbuf *ct, struct sbuf *meta, size_t max)
 {
 	for (int i = 0; i < m->nhdr; i++) {
@@ -238,21 +258,7 @@ int s3_collect_meta(const struct http_msg *m, struct sbuf *ct, struct sbuf *meta
 			/* aws-chunked describes the request body, not the object. */
 			struct sbuf v;
 			sb_init(&v);
-			const char *p = h->value, *e = h->value + h->vlen;
-			while (p < e) {
-				const char *c = memchr(p, ',', e - p);
-				const char *t = p, *te = c ? c : e;
-				while (t < te && *t == ' ')
-					t++;
-				while (te > t && te[-1] == ' ')
-					te--;
-				if (te > t && !strn_ieq(t, te - t, "aws-chunked")) {
-					if (v.len)
-						sb_addc(&v, ',');
-					sb_add(&v, t, te - t);
-				}
-				p = c ? c + 1 : e;
-			}
+			s3_content_encoding_unchunked(&v, h->value, h->vlen);
 			if (v.len)
 				add_line(meta, h->name, h->nlen, v.p, v.len);
 			sb_free(&v);
