@@ -49,7 +49,7 @@ static const struct option options[] = {
 	{ "POOLSHIM", OPT_BOOL, OFF(enabled), 1, 0, 0, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_POOL_MIN", OPT_SIZE, OFF(pool_min), 64 * KiB, 4 * KiB, 1 * GiB, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_POOL_SIZE", OPT_SIZE, OFF(pool_size), 4 * GiB, 2 * MiB, 32 * GiB, NULL, NULL, SIZE_MAX },
-	{ "POOLSHIM_POOL_RETAIN", OPT_SIZE, OFF(pool_retain), 64 * MiB, 0, 32 * GiB, NULL, NULL, SIZE_MAX },
+	{ "POOLSHIM_POOL_RETAIN", OPT_SIZE, OFF(pool_retain), 256 * MiB, 0, 32 * GiB, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_POOL_DECAY_MS", OPT_UINT, OFF(pool_decay_ms), 10000, 0, 3600000, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_HUGEPAGES", OPT_ENUM, OFF(hugepages), PS_HUGE_AUTO, 0, 0, ps_hugepage_names, NULL, SIZE_MAX },
 	{ "POOLSHIM_PREFAULT", OPT_BOOL, OFF(prefault), 1, 0, 0, NULL, NULL, SIZE_MAX },

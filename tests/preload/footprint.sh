@@ -22,7 +22,7 @@ plain=$(env -u LD_PRELOAD "$F" big 16 32) || fail "without the shim: $plain"
 p_peak=$(field "$plain" peak) p_trim=$(field "$plain" trim)
 echo "no shim: $plain"
 for mode in auto none; do
-	v="POOLSHIM_HUGEPAGES=$mode POOLSHIM_STATS=off POOLSHIM_LIVE=0"
+	v="POOLSHIM_HUGEPAGES=$mode POOLSHIM_STATS=off POOLSHIM_LIVE=0 POOLSHIM_POOL_RETAIN=64M"
 	# shellcheck disable=SC2086
 	out=$(shim $v -- "$F" big 16 32) || { fail "$mode: big: $out"; continue; }
 	echo "shim $mode: $out"
