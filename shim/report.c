@@ -397,9 +397,16 @@ static void emit_pool(struct ps_emit *e, const struct ps_report_data *d)
 		     d->pool_in_use, d->pool_peak, p->cap, d->pool_min);
 	ps_emit_kv(e, "reserve", PS_EMIT_U64, &p->reserve);
 	ps_emit_line(e, "\npool     keeps up to %{retain}z free for %{decay_ms}u ms; gave back "
-		     "%{purged}z in %{purges}u purges; memory cgroup limit %{cgroup_limit}z "
-		     "(v%{cgroup_version}d)", p->retain, p->decay_ms, p->purged, p->purges,
-		     p->cgroup_limit, p->cgroup_version);
+		     "%{purged}z in %{purges}u purges", p->retain, p->decay_ms, p->purged, p->purges);
+	if (p->cgroup_version) {
+		ps_emit_line(e, "; memory cgroup limit %{cgroup_limit}z (v%{cgroup_version}d)",
+			     p->cgroup_limit, p->cgroup_version);
+	} else {
+		/* The JSON keeps both fields (0); the text says it in words. */
+		ps_emit_text(e, "; no memory cgroup limit");
+		ps_emit_kv(e, "cgroup_limit", PS_EMIT_SIZE, &p->cgroup_limit);
+		ps_emit_kv(e, "cgroup_version", PS_EMIT_INT, &p->cgroup_version);
+	}
 	ps_emit_line(e, "\npool     %{allocations}u allocations served, %{frees}u freed; "
 		     "fallbacks to glibc's heap:", t->events[PS_EV_POOL_ALLOC],
 		     t->events[PS_EV_POOL_FREE]);
