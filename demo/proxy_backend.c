@@ -488,12 +488,45 @@ void forward_object(struct s3_req *r, const struct body *b)
 }
 
 
+/*
+ * Sends o (consumed) with body to e and reads the answer into res: status,
+ * the response's header lines when want_head, and a body of at most max
+ * bytes (-EIO past it).  The connection goes back to e's pool when whole.
+ */
+static void finish_call(struct endpoint *e, struct outreq *o, const char *method,
+			const char *body, size_t blen, uint64_t max, bool want_head,
+			struct call *res)
+{
+	struct http_conn rc;
+
+	o->body = body;
+	o->blen = blen;
+	o->send_length = !strcmp(method, "PUT") || !strcmp(method, "POST");
+	res->err = exchange(o, e, &rc, !strcmp(method, "HEAD"));
+	out_free(o);
+	if (res->err)
+		return;
+	res->status = rc.msg.status;
+	for (int i = 0; want_head && i < rc.msg.nhdr; i++) {
+		const struct http_hdr *x = &rc.msg.hdr[i];
+		sb_add(&res->head, x->name, x->nlen);
+		sb_adds(&res->head, ": ");
+		sb_add(&res->head, x->value, x->vlen);
+		sb_adds(&res->head, "\r\n");
+	}
+	if (slurp_max(&rc, &res->body, max)) {
+		res->err = -EIO;
+		release(e, &rc, false);
+		return;
+	}
+	release(e, &rc, true);
+}
+
 void call_backend(struct endpoint *e, const char *method, const char *bucket,
 			 const char *query, const char *body, size_t blen,
 			 const char *content_md5, struct call *res)
 {
 	struct outreq o;
-	struct http_conn rc;
 
 	sb_init(&res->body);
 	sb_init(&res->head);
@@ -502,20 +535,7 @@ void call_backend(struct endpoint *e, const char *method, const char *bucket,
 	out_target(&o, bucket, NULL, 0, false, query, strlen(query));
 	if (content_md5)
 		out_hdr(&o, "content-md5", 11, content_md5, strlen(content_md5));
-	o.body = body;
-	o.blen = blen;
-	o.send_length = !strcmp(method, "PUT") || !strcmp(method, "POST");
-	res->err = exchange(&o, e, &rc, !strcmp(method, "HEAD"));
-	out_free(&o);
-	if (res->err)
-		return;
-	res->status = rc.msg.status;
-	if (slurp(&rc, &res->body)) {
-		res->err = -EIO;
-		release(e, &rc, false);
-		return;
-	}
-	release(e, &rc, true);
+	finish_call(e, &o, method, body, blen, SMALL_BODY_MAX, false, res);
 }
 
 
@@ -524,7 +544,6 @@ void call_object(struct endpoint *e, const char *method, const char *bucket, con
 		 uint64_t max, struct call *res)
 {
 	struct outreq o;
-	struct http_conn rc;
 
 	sb_init(&res->body);
 	sb_init(&res->head);
@@ -541,27 +560,7 @@ void call_object(struct endpoint *e, const char *method, const char *bucket, con
 		out_hdr(&o, p, colon - p, v, eol - v);
 		p = eol + 2;
 	}
-	o.body = body;
-	o.blen = blen;
-	o.send_length = !strcmp(method, "PUT") || !strcmp(method, "POST");
-	res->err = exchange(&o, e, &rc, !strcmp(method, "HEAD"));
-	out_free(&o);
-	if (res->err)
-		return;
-	res->status = rc.msg.status;
-	for (int i = 0; i < rc.msg.nhdr; i++) {
-		const struct http_hdr *x = &rc.msg.hdr[i];
-		sb_add(&res->head, x->name, x->nlen);
-		sb_adds(&res->head, ": ");
-		sb_add(&res->head, x->value, x->vlen);
-		sb_adds(&res->head, "\r\n");
-	}
-	if (slurp_max(&rc, &res->body, max)) {
-		res->err = -EIO;
-		release(e, &rc, false);
-		return;
-	}
-	release(e, &rc, true);
+	finish_call(e, &o, method, body, blen, max, true, res);
 }
 
 void *fan_main(void *p)
