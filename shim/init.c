@@ -255,7 +255,7 @@ static void start(void)
 	__atomic_store_n(&ps_state, PS_STATE_ON, __ATOMIC_RELEASE);
 
 	/* These may allocate: malloc now takes the normal path. */
-	pthread_atfork(ps_uring_before_fork, NULL, after_fork_child);
+	pthread_atfork(NULL, NULL, after_fork_child);
 	have_thread_key = pthread_key_create(&thread_key, thread_exit) == 0;
 	if (have_thread_key) {
 		ps_stats_on_claim = thread_register;

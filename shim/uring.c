@@ -355,15 +355,6 @@ void ps_uring_thread_exit(void)
 	tls_busy = 0;
 }
 
-void ps_uring_before_fork(void)
-{
-	/*
-	 * Nothing to release: rings register no buffers (see the head of
-	 * this file), so no page of the program is long-term pinned and fork
-	 * copies nothing for us.
-	 */
-}
-
 void ps_uring_after_fork_child(void)
 {
 	__atomic_store_n(&process_pid, (int)PS_SYSCALL(SYS_getpid), __ATOMIC_RELAXED);

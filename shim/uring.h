@@ -60,9 +60,6 @@ ssize_t ps_uring_rwv(int fd, const struct iovec *iov, int iovcnt, off_t off, boo
 /* Thread exit: close the thread's ring (its fd and mappings); no new one after. */
 void ps_uring_thread_exit(void);
 
-/* Before fork (in the forking thread): nothing is pinned to release; kept for init.c's wiring. */
-void ps_uring_before_fork(void);
-
 /*
  * In a fork child: forget the inherited ring, touching nothing the parent
  * uses.  Children that run no atfork handler (_Fork, raw clone) are caught
