@@ -836,6 +836,48 @@ char *ps_jemalloc_getenv(const char *name)
 	return secure_getenv(name);
 }
 
+/*
+ * What the private jemalloc's heap profiler needs from libgcc_s and libm
+ * (shim/local.mk renames its references to these).  The profiler is never
+ * turned on (MALLOC_CONF does not reach our copy), so none of these is
+ * called; they exist so that libpoolshim.so does not link either library,
+ * which would cost every process their loading at start (issue 26).
+ * Should one ever run, it gets the real function, opened then.
+ */
+struct _Unwind_Context;
+typedef int (*ps_unwind_trace_fn)(struct _Unwind_Context *, void *);
+
+int ps_jemalloc_unwind_backtrace(ps_unwind_trace_fn fn, void *arg);
+int ps_jemalloc_unwind_backtrace(ps_unwind_trace_fn fn, void *arg)
+{
+	static int (*real_fn)(ps_unwind_trace_fn, void *);
+	if (!real_fn)
+		*(void **)&real_fn = ps_late_sym("libgcc_s.so.1", "_Unwind_Backtrace");
+	return real_fn ? real_fn(fn, arg) : 5;     /* _URC_END_OF_STACK */
+}
+
+uintptr_t ps_jemalloc_unwind_getip(struct _Unwind_Context *ctx);
+uintptr_t ps_jemalloc_unwind_getip(struct _Unwind_Context *ctx)
+{
+	static uintptr_t (*real_fn)(struct _Unwind_Context *);
+	if (!real_fn)
+		*(void **)&real_fn = ps_late_sym("libgcc_s.so.1", "_Unwind_GetIP");
+	return real_fn ? real_fn(ctx) : 0;
+}
+
+#define PS_LATE_MATH(ours, name)                                        \
+	double ours(double x);                                          \
+	double ours(double x)                                           \
+	{                                                               \
+		static double (*real_fn)(double);                       \
+		if (!real_fn)                                           \
+			*(void **)&real_fn = ps_late_sym("libm.so.6", name); \
+		return real_fn ? real_fn(x) : x;                        \
+	}
+PS_LATE_MATH(ps_jemalloc_log, "log")
+PS_LATE_MATH(ps_jemalloc_exp, "exp")
+PS_LATE_MATH(ps_jemalloc_round, "round")
+
 ssize_t ps_jemalloc_readlink(const char *path, char *buf, size_t len);
 ssize_t ps_jemalloc_readlink(const char *path, char *buf, size_t len)
 {

@@ -35,7 +35,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <link.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -73,6 +72,7 @@ static uintptr_t self_lo, self_hi;     /* our own code, skipped in stacks */
 static uint64_t captures, dropped;
 static __thread int guard;
 static int (*unw_backtrace_fn)(void **, int);
+static double (*log_fn)(double), (*expm1_fn)(double);  /* libm's, opened with libunwind */
 static __thread uint64_t gap_left[2];   /* bytes before the next capture; 0: none drawn */
 static __thread uint64_t rng;
 
@@ -93,6 +93,18 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *base)
 	return 1;
 }
 
+/*
+ * A function of a library the shim does not link, opened the first time it
+ * is asked for (dlopen allocates and takes the loader's lock: never from a
+ * signal handler or under the pool lock).  RTLD_LOCAL: the library's names
+ * do not join the program's.  NULL if it cannot be had.
+ */
+void *ps_late_sym(const char *lib, const char *name)
+{
+	void *h = dlopen(lib, RTLD_LAZY | RTLD_LOCAL);
+	return h ? dlsym(h, name) : NULL;
+}
+
 void ps_callsite_init(const struct ps_config *cfg)
 {
 	Dl_info di;
@@ -105,6 +117,14 @@ void ps_callsite_init(const struct ps_config *cfg)
 	if (!unw_backtrace_fn) {
 		ps_log("POOLSHIM_BACKTRACE: libunwind.so.8 cannot be loaded (%s); no call sites "
 		       "(Debian package libunwind8)", u ? "no unw_backtrace" : "not installed");
+		return;
+	}
+	/* The sampling gap's logarithm: libm is not linked, so that a process
+	 * that asks for no stacks does not load it (issue 26). */
+	*(void **)&log_fn = ps_late_sym("libm.so.6", "log");
+	*(void **)&expm1_fn = ps_late_sym("libm.so.6", "expm1");
+	if (!log_fn || !expm1_fn) {
+		ps_log("POOLSHIM_BACKTRACE: libm.so.6 cannot be loaded; no call sites");
 		return;
 	}
 	void *p = mmap(NULL, sizeof(struct site) * SLOTS, PROT_READ | PROT_WRITE,
@@ -141,7 +161,7 @@ static uint64_t draw_gap(void)
 	rng ^= rng >> 27;
 	uint64_t r = rng * 2685821657736338717ULL;
 	double u = ((double)(r >> 11) + 0.5) * 0x1.0p-53;     /* (0, 1) */
-	double g = -log(u) * (double)sample;
+	double g = -log_fn(u) * (double)sample;
 	return g < 1 ? 1 : g > 0x1p62 ? (uint64_t)1 << 62 : (uint64_t)g + 1;
 }
 
@@ -162,7 +182,7 @@ static bool sampled(enum ps_site_kind kind, uint64_t w, double *p)
 		return false;
 	}
 	gap_left[kind] = draw_gap();
-	*p = -expm1(-(double)w / (double)sample);
+	*p = -expm1_fn(-(double)w / (double)sample);
 	return true;
 }
 

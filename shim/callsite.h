@@ -20,6 +20,9 @@ struct ps_buf;
 
 enum ps_site_kind { PS_SITE_ALLOC, PS_SITE_IO };
 
+/* A function of a library opened on first need (see callsite.c), or NULL. */
+void *ps_late_sym(const char *lib, const char *name);
+
 /* Set up the table (only when POOLSHIM_BACKTRACE > 0).  Call once at start. */
 void ps_callsite_init(const struct ps_config *cfg);
 

@@ -23,7 +23,9 @@ shim/jemalloc_ps.a: $(JEMALLOC_PIC)
 	$(AM_V_GEN)mkdir -p shim && \
 	$(NM) -g --defined-only $(JEMALLOC_PIC) 2>/dev/null | \
 	  awk 'NF == 3 && $$3 !~ /^je_/ { print $$3 " psje_" $$3 }' | sort -u > shim/jemalloc.syms && \
-	printf '%s\n' 'secure_getenv ps_jemalloc_getenv' 'readlink ps_jemalloc_readlink' >> shim/jemalloc.syms && \
+	printf '%s\n' 'secure_getenv ps_jemalloc_getenv' 'readlink ps_jemalloc_readlink' \
+	  '_Unwind_Backtrace ps_jemalloc_unwind_backtrace' '_Unwind_GetIP ps_jemalloc_unwind_getip' \
+	  'log ps_jemalloc_log' 'exp ps_jemalloc_exp' 'round ps_jemalloc_round' >> shim/jemalloc.syms && \
 	$(OBJCOPY) --redefine-syms=shim/jemalloc.syms --remove-section=.init_array $(JEMALLOC_PIC) $@
 CLEANFILES += shim/jemalloc_ps.a shim/jemalloc.syms
 JEMALLOC_PS = $(top_builddir)/shim/jemalloc_ps.a
@@ -80,7 +82,7 @@ libpoolshim_la_SOURCES = \
 libpoolshim_la_CFLAGS = $(PS_CFLAGS) \
 	-fno-builtin-malloc -fno-builtin-free -fno-builtin-calloc -fno-builtin-realloc \
 	-U_FORTIFY_SOURCE
-libpoolshim_la_LIBADD = libpscore.la $(JEMALLOC_PS) $(URING_LIBS) -lm -ldl
+libpoolshim_la_LIBADD = libpscore.la $(JEMALLOC_PS) $(URING_LINK) -ldl
 libpoolshim_la_LDFLAGS = -module -avoid-version -shared \
 	-Wl,--version-script=$(top_srcdir)/shim/poolshim.map -Wl,-z,now
 EXTRA_libpoolshim_la_DEPENDENCIES = $(top_srcdir)/shim/poolshim.map $(JEMALLOC_PS)
