@@ -141,27 +141,49 @@ libc = { __libc_malloc, __libc_calloc, __libc_realloc, __libc_free, __libc_memal
 	X(malloc, "malloc") X(calloc, "calloc") X(realloc, "realloc") X(free, "free") \
 	X(memalign, "memalign") X(usable, "malloc_usable_size")
 
-static void bind_libc(void)
+/*
+ * Bind the set from one object, through `h` (a handle, or RTLD_NEXT); false
+ * if a name is missing or comes from another object.
+ */
+static bool bind_from(void *h, const Dl_info *info)
 {
-	Dl_info info, where;
+	Dl_info where;
 	__typeof__(libc) found;
-	void *h;
 
-	if (PS_LIBC_SANITIZED)
-		return;
-	if (!dladdr((void *)__libc_malloc, &info) || !info.dli_fname ||
-	    !(h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD)))
-		return;
-#define PS_LIBC_BIND(field, name)                                                       \
-	{                                                                               \
-		void *sym = dlsym(h, name);                                             \
-		if (!sym || !dladdr(sym, &where) || where.dli_fbase != info.dli_fbase)  \
-			return;                                                         \
-		memcpy(&found.field, &sym, sizeof(sym));                                \
+#define PS_LIBC_BIND(field, name)                                                        \
+	{                                                                                \
+		void *sym = dlsym(h, name);                                              \
+		if (!sym || !dladdr(sym, &where) || where.dli_fbase != info->dli_fbase)  \
+			return false;                                                    \
+		memcpy(&found.field, &sym, sizeof(sym));                                 \
 	}
 	PS_LIBC_FUNCS(PS_LIBC_BIND)
 #undef PS_LIBC_BIND
 	libc = found;
+	return true;
+}
+
+/*
+ * The names after ours are the heap's own in the usual case (glibc, or an
+ * allocator preloaded after us): dlsym(RTLD_NEXT) finds them without
+ * allocating.  Only when they are not (an allocator that takes some names
+ * and not others) is the object opened by name, which allocates: a
+ * process that never calls malloc otherwise would initialise glibc's heap
+ * for it (three system calls at start, issue 26).
+ */
+static void bind_libc(void)
+{
+	Dl_info info;
+	void *h;
+
+	if (PS_LIBC_SANITIZED)
+		return;
+	if (!dladdr((void *)__libc_malloc, &info) || !info.dli_fname)
+		return;
+	if (bind_from(RTLD_NEXT, &info))
+		return;
+	if ((h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD)))
+		bind_from(h, &info);
 }
 
 /*

@@ -85,6 +85,14 @@ static bool owner_gone(const struct ps_tstats *t, long *pid)
 	return tid > 0 && PS_SYSCALL(SYS_tgkill, *pid, tid, 0) == -ESRCH;
 }
 
+/*
+ * The first block not in a live file: static, so the first thread to count
+ * maps nothing (its pages cost nothing until written).  Blocks are never
+ * unmapped, so one from .bss serves like the others.
+ */
+static struct ps_tstats first_block __attribute__((aligned(4096)));
+static bool first_taken;
+
 struct ps_tstats *ps_stats_claim(void)
 {
 	struct ps_tstats *t;
@@ -103,6 +111,8 @@ struct ps_tstats *ps_stats_claim(void)
 
 	void *(*source)(void) = ps_stats_block_source;
 	void *p = source ? source() : NULL;
+	if (!p && !__atomic_exchange_n(&first_taken, true, __ATOMIC_ACQ_REL))
+		p = &first_block;
 	if (!p) {
 		int saved_errno = errno;
 		p = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
