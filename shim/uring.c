@@ -133,6 +133,7 @@ static int process_pid;
  * lookup asks for the pid.
  */
 static int *fork_canary;
+static bool canary_unavailable;     /* no MADV_WIPEONFORK here */
 
 #ifndef MADV_WIPEONFORK
 #define MADV_WIPEONFORK 18
@@ -148,22 +149,32 @@ void ps_uring_init(const struct ps_config *cfg)
 #ifdef PS_TEST_HOOKS
 	test_mode = cfg->uring_test;
 #endif
-	/* A process the shim leaves alone makes no system call of ours. */
-	if (cfg->enabled)
-		process_pid = (int)PS_SYSCALL(SYS_getpid);
+	/* The pid and the canary are taken with the first ring (current_pid):
+	 * a process that never does eligible O_DIRECT makes no system call here. */
 	if (!uring_on) {
 		state = PS_URING_STATE_OFF;
 		reason = "POOLSHIM_URING=off";
 		return;
 	}
+}
+
+/* The canary's page, made once (raw system calls: async-signal-safe). */
+static void make_canary(void)
+{
 	long page = PS_SYSCALL(SYS_mmap, NULL, 4096, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (page >= 0 && PS_SYSCALL(SYS_madvise, page, 4096, MADV_WIPEONFORK) == 0) {
-		fork_canary = (int *)page;
-		*fork_canary = 1;
-	} else if (page >= 0) {
+	if (page < 0)
+		return;
+	if (PS_SYSCALL(SYS_madvise, page, 4096, MADV_WIPEONFORK) != 0) {
 		PS_SYSCALL(SYS_munmap, page, 4096);
+		canary_unavailable = true;
+		return;
 	}
+	*(int *)page = 1;
+	int *none = NULL;
+	if (!__atomic_compare_exchange_n(&fork_canary, &none, (int *)page, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		PS_SYSCALL(SYS_munmap, page, 4096);    /* another thread's came first */
 }
 
 /*
@@ -178,6 +189,8 @@ static int current_pid(void)
 	__atomic_store_n(&process_pid, pid, __ATOMIC_RELAXED);
 	if (fork_canary)
 		__atomic_store_n(fork_canary, 1, __ATOMIC_RELAXED);
+	else if (!canary_unavailable)
+		make_canary();
 	return pid;
 }
 
