@@ -157,6 +157,8 @@ static void after_fork_child(void)
 
 static void thread_exit(void *block)
 {
+	/* Counts made before the live file existed move into it now, or never. */
+	ps_live_thread_exit();
 	ps_uring_thread_exit();
 	ps_stats_release(block);
 }
@@ -244,13 +246,8 @@ static void start(void)
 	/* What stderr is now: reports and messages go there only while it still is. */
 	ps_report_keep_stderr();
 	__atomic_store_n(&ps_log_fd, ps_report_stderr_fd, __ATOMIC_RELEASE);
-	if (ps_cfg.live) {
-		int lr = ps_live_init(&ps_cfg);
-		if (lr < 0 && ps_cfg.verbose)
-			ps_log("no live statistics file in %s (%s)", ps_live_dir(),
-			       ps_errno_name(-lr) ? ps_errno_name(-lr) : "error");
-		ps_pool_on_change = ps_live_publish;
-	}
+	if (ps_cfg.live && ps_live_init(&ps_cfg) == 0)
+		ps_pool_on_change = ps_live_pool_changed;
 	ps_heap_publish(counters_read(&ps_cfg));
 	__atomic_store_n(&ps_state, PS_STATE_ON, __ATOMIC_RELEASE);
 

@@ -74,8 +74,8 @@ __attribute__((noinline)) uint64_t ps_io_gate_slow(void)
 			return PS_IO_SLOW;
 		}
 	}
-	if (ps_unlikely(__atomic_load_n(&ps_live_child_due, __ATOMIC_RELAXED)))
-		ps_live_child_tick();
+	if (ps_unlikely(ps_live_tick_wanted()))
+		ps_live_tick();
 	if (ps_unlikely(sites_wanted)) {
 		/* Every call comes here; the sampling countdown is site_left. */
 		ps_io_gate = 1;
@@ -93,8 +93,8 @@ __attribute__((noinline)) uint64_t ps_io_gate_slow(void)
 		ps_io_gate = 15;
 		return 0;
 	}
-	/* Untimed, a fork child still comes back to publish its live file. */
-	ps_io_gate = ps_io_timing ? next_sample() : ps_live_child_due ? 4096 : 0;
+	/* Untimed, a process without its live file still comes back to make it. */
+	ps_io_gate = ps_io_timing ? next_sample() : ps_live_tick_wanted() ? 4096 : 0;
 	return ps_io_timing ? ps_ticks() : 0;
 }
 

@@ -46,6 +46,12 @@ static uint64_t live_ns;
 static bool live_verbose;
 static uint64_t live_pool_min;
 int ps_live_child_due;
+uint32_t ps_live_gen;
+__thread uint32_t ps_live_gen_seen;
+/* The process that started the shim, before its file: its first slab makes it. */
+static bool main_pending;
+/* A thread is making the file (make_file_once). */
+static int making;
 /* When this fork child was born (CLOCK_MONOTONIC ns). */
 static uint64_t child_born;
 /* Blocks are reserved one by one; false where the whole file was at creation. */
@@ -307,16 +313,75 @@ static void adopt_file(struct ps_live_header *h, int pid, uint64_t ns)
 	ps_stats_rehome();
 }
 
-int ps_live_init(const struct ps_config *cfg)
+/* The page fork_guard points to, made with the first file (raw calls only). */
+static void make_guard(void)
 {
-	int err = 0;
+	long g = PS_SYSCALL(SYS_mmap, NULL, 4096, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (g < 0)
+		return;
+	if (PS_SYSCALL(SYS_madvise, g, 4096, MADV_WIPEONFORK) != 0) {
+		PS_SYSCALL(SYS_munmap, g, 4096);
+		return;
+	}
+	*(volatile int *)g = 1;
+	fork_guard = (volatile int *)g;
+}
+
+/*
+ * Make this process's file now and move the calling thread's counters in;
+ * other threads move theirs on their next slow path (ps_live_tick).
+ * Async-signal-safe: raw system calls and the vDSO clock.
+ */
+static void make_file(void)
+{
+	int saved_errno = errno, err = 0;
 	int pid = (int)PS_SYSCALL(SYS_getpid);
 	uint64_t ns = ps_live_pidns();
+	struct ps_live_header *h = create(pid, ns, &err);
 
+	if (!h) {
+		if (live_verbose)
+			ps_log("no live statistics file in %s (%s)", ps_live_dir(),
+			       ps_errno_name(-err) ? ps_errno_name(-err) : "error");
+		errno = saved_errno;
+		return;
+	}
+	if (fork_guard)
+		*fork_guard = 1;
+	else
+		make_guard();
+	adopt_file(h, pid, ns);
+	__atomic_add_fetch(&ps_live_gen, 1, __ATOMIC_RELEASE);
+	errno = saved_errno;
+}
+
+/*
+ * The file is not made at start: a shell's `true`, a health check or a
+ * config test would pay a 22 MiB sparse file, its mapping and a dozen
+ * system calls for numbers nobody reads (issue 26).  The process makes it
+ * once it has done real work (its first pool slab, ps_live_pool_changed)
+ * or is still counting a second after start (ps_live_tick), as fork
+ * children do.  Until then its counters live in private memory and reach
+ * the exit report as always.
+ */
+int ps_live_init(const struct ps_config *cfg)
+{
 	live_verbose = cfg->verbose;
 	live_pool_min = cfg->pool_min;
 	if (strcmp(cfg->live_dir, PS_LIVE_DIR) != 0) {
 		int r = ps_live_set_dir(cfg->live_dir);
+		/* A directory the user named: tell now if it cannot be used, not a second later. */
+		if (r == 0 && PS_SYSCALL(SYS_faccessat, AT_FDCWD, ps_live_dir(), W_OK | X_OK) != 0)
+			r = -(int)EACCES;
+		if (r == 0) {
+			struct stat st;
+			long sr = PS_SYSCALL(SYS_newfstatat, AT_FDCWD, ps_live_dir(), &st, 0);
+			if (sr < 0)
+				r = (int)sr;
+			else if (!S_ISDIR(st.st_mode))
+				r = -ENOTDIR;
+		}
 		if (r < 0) {
 			ps_log("POOLSHIM_LIVE_DIR=%s: %s; running without a live statistics file",
 			       cfg->live_dir, r == -EINVAL ? "not an absolute path of at most 160 "
@@ -325,26 +390,34 @@ int ps_live_init(const struct ps_config *cfg)
 		}
 	}
 	map_len = PS_LIVE_HEADER + (size_t)PS_LIVE_BLOCKS * stride();
-	struct ps_live_header *h = create(pid, ns, &err);
-	if (!h) {
-		/* A directory the user named but we cannot write: one line, as for one
-		 * that does not exist (verbose mode says it for /dev/shm in init.c). */
-		if (strcmp(cfg->live_dir, PS_LIVE_DIR) != 0 && !live_verbose)
-			ps_log("POOLSHIM_LIVE_DIR=%s: %s; running without a live statistics file",
-			       cfg->live_dir, ps_errno_name(-err) ? ps_errno_name(-err) : "unusable");
-		return err;
-	}
-	void *g = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (g != MAP_FAILED) {
-		if (PS_SYSCALL(SYS_madvise, g, 4096, MADV_WIPEONFORK) == 0) {
-			*(volatile int *)g = 1;
-			fork_guard = g;
-		} else {
-			munmap(g, 4096);
-		}
-	}
-	adopt_file(h, pid, ns);
+	child_born = mono_now();
+	main_pending = true;
+	__atomic_store_n(&ps_live_child_due, 1, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/*
+ * One thread makes the file; ps_live_child_due stays set until it is made,
+ * so that the others keep coming back (ps_live_tick_wanted) to move in.
+ */
+static void make_file_once(void)
+{
+	if (__atomic_exchange_n(&making, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (__atomic_load_n(&ps_live_child_due, __ATOMIC_ACQUIRE)) {
+		main_pending = false;
+		if (!__atomic_load_n(&hdr, __ATOMIC_ACQUIRE))
+			make_file();
+		__atomic_store_n(&ps_live_child_due, 0, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&making, 0, __ATOMIC_RELEASE);
+}
+
+void ps_live_pool_changed(void)
+{
+	if (main_pending && !__atomic_load_n(&hdr, __ATOMIC_ACQUIRE))
+		make_file_once();
+	ps_live_publish();
 }
 
 /*
@@ -377,6 +450,8 @@ static void disown(struct ps_live_header *h)
 		munmap(copy, used);
 	}
 	live_pid = 0;
+	main_pending = false;
+	making = 0;
 	child_born = mono_now();
 	__atomic_store_n(&ps_live_child_due, 1, __ATOMIC_RELEASE);
 }
@@ -388,41 +463,47 @@ void ps_live_after_fork_child(void)
 	if (h) {
 		disown(h);
 	} else if (__atomic_load_n(&ps_live_child_due, __ATOMIC_RELAXED)) {
-		/* The child of a child that had no file yet: its own clock. */
+		/* The child of a process that had no file yet: its own clock. */
+		main_pending = false;
+		making = 0;
 		child_born = mono_now();
 	}
 }
 
 /*
- * Async-signal-safe (raw system calls and the vDSO clock); one thread
- * does it.  Its counters move into the new file (ps_stats_rehome); threads
- * the child started before this keep counting in private memory, seen in
- * the exit report but not in `poolshim stat` (servers fork their workers
- * single-threaded and start threads, if any, later).
+ * The slow path's visit (every few dozen counted calls of a thread).
+ * Async-signal-safe (raw system calls and the vDSO clock).  One thread
+ * makes the file, once the process has lived PS_LIVE_CHILD_DELAY_NS; then
+ * each thread that counted before moves its block in on its own next
+ * visit (only the owner may move a block: it writes it without atomics).
+ * A thread that ends first moves in on its way out (init.c's thread-exit
+ * hook calls this too); one that never comes back (no counted I/O) and
+ * still runs shows in the exit report, not in `poolshim stat`.
  */
-void ps_live_child_tick(void)
+void ps_live_tick(void)
 {
-	if (mono_now() - child_born < PS_LIVE_CHILD_DELAY_NS)
+	if (__atomic_load_n(&ps_live_child_due, __ATOMIC_RELAXED) &&
+	    mono_now() - child_born >= PS_LIVE_CHILD_DELAY_NS)
+		make_file_once();
+	uint32_t gen = __atomic_load_n(&ps_live_gen, __ATOMIC_ACQUIRE);
+	if (ps_live_gen_seen == gen)
 		return;
-	if (!__atomic_exchange_n(&ps_live_child_due, 0, __ATOMIC_ACQ_REL))
+	ps_live_gen_seen = gen;
+	struct ps_live_header *h = mine();
+	struct ps_tstats *t = ps_stats_tls;
+	if (h && t && ((uintptr_t)t < (uintptr_t)h || (uintptr_t)t >= (uintptr_t)h + map_len))
+		ps_stats_rehome();
+}
+
+void ps_live_thread_exit(void)
+{
+	if (!ps_live_tick_wanted())
 		return;
-	if (__atomic_load_n(&hdr, __ATOMIC_ACQUIRE))
-		return;
-	int saved_errno = errno, err = 0;
-	int pid = (int)PS_SYSCALL(SYS_getpid);
-	uint64_t ns = ps_live_pidns();
-	struct ps_live_header *h = create(pid, ns, &err);
-	if (!h) {
-		if (live_verbose)
-			ps_log("no live statistics file for this fork child in %s (%s)",
-			       ps_live_dir(), ps_errno_name(-err) ? ps_errno_name(-err) : "error");
-		errno = saved_errno;
-		return;
-	}
-	if (fork_guard)
-		*fork_guard = 1;
-	adopt_file(h, pid, ns);
-	errno = saved_errno;
+	ps_live_tick();
+	/* Another thread is making the file: wait for it (a few system calls), then move in. */
+	for (int i = 0; i < 10000 && __atomic_load_n(&making, __ATOMIC_ACQUIRE); i++)
+		PS_SYSCALL(SYS_sched_yield);
+	ps_live_tick();
 }
 
 void ps_live_remove(void)

@@ -62,8 +62,13 @@ struct ps_live_header {
 	uint32_t threads_peak;       /* the most threads counting at once (0: older writer) */
 };
 
-/* Create this process's file and route counter blocks into it.  0 or -errno. */
+/*
+ * Set up the live view: the file itself is made later (ps_live_tick,
+ * ps_live_pool_changed).  0, or -errno when POOLSHIM_LIVE_DIR is unusable.
+ */
 int ps_live_init(const struct ps_config *cfg);
+/* The pool changed (a slab was added): make the file if due, then publish. */
+void ps_live_pool_changed(void);
 /* Copy the pool and io_uring state into the header (after they change). */
 void ps_live_publish(void);
 /*
@@ -73,15 +78,27 @@ void ps_live_publish(void);
 void ps_live_after_fork_child(void);
 
 /*
- * Nonzero in a fork child that has no file of its own yet.  Such a child
- * publishes one when it is still running PS_LIVE_CHILD_DELAY_NS after the
- * fork (ps_live_child_tick(), called from the I/O path's slow branch), so
- * that a server's long-lived workers show in `poolshim stat` and the many
- * children that _exit() soon after fork leave no file behind.
+ * Nonzero in a process that has no file of its own yet: the one that
+ * started the shim, and a fork child.  It publishes one when it is still
+ * counting PS_LIVE_CHILD_DELAY_NS after start or fork (ps_live_tick(),
+ * called from the I/O path's slow branch), or, the process that started
+ * the shim, at its first pool slab.  A server's long-lived workers show in
+ * `poolshim stat`; short processes, and the many children that _exit()
+ * soon after fork, make no file.
  */
 extern int ps_live_child_due;
 #define PS_LIVE_CHILD_DELAY_NS 1000000000ull
-void ps_live_child_tick(void);
+/* Files made, ever, and the count a thread has seen: its block moves in when they differ. */
+extern uint32_t ps_live_gen;
+extern __thread uint32_t ps_live_gen_seen;
+static inline bool ps_live_tick_wanted(void)
+{
+	return __atomic_load_n(&ps_live_child_due, __ATOMIC_RELAXED) ||
+	       ps_live_gen_seen != __atomic_load_n(&ps_live_gen, __ATOMIC_RELAXED);
+}
+void ps_live_tick(void);
+/* A thread ends: its counts move into the file if they are not there yet. */
+void ps_live_thread_exit(void);
 /* At exit (or before exec): remove the file. */
 void ps_live_remove(void);
 

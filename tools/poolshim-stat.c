@@ -153,7 +153,9 @@ static int open_target(struct target *t, int pid, uint64_t ns, bool named)
 	if (t->fd < 0) {
 		if (named)
 			fprintf(stderr, "poolshim stat: %d: no live statistics (%s): not running "
-					"under the shim, or POOLSHIM_LIVE=off\n", pid, strerror(errno));
+					"under the shim, POOLSHIM_LIVE=off, or nothing to show yet (a "
+					"process publishes once it has taken a pooled buffer, or "
+					"counted calls past its first second)\n", pid, strerror(errno));
 		else
 			refuse(t, strerror(errno));
 		return -1;

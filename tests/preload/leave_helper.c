@@ -12,7 +12,9 @@
  *                             holds, the view kept through the round trip)
  *   leave_helper chroot DIR   print pid; chroot(DIR); allocate; exit
  *
- * Each prints "pid N" first (the process that made the live file).
+ * Each first takes and frees a pooled buffer, which makes the live file
+ * (the shim makes it on real work, or after a second), then prints
+ * "pid N" (the process that made the live file).
  */
 #include <dirent.h>
 #include <pwd.h>
@@ -30,6 +32,17 @@ static void work(void)
 			p[0] = 1;
 		free(p);
 	}
+}
+
+/* A buffer from the pool: the shim's first slab makes the live file. */
+static void pooled(void)
+{
+	/* Through a volatile pointer: a malloc and free the compiler sees would go. */
+	void *(*volatile alloc)(size_t) = malloc;
+	char *p = alloc(1 << 20);
+	if (p)
+		p[0] = 1;
+	free(p);
 }
 
 /* Live files of this process in $POOLSHIM_LIVE_DIR. */
@@ -56,6 +69,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: leave_helper daemon MS | setuid USER | seteuid USER | chroot DIR\n");
 		return 2;
 	}
+	pooled();
 	work();
 	printf("pid %d\n", (int)getpid());
 	fflush(stdout);

@@ -5,7 +5,10 @@
  * from a thread of its own and ends with exit(); the parent, having
  * written PARENT times itself, waits for it and then stops (SIGSTOP) so the
  * test can read its live file; after SIGCONT it exits.  Progress is told
- * with raw write syscalls, which the shim does not count.
+ * with raw write syscalls, which the shim does not count.  The parent
+ * first takes and frees a pooled buffer: the shim makes a process's live
+ * file on its first pool slab (or after a second), and the file must
+ * exist before the fork.
  *
  *   live_rawfork PARENT CHILD [syscall|_Fork]
  */
@@ -42,6 +45,12 @@ int main(int argc, char **argv)
 	char c = 'x';
 	child_writes = argc > 2 ? atoi(argv[2]) : 1000;
 
+	void *(*volatile alloc)(size_t) = malloc;    /* not elided with the free */
+	char *pooled = alloc(1 << 20);
+	if (!pooled)
+		return 2;
+	pooled[0] = 1;
+	free(pooled);
 	fd = open("/dev/null", O_WRONLY);
 	if (fd < 0)
 		return 2;

@@ -4,7 +4,9 @@
  * once (claiming its counter block), waits until all have, then writes the
  * rest, so every thread holds a block at the same time.  Exits 0 when every
  * write succeeded.  With --shm-free it then prints how much of /dev/shm is
- * free (with a raw write, which the shim does not count).
+ * free (with a raw write, which the shim does not count).  It first takes
+ * and frees a pooled buffer: the shim makes the live file on a process's
+ * first pool slab (or after a second), and the threads must find it made.
  *
  *   live_threads THREADS WRITES [--shm-free]
  */
@@ -40,6 +42,12 @@ int main(int argc, char **argv)
 	pthread_t *t = calloc((size_t)n, sizeof(*t));
 	long bad = 0;
 
+	void *(*volatile alloc)(size_t) = malloc;    /* not elided with the free */
+	char *pooled = alloc(1 << 20);
+	if (!pooled)
+		return 2;
+	pooled[0] = 1;
+	free(pooled);
 	fd = open("/dev/null", O_WRONLY);
 	if (fd < 0 || !t || pthread_barrier_init(&all_in, NULL, (unsigned)n) != 0)
 		return 2;
