@@ -78,6 +78,11 @@ static struct sigaction user_act[NSIG];
 static bool user_intr[NSIG];
 /* Flag bits the C library adds on its way to the kernel (SA_RESTORER). */
 static int libc_flags;
+static bool libc_flags_known;
+static void learn_libc_flags(void);
+/* A signal that came while manage() had ours in place and not yet the program's: */
+static int installing;                /* the signal manage() is taking over, or 0 */
+static int came_while_installing;     /* it came meanwhile */
 /* A dump is being written (SA_NODEFER nesting, or another thread). */
 static int dumping;
 
@@ -238,6 +243,7 @@ static int set_user(int sig, const struct sigaction *act, struct sigaction *old)
 		if (!(act->sa_flags & SA_SIGINFO))
 			view.sa_flags &= ~SA_SIGINFO;
 	} else {
+		learn_libc_flags();
 		view = *act;
 		view.sa_flags |= libc_flags;
 		sigdelset(&view.sa_mask, SIGKILL);
@@ -253,6 +259,13 @@ static void dump_handler(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
 	struct sigaction ua = user_act[sig];
+
+	if (ps_unlikely(!is_managed(sig)) &&
+	    __atomic_load_n(&installing, __ATOMIC_ACQUIRE) == sig) {
+		/* manage() has not yet seen what the program had: it sends sig again. */
+		__atomic_store_n(&came_while_installing, 1, __ATOMIC_RELEASE);
+		return;
+	}
 
 	if (ua.sa_handler != SIG_DFL && ua.sa_handler != SIG_IGN &&
 	    (ua.sa_flags & SA_RESETHAND) && !borrowed_memory()) {
@@ -289,28 +302,99 @@ static void dump_handler(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 }
 
-/* Take sig over: record the program's disposition, and stand in where it is the default. */
+/*
+ * Put sig back exactly as the kernel had it (SIG_IGN or a handler set
+ * before us): through libc, the C library's flags would be added to a
+ * disposition exec left without them.
+ */
+static void restore_exact(int sig, const struct sigaction *old)
+{
+	/* The kernel's struct sigaction where it has sa_restorer (not in libc's headers). */
+#if defined(__x86_64__) || defined(__aarch64__)
+	struct {
+		void *handler;
+		unsigned long flags;
+		void *restorer;
+		uint64_t mask;
+	} k = { (void *)old->sa_handler, (unsigned long)old->sa_flags, (void *)old->sa_restorer, 0 };
+	memcpy(&k.mask, &old->sa_mask, sizeof(k.mask));
+	PS_SYSCALL(SYS_rt_sigaction, sig, &k, NULL, sizeof(k.mask));
+#else
+	REAL(sigaction)(sig, old, NULL);
+#endif
+}
+
+/*
+ * Take sig over: record the program's disposition, and stand in where it
+ * is the default.  One system call in the usual case: ours goes in and
+ * the kernel hands back what was there (after exec, the default or
+ * SIG_IGN); only what was not the default is put back or wrapped.
+ */
 static void manage(int sig)
 {
-	struct sigaction old;
+	struct sigaction k, old;
 
-	if (is_managed(sig) || REAL(sigaction)(sig, NULL, &old) != 0)
+	if (is_managed(sig))
 		return;
+	memset(&k, 0, sizeof(k));
+	k.sa_sigaction = dump_handler;
+	k.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&k.sa_mask);
+	__atomic_store_n(&came_while_installing, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&installing, sig, __ATOMIC_RELEASE);
+	if (REAL(sigaction)(sig, &k, &old) != 0) {
+		__atomic_store_n(&installing, 0, __ATOMIC_RELEASE);
+		return;
+	}
 	user_act[sig] = old;
 	/*
-	 * Ignored from the start (nohup, trap ''), it is left as the kernel
-	 * has it (exec cleared its flags; setting it again would add the C
-	 * library's): no dump and no report while ignored.
+	 * Ignored from the start (nohup, trap ''): put back as the kernel had
+	 * it, no dump and no report while ignored, but still ours to take
+	 * when the program sets the default (set_user).  A handler already
+	 * there (a library's constructor set it) is wrapped like one set later.
 	 */
-	if (old.sa_handler != SIG_IGN && install(sig, &old) < 0)
+	bool keep = true;
+	if (old.sa_handler == SIG_IGN)
+		restore_exact(sig, &old);
+	else if (old.sa_handler != SIG_DFL && install(sig, &old) < 0)
+		keep = false;
+	if (keep)
+		managed |= (uint64_t)1 << (sig - 1);
+	else
+		restore_exact(sig, &old);
+	__atomic_store_n(&installing, 0, __ATOMIC_RELEASE);
+	/* Delivered in between: now it meets what the program had (ignored, it is dropped). */
+	if (__atomic_exchange_n(&came_while_installing, 0, __ATOMIC_ACQ_REL) &&
+	    old.sa_handler != SIG_IGN)
+	{
+		long pid = PS_SYSCALL(SYS_getpid), tid = PS_SYSCALL(SYS_gettid);
+		PS_SYSCALL(SYS_tgkill, pid, tid, sig);
+	}
+}
+
+/*
+ * What the C library adds to a disposition on its way to the kernel
+ * (SA_RESTORER), learnt from one of ours the first time it is needed: a
+ * program that never sets a managed signal back to its default never asks.
+ */
+static void learn_libc_flags(void)
+{
+	struct sigaction k;
+
+	if (libc_flags_known)
 		return;
-	managed |= (uint64_t)1 << (sig - 1);
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (is_managed(sig) && REAL(sigaction)(sig, NULL, &k) == 0 &&
+		    k.sa_flags & SA_SIGINFO && k.sa_sigaction == dump_handler) {
+			libc_flags = k.sa_flags & ~(SA_SIGINFO | SA_RESTART);
+			libc_flags_known = true;
+			break;
+		}
+	}
 }
 
 void ps_dump_init(const struct ps_config *cfg)
 {
-	struct sigaction k;
-
 	if (cfg->dump_signal) {
 		dump_sig = cfg->dump_signal;
 		manage(dump_sig);
@@ -321,14 +405,6 @@ void ps_dump_init(const struct ps_config *cfg)
 	if (strcmp(cfg->stats, "off") != 0 || cfg->live)
 		for (size_t i = 0; i < sizeof(end_sigs) / sizeof(end_sigs[0]); i++)
 			manage(end_sigs[i]);
-	/* What the C library adds (SA_RESTORER), learnt from one of ours. */
-	for (int sig = 1; sig < NSIG; sig++) {
-		if (is_managed(sig) && REAL(sigaction)(sig, NULL, &k) == 0 &&
-		    k.sa_flags & SA_SIGINFO && k.sa_sigaction == dump_handler) {
-			libc_flags = k.sa_flags & ~(SA_SIGINFO | SA_RESTART);
-			break;
-		}
-	}
 }
 
 PS_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
