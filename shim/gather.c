@@ -103,9 +103,6 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch, bool 
 	}
 	d->start_time = start_time;
 	d->cfg = &ps_cfg;
-	struct rlimit rl;
 	d->callsites = ps_callsite_emit;
 	d->symbolize = symbolize;
-	d->memlock = PS_SYSCALL(SYS_prlimit64, 0, RLIMIT_MEMLOCK, NULL, &rl) == 0 &&
-			     rl.rlim_cur != RLIM_INFINITY ? (uint64_t)rl.rlim_cur : UINT64_MAX;
 }

@@ -44,7 +44,6 @@ struct ps_report_data {
 	char host[65], kernel[65];
 	int64_t start_time;               /* seconds since the epoch, or -1 */
 	const struct ps_config *cfg;      /* effective configuration, or NULL */
-	uint64_t memlock;                 /* RLIMIT_MEMLOCK soft limit, UINT64_MAX = unlimited */
 	/*
 	 * The call-site section, written by the runtime's call-site table
 	 * (ps_callsite_render), or NULL for none; symbolize as it takes it.

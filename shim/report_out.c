@@ -50,18 +50,15 @@ static struct {
 	dev_t dev, rdev;
 	ino_t ino;
 	mode_t type;
-	int accmode;
 } err0 = { .state = ERR_UNSEEN, .copy = -1 };
 
 void ps_report_keep_stderr(void)
 {
 	struct stat st;
-	long fl;
 
 	if (err0.state != ERR_UNSEEN)
 		return;
-	fl = PS_SYSCALL(SYS_fcntl, 2, F_GETFL);
-	if (fl < 0 || PS_SYSCALL(SYS_fstat, 2, &st) < 0) {
+	if (PS_SYSCALL(SYS_fstat, 2, &st) < 0) {
 		/* Whatever gets number 2 later is the program's, never our stderr. */
 		err0.state = ERR_NONE;
 		return;
@@ -70,19 +67,22 @@ void ps_report_keep_stderr(void)
 	err0.ino = st.st_ino;
 	err0.rdev = st.st_rdev;
 	err0.type = st.st_mode & S_IFMT;
-	err0.accmode = (int)(fl & O_ACCMODE);
 	err0.state = ERR_SEEN;
 }
 
-/* fd refers to the same file as fd 2 did at start, opened the same way. */
+/*
+ * fd refers to the same file as fd 2 did at start.  (Not how it was
+ * opened: the same file opened read-only at number 2 fails our write with
+ * EBADF and loses nothing, and one fstat is all a process pays at start
+ * and at exit for this.)
+ */
 static bool like_stderr_at_start(int fd)
 {
 	struct stat st;
-	long fl = PS_SYSCALL(SYS_fcntl, fd, F_GETFL);
 
-	return fl >= 0 && PS_SYSCALL(SYS_fstat, fd, &st) == 0 && st.st_dev == err0.dev &&
+	return PS_SYSCALL(SYS_fstat, fd, &st) == 0 && st.st_dev == err0.dev &&
 	       st.st_ino == err0.ino && st.st_rdev == err0.rdev &&
-	       (st.st_mode & S_IFMT) == err0.type && (int)(fl & O_ACCMODE) == err0.accmode;
+	       (st.st_mode & S_IFMT) == err0.type;
 }
 
 /*
@@ -437,9 +437,14 @@ int ps_report_emit(const struct ps_config *cfg, unsigned how)
 			return r;
 		}
 	}
-	pipe_guard_on(&g);
+	/* Only a pipe or a socket can raise SIGPIPE: a file or a terminal needs no guard. */
+	bool guard = to_stderr ? err0.state != ERR_SEEN || err0.type == S_IFIFO ||
+				 err0.type == S_IFSOCK : fifo;
+	if (guard)
+		pipe_guard_on(&g);
 	r = ps_report_write(fd, cfg->stats_format, how | (fifo ? PS_REPORT_BOUNDED : 0));
-	pipe_guard_off(&g);
+	if (guard)
+		pipe_guard_off(&g);
 	if (!to_stderr) {
 		ps_sys_close(fd);
 		if (r < 0)
