@@ -50,9 +50,11 @@ pst_scripts += tests/preload/alloc_faults.sh tests/preload/fork_pool.sh tests/pr
 tests_preload_fork_pool_LDADD = -lpthread
 
 # The live file: a full /dev/shm, children made without atfork, pid namespaces.
-check_PROGRAMS += tests/preload/live_threads tests/preload/live_rawfork
-pst_scripts += tests/preload/live_shm_full.sh tests/preload/live_rawfork.sh tests/preload/live_pidns.sh
+check_PROGRAMS += tests/preload/live_threads tests/preload/live_rawfork tests/preload/live_late
+pst_scripts += tests/preload/live_shm_full.sh tests/preload/live_rawfork.sh tests/preload/live_pidns.sh \
+	tests/preload/live_late.sh
 tests_preload_live_threads_LDADD = -lpthread
+tests_preload_live_late_LDADD = -lpthread
 tests_preload_live_rawfork_LDADD = -lpthread
 
 # The report's advice, metadata and configuration; poolshim report --csv/--diff.
@@ -61,6 +63,10 @@ pst_scripts += tests/preload/advice.sh
 
 # A forwarding malloc wrapper (as tracers preload) for alloc_foreign.sh.
 check_LTLIBRARIES += tests/preload/libfwdwrap.la
+# The cost of preloading any library at all (startup_syscalls.sh).
+check_LTLIBRARIES += tests/preload/libemptypreload.la
+tests_preload_libemptypreload_la_SOURCES = tests/preload/empty_preload.c
+tests_preload_libemptypreload_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere -Wl,-z,now
 tests_preload_libfwdwrap_la_SOURCES = tests/preload/fwd_wrapper.c
 tests_preload_libfwdwrap_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 tests_preload_libfwdwrap_la_LIBADD = -ldl
