@@ -607,9 +607,10 @@ static bool cannot_execvp(const char *file)
  * a fork child that did next to nothing before its exec (a shell's, which
  * would add a report per command; ps_report_due), or the exec cannot
  * succeed (a PATH search that tries each directory).
- * Only a snapshot: if exec fails the process goes on, so its live file
- * stays and the report at exit is the complete one.  On success a new
- * image under the shim takes the file over (same pid).
+ * Only a snapshot: if exec fails the process goes on, and the report at
+ * exit is the complete one.  The live file is removed before the exec
+ * (the new image makes its own once it works) and made again after a
+ * failure (after_exec).
  */
 static void before_exec(const char *path, bool search)
 {
@@ -620,39 +621,51 @@ static void before_exec(const char *path, bool search)
 		errno = saved;
 		return;
 	}
-	if (!path || !(search ? cannot_execvp(path) : cannot_exec(path)))
+	if (!path || !(search ? cannot_execvp(path) : cannot_exec(path))) {
 		ps_report_emit(&ps_cfg, 0);
+		ps_live_before_exec();
+	}
 	errno = saved;
+}
+
+/* The exec returned: it failed, and the process goes on with a live file again. */
+static int after_exec(int r)
+{
+	int saved = errno;
+	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) == PS_STATE_ON)
+		ps_live_after_failed_exec();
+	errno = saved;
+	return r;
 }
 
 PS_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
 	before_exec(path, false);
-	return REAL(execve)(path, argv, envp);
+	return after_exec(REAL(execve)(path, argv, envp));
 }
 
 PS_EXPORT int execv(const char *path, char *const argv[])
 {
 	before_exec(path, false);
-	return REAL(execv)(path, argv);
+	return after_exec(REAL(execv)(path, argv));
 }
 
 PS_EXPORT int execvp(const char *file, char *const argv[])
 {
 	before_exec(file, true);
-	return REAL(execvp)(file, argv);
+	return after_exec(REAL(execvp)(file, argv));
 }
 
 PS_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	before_exec(file, true);
-	return REAL(execvpe)(file, argv, envp);
+	return after_exec(REAL(execvpe)(file, argv, envp));
 }
 
 PS_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	before_exec(NULL, false);
-	return REAL(fexecve)(fd, argv, envp);
+	return after_exec(REAL(fexecve)(fd, argv, envp));
 }
 
 /* execl and friends: gather the variadic arguments into an array on the stack. */

@@ -506,6 +506,46 @@ void ps_live_thread_exit(void)
 	ps_live_tick();
 }
 
+/*
+ * Before an exec that looks likely to succeed: the new image makes a file
+ * of its own only once it works (as this one did), so this one's goes
+ * now, or it would be left behind by a short new image.  Not in a vfork
+ * child (the file is the parent's).  Async-signal-safe.
+ */
+static bool unlinked_for_exec;
+
+void ps_live_before_exec(void)
+{
+	char path[PS_LIVE_DIR_MAX + 64];
+	struct ps_live_header *h = mine();
+
+	if (!h || live_unlinked || live_pid != (int)PS_SYSCALL(SYS_getpid))
+		return;
+	ps_live_path(path, sizeof(path), live_pid, live_ns);
+	if (PS_SYSCALL(SYS_unlinkat, AT_FDCWD, path, 0) == 0) {
+		live_unlinked = true;
+		unlinked_for_exec = true;
+	}
+}
+
+/*
+ * The exec failed and the process goes on: a new file is made on the next
+ * counted call's slow path, and each thread moves its counters into it
+ * (ps_live_tick), as when a file is made late.  The old mapping stays,
+ * unlinked, for whatever still points into it.
+ */
+void ps_live_after_failed_exec(void)
+{
+	if (!unlinked_for_exec)
+		return;
+	unlinked_for_exec = false;
+	ps_stats_block_source = NULL;
+	__atomic_store_n(&hdr, NULL, __ATOMIC_RELEASE);
+	live_pid = 0;
+	child_born = 0;
+	__atomic_store_n(&ps_live_child_due, 1, __ATOMIC_RELEASE);
+}
+
 void ps_live_remove(void)
 {
 	char path[PS_LIVE_DIR_MAX + 64];

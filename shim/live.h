@@ -99,7 +99,10 @@ static inline bool ps_live_tick_wanted(void)
 void ps_live_tick(void);
 /* A thread ends: its counts move into the file if they are not there yet. */
 void ps_live_thread_exit(void);
-/* At exit (or before exec): remove the file. */
+/* Around an exec: the file goes before it, and a new one comes after a failure. */
+void ps_live_before_exec(void);
+void ps_live_after_failed_exec(void);
+/* At exit: remove the file. */
 void ps_live_remove(void);
 
 /*

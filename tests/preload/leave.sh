@@ -5,7 +5,8 @@
 # daemonises returns as soon as the parent exits, as without the shim (no
 # hidden copy of stderr holds the pipe); and no live file stays after a
 # daemon(3) parent, a program that drops to user nobody (setresuid or
-# seteuid), or one that chroots.  tests/preload/leave_helper.
+# seteuid), one that chroots, or one that execs a short program.
+# tests/preload/leave_helper.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 H="$PRELOAD_BIN/leave_helper"
 # A sticky, world-writable live directory like /dev/shm, reachable by nobody.
@@ -65,6 +66,15 @@ shim POOLSHIM_LIVE_DIR="$LIVE" -- "$H" seteuid nobody back >"$PST_TMP/out" 2>"$P
 grep -qx "live 1" "$PST_TMP/out" && pass "the live file stays through seteuid away and back" ||
 	fail "after seteuid away and back: $(grep live "$PST_TMP/out")"
 empty_soon && pass "no live file after the seteuid round trip" || fail "live file left after the round trip: $(left)"
+rm -f "$LIVE"/*
+# An exec into a short program: the old image's file goes before the exec,
+# and the new image, which does no real work, makes none.
+TRUE=$(command -v true)
+shim POOLSHIM_LIVE_DIR="$LIVE" -- "$H" exec "$TRUE" >"$PST_TMP/out" 2>"$PST_TMP/err" ||
+	fail "exec $TRUE failed: $(cat "$PST_TMP/err" | head -c 200)"
+grep -qx "live 1" "$PST_TMP/out" || fail "exec: no live file before the exec: $(cat "$PST_TMP/out")"
+empty_soon && pass "no live file after an exec into a short program" ||
+	fail "live file left after an exec into a short program: $(left)"
 rm -f "$LIVE"/*
 mkdir "$PST_TMP/jail"
 shim POOLSHIM_LIVE_DIR="$LIVE" -- "$H" chroot "$PST_TMP/jail" >"$PST_TMP/out" 2>"$PST_TMP/err" ||

@@ -11,6 +11,8 @@
  *                             many live files of this pid $POOLSHIM_LIVE_DIR
  *                             holds, the view kept through the round trip)
  *   leave_helper chroot DIR   print pid; chroot(DIR); allocate; exit
+ *   leave_helper exec PROG    print pid and "live N"; execv(PROG) (a short
+ *                             program: the new image makes no file of its own)
  *
  * Each first takes and frees a pooled buffer, which makes the live file
  * (the shim makes it on real work, or after a second), then prints
@@ -114,6 +116,14 @@ int main(int argc, char **argv)
 		}
 		work();
 		return 0;
+	}
+	if (!strcmp(argv[1], "exec")) {
+		char *args[] = { argv[2], NULL };
+		printf("live %d\n", live_files());
+		fflush(stdout);
+		execv(argv[2], args);
+		perror("execv");
+		return 1;
 	}
 	fprintf(stderr, "unknown mode %s\n", argv[1]);
 	return 2;
