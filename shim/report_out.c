@@ -98,10 +98,14 @@ static bool copy_is_ours(void)
 	return fdfl >= 0 && (fdfl & FD_CLOEXEC) && like_stderr_at_start(err0.copy);
 }
 
+/*
+ * Copied as it is: whether it is still the stderr of the start is asked
+ * of the copy when the report is written (copy_is_ours), and only if fd 2
+ * is not by then.  A copy of some other file lives only for the exit.
+ */
 void ps_report_exit_begins(void)
 {
-	if (err0.state != ERR_SEEN || err0.copy >= 0 || strcmp(ps_cfg.stats, "stderr") != 0 ||
-	    !like_stderr_at_start(2))
+	if (err0.state != ERR_SEEN || err0.copy >= 0 || strcmp(ps_cfg.stats, "stderr") != 0)
 		return;
 	long fd = PS_SYSCALL(SYS_fcntl, 2, F_DUPFD_CLOEXEC, 600);
 	if (fd >= 0)
