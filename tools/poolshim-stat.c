@@ -62,6 +62,8 @@ struct target {
 	struct ps_tstats *prev;       /* last totals, for deltas */
 	uint64_t prev_usage[4];       /* last /proc usage (minflt majflt utime stime), for deltas */
 	bool have_usage;
+	bool pending;                 /* named, running, no file yet (-i): opened when it comes */
+	bool fresh;                   /* opened this round: its totals, not a change */
 };
 
 static bool opt_json, opt_keep, opt_all_users, opt_prom;
@@ -137,6 +139,16 @@ static const char *snapshot(struct target *t)
 		return "cut short";
 	t->nblocks = n;
 	return NULL;
+}
+
+/* Whether PID's live file is there (of any kind: open_target judges it). */
+static bool file_exists(int pid, uint64_t ns)
+{
+	char path[PS_LIVE_DIR_MAX + 64];
+	struct stat st;
+
+	ps_live_path(path, sizeof(path), pid, ns);
+	return lstat(path, &st) == 0;
 }
 
 /* 0 shown, -1 refused (said why), 1 skipped quietly (another user's). */
@@ -719,6 +731,24 @@ int main(int argc, char **argv)
 	}
 	int ok = 0, refused = 0, others = 0;
 	for (int i = 0; i < nids; i++) {
+		/*
+		 * A process makes its file once it works (its first pooled
+		 * buffer, or counted calls past its first second): with -i, one
+		 * named and running without one yet is waited for.
+		 */
+		if (named && interval > 0 && !file_exists(ids[i].pid, ids[i].ns) &&
+		    (kill(ids[i].pid, 0) == 0 || errno == EPERM)) {
+			memset(&t[ok], 0, sizeof(t[ok]));
+			t[ok].pid = ids[i].pid;
+			t[ok].ns = ids[i].ns;
+			t[ok].fd = -1;
+			t[ok].pending = true;
+			fprintf(stderr, "poolshim stat: %d: no live statistics yet (a process "
+					"publishes once it has taken a pooled buffer, or counted calls "
+					"past its first second); waiting for them\n", ids[i].pid);
+			ok++;
+			continue;
+		}
 		int r = open_target(&t[ok], ids[i].pid, ids[i].ns, named);
 		if (r == 0) {
 			ok++;
@@ -786,8 +816,29 @@ int main(int argc, char **argv)
 					t[i].fd = -1;
 				}
 		}
+		for (int i = 0; i < ok; i++) {
+			t[i].fresh = false;
+			if (!t[i].pending)
+				continue;
+			if (kill(t[i].pid, 0) < 0 && errno == ESRCH) {
+				t[i].pending = false;   /* ended before it published */
+				continue;
+			}
+			if (!file_exists(t[i].pid, t[i].ns))
+				continue;
+			int pid = t[i].pid;
+			uint64_t ns = t[i].ns;
+			if (open_target(&t[i], pid, ns, true) == 0) {
+				t[i].pending = false;
+				t[i].fresh = true;
+			} else {
+				close_target(&t[i]);
+				t[i].pid = pid;
+				refused++;
+			}
+		}
 		for (int i = 0; tot && i < ok; i++) {
-			const char *why = t[i].fd >= 0 && round > 0 ? snapshot(&t[i]) : NULL;
+			const char *why = t[i].fd >= 0 && round > 0 && !t[i].fresh ? snapshot(&t[i]) : NULL;
 			if (why) {
 				refuse(&t[i], why);
 				close(t[i].fd);
@@ -806,7 +857,7 @@ int main(int argc, char **argv)
 		for (int i = 0; !tot && i < ok; i++) {
 			if (t[i].fd < 0)
 				continue;
-			const char *why = round > 0 ? snapshot(&t[i]) : NULL;
+			const char *why = round > 0 && !t[i].fresh ? snapshot(&t[i]) : NULL;
 			if (why) {
 				/* Changed under us: stop following it; it is no longer shown. */
 				refuse(&t[i], why);
@@ -815,7 +866,7 @@ int main(int argc, char **argv)
 				continue;
 			}
 			totals(&t[i], now, tmp);
-			if (interval > 0 && round > 0) {
+			if (interval > 0 && round > 0 && !t[i].fresh) {
 				memcpy(delta, now, sizeof(*now));
 				ps_stats_add(delta, t[i].prev, -1);
 				char what[64];
@@ -830,7 +881,7 @@ int main(int argc, char **argv)
 			break;
 		bool all_dead = true;
 		for (int i = 0; i < ok; i++)
-			all_dead &= t[i].fd < 0 || t[i].dead ||
+			all_dead &= (t[i].fd < 0 && !t[i].pending) || t[i].dead ||
 				    (!t[i].foreign_ns && kill(t[i].pid, 0) < 0 && errno == ESRCH);
 		if (all_dead && named)
 			break;
