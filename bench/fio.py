@@ -25,9 +25,11 @@ each configuration:
                                              POOLSHIM_URING_CHUNK=SIZE
 
 Rounds are interleaved (every configuration at every block size, then the
-next round) after one short warm-up run; the table shows the median MiB/s
+next round, which starts one configuration further on) after one short
+warm-up run; the table shows the median MiB/s
 [min-max], CPU seconds per GiB read (fio's usr+sys of the job), and the
-ratios against uring-qd1 and psync-shmhuge at the same block size; for the
+ratios against uring-qd1 and psync-shmhuge at the same block size (the
+median of each round's ratio: the disk drifts over minutes); for the
 shim, from its JSON reports (POOLSHIM_STATS, one per process): the pool's
 backing, SQEs per io_uring_enter and chunks (SQEs) per pread.  Then the
 targets of issue 29: psync under the shim >= 1.0x uring-qd1 and >= 0.95x
@@ -302,8 +304,11 @@ def main(argv=None):
         total = args.repeat * len(sizes) * len(cfgs)
         done = 0
         for rep in range(args.repeat):
+            # Each round starts one configuration further on: a run that leaves the
+            # disk or memory in some state taxes a different neighbour every round.
+            order = cfgs[rep % len(cfgs):] + cfgs[:rep % len(cfgs)]
             for bs in sizes:
-                for cfg in cfgs:
+                for cfg in order:
                     done += 1
                     left = (total - done + 1) * (seconds + 0.6)
                     print(f"\r[{done}/{total}] {cfg[0]} bs {size_name(bs)} round {rep + 1} "
@@ -336,7 +341,13 @@ def report(args, cfgs, sizes, seconds, results, load0, load1, took):
     for bs in sizes:
         med = {n: statistics.median(r["mibs"] for r in results[(n, bs)])
                for n, _, _, _ in cfgs if (n, bs) in results}
-        ref_u, ref_h = med.get("uring-qd1", 0), med.get("psync-shmhuge", 0)
+
+        def paired(n, ref):
+            """Median over the rounds of n's MiB/s over ref's in the same round:
+            the disk drifts over minutes, a round's runs are seconds apart."""
+            a, b = results.get((n, bs), []), results.get((ref, bs), [])
+            v = [x["mibs"] / y["mibs"] for x, y in zip(a, b) if y["mibs"]]
+            return statistics.median(v) if v else 0
         print(f"\nbs {size_name(bs):<14}{'MiB/s':>22}{'CPU s/GiB':>11}{'x qd1':>8}"
               f"{'x shmhuge':>10}{'backing':>8}{'SQE/ent':>9}{'SQE/call':>9}")
         for n, _, _, _ in cfgs:
@@ -344,17 +355,19 @@ def report(args, cfgs, sizes, seconds, results, load0, load1, took):
             v = [r["mibs"] for r in recs]
             cpu = statistics.median(r["cpu_per_gib"] for r in recs)
             cell = f"{med[n]:.0f} [{min(v):.0f}-{max(v):.0f}]"
-            print(f"{n:<17}{cell:>22}{cpu:>11.4f}{med[n] / ref_u if ref_u else 0:>7.2f}x"
-                  f"{med[n] / ref_h if ref_h else 0:>9.2f}x{shim_cell(recs)}")
+            xu, xh = paired(n, "uring-qd1"), paired(n, "psync-shmhuge")
+            print(f"{n:<17}{cell:>22}{cpu:>11.4f}{xu:>7.2f}x{xh:>9.2f}x{shim_cell(recs)}")
             row = {"config": n, "bs": bs, "mibs": med[n], "mibs_runs": v, "cpu_per_gib": cpu,
-                   "x_uring_qd1": med[n] / ref_u if ref_u else None,
-                   "x_psync_shmhuge": med[n] / ref_h if ref_h else None}
+                   "cpu_runs": [r["cpu_per_gib"] for r in recs],
+                   "x_uring_qd1": xu or None, "x_psync_shmhuge": xh or None}
             s = [r["shim"] for r in recs if "shim" in r]
             if s:
                 row["shim"] = [dict(x, modes=sorted(x["modes"])) for x in s]
             rows.append(row)
-    print("\n(CPU s/GiB: fio's usr+sys of the job per GiB read; backing, SQE/ent (SQEs per "
-          "io_uring_enter), SQE/call (SQEs per pread): from the shim's reports)")
+    print("\n(x qd1, x shmhuge: the median over the rounds of MiB/s over uring-qd1's or "
+          "psync-shmhuge's in the same round; CPU s/GiB: fio's usr+sys of the job per GiB read; "
+          "backing, SQE/ent (SQEs per io_uring_enter), SQE/call (SQEs per pread): from the "
+          "shim's reports)")
     print("\ntargets of issue 29 (psync under the shim, by default and with POOLSHIM_HUGEPAGES=hugetlb):")
     targets = []
     for bs in sizes:
