@@ -318,7 +318,7 @@ def main(argv=None):
                         run_fio(args, cfg, bs, seconds, tmp, keep))
         print(file=sys.stderr)
     except KeyboardInterrupt as e:
-        print(f"\nbench fio: interrupted ({e or 'SIGINT'})", file=sys.stderr)
+        print(f"\nbench fio: interrupted ({str(e) or 'SIGINT'})", file=sys.stderr)
         return 130
     except RuntimeError as e:
         print(f"\nbench fio: {e}", file=sys.stderr)
