@@ -12,7 +12,9 @@
 #   - the device's reads, merges and sectors from /proc/diskstats over the
 #     run: average request size in KiB and merges per read,
 #   - MiB/s and fio's usr+sys CPU per GiB.
-#   bench/fio-thp.sh [FILE [BS [SECONDS]]]     (as root: reserves 64 hugetlb
+#   bench/fio-thp.sh [FILE [BS [SECONDS]]]     (PS_FIO_THP_ROUNDS rounds, default 3;
+#   PS_FIO_THP_CONFIGS, default "thp hugetlb 4k fio-shmhuge fio-malloc";
+#   as root: reserves 64 hugetlb
 #   pages with scripts/hugepages, given back afterwards)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -85,10 +87,14 @@ EOF
 }
 
 echo "fio-thp: $file on $disk ($dev), bs $bs, ${secs}s per run, fio --thread psync randread; load $(cut -d' ' -f1 /proc/loadavg)"
-for round in 1 2 3; do
-	one thp LD_PRELOAD="$shim" --
-	one hugetlb LD_PRELOAD="$shim" POOLSHIM_HUGEPAGES=hugetlb --
-	one 4k LD_PRELOAD="$shim" POOLSHIM_HUGEPAGES=none --
-	one fio-shmhuge -- --mem=shmhuge
-	one fio-malloc -- --mem=malloc
+for round in $(seq "${PS_FIO_THP_ROUNDS:-3}"); do
+	for c in ${PS_FIO_THP_CONFIGS:-thp hugetlb 4k fio-shmhuge fio-malloc}; do
+		case $c in
+		thp) one thp LD_PRELOAD="$shim" -- ;;
+		hugetlb) one hugetlb LD_PRELOAD="$shim" POOLSHIM_HUGEPAGES=hugetlb -- ;;
+		4k) one 4k LD_PRELOAD="$shim" POOLSHIM_HUGEPAGES=none -- ;;
+		fio-shmhuge) one fio-shmhuge -- --mem=shmhuge ;;
+		fio-malloc) one fio-malloc -- --mem=malloc ;;
+		esac
+	done
 done
