@@ -586,6 +586,13 @@ static const struct dev_limit *dev_limits_of(dev_t dev)
 		return NULL;
 	read_limits(dev, &dev_limits[i]);
 	__atomic_store_n(&dev_limits[i].key, key, __ATOMIC_RELEASE);
+	if (verbose && dev_limits[i].max_bytes)
+		ps_log("io_uring: reads on block device %u:%u go in chunks of up to %lu KiB "
+		       "(its max_sectors_kb; nr_requests %u)", major(dev), minor(dev),
+		       (unsigned long)(dev_limits[i].max_bytes >> 10), dev_limits[i].nr_requests);
+	else if (verbose)
+		ps_log("io_uring: no block queue for device %u:%u; its reads go in chunks of "
+		       "POOLSHIM_URING_CHUNK", major(dev), minor(dev));
 	return &dev_limits[i];
 }
 
