@@ -221,8 +221,11 @@ def run_fio(args, cfg, bs, seconds, tmp, keep=None):
     r = subprocess.run(cmd, env=e, capture_output=True, text=True)
     if r.returncode:
         shutil.rmtree(rdir, ignore_errors=True)
-        raise RuntimeError(f"fio under {name} (bs {bs}) failed, exit {r.returncode}: "
-                           f"{r.stderr.strip()[-400:]}")
+        why = (r.stderr.strip() or r.stdout.strip())[-400:]
+        if "shmhuge" in " ".join(fargs) or env.get("POOLSHIM_HUGEPAGES") == "hugetlb":
+            why += (f" (free hugetlb pages now: {Hugepages.free()}; another process may have "
+                    f"changed {NR} meanwhile)")
+        raise RuntimeError(f"fio under {name} (bs {bs}) failed, exit {r.returncode}: {why}")
     j = json.loads(r.stdout[r.stdout.index("{"):])["jobs"][0]
     rt = j["job_runtime"] / 1000.0
     nbytes = j["read"]["io_bytes"]
