@@ -33,6 +33,13 @@ the shim's report for radosgw with its call sites (from a separate,
 unmeasured radosgw).  --shim-osd adds configuration shim-osd (the OSD
 under the shim too).  The cluster goes down at the end, however it ends.
 
+fio (issue 29; --real): scripts/bench fio --quick, fio --direct=1 randread
+of 1 and 16 MiB with psync (processes and --thread) under no preload, the
+shim and the shim on hugetlb pages, against fio's psync on a hugetlb
+buffer and its io_uring engine with fixedbufs+hugetlb at QD1 and QD8;
+MiB/s, CPU per GiB, ratios and issue 29's targets.  Skipped with one line
+without fio.
+
 Small requests (issue 11, do no harm; part of the default run, alone with
 --small): GET and PUT 4 KiB on the demo stack, nginx serving a 1 KiB file
 and haproxy in front of it (wrk, not shimmed), under no preload, the shim

@@ -58,7 +58,7 @@ static const struct option options[] = {
 	{ "POOLSHIM_VERBOSE", OPT_BOOL, OFF(verbose), 0, 0, 0, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_URING", OPT_ENUM, OFF(uring), PS_URING_AUTO, 0, 0, uring_names, NULL, SIZE_MAX },
 	{ "POOLSHIM_URING_MIN", OPT_SIZE, OFF(uring_min), 64 * KiB, 512, 1 * GiB, NULL, NULL, SIZE_MAX },
-	{ "POOLSHIM_URING_CHUNK", OPT_SIZE, OFF(uring_chunk), 2 * MiB, 4 * KiB, 1 * GiB, NULL, NULL, SIZE_MAX },
+	{ "POOLSHIM_URING_CHUNK", OPT_SIZE, OFF(uring_chunk), 2 * MiB, 4 * KiB, 1 * GiB, NULL, NULL, OFF(uring_chunk_set) },
 	{ "POOLSHIM_URING_DEPTH", OPT_UINT, OFF(uring_depth), 16, 1, 256, NULL, NULL, SIZE_MAX },
 #ifdef PS_TEST_HOOKS
 	/* Fault injection for tests/preload/io_uring_*.sh, in the test build only. */

@@ -60,6 +60,7 @@ struct ps_config {
 	enum ps_uring_mode uring;      /* POOLSHIM_URING */
 	uint64_t uring_min;            /* POOLSHIM_URING_MIN */
 	uint64_t uring_chunk;          /* POOLSHIM_URING_CHUNK */
+	bool uring_chunk_set;          /* given explicitly (else the device's size) */
 	uint64_t uring_depth;          /* POOLSHIM_URING_DEPTH */
 #ifdef PS_TEST_HOOKS
 	enum ps_uring_test uring_test; /* POOLSHIM_URING_TEST */

@@ -9,6 +9,7 @@
 #include "report_out.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <time.h>
 #include <sys/mman.h>
@@ -70,6 +71,34 @@ void ps_report_scratch_put(struct ps_tstats *scratch)
 	errno = saved_errno;
 }
 
+/*
+ * HugePages_Free of /proc/meminfo, in pages, or 0 when it cannot be read:
+ * read here, at report time, for the hugetlb advice (never on a hot path).
+ */
+static uint64_t hugetlb_free(void)
+{
+	static const char key[] = "HugePages_Free:";
+	char buf[4096];
+	long fd = ps_sys_openat(AT_FDCWD, "/proc/meminfo", O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	long n = ps_sys_read((int)fd, buf, sizeof(buf) - 1);
+	ps_sys_close((int)fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	const char *at = strstr(buf, key);
+	if (!at)
+		return 0;
+	at += sizeof(key) - 1;
+	while (*at == ' ')
+		at++;
+	uint64_t v = 0;
+	while (*at >= '0' && *at <= '9')
+		v = v * 10 + (uint64_t)(*at++ - '0');
+	return v;
+}
+
 void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch, bool symbolize)
 {
 	struct rusage ru;
@@ -105,4 +134,7 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch, bool 
 	d->cfg = &ps_cfg;
 	d->callsites = ps_callsite_emit;
 	d->symbolize = symbolize;
+	/* Only where the hugetlb advice could apply: most reports read no extra file. */
+	if (scratch->uring.sqes && !d->pool.backed_by[PS_BACK_HUGETLB] && !d->pool.forks)
+		d->hugetlb_free = hugetlb_free();
 }

@@ -803,14 +803,21 @@ void ps_pool_atfork_prepare(void)
 	pthread_mutex_lock(&pool_lock);
 }
 
+/*
+ * Counted for the report's hugetlb advice: a parent that forked shares its
+ * pool with a child, where hugetlb pages are a risk (the fork caveat).
+ * _Fork and raw clones run no handlers and are not counted.
+ */
 void ps_pool_atfork_parent(void)
 {
+	info.forks++;
 	pthread_mutex_unlock(&pool_lock);
 }
 
-/* The child has one thread, the one that locked it. */
+/* The child has one thread, the one that locked it; it has forked no one. */
 void ps_pool_atfork_child(void)
 {
+	info.forks = 0;
 	pthread_mutex_unlock(&pool_lock);
 }
 

@@ -53,6 +53,7 @@ struct ps_pool_info {
 	uint64_t purged;                 /* bytes given back to the kernel */
 	uint64_t purges;                 /* times the pool arena gave memory back */
 	bool as_growing;                 /* RLIMIT_AS finite: reserved as used */
+	uint64_t forks;                  /* fork()s this process made (its atfork handlers ran) */
 };
 
 /*

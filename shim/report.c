@@ -244,10 +244,39 @@ static void advise_thp_disabled(const struct ps_report_data *d, struct advice_li
 	}
 }
 
+/*
+ * O_DIRECT reads and writes went through io_uring from a THP or 4 KiB
+ * pool, the process never forked, and enough hugetlb pages are free now
+ * to hold the whole pool: POOLSHIM_HUGEPAGES=hugetlb would back it with
+ * them.  Not the default because a fork child that writes inherited
+ * hugetlb pages dies (SIGBUS) when none are free for its copy.
+ */
+static void advise_hugetlb_pays(const struct ps_report_data *d, struct advice_list *l)
+{
+	const struct ps_pool_info *p = &d->pool;
+	uint64_t other = p->backed_by[PS_BACK_THP] + p->backed_by[PS_BACK_4K];
+	uint64_t pages = (p->backed + PS_HUGE_2M - 1) / PS_HUGE_2M;
+	struct ps_buf m;
+
+	if (d->heap_owner || p->requested == PS_HUGE_HUGETLB || p->backed_by[PS_BACK_HUGETLB] ||
+	    !other || p->forks || !d->totals->uring.sqes || !pages || d->hugetlb_free < pages)
+		return;
+	advice_add(l, "hugetlb_pays", "POOLSHIM_HUGEPAGES", &m);
+	ps_buf_printf(&m, "O_DIRECT I/O (%lu io_uring requests) used pool memory on %s pages while "
+		      "%lu hugetlb pages are free and this process never forked: "
+		      "POOLSHIM_HUGEPAGES=hugetlb puts the pool on them (2 MiB pages that are never "
+		      "split or compacted); not the default as a forked child writing them "
+		      "dies of SIGBUS when none are free",
+		      (unsigned long)d->totals->uring.sqes,
+		      p->backed_by[PS_BACK_THP] ? "THP" : "4 KiB", (unsigned long)d->hugetlb_free);
+	ps_buf_str(&m);
+	advice_suggest(l, "hugetlb");
+}
+
 /* Each rule adds at most one item; the report lists them in this order. */
 static void (*const advisors[])(const struct ps_report_data *d, struct advice_list *l) = {
 	advise_pool_min, advise_unaligned, advise_pool_full,
-	advise_hugetlb_none, advise_thp_disabled,
+	advise_hugetlb_none, advise_thp_disabled, advise_hugetlb_pays,
 };
 
 static void gather_advice(const struct ps_report_data *d, struct advice_list *l)

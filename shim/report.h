@@ -44,6 +44,7 @@ struct ps_report_data {
 	char host[65], kernel[65];
 	int64_t start_time;               /* seconds since the epoch, or -1 */
 	const struct ps_config *cfg;      /* effective configuration, or NULL */
+	uint64_t hugetlb_free;            /* HugePages_Free at report time (pages); 0 unknown */
 	/*
 	 * The call-site section, written by the runtime's call-site table
 	 * (ps_callsite_render), or NULL for none; symbolize as it takes it.

@@ -49,6 +49,14 @@
  * clone) are noticed on the ring lookup through a MADV_WIPEONFORK page,
  * which reads as zero in any child, so the lookup costs no system call.
  *
+ * A read is split into chunks of what the file's block device takes in
+ * one request (its queue's max_sectors_kb; a partition's disk), read from
+ * sysfs once per device, and never into more chunks than the ring depth
+ * and the device's nr_requests (then the chunks grow).  An explicit
+ * POOLSHIM_URING_CHUNK wins, and it is the size where no block queue is
+ * found (tmpfs, NFS, btrfs' anonymous devices, no /sys).  The chunk size
+ * changes how the kernel sees the request, never what the call returns.
+ *
  * Requests are submitted in waves of at most POOLSHIM_URING_DEPTH SQEs and
  * every SQE of a wave is reaped before the call returns: a signal never
  * leaves a chunk in flight (O_DIRECT file I/O is not interruptible anyway,
@@ -78,6 +86,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -114,6 +123,7 @@ static __thread struct ring tls_ring;
 static __thread int tls_busy;
 static bool uring_on;
 static uint64_t min_len, chunk_len;
+static bool chunk_set;           /* POOLSHIM_URING_CHUNK given: no device sizes */
 static unsigned depth;
 static int state = PS_URING_STATE_OK;
 static const char *reason;
@@ -144,6 +154,7 @@ void ps_uring_init(const struct ps_config *cfg)
 	uring_on = cfg->uring != PS_URING_OFF;
 	min_len = cfg->uring_min;
 	chunk_len = (cfg->uring_chunk + PS_ALIGN - 1) & ~(uint64_t)(PS_ALIGN - 1);
+	chunk_set = cfg->uring_chunk_set;
 	depth = (unsigned)cfg->uring_depth;
 	verbose = cfg->verbose;
 #ifdef PS_TEST_HOOKS
@@ -515,6 +526,111 @@ static struct ring *get_ring(void)
 	return r;
 }
 
+/*
+ * Queue limits of the block devices files were read from, one slot per
+ * device, filled on its first read and never changed (a device's limits
+ * are set when it is probed).  Slots are claimed with an atomic counter
+ * and published by their key, so lookups take no lock; two threads
+ * meeting a new device at once may both fill a slot, which is harmless.
+ * When the slots run out, further devices get the configured chunk.
+ */
+#define PS_DEV_SLOTS 16
+#define PS_DEV_CHUNK_MIN ((uint64_t)64 << 10)   /* smaller limits: the kernel splits anyway */
+
+struct dev_limit {
+	uint64_t key;            /* dev_t + 1, published last; 0: not filled yet */
+	uint64_t max_bytes;      /* max_sectors_kb in bytes; 0: no block queue found */
+	uint32_t nr_requests;    /* 0: unknown */
+};
+
+static struct dev_limit dev_limits[PS_DEV_SLOTS];
+static unsigned dev_claimed;
+
+/* A decimal number from a sysfs file; 0 when it cannot be read. */
+static uint64_t sys_number(const char *path)
+{
+	char text[32];
+	long fd = ps_sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	long n = ps_sys_read((int)fd, text, sizeof(text) - 1);
+	ps_sys_close((int)fd);
+	uint64_t v = 0;
+	for (long i = 0; i < n && text[i] >= '0' && text[i] <= '9'; i++)
+		v = v * 10 + (uint64_t)(text[i] - '0');
+	return v;
+}
+
+/* /sys/dev/block/MAJ:MIN/{,../}queue/NAME into out[cap] (../: a partition's disk). */
+static const char *queue_path(char *out, size_t cap, dev_t dev, bool parent, const char *name)
+{
+	struct ps_buf b;
+
+	ps_buf_init(&b, out, cap, -1);
+	ps_buf_printf(&b, "/sys/dev/block/%u:%u/%squeue/%s", major(dev), minor(dev),
+		      parent ? "../" : "", name);
+	return ps_buf_str(&b);
+}
+
+static void read_limits(dev_t dev, struct dev_limit *l)
+{
+	char path[96];
+
+	for (int parent = 0; parent < 2 && !l->max_bytes; parent++) {
+		l->max_bytes = sys_number(queue_path(path, sizeof(path), dev, parent, "max_sectors_kb"))
+			       << 10;
+		if (l->max_bytes)
+			l->nr_requests = (uint32_t)sys_number(
+				queue_path(path, sizeof(path), dev, parent, "nr_requests"));
+	}
+}
+
+/* The limits of dev, read on first use; NULL when no slot is left. */
+static const struct dev_limit *dev_limits_of(dev_t dev)
+{
+	uint64_t key = (uint64_t)dev + 1;
+	unsigned n = __atomic_load_n(&dev_claimed, __ATOMIC_ACQUIRE);
+
+	for (unsigned i = 0; i < n && i < PS_DEV_SLOTS; i++)
+		if (__atomic_load_n(&dev_limits[i].key, __ATOMIC_ACQUIRE) == key)
+			return &dev_limits[i];
+	unsigned i = __atomic_fetch_add(&dev_claimed, 1, __ATOMIC_ACQ_REL);
+	if (i >= PS_DEV_SLOTS)
+		return NULL;
+	read_limits(dev, &dev_limits[i]);
+	__atomic_store_n(&dev_limits[i].key, key, __ATOMIC_RELEASE);
+	if (verbose && dev_limits[i].max_bytes)
+		ps_log("io_uring: reads on block device %u:%u go in chunks of up to %lu KiB "
+		       "(its max_sectors_kb; nr_requests %u)", major(dev), minor(dev),
+		       (unsigned long)(dev_limits[i].max_bytes >> 10), dev_limits[i].nr_requests);
+	else if (verbose)
+		ps_log("io_uring: no block queue for device %u:%u; its reads go in chunks of "
+		       "POOLSHIM_URING_CHUNK", major(dev), minor(dev));
+	return &dev_limits[i];
+}
+
+/*
+ * The chunk a read of len bytes on fd is split into: the device's largest
+ * request, in at most min(depth, nr_requests) chunks; the configured
+ * chunk when it was given or the device is unknown.
+ */
+static size_t read_chunk(int fd, size_t len)
+{
+	struct stat st;
+
+	if (chunk_set || len <= PS_DEV_CHUNK_MIN || PS_SYSCALL(SYS_fstat, fd, &st) < 0)
+		return chunk_len;
+	const struct dev_limit *l = dev_limits_of(S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev);
+	if (!l || !l->max_bytes)
+		return chunk_len;
+	uint64_t chunk = l->max_bytes < PS_DEV_CHUNK_MIN ? PS_DEV_CHUNK_MIN
+							  : l->max_bytes & ~(uint64_t)(PS_ALIGN - 1);
+	unsigned most = l->nr_requests && l->nr_requests < depth ? l->nr_requests : depth;
+	if ((len + chunk - 1) / chunk > most)
+		chunk = ((len + most - 1) / most + PS_ALIGN - 1) & ~(uint64_t)(PS_ALIGN - 1);
+	return (size_t)chunk;
+}
+
 struct piece {
 	void *buf;
 	size_t len;
@@ -725,7 +841,7 @@ static ssize_t rw_claimed(int fd, void *buf, size_t len, off_t off, bool write)
 
 	struct piece pc[256];
 	/* A write is one SQE (see the head of this file); len is within one slab. */
-	size_t chunk = write ? len : chunk_len;
+	size_t chunk = write ? len : read_chunk(fd, len);
 	int n = (int)((len + chunk - 1) / chunk);
 	if (n > (int)PS_ARRAY_SIZE(pc)) {
 		chunk = ((len + PS_ARRAY_SIZE(pc) - 1) / PS_ARRAY_SIZE(pc) + PS_ALIGN - 1) &

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """scripts/demo from start to end: the command line, the plan of runs, the
-runs (stopping whatever they started, however they end), the output, and
-the allocator table."""
+runs (stopping whatever they started, however they end), the output, the
+fio table (--real) and the allocator table."""
 import os
 import shutil
 import signal
@@ -127,6 +127,18 @@ def alloc_table(outdir):
     return r.returncode
 
 
+def fio_table(outdir):
+    """scripts/bench fio's table, briefly (issue 29: unmodified psync under the
+    shim against fio's io_uring engine with fixedbufs+hugetlb); its exit
+    status, 0 also when it skipped (no fio, no hugetlb pages)."""
+    print("\n== fio: psync under the shim against fio's own engines (scripts/bench fio --quick) ==",
+          flush=True)
+    r = subprocess.run([sys.executable, os.path.join(settings.TOP, "scripts", "bench"), "fio",
+                        "--quick", "--shim-lib", settings.SHIM,
+                        "--json", os.path.join(outdir, "fio.json")])
+    return 0 if r.returncode == 77 else r.returncode
+
+
 def main(description):
     """scripts/demo; description: its --help text.  The exit status."""
     args = cli.parse_args(description)
@@ -158,6 +170,8 @@ def main(description):
     if bad:
         print(f"demo: FAILED: {len(bad)} run(s) had data errors or failed operations "
               f"(see {outdir}/results.json)", file=sys.stderr)
+        return 1
+    if args.real and not args.no_real and fio_table(outdir):
         return 1
     if sel.alloc_part and alloc_table(outdir):
         return 1

@@ -113,12 +113,13 @@ if [ "$(json_get "$PST_TMP/direct.json" "r['uring']['state']")" != ok ]; then
 fi
 python3 "$SCHEMA" "$PST_TMP/direct.json" && pass "schema (direct)" || fail "schema (direct)"
 # Nothing is registered: a 64 KiB limit costs the ring nothing, and no advice asks for more.
-[ "$(json_get "$PST_TMP/direct.json" "(r['uring']['sqes'] > 0, r['uring']['fallbacks']['register'], [a['id'] for a in r['advice']])")" = "(True, 0, [])" ] &&
+# (hugetlb_pays is left out: hugepages.sh may hold free hugetlb pages meanwhile.)
+[ "$(json_get "$PST_TMP/direct.json" "(r['uring']['sqes'] > 0, r['uring']['fallbacks']['register'], [a['id'] for a in r['advice'] if a['id'] != 'hugetlb_pays'])")" = "(True, 0, [])" ] &&
 	pass "O_DIRECT on the ring under a 64 KiB RLIMIT_MEMLOCK, no memlock advice" ||
 	fail "memlock: uring $(json_get "$PST_TMP/direct.json" "r['uring']"); advice $(json_get "$PST_TMP/direct.json" "r['advice']")"
 
 # 6. O_DIRECT reads not 4 KiB aligned: counted, and the alignment advice
 (shim "POOLSHIM_STATS=$PST_TMP/unal.json" -- "$H" unaligned "$F") >/dev/null || fail "unaligned helper"
-[ "$(json_get "$PST_TMP/unal.json" "(r['uring']['fallbacks']['unaligned'] >= 16, [a['id'] for a in r['advice']])")" = "(True, ['unaligned'])" ] &&
+[ "$(json_get "$PST_TMP/unal.json" "(r['uring']['fallbacks']['unaligned'] >= 16, [a['id'] for a in r['advice'] if a['id'] != 'hugetlb_pays'])")" = "(True, ['unaligned'])" ] &&
 	pass "unaligned advice" || fail "unaligned: $(json_get "$PST_TMP/unal.json" "(r['uring']['fallbacks'], r['advice'])")"
 finish

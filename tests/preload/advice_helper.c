@@ -10,6 +10,7 @@
  *                      Exits 77 when the directory refuses O_DIRECT.
  *   unaligned FILE     the same, but the preads start 512 bytes into the
  *                      file (not 4 KiB aligned; the kernel may refuse them)
+ *   forked FILE        fork a child that exits at once, then as direct
  * Prints "advice_helper ok" on success.
  */
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MiB (1024L * 1024)
@@ -63,6 +65,18 @@ static int direct_mode(const char *path, long skew)
 	return 0;
 }
 
+static int forked_mode(const char *path)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0)
+		_exit(0);
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return 1;
+	return direct_mode(path, 0);
+}
+
 int main(int argc, char **argv)
 {
 	int r = 2;
@@ -73,8 +87,10 @@ int main(int argc, char **argv)
 		r = direct_mode(argv[2], 0);
 	else if (argc == 3 && strcmp(argv[1], "unaligned") == 0)
 		r = direct_mode(argv[2], 512);
+	else if (argc == 3 && strcmp(argv[1], "forked") == 0)
+		r = forked_mode(argv[2]);
 	else
-		fprintf(stderr, "usage: advice_helper alloc COUNT SIZE | direct FILE | unaligned FILE\n");
+		fprintf(stderr, "usage: advice_helper alloc COUNT SIZE | direct FILE | unaligned FILE | forked FILE\n");
 	if (r == 0)
 		printf("advice_helper ok\n");
 	return r;

@@ -68,8 +68,44 @@ report auto_mode -- --count 16 --size 3000000 --live 4
 	get auto_mode "r['pool']['hugetlb_reason']" | grep -q "POOLSHIM_HUGEPAGES=hugetlb" &&
 	pass "auto: no hugetlb, reason given" || fail "auto: $(get auto_mode "r['pool']")"
 
+# O_DIRECT reads on the THP pool by a process that never forked, with
+# hugetlb pages free: the report advises POOLSHIM_HUGEPAGES=hugetlb; not
+# after a fork, not on a pool already on hugetlb, not with none free (below).
+A="$PRELOAD_BIN/advice_helper"
+DF=$(mktemp /var/tmp/pst-hugeadv.XXXXXX) && at_exit "rm -f '$DF'"
+direct() {  # direct NAME MODE VAR=VAL ...: advice_helper MODE under the shim, NAME.json
+	name=$1 mode=$2; shift 2
+	shim POOLSHIM_STATS="$PST_TMP/$name.json" "$@" -- "$A" "$mode" "$DF" >"$PST_TMP/$name.out" 2>&1
+}
+advised() { get "$1" "([a['suggested'] for a in r['advice'] if a['id'] == 'hugetlb_pays'], r['uring']['sqes'] > 0)"; }
+direct dthp direct
+case $? in
+77) direct_ok= ; echo "no O_DIRECT under /var/tmp: hugetlb advice cases skipped" ;;
+0) direct_ok=1 ;;
+*) direct_ok= ; fail "advice_helper direct: $(cat "$PST_TMP/dthp.out")" ;;
+esac
+if [ -n "$direct_ok" ] && [ "$(get dthp "r['uring']['state']")" = ok ]; then
+	[ "$(advised dthp)" = "(['hugetlb'], True)" ] && pass "O_DIRECT on THP, hugetlb pages free: hugetlb advice" ||
+		fail "no hugetlb advice: $(get dthp "(r['advice'], r['pool']['backed_by'], r['uring']['sqes'])")"
+	direct dfork forked || fail "advice_helper forked: $(cat "$PST_TMP/dfork.out")"
+	[ "$(advised dfork)" = "([], True)" ] && pass "after a fork: no hugetlb advice" ||
+		fail "forked: $(get dfork "r['advice']")"
+	direct dhuge direct POOLSHIM_HUGEPAGES=hugetlb || fail "advice_helper on hugetlb: $(cat "$PST_TMP/dhuge.out")"
+	[ "$(advised dhuge)" = "([], True)" ] && pass "pool on hugetlb already: no hugetlb advice" ||
+		fail "on hugetlb: $(get dhuge "(r['advice'], r['pool']['backed_by'])")"
+else
+	direct_ok=
+fi
+
 # no hugetlb pages at all
 echo 0 > "$NR"
+if [ -n "$direct_ok" ]; then
+	direct dnone direct || fail "advice_helper direct (no pages): $(cat "$PST_TMP/dnone.out")"
+	# (pages may appear meanwhile, reserved by others: then the advice is right)
+	[ "$(advised dnone)" = "([], True)" ] && pass "no hugetlb pages free: no hugetlb advice" ||
+		[ "$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages)" != 0 ] ||
+		fail "none free: $(get dnone "r['advice']")"
+fi
 report nohuge POOLSHIM_HUGEPAGES=hugetlb -- --count 16 --size 3000000 --live 4
 mode=$(get nohuge "r['pool']['mode']")
 [ "$mode" = thp ] || [ "$mode" = 4k ] && pass "hugetlb requested, none reserved -> $mode" || fail "no hugetlb: mode $mode"

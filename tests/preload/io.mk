@@ -84,6 +84,11 @@ tests_preload_io_uring_cases_SOURCES = tests/preload/io_uring_cases.c $(pst_io_c
 tests_preload_io_uring_cases_CFLAGS = $(PST_CFLAGS_ALL)
 tests_preload_io_uring_cases_LDADD = $(PST_LIBS_ALL) -lpthread -ldl
 
+# O_DIRECT reads split in chunks of the device's request size (issue 29).
+check_PROGRAMS += tests/preload/io_devchunk
+TESTS += tests/preload/io_devchunk.sh
+EXTRA_DIST += tests/preload/io_devchunk.sh
+
 # What the program does to its pooled buffers (MADV_DONTNEED, raw mprotect,
 # munmap), its locked-memory limit as another user, and pthread_cancel in
 # O_DIRECT calls, with and without the shim (issues 25 and 27).

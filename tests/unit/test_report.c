@@ -168,6 +168,68 @@ START_TEST(test_emit)
 }
 END_TEST
 
+/* JSON render of d: whether its advice names POOLSHIM_HUGEPAGES=hugetlb. */
+static bool advises_hugetlb(const struct ps_report_data *d)
+{
+	static char storage[16384];
+	struct ps_buf b;
+
+	ps_buf_init(&b, storage, sizeof(storage), -1);
+	ps_report_render(&b, d, PS_FORMAT_JSON);
+	const char *s = ps_buf_str(&b);
+	ck_assert(!b.truncated);
+	return strstr(s, "{\"id\":\"hugetlb_pays\",") != NULL &&
+	       strstr(s, "\"variable\":\"POOLSHIM_HUGEPAGES\"") != NULL &&
+	       strstr(s, "\"suggested\":\"hugetlb\"") != NULL;
+}
+
+/*
+ * O_DIRECT through the ring on a THP pool, never forked, hugetlb pages
+ * free: the report suggests POOLSHIM_HUGEPAGES=hugetlb, with the fork
+ * caveat; not after a fork, without enough free pages, on a pool already
+ * on hugetlb, or without O_DIRECT I/O.
+ */
+START_TEST(test_hugetlb_advice)
+{
+	struct ps_report_data d;
+
+	sample(&d);
+	totals.events[PS_EV_FB_POOL_FULL] = 0;
+	d.pool.first_mode = PS_BACK_THP;
+	d.pool.backed_by[PS_BACK_HUGETLB] = 0;
+	d.pool.backed_by[PS_BACK_THP] = 4 << 20;
+	totals.uring.sqes = 300;
+	d.hugetlb_free = 64;
+	ck_assert(advises_hugetlb(&d));
+
+	static char storage[16384];
+	struct ps_buf b;
+	ps_buf_init(&b, storage, sizeof(storage), -1);
+	ps_report_render(&b, &d, PS_FORMAT_TEXT);
+	const char *s = ps_buf_str(&b);
+	ck_assert_ptr_nonnull(strstr(s, "on THP pages while 64 hugetlb pages are free"));
+	ck_assert_ptr_nonnull(strstr(s, "dies of SIGBUS"));
+
+	d.pool.forks = 1;
+	ck_assert(!advises_hugetlb(&d));
+	d.pool.forks = 0;
+	d.hugetlb_free = 0;
+	ck_assert(!advises_hugetlb(&d));
+	d.hugetlb_free = 1;                 /* fewer than the 2 pages the pool holds */
+	ck_assert(!advises_hugetlb(&d));
+	d.hugetlb_free = 64;
+	totals.uring.sqes = 0;
+	ck_assert(!advises_hugetlb(&d));
+	totals.uring.sqes = 300;
+	d.pool.backed_by[PS_BACK_THP] = 0;
+	d.pool.backed_by[PS_BACK_HUGETLB] = 4 << 20;
+	ck_assert(!advises_hugetlb(&d));
+	d.pool.backed_by[PS_BACK_HUGETLB] = 0;
+	d.pool.backed_by[PS_BACK_4K] = 4 << 20;
+	ck_assert(advises_hugetlb(&d));
+}
+END_TEST
+
 Suite *suite_report(void)
 {
 	Suite *s = suite_create("report");
@@ -177,6 +239,7 @@ Suite *suite_report(void)
 	tcase_add_test(tc, test_json);
 	tcase_add_test(tc, test_path);
 	tcase_add_test(tc, test_emit);
+	tcase_add_test(tc, test_hugetlb_advice);
 	suite_add_tcase(s, tc);
 	return s;
 }
