@@ -48,6 +48,7 @@ void ps_report_ident(int *pid, const char **program)
 /* Untouched, so it costs no memory, until the first report fills it. */
 static struct ps_tstats reserved_scratch;
 static int reserved_taken;
+static bool reserved_used;      /* written once: no longer all zeros */
 
 struct ps_tstats *ps_report_scratch_get(void)
 {
@@ -58,6 +59,24 @@ struct ps_tstats *ps_report_scratch_get(void)
 				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	errno = saved_errno;
 	return s == MAP_FAILED ? NULL : s;
+}
+
+/*
+ * The merged counters into a scratch block.  A fresh one (the reserved
+ * block's first use, or a new mapping) is all zeros already: zeroing its
+ * 171 KiB again would fault in every page of it, most of the cost of a
+ * short process's report on this VM.
+ */
+void ps_report_scratch_fill(struct ps_tstats *scratch)
+{
+	if (scratch != &reserved_scratch) {
+		ps_stats_merge_zeroed(scratch);
+	} else if (!reserved_used) {
+		reserved_used = true;
+		ps_stats_merge_zeroed(scratch);
+	} else {
+		ps_stats_merge(scratch);
+	}
 }
 
 void ps_report_scratch_put(struct ps_tstats *scratch)
@@ -105,7 +124,7 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch, bool 
 
 	memset(d, 0, sizeof(*d));
 	ps_report_ident(&d->pid, &d->program);
-	ps_stats_merge(scratch);
+	ps_report_scratch_fill(scratch);
 	d->totals = scratch;
 	d->pool_ready = ps_alloc_pool_ready();
 	if (__atomic_load_n(&ps_heap, __ATOMIC_ACQUIRE) == PS_HEAP_OTHER)

@@ -343,7 +343,7 @@ static bool child_worked(void)
 	struct ps_tstats *s = ps_report_scratch_get();
 	if (!s)
 		return false;
-	ps_stats_merge(s);
+	ps_report_scratch_fill(s);
 	uint64_t calls = s->events[PS_EV_POOL_ALLOC], bytes = 0;
 	for (int call = PS_CALL_READ; call < PS_CALL__COUNT; call++)
 		for (int k = 0; k < PS_FD__COUNT; k++) {

@@ -267,11 +267,16 @@ void ps_stats_add(struct ps_tstats *dst, const struct ps_tstats *src, int sign)
 		dst->uring.fallbacks[i] += m * PS_LOAD(src->uring.fallbacks[i]);
 }
 
+void ps_stats_merge_zeroed(struct ps_tstats *out)
+{
+	for (struct ps_tstats *t = __atomic_load_n(&blocks, __ATOMIC_ACQUIRE); t; t = t->next)
+		ps_stats_add(out, t, 1);
+}
+
 void ps_stats_merge(struct ps_tstats *out)
 {
 	memset(out, 0, sizeof(*out));
-	for (struct ps_tstats *t = __atomic_load_n(&blocks, __ATOMIC_ACQUIRE); t; t = t->next)
-		ps_stats_add(out, t, 1);
+	ps_stats_merge_zeroed(out);
 }
 
 int ps_stats_blocks(void)

@@ -214,6 +214,8 @@ void ps_stats_add(struct ps_tstats *dst, const struct ps_tstats *src, int sign);
 
 /* Sum of every block, past and present, into out. */
 void ps_stats_merge(struct ps_tstats *out);
+/* The same into a block known to be all zeros: only the rows in use are written. */
+void ps_stats_merge_zeroed(struct ps_tstats *out);
 
 /* Number of blocks ever created. */
 int ps_stats_blocks(void);
