@@ -169,6 +169,7 @@ static void bind_libc(void)
  * heap: 0 until start-up ends, then the pool's start or UINTPTR_MAX.
  */
 uintptr_t ps_door_pool_lo;
+size_t ps_door_exact_min;
 __thread uint32_t ps_alloc_gate = 1;
 /* The gap the gate is counting down, and the calls still counted one by one. */
 static __thread uint32_t alloc_gap = 1;
@@ -613,11 +614,40 @@ static void enter(enum ps_call call, size_t size)
 	ps_stats_count(call, PS_FD_NONE, size);
 }
 
-/* n * size for calloc and reallocarray, counted; false (ENOMEM set) on overflow. */
+/* A small call whose gate ran out: counted for the gap it closes. */
+static void enter_sampled(enum ps_call call, size_t size)
+{
+	uint64_t n = alloc_gate_refill();
+	site_call = call;
+	ps_stats_count_sampled(call, size, n);
+}
+
+/*
+ * Count a call of size bytes that has no door of its own (reallocarray,
+ * the aligned ones): exactly from ps_door_exact_min up, below it one call
+ * in about PS_ALLOC_SAMPLE on the same gate as malloc's door, so that a
+ * program's small allocations cost the same whichever call makes them.
+ */
+static void enter_small(enum ps_call call, size_t size)
+{
+	if (size >= __atomic_load_n(&ps_door_exact_min, __ATOMIC_RELAXED)) {
+		enter(call, size);
+		return;
+	}
+	site_call = call;
+	if (ps_unlikely(--ps_alloc_gate == 0))
+		enter_sampled(call, size);
+}
+
+/*
+ * n * size for calloc and reallocarray, counted (sampled if small: calloc
+ * comes here at or above ps_door_exact_min only); false (ENOMEM set) on
+ * overflow.
+ */
 static bool array_total(enum ps_call call, size_t n, size_t size, size_t *total)
 {
 	bool ok = ps_posix_array(n, size, total);
-	enter(call, ok ? *total : SIZE_MAX);
+	enter_small(call, ok ? *total : SIZE_MAX);
 	if (!ok)
 		errno = ENOMEM;
 	return ok;
@@ -646,12 +676,12 @@ void ps_free(void *p)
 		release(p);
 }
 
-void ps_alloc_small_heap(void *(**m)(size_t), void (**f)(void *),
-			 void *(**r)(void *, size_t), size_t *min)
+void ps_alloc_small_heap(struct ps_heap_entries *e, size_t *min)
 {
-	*m = libc.malloc;
-	*f = libc.free;
-	*r = libc.realloc;
+	e->malloc = libc.malloc;
+	e->calloc = libc.calloc;
+	e->realloc = libc.realloc;
+	e->free = libc.free;
 	*min = pool_min;
 }
 
@@ -663,17 +693,19 @@ void ps_alloc_open_door(bool mine)
 
 void *ps_malloc_sampled(size_t size)
 {
-	uint64_t n = alloc_gate_refill();
-	site_call = PS_CALL_MALLOC;
-	ps_stats_count_sampled(PS_CALL_MALLOC, size, n, PS_EV_MALLOC_ESTIMATED);
+	enter_sampled(PS_CALL_MALLOC, size);
 	return libc.malloc(size);
+}
+
+void *ps_calloc_sampled(size_t n, size_t size)
+{
+	enter_sampled(PS_CALL_CALLOC, n * size);
+	return libc.calloc(n, size);
 }
 
 void *ps_realloc_sampled(void *p, size_t size)
 {
-	uint64_t n = alloc_gate_refill();
-	site_call = PS_CALL_REALLOC;
-	ps_stats_count_sampled(PS_CALL_REALLOC, size, n, PS_EV_REALLOC_ESTIMATED);
+	enter_sampled(PS_CALL_REALLOC, size);
 	return libc.realloc(p, size);
 }
 
@@ -788,31 +820,31 @@ static void *memalign_common(size_t align, size_t size)
 
 int ps_posix_memalign(void **out, size_t align, size_t size)
 {
-	enter(PS_CALL_POSIX_MEMALIGN, size);
+	enter_small(PS_CALL_POSIX_MEMALIGN, size);
 	return ps_posix_memalign_via(memalign_common, out, align, size);
 }
 
 void *ps_aligned_alloc(size_t align, size_t size)
 {
-	enter(PS_CALL_ALIGNED_ALLOC, size);
+	enter_small(PS_CALL_ALIGNED_ALLOC, size);
 	return memalign_common(align, size);
 }
 
 void *ps_memalign(size_t align, size_t size)
 {
-	enter(PS_CALL_MEMALIGN, size);
+	enter_small(PS_CALL_MEMALIGN, size);
 	return memalign_common(align, size);
 }
 
 void *ps_valloc(size_t size)
 {
-	enter(PS_CALL_VALLOC, size);
+	enter_small(PS_CALL_VALLOC, size);
 	return memalign_common(PS_PAGE, size);
 }
 
 void *ps_pvalloc(size_t size)
 {
-	enter(PS_CALL_PVALLOC, size);
+	enter_small(PS_CALL_PVALLOC, size);
 	size_t rounded;
 
 	if (!ps_posix_pages(size, &rounded)) {

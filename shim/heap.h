@@ -35,8 +35,8 @@ void ps_heap_choose(bool on);
  * (counted: something reads the counters): just before leaving STARTING.
  */
 void ps_heap_publish(bool counted);
-/* The other allocator's malloc, free and realloc, for the doors to jump to. */
-void ps_heap_other_entries(void *(**m)(size_t), void (**f)(void *), void *(**r)(void *, size_t));
+/* The other allocator's malloc, calloc, realloc and free, for the doors to jump to. */
+void ps_heap_other_entries(struct ps_heap_entries *e);
 
 /* Slow path of ps_heap_mine(): the decision is not published yet. */
 bool ps_heap_mine_slow(void);
@@ -62,16 +62,20 @@ static inline bool ps_heap_mine(void)
  */
 struct ps_door {
 	void *(*malloc)(size_t);
+	void *(*calloc)(size_t, size_t);
 	void *(*realloc)(void *, size_t);
 	void *(*small_malloc)(size_t);
+	void *(*small_calloc)(size_t, size_t);
 	void (*small_free)(void *);
 	void *(*small_realloc)(void *, size_t);
-	/* Sizes below go to small_malloc; counted, one in about PS_ALLOC_SAMPLE. */
-	size_t exact_min;
 };
 extern PS_HIDDEN struct ps_door ps_door;
 void *ps_door_malloc_counted(size_t size);
 void *ps_door_malloc_quiet(size_t size);
+/* calloc the same way: .calloc, n * size below ps_door_exact_min to small_calloc. */
+void *ps_door_calloc_counted(size_t n, size_t size);
+void *ps_door_calloc_quiet(size_t n, size_t size);
+void *ps_calloc_slow(size_t n, size_t size);
 /* realloc the same way: .realloc, of a small-heap block to a small size. */
 void *ps_door_realloc_counted(void *p, size_t size);
 void *ps_door_realloc_quiet(void *p, size_t size);

@@ -135,12 +135,12 @@ static inline void ps_stats_count(enum ps_call call, enum ps_fdkind kind, uint64
 
 /*
  * Count a sampled call of size bytes that stands for n calls of its size
- * (alloc.h's small-malloc sampling): the estimate is labelled by the
- * event counted with it.
+ * (alloc.h's small-allocation sampling; call is one of the allocating
+ * calls): the estimate is labelled by the call's NAME_estimated event.
  */
-static inline void ps_stats_count_sampled(enum ps_call call, uint64_t bytes, uint64_t n,
-					  enum ps_alloc_event ev)
+static inline void ps_stats_count_sampled(enum ps_call call, uint64_t bytes, uint64_t n)
 {
+	enum ps_alloc_event ev = ps_call_estimate_event(call);
 	struct ps_tstats *t = ps_stats_mine();
 	if (ps_unlikely(!t))
 		return;
