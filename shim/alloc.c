@@ -175,6 +175,8 @@ __thread uint32_t ps_alloc_gate = 1;
 static __thread uint32_t alloc_gap = 1;
 static __thread uint32_t alloc_exact_left = PS_ALLOC_EXACT_FIRST;
 static __thread uint32_t alloc_rng;
+/* Nothing reads the counters: ps_alloc_gate_quiet. */
+static bool gate_quiet;
 
 /*
  * The gate ran out: the call that closed the gap stands for the gap's
@@ -185,7 +187,9 @@ static uint32_t alloc_gate_refill(void)
 {
 	uint32_t w = alloc_gap, g = 1;
 
-	if (alloc_exact_left)
+	if (__atomic_load_n(&gate_quiet, __ATOMIC_RELAXED))
+		g = UINT32_MAX;
+	else if (alloc_exact_left)
 		alloc_exact_left--;
 	else {
 		uint32_t x = alloc_rng;
@@ -683,6 +687,11 @@ void ps_alloc_small_heap(struct ps_heap_entries *e, size_t *min)
 	e->realloc = libc.realloc;
 	e->free = libc.free;
 	*min = pool_min;
+}
+
+void ps_alloc_gate_quiet(bool quiet)
+{
+	__atomic_store_n(&gate_quiet, quiet, __ATOMIC_RELAXED);
 }
 
 void ps_alloc_open_door(bool mine)

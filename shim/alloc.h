@@ -95,9 +95,9 @@ extern PS_HIDDEN uintptr_t ps_door_pool_lo;
 extern PS_HIDDEN size_t ps_door_exact_min;
 
 /*
- * Small allocations until this thread's next counted one: the counted
- * doors (and the other malloc-family calls below ps_door_exact_min)
- * decrement it and take their slow path at 0.
+ * Small allocations until this thread's next counted one: the doors (and
+ * the other malloc-family calls below ps_door_exact_min) decrement it and
+ * take their slow path at 0.
  */
 extern __thread uint32_t ps_alloc_gate;
 /*
@@ -124,6 +124,12 @@ struct ps_heap_entries {
 
 /* The small heap's entry points, and POOLSHIM_POOL_MIN (SIZE_MAX: no pool). */
 void ps_alloc_small_heap(struct ps_heap_entries *e, size_t *min);
+/*
+ * quiet: nothing reads the counters, so the sampling countdown is refilled
+ * with the longest gap (2^32 calls) and the doors practically never leave
+ * their fast path.  Once, at the end of start-up.
+ */
+void ps_alloc_gate_quiet(bool quiet);
 /* Set ps_door_pool_lo for the heap's owner (mine: ours).  At the end of start-up. */
 void ps_alloc_open_door(bool mine);
 /* A small malloc whose gate ran out: counted for the gap it closes. */
