@@ -659,12 +659,17 @@ static void enter(enum ps_call call, size_t size)
 	ps_stats_count(call, PS_FD_NONE, size);
 }
 
-/* A small call whose gate ran out: counted for the gap it closes. */
+/*
+ * A small call whose gate ran out: counted for the gap it closes.  Not
+ * when nothing reads the counters: then only a thread's first small call
+ * comes here, and counting it would claim the thread a counter block.
+ */
 static void enter_sampled(enum ps_call call, size_t size)
 {
 	uint64_t n = alloc_gate_refill();
 	site_call = call;
-	ps_stats_count_sampled(call, size, n);
+	if (ps_likely(!__atomic_load_n(&gate_quiet, __ATOMIC_RELAXED)))
+		ps_stats_count_sampled(call, size, n);
 }
 
 /*
