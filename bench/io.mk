@@ -21,6 +21,11 @@ noinst_PROGRAMS += bench/smallalloc
 bench_smallalloc_SOURCES = bench/smallalloc.c
 bench_smallalloc_CFLAGS = $(AM_CFLAGS) -O2
 bench_smallalloc_LDADD = -lpthread
+# bench/allocthreads: bench-malloc-thread- and larson-style threads (scripts/bench allocthreads).
+noinst_PROGRAMS += bench/allocthreads
+bench_allocthreads_SOURCES = bench/allocthreads.c
+bench_allocthreads_CFLAGS = $(AM_CFLAGS) -O2
+bench_allocthreads_LDADD = -lpthread
 
 # Exit time with 10,000 distinct call sites (issue 13): bench/callsites.py, run by hand.
 EXTRA_DIST += bench/callsites.py

@@ -58,6 +58,7 @@
 #include "alloc.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -141,21 +142,60 @@ libc = { __libc_malloc, __libc_calloc, __libc_realloc, __libc_free, __libc_memal
 	X(malloc, "malloc") X(calloc, "calloc") X(realloc, "realloc") X(free, "free") \
 	X(memalign, "memalign") X(usable, "malloc_usable_size")
 
-/*
- * Bind the set from one object, through `h` (a handle, or RTLD_NEXT); false
- * if a name is missing or comes from another object.
- */
-static bool bind_from(void *h, const Dl_info *info)
-{
-	Dl_info where;
-	__typeof__(libc) found;
+/* Which loaded object holds addr: its load bias and file name (dl_iterate_phdr). */
+struct object_of {
+	uintptr_t addr;
+	uintptr_t base;
+	const char *name;   /* NULL: found in no object */
+};
 
-#define PS_LIBC_BIND(field, name)                                                        \
-	{                                                                                \
-		void *sym = dlsym(h, name);                                              \
-		if (!sym || !dladdr(sym, &where) || where.dli_fbase != info->dli_fbase)  \
-			return false;                                                    \
-		memcpy(&found.field, &sym, sizeof(sym));                                 \
+static int object_of_cb(struct dl_phdr_info *i, size_t size, void *data)
+{
+	struct object_of *o = data;
+
+	for (int k = 0; k < i->dlpi_phnum; k++) {
+		const ElfW(Phdr) *ph = &i->dlpi_phdr[k];
+		uintptr_t lo = i->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && o->addr - lo < ph->p_memsz) {
+			o->base = i->dlpi_addr;
+			o->name = i->dlpi_name;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The name of the object holding addr ("" for the main program), its
+ * load bias in *base; NULL when no object holds it.  Not dladdr: that
+ * looks for the nearest symbol too, a walk of the object's symbol table
+ * that cost ~90,000 instructions a call in libc, 620,000 at every
+ * process start for the seven lookups of bind_libc.
+ */
+static const char *object_of(const void *addr, uintptr_t *base)
+{
+	struct object_of o = { (uintptr_t)addr, 0, NULL };
+
+	dl_iterate_phdr(object_of_cb, &o);
+	*base = o.base;
+	return o.name;
+}
+
+/*
+ * Bind the set from the object loaded at base, through `h` (a handle, or
+ * RTLD_NEXT); false if a name is missing or comes from another object.
+ */
+static bool bind_from(void *h, uintptr_t base)
+{
+	__typeof__(libc) found;
+	uintptr_t where;
+
+#define PS_LIBC_BIND(field, name)                                               \
+	{                                                                       \
+		void *sym = dlsym(h, name);                                     \
+		if (!sym || !object_of(sym, &where) || where != base)           \
+			return false;                                           \
+		memcpy(&found.field, &sym, sizeof(sym));                        \
 	}
 	PS_LIBC_FUNCS(PS_LIBC_BIND)
 #undef PS_LIBC_BIND
@@ -173,17 +213,19 @@ static bool bind_from(void *h, const Dl_info *info)
  */
 static void bind_libc(void)
 {
-	Dl_info info;
+	uintptr_t base;
 	void *h;
 
 	if (PS_LIBC_SANITIZED)
 		return;
-	if (!dladdr((void *)__libc_malloc, &info) || !info.dli_fname)
+	/* The main program has no file name here: __libc_* keep serving. */
+	const char *file = object_of((void *)__libc_malloc, &base);
+	if (!file || !*file)
 		return;
-	if (bind_from(RTLD_NEXT, &info))
+	if (bind_from(RTLD_NEXT, base))
 		return;
-	if ((h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD)))
-		bind_from(h, &info);
+	if ((h = dlopen(file, RTLD_LAZY | RTLD_NOLOAD)))
+		bind_from(h, base);
 }
 
 /*
@@ -191,11 +233,14 @@ static void bind_libc(void)
  * heap: 0 until start-up ends, then the pool's start or UINTPTR_MAX.
  */
 uintptr_t ps_door_pool_lo;
+size_t ps_door_exact_min;
 __thread uint32_t ps_alloc_gate = 1;
 /* The gap the gate is counting down, and the calls still counted one by one. */
 static __thread uint32_t alloc_gap = 1;
 static __thread uint32_t alloc_exact_left = PS_ALLOC_EXACT_FIRST;
 static __thread uint32_t alloc_rng;
+/* Nothing reads the counters: ps_alloc_gate_quiet. */
+static bool gate_quiet;
 
 /*
  * The gate ran out: the call that closed the gap stands for the gap's
@@ -206,7 +251,9 @@ static uint32_t alloc_gate_refill(void)
 {
 	uint32_t w = alloc_gap, g = 1;
 
-	if (alloc_exact_left)
+	if (__atomic_load_n(&gate_quiet, __ATOMIC_RELAXED))
+		g = UINT32_MAX;
+	else if (alloc_exact_left)
 		alloc_exact_left--;
 	else {
 		uint32_t x = alloc_rng;
@@ -635,11 +682,45 @@ static void enter(enum ps_call call, size_t size)
 	ps_stats_count(call, PS_FD_NONE, size);
 }
 
-/* n * size for calloc and reallocarray, counted; false (ENOMEM set) on overflow. */
+/*
+ * A small call whose gate ran out: counted for the gap it closes.  Not
+ * when nothing reads the counters: then only a thread's first small call
+ * comes here, and counting it would claim the thread a counter block.
+ */
+static void enter_sampled(enum ps_call call, size_t size)
+{
+	uint64_t n = alloc_gate_refill();
+	site_call = call;
+	if (ps_likely(!__atomic_load_n(&gate_quiet, __ATOMIC_RELAXED)))
+		ps_stats_count_sampled(call, size, n);
+}
+
+/*
+ * Count a call of size bytes that has no door of its own (reallocarray,
+ * the aligned ones): exactly from ps_door_exact_min up, below it one call
+ * in about PS_ALLOC_SAMPLE on the same gate as malloc's door, so that a
+ * program's small allocations cost the same whichever call makes them.
+ */
+static void enter_small(enum ps_call call, size_t size)
+{
+	if (size >= __atomic_load_n(&ps_door_exact_min, __ATOMIC_RELAXED)) {
+		enter(call, size);
+		return;
+	}
+	site_call = call;
+	if (ps_unlikely(--ps_alloc_gate == 0))
+		enter_sampled(call, size);
+}
+
+/*
+ * n * size for calloc and reallocarray, counted (sampled if small: calloc
+ * comes here at or above ps_door_exact_min only); false (ENOMEM set) on
+ * overflow.
+ */
 static bool array_total(enum ps_call call, size_t n, size_t size, size_t *total)
 {
 	bool ok = ps_posix_array(n, size, total);
-	enter(call, ok ? *total : SIZE_MAX);
+	enter_small(call, ok ? *total : SIZE_MAX);
 	if (!ok)
 		errno = ENOMEM;
 	return ok;
@@ -668,13 +749,18 @@ void ps_free(void *p)
 		release(p);
 }
 
-void ps_alloc_small_heap(void *(**m)(size_t), void (**f)(void *),
-			 void *(**r)(void *, size_t), size_t *min)
+void ps_alloc_small_heap(struct ps_heap_entries *e, size_t *min)
 {
-	*m = libc.malloc;
-	*f = libc.free;
-	*r = libc.realloc;
+	e->malloc = libc.malloc;
+	e->calloc = libc.calloc;
+	e->realloc = libc.realloc;
+	e->free = libc.free;
 	*min = pool_min;
+}
+
+void ps_alloc_gate_quiet(bool quiet)
+{
+	__atomic_store_n(&gate_quiet, quiet, __ATOMIC_RELAXED);
 }
 
 void ps_alloc_open_door(bool mine)
@@ -685,17 +771,19 @@ void ps_alloc_open_door(bool mine)
 
 void *ps_malloc_sampled(size_t size)
 {
-	uint64_t n = alloc_gate_refill();
-	site_call = PS_CALL_MALLOC;
-	ps_stats_count_sampled(PS_CALL_MALLOC, size, n, PS_EV_MALLOC_ESTIMATED);
+	enter_sampled(PS_CALL_MALLOC, size);
 	return libc.malloc(size);
+}
+
+void *ps_calloc_sampled(size_t n, size_t size)
+{
+	enter_sampled(PS_CALL_CALLOC, n * size);
+	return libc.calloc(n, size);
 }
 
 void *ps_realloc_sampled(void *p, size_t size)
 {
-	uint64_t n = alloc_gate_refill();
-	site_call = PS_CALL_REALLOC;
-	ps_stats_count_sampled(PS_CALL_REALLOC, size, n, PS_EV_REALLOC_ESTIMATED);
+	enter_sampled(PS_CALL_REALLOC, size);
 	return libc.realloc(p, size);
 }
 
@@ -810,31 +898,31 @@ static void *memalign_common(size_t align, size_t size)
 
 int ps_posix_memalign(void **out, size_t align, size_t size)
 {
-	enter(PS_CALL_POSIX_MEMALIGN, size);
+	enter_small(PS_CALL_POSIX_MEMALIGN, size);
 	return ps_posix_memalign_via(memalign_common, out, align, size);
 }
 
 void *ps_aligned_alloc(size_t align, size_t size)
 {
-	enter(PS_CALL_ALIGNED_ALLOC, size);
+	enter_small(PS_CALL_ALIGNED_ALLOC, size);
 	return memalign_common(align, size);
 }
 
 void *ps_memalign(size_t align, size_t size)
 {
-	enter(PS_CALL_MEMALIGN, size);
+	enter_small(PS_CALL_MEMALIGN, size);
 	return memalign_common(align, size);
 }
 
 void *ps_valloc(size_t size)
 {
-	enter(PS_CALL_VALLOC, size);
+	enter_small(PS_CALL_VALLOC, size);
 	return memalign_common(PS_PAGE, size);
 }
 
 void *ps_pvalloc(size_t size)
 {
-	enter(PS_CALL_PVALLOC, size);
+	enter_small(PS_CALL_PVALLOC, size);
 	size_t rounded;
 
 	if (!ps_posix_pages(size, &rounded)) {

@@ -86,13 +86,25 @@ void ps_free(void *p);
 extern PS_HIDDEN uintptr_t ps_door_pool_lo;
 
 /*
- * Small mallocs and reallocs until this thread's next counted one: the
- * counted doors decrement it and take their slow path at 0.
+ * Sizes below this go through the doors (malloc.c) straight to the small
+ * heap, counted one in about PS_ALLOC_SAMPLE when the counters are read:
+ * POOLSHIM_POOL_MIN/16 then, POOLSHIM_POOL_MIN when nothing reads them,
+ * SIZE_MAX when the heap is not ours, and 0 (all exact, all by the slow
+ * paths) until start-up ends.
+ */
+extern PS_HIDDEN size_t ps_door_exact_min;
+
+/*
+ * Small allocations until this thread's next counted one: the doors (and
+ * the other malloc-family calls below ps_door_exact_min) decrement it and
+ * take their slow path at 0.
  */
 extern __thread uint32_t ps_alloc_gate;
 /*
- * Mean of the sampling gap below ps_door.exact_min: one small malloc in
- * PS_ALLOC_SAMPLE is counted, with the weight of the gap it closes.  The
+ * Mean of the sampling gap below ps_door_exact_min: one small allocation
+ * (malloc, calloc, realloc of a small-heap block, reallocarray and the
+ * aligned ones, all on one gate per thread) in PS_ALLOC_SAMPLE is
+ * counted, with the weight of the gap it closes.  The
  * sampled call costs ~40 instructions, so 128 keeps the average under
  * half an instruction, and a program that makes 10,000 small mallocs
  * still has ~80 samples in its histogram.  A thread's first
@@ -102,13 +114,28 @@ extern __thread uint32_t ps_alloc_gate;
 #define PS_ALLOC_SAMPLE 128
 #define PS_ALLOC_EXACT_FIRST 32
 
-/* The small heap's malloc, free and realloc, and POOLSHIM_POOL_MIN (SIZE_MAX: no pool). */
-void ps_alloc_small_heap(void *(**m)(size_t), void (**f)(void *),
-			 void *(**r)(void *, size_t), size_t *min);
+/* A heap's entry points, as the doors (malloc.c) jump to them. */
+struct ps_heap_entries {
+	void *(*malloc)(size_t);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void (*free)(void *);
+};
+
+/* The small heap's entry points, and POOLSHIM_POOL_MIN (SIZE_MAX: no pool). */
+void ps_alloc_small_heap(struct ps_heap_entries *e, size_t *min);
+/*
+ * quiet: nothing reads the counters, so the sampling countdown is refilled
+ * with the longest gap (2^32 calls) and the doors practically never leave
+ * their fast path.  Once, at the end of start-up.
+ */
+void ps_alloc_gate_quiet(bool quiet);
 /* Set ps_door_pool_lo for the heap's owner (mine: ours).  At the end of start-up. */
 void ps_alloc_open_door(bool mine);
 /* A small malloc whose gate ran out: counted for the gap it closes. */
 void *ps_malloc_sampled(size_t size);
+/* A small calloc (n * size does not overflow) whose gate ran out: the same. */
+void *ps_calloc_sampled(size_t n, size_t size);
 /* A small realloc of a small-heap block whose gate ran out: the same. */
 void *ps_realloc_sampled(void *p, size_t size);
 /* free of a block of our heap, counted only if pooled. */

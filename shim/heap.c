@@ -125,11 +125,14 @@ void ps_heap_publish(bool counted)
 	__atomic_store_n(&ps_heap, chosen, __ATOMIC_RELEASE);
 }
 
-void ps_heap_other_entries(void *(**m)(size_t), void (**f)(void *), void *(**r)(void *, size_t))
+void ps_heap_other_entries(struct ps_heap_entries *e)
 {
-	*m = other.malloc ? other.malloc : __libc_malloc;
-	*f = other.free ? other.free : __libc_free;
-	*r = other.realloc ? other.realloc : __libc_realloc;
+	e->malloc = other.malloc ? other.malloc : __libc_malloc;
+	/* An owner with no calloc of its own gets one built on its malloc. */
+	e->calloc = other.calloc ? other.calloc
+		    : other.malloc ? ps_heap_other_calloc : __libc_calloc;
+	e->realloc = other.realloc ? other.realloc : __libc_realloc;
+	e->free = other.free ? other.free : __libc_free;
 }
 
 void *ps_heap_other_malloc(size_t size)

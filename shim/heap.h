@@ -35,8 +35,8 @@ void ps_heap_choose(bool on);
  * (counted: something reads the counters): just before leaving STARTING.
  */
 void ps_heap_publish(bool counted);
-/* The other allocator's malloc, free and realloc, for the doors to jump to. */
-void ps_heap_other_entries(void *(**m)(size_t), void (**f)(void *), void *(**r)(void *, size_t));
+/* The other allocator's malloc, calloc, realloc and free, for the doors to jump to. */
+void ps_heap_other_entries(struct ps_heap_entries *e);
 
 /* Slow path of ps_heap_mine(): the decision is not published yet. */
 bool ps_heap_mine_slow(void);
@@ -53,28 +53,26 @@ static inline bool ps_heap_mine(void)
 }
 
 /*
- * What malloc() and the small-malloc doors (malloc.c) branch on, set once
- * at the end of start-up (ps_heap_publish) and read without ordering.
- * malloc jumps through .malloc: before start ps_malloc_slow (which starts
- * the shim), then the other allocator's malloc itself when the heap is
- * not ours (POOLSHIM=off, another allocator first), ps_door_malloc_quiet
- * when nothing reads the counters, else ps_door_malloc_counted.
+ * What the malloc, calloc and realloc doors (malloc.c) jump to when a call
+ * is not a small one they hand to the small heap (ps_door_exact_min, the
+ * sampling countdown), and the small heap's entry points; set once at the
+ * end of start-up (ps_heap_publish) and read without ordering.  .malloc
+ * is ps_malloc_slow (which starts the shim, and counts) when the heap is
+ * ours or not yet decided, the other allocator's malloc itself when it is
+ * not ours (POOLSHIM=off, another allocator first); .calloc and .realloc
+ * the same.
  */
 struct ps_door {
 	void *(*malloc)(size_t);
+	void *(*calloc)(size_t, size_t);
 	void *(*realloc)(void *, size_t);
 	void *(*small_malloc)(size_t);
+	void *(*small_calloc)(size_t, size_t);
 	void (*small_free)(void *);
 	void *(*small_realloc)(void *, size_t);
-	/* Sizes below go to small_malloc; counted, one in about PS_ALLOC_SAMPLE. */
-	size_t exact_min;
 };
 extern PS_HIDDEN struct ps_door ps_door;
-void *ps_door_malloc_counted(size_t size);
-void *ps_door_malloc_quiet(size_t size);
-/* realloc the same way: .realloc, of a small-heap block to a small size. */
-void *ps_door_realloc_counted(void *p, size_t size);
-void *ps_door_realloc_quiet(void *p, size_t size);
+void *ps_calloc_slow(size_t n, size_t size);
 void *ps_realloc_slow(void *p, size_t size);
 /* The doors' slow paths: start-up, sampled and large requests, pooled frees. */
 void *ps_malloc_slow(size_t size);

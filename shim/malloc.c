@@ -5,12 +5,15 @@
  * it (heap.c), so that the program's heap is never split between two
  * allocators.
  *
- * malloc and free, the calls a program makes millions of, are a compare
- * and a jump in the common case (ps_door, alloc.h): a small request goes
- * straight to the small heap's malloc, a pointer below the pool straight
- * to its free, with no errno saved, no atomic and one thread-local
- * decrement (the counting's sampling) or none.  Everything else takes the
- * slow path in alloc.c, by a tail call.
+ * malloc, calloc and free, the calls a program makes millions of, are a
+ * compare and a jump in the common case (ps_door, heap.h): a small
+ * request goes straight to the small heap's malloc or calloc, a pointer
+ * below the pool straight to its free, with no errno saved, no atomic and
+ * one thread-local decrement (the counting's sampling).  Everything else
+ * takes one indirect jump, to the slow path in alloc.c or to the other
+ * allocator's own function; in the slow path
+ * the other malloc-family calls are sampled the same way below
+ * ps_door_exact_min.
  */
 #include <malloc.h>
 #include <stdint.h>
@@ -31,11 +34,11 @@ void cfree(void *p);
 			return ps_##impl args;                                     \
 		return ps_heap_other_##impl args;                                  \
 	}
-/* malloc and realloc have doors of their own, below. */
+/* malloc, calloc and realloc have doors of their own, below. */
 #define PS_MALLOC_DOOR_BUT_REALLOC(type, name, impl, params, args) \
 	PS_MALLOC_DOOR_IF_##impl(type, name, impl, params, args)
 #define PS_MALLOC_DOOR_IF_realloc(type, name, impl, params, args)
-#define PS_MALLOC_DOOR_IF_calloc PS_MALLOC_DOOR
+#define PS_MALLOC_DOOR_IF_calloc(type, name, impl, params, args)
 #define PS_MALLOC_DOOR_IF_reallocarray PS_MALLOC_DOOR
 #define PS_MALLOC_DOOR_IF_posix_memalign PS_MALLOC_DOOR
 #define PS_MALLOC_DOOR_IF_aligned_alloc PS_MALLOC_DOOR
@@ -47,33 +50,56 @@ PS_MALLOC_FAMILY_REST(PS_MALLOC_DOOR_BUT_REALLOC)
 
 struct ps_door ps_door = {
 	.malloc = ps_malloc_slow,
+	.calloc = ps_calloc_slow,
 	.realloc = ps_realloc_slow,
 	.small_malloc = __libc_malloc,
+	.small_calloc = __libc_calloc,
 	.small_free = __libc_free,
 	.small_realloc = __libc_realloc,
-	.exact_min = 0,
 };
 
-/* One indirect jump: which door (or glibc's malloc itself) was chosen at start. */
+/*
+ * The doors: below ps_door_exact_min, while this thread's sampling
+ * countdown has not run out, straight to the small heap; else one
+ * indirect jump, to what start-up chose (ps_door_open): our slow path, or
+ * the other allocator's own function when the heap is not ours (then
+ * ps_door_exact_min is 0 and every call takes that jump).  One compare,
+ * one thread-local decrement, one jump: a second level of doors, chosen
+ * per setting, cost every call one more taken indirect jump.  With
+ * nothing reading the counters the countdown is set so far ahead that it
+ * never runs out in practice (alloc.c's refill).
+ */
 PS_EXPORT void *malloc(size_t size)
 {
+	if (ps_likely(size < ps_door_exact_min) && ps_likely(--ps_alloc_gate != 0))
+		return ps_door.small_malloc(size);
 	return ps_door.malloc(size);
 }
 
-/* Sizes below exact_min, counted one in about PS_ALLOC_SAMPLE. */
-void *ps_door_malloc_counted(size_t size)
+/*
+ * calloc, on n * size.  The product wraps: it is below ps_door_exact_min
+ * but wrong only when n * size overflows, and then the small heap's
+ * calloc fails the call with ENOMEM, as it would without us (an overflow
+ * test here would cost two more instructions a call).
+ */
+PS_EXPORT void *calloc(size_t n, size_t size)
 {
-	if (ps_likely(size < ps_door.exact_min) && ps_likely(--ps_alloc_gate != 0))
-		return ps_door.small_malloc(size);
-	return ps_malloc_slow(size);
+	if (ps_likely(n * size < ps_door_exact_min) && ps_likely(--ps_alloc_gate != 0))
+		return ps_door.small_calloc(n, size);
+	return ps_door.calloc(n, size);
 }
 
-/* Nothing reads the counters: below the pool's threshold, nothing to do. */
-void *ps_door_malloc_quiet(size_t size)
+/* calloc's slow path: start-up, a small request whose gate ran out, the rest. */
+void *ps_calloc_slow(size_t n, size_t size)
 {
-	if (ps_likely(size < ps_door.exact_min))
-		return ps_door.small_malloc(size);
-	return ps_malloc_slow(size);
+	size_t total;
+
+	if (ps_unlikely(!ps_heap_mine()))
+		return ps_heap_other_calloc(n, size);
+	if (!__builtin_mul_overflow(n, size, &total) &&
+	    total < __atomic_load_n(&ps_door_exact_min, __ATOMIC_RELAXED))
+		return ps_calloc_sampled(n, size);
+	return ps_calloc(n, size);
 }
 
 /*
@@ -84,29 +110,17 @@ void *ps_door_malloc_quiet(size_t size)
  */
 PS_EXPORT void *realloc(void *p, size_t size)
 {
-	return ps_door.realloc(p, size);
-}
-
-void *ps_door_realloc_counted(void *p, size_t size)
-{
-	if (ps_likely(size < ps_door.exact_min) && ps_likely((uintptr_t)p < ps_door_pool_lo) &&
+	if (ps_likely(size < ps_door_exact_min) && ps_likely((uintptr_t)p < ps_door_pool_lo) &&
 	    ps_likely(--ps_alloc_gate != 0))
 		return ps_door.small_realloc(p, size);
-	return ps_realloc_slow(p, size);
-}
-
-void *ps_door_realloc_quiet(void *p, size_t size)
-{
-	if (ps_likely(size < ps_door.exact_min) && ps_likely((uintptr_t)p < ps_door_pool_lo))
-		return ps_door.small_realloc(p, size);
-	return ps_realloc_slow(p, size);
+	return ps_door.realloc(p, size);
 }
 
 void *ps_realloc_slow(void *p, size_t size)
 {
 	if (ps_unlikely(!ps_heap_mine()))
 		return ps_heap_other_realloc(p, size);
-	if (size < __atomic_load_n(&ps_door.exact_min, __ATOMIC_RELAXED) && !ps_pool_contains(p))
+	if (size < __atomic_load_n(&ps_door_exact_min, __ATOMIC_RELAXED) && !ps_pool_contains(p))
 		return ps_realloc_sampled(p, size);
 	return ps_realloc(p, size);
 }
@@ -121,29 +135,38 @@ PS_EXPORT void free(void *p)
 
 void ps_door_open(bool mine, bool counted)
 {
-	void *(*m)(size_t), *(*small)(size_t);
-	void *(*r)(void *, size_t), *(*small_r)(void *, size_t);
-	void (*f)(void *);
+	struct ps_heap_entries small;
+	void *(*m)(size_t);
+	void *(*c)(size_t, size_t);
+	void *(*r)(void *, size_t);
 	size_t pool_min;
 
-	ps_alloc_small_heap(&small, &f, &small_r, &pool_min);
+	ps_alloc_small_heap(&small, &pool_min);
 	if (mine) {
-		m = counted ? ps_door_malloc_counted : ps_door_malloc_quiet;
-		r = counted ? ps_door_realloc_counted : ps_door_realloc_quiet;
+		m = ps_malloc_slow;
+		c = ps_calloc_slow;
+		r = ps_realloc_slow;
+		ps_alloc_gate_quiet(!counted);
 	} else {
-		ps_heap_other_entries(&small, &f, &small_r);
-		m = small;
-		r = small_r;
+		ps_heap_other_entries(&small);
+		m = small.malloc;
+		c = small.calloc;
+		r = small.realloc;
 	}
-	ps_door.small_malloc = small;
-	ps_door.small_realloc = small_r;
-	__atomic_store_n(&ps_door.small_free, f, __ATOMIC_RELAXED);
-	/* Quiet: only pooled sizes need the slow path; counted: the advice's too. */
-	size_t min = !mine ? SIZE_MAX : counted ? pool_min / 16 : pool_min;
-	__atomic_store_n(&ps_door.exact_min, min, __ATOMIC_RELEASE);
-	ps_alloc_open_door(mine);
+	ps_door.small_malloc = small.malloc;
+	ps_door.small_calloc = small.calloc;
+	ps_door.small_realloc = small.realloc;
+	__atomic_store_n(&ps_door.small_free, small.free, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps_door.realloc, r, __ATOMIC_RELEASE);
+	__atomic_store_n(&ps_door.calloc, c, __ATOMIC_RELEASE);
 	__atomic_store_n(&ps_door.malloc, m, __ATOMIC_RELEASE);
+	ps_alloc_open_door(mine);
+	/*
+	 * Quiet: only pooled sizes need the slow path; counted: the advice's
+	 * too; not ours: everything goes to the other allocator by the jump.
+	 */
+	size_t min = !mine ? 0 : counted ? pool_min / 16 : pool_min;
+	__atomic_store_n(&ps_door_exact_min, min, __ATOMIC_RELEASE);
 }
 
 /*
@@ -155,7 +178,7 @@ void *ps_malloc_slow(size_t size)
 {
 	if (ps_unlikely(!ps_heap_mine()))
 		return ps_heap_other_malloc(size);
-	if (size < __atomic_load_n(&ps_door.exact_min, __ATOMIC_RELAXED))
+	if (size < __atomic_load_n(&ps_door_exact_min, __ATOMIC_RELAXED))
 		return ps_malloc_sampled(size);
 	return ps_malloc(size);
 }

@@ -41,8 +41,9 @@
 
 /*
  * Allocation-side events that are not calls: X for the pool's own (and
- * malloc_estimated, realloc_estimated: the calls below POOLSHIM_POOL_MIN/16
- * whose count is a sampled estimate, alloc.h), FB for
+ * NAME_estimated, one per allocating call in PS_CALLS's order: that
+ * call's calls below POOLSHIM_POOL_MIN/16 whose count is a sampled
+ * estimate, alloc.h), FB for
  * the fallbacks to glibc's heap, which are the pool's failures and
  * one more, a large request during start-up, before the pool exists.
  */
@@ -50,7 +51,14 @@
 	X(POOL_ALLOC, "pool_alloc")                                        \
 	X(POOL_FREE, "pool_free")                                          \
 	X(MALLOC_ESTIMATED, "malloc_estimated")                            \
+	X(CALLOC_ESTIMATED, "calloc_estimated")                            \
 	X(REALLOC_ESTIMATED, "realloc_estimated")                          \
+	X(REALLOCARRAY_ESTIMATED, "reallocarray_estimated")                \
+	X(POSIX_MEMALIGN_ESTIMATED, "posix_memalign_estimated")            \
+	X(ALIGNED_ALLOC_ESTIMATED, "aligned_alloc_estimated")              \
+	X(MEMALIGN_ESTIMATED, "memalign_estimated")                        \
+	X(VALLOC_ESTIMATED, "valloc_estimated")                            \
+	X(PVALLOC_ESTIMATED, "pvalloc_estimated")                          \
 	PS_POOL_FAILS(FB)                                                  \
 	FB(NOT_READY, "not_ready")
 
@@ -110,6 +118,19 @@ enum ps_alloc_event {
 #undef PS_X
 	PS_EV__COUNT
 };
+
+/*
+ * The event that counts how many of call's calls are a sampled estimate,
+ * or PS_EV__COUNT for a call that is always counted exactly (free, I/O).
+ */
+_Static_assert(PS_CALL_MALLOC == 0 &&
+		       PS_EV_PVALLOC_ESTIMATED - PS_EV_MALLOC_ESTIMATED == PS_CALL_PVALLOC,
+	       "the *_ESTIMATED events follow PS_CALLS's allocating calls");
+static inline enum ps_alloc_event ps_call_estimate_event(enum ps_call call)
+{
+	return call <= PS_CALL_PVALLOC ? (enum ps_alloc_event)(PS_EV_MALLOC_ESTIMATED + call)
+				       : PS_EV__COUNT;
+}
 
 enum ps_uring_fb {
 #define PS_X(id, name) PS_UFB_##id,

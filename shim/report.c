@@ -499,10 +499,9 @@ static void emit_call(struct ps_emit *e, const struct ps_tstats *t, int call, in
 	ps_emit_col(e, "eagain", 9, PS_EMIT_U64, &c->eagain);
 	ps_emit_kv(e, "timed", PS_EMIT_U64, &c->timed);
 	ps_emit_kv(e, "nsec", PS_EMIT_U64, &c->nsec);
-	/* Small mallocs are counted one in about PS_ALLOC_SAMPLE (alloc.h). */
-	uint64_t estimated = k != PS_FD_NONE ? 0
-			     : call == PS_CALL_MALLOC ? t->events[PS_EV_MALLOC_ESTIMATED]
-			     : call == PS_CALL_REALLOC ? t->events[PS_EV_REALLOC_ESTIMATED] : 0;
+	/* Small allocations are counted one in about PS_ALLOC_SAMPLE (alloc.h). */
+	enum ps_alloc_event est = ps_call_estimate_event((enum ps_call)call);
+	uint64_t estimated = k == PS_FD_NONE && est != PS_EV__COUNT ? t->events[est] : 0;
 	ps_emit_kv(e, "estimated", PS_EMIT_U64, &estimated);
 	uint64_t avg = c->timed ? c->nsec / c->timed : 0;
 	const char *none = "-";
@@ -602,14 +601,19 @@ void ps_report_render(struct ps_buf *b, const struct ps_report_data *d,
 			if (t->c[call][k].calls)
 				emit_call(e, t, call, k);
 	ps_emit_array_end(e);
-	uint64_t est = t->events[PS_EV_MALLOC_ESTIMATED] + t->events[PS_EV_REALLOC_ESTIMATED];
+	uint64_t est = 0, sampled_calls = 0;
+	for (int call = 0; call < PS_CALL__COUNT; call++) {
+		enum ps_alloc_event ev = ps_call_estimate_event((enum ps_call)call);
+		if (ev != PS_EV__COUNT) {
+			est += t->events[ev];
+			sampled_calls += t->c[call][PS_FD_NONE].calls;
+		}
+	}
 	if (est)
-		ps_emit_text(e, "note     malloc and realloc below %lu bytes are sampled, one call in "
+		ps_emit_text(e, "note     malloc-family calls below %lu bytes are sampled, one call in "
 			     "about %d: %lu of their %lu calls, and those calls' sizes and bytes, are "
 			     "an estimate\n", (unsigned long)(d->pool_min / 16), PS_ALLOC_SAMPLE,
-			     (unsigned long)est,
-			     (unsigned long)(t->c[PS_CALL_MALLOC][PS_FD_NONE].calls +
-					     t->c[PS_CALL_REALLOC][PS_FD_NONE].calls));
+			     (unsigned long)est, (unsigned long)sampled_calls);
 	if (!e->json) {
 		emit_hist_table(e, t, false);
 		emit_hist_table(e, t, true);

@@ -46,6 +46,9 @@ CALL = {"call": str, "kind": str, "calls": U, "bytes": U, "errors": U, "eagain":
         "timed": U, "nsec": U, "estimated": U, "size_hist": list, "lat_hist": list, "errnos": dict}
 MODES = {"hugetlb", "thp", "4k", "mixed", "unused", "unavailable", "foreign"}
 KINDS = {"none", "socket", "file", "direct", "pipe", "other"}
+# The calls whose small sizes are counted by sampling (shim/alloc.h).
+SAMPLED = {"malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc",
+           "memalign", "valloc", "pvalloc"}
 
 
 def check(obj, schema, path, errors):
@@ -151,7 +154,7 @@ def validate(report):
             errors.append(f"calls[{i}] ({c['call']}): size_hist adds to {total}, calls {c['calls']}")
         if sum(n for _, n in c["lat_hist"]) != c["timed"] or c["timed"] > c["calls"]:
             errors.append(f"calls[{i}] ({c['call']}): lat_hist does not add up to timed")
-        if c["estimated"] > c["calls"] or (c["estimated"] and c["call"] not in ("malloc", "realloc")):
+        if c["estimated"] > c["calls"] or (c["estimated"] and c["call"] not in SAMPLED):
             errors.append(f"calls[{i}] ({c['call']}): estimated {c['estimated']} of {c['calls']}")
         if c["errors"] > c["calls"] or c["eagain"] > c["errors"]:
             errors.append(f"calls[{i}]: errors/eagain exceed calls")

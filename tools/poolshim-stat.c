@@ -390,23 +390,20 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 							((const char *)pc + cnt[m].off));
 				}
 	}
-	/* Small mallocs and reallocs are sampled (shim/alloc.h): say how much is an estimate. */
+	/* Small allocations are sampled (shim/alloc.h): say how much is an estimate. */
 	prom_family(f, "poolshim_calls_estimated_total", "counter",
-		    "Of poolshim_calls_total, the calls that are a sampled estimate: malloc and "
-		    "realloc below POOLSHIM_POOL_MIN/16, counted one call in about 128.");
-	static const struct { int call, ev; } est[] = {
-		{ PS_CALL_MALLOC, PS_EV_MALLOC_ESTIMATED },
-		{ PS_CALL_REALLOC, PS_EV_REALLOC_ESTIMATED },
-	};
+		    "Of poolshim_calls_total, the calls that are a sampled estimate: malloc-family "
+		    "calls below POOLSHIM_POOL_MIN/16, counted one call in about 128.");
 	for (int i = 0; i < n; i++)
-		for (size_t j = 0; j < sizeof(est) / sizeof(est[0]); j++) {
-			if (t[i].fd < 0 || !tot[i].c[est[j].call][PS_FD_NONE].calls)
+		for (int c = 0; t[i].fd >= 0 && c < PS_CALL__COUNT; c++) {
+			enum ps_alloc_event ev = ps_call_estimate_event((enum ps_call)c);
+			if (ev == PS_EV__COUNT || !tot[i].c[c][PS_FD_NONE].calls)
 				continue;
 			fputs("poolshim_calls_estimated_total{", f);
 			prom_id(f, &t[i]);
 			fprintf(f, ",call=\"%s\",kind=\"%s\"} %llu\n",
-				ps_call_name((enum ps_call)est[j].call), prom_kind(PS_FD_NONE),
-				(unsigned long long)tot[i].events[est[j].ev]);
+				ps_call_name((enum ps_call)c), prom_kind(PS_FD_NONE),
+				(unsigned long long)tot[i].events[ev]);
 		}
 	prom_family(f, "poolshim_call_duration_seconds", "histogram",
 		    "Time in the call, of the sampled calls (log2 buckets).");

@@ -137,6 +137,8 @@ pst_scripts += tests/preload/leave.sh
 # What small malloc + free cost through the doors (callgrind budgets, issue 26).
 check_PROGRAMS += tests/preload/alloc_cost
 pst_scripts += tests/preload/alloc_cost.sh
+# The rest of the malloc family sampled like malloc, and labelled so.
+pst_scripts += tests/preload/alloc_sampled.sh
 # What start-up costs a process that never pools (strace).
 pst_scripts += tests/preload/startup_syscalls.sh
 
