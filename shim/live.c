@@ -372,8 +372,9 @@ int ps_live_init(const struct ps_config *cfg)
 	if (strcmp(cfg->live_dir, PS_LIVE_DIR) != 0) {
 		int r = ps_live_set_dir(cfg->live_dir);
 		/* A directory the user named: tell now if it cannot be used, not a second later. */
-		if (r == 0 && PS_SYSCALL(SYS_faccessat, AT_FDCWD, ps_live_dir(), W_OK | X_OK) != 0)
-			r = -(int)EACCES;
+		long ar = r == 0 ? PS_SYSCALL(SYS_faccessat, AT_FDCWD, ps_live_dir(), W_OK | X_OK) : 0;
+		if (ar < 0)
+			r = (int)ar;
 		if (r == 0) {
 			struct stat st;
 			long sr = PS_SYSCALL(SYS_newfstatat, AT_FDCWD, ps_live_dir(), &st, 0);
