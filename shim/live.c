@@ -316,16 +316,8 @@ static void adopt_file(struct ps_live_header *h, int pid, uint64_t ns)
 /* The page fork_guard points to, made with the first file (raw calls only). */
 static void make_guard(void)
 {
-	long g = PS_SYSCALL(SYS_mmap, NULL, 4096, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (g < 0)
-		return;
-	if (PS_SYSCALL(SYS_madvise, g, 4096, MADV_WIPEONFORK) != 0) {
-		PS_SYSCALL(SYS_munmap, g, 4096);
-		return;
-	}
-	*(volatile int *)g = 1;
-	fork_guard = (volatile int *)g;
+	int err;
+	fork_guard = ps_sys_fork_canary(&err);
 }
 
 /*

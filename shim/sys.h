@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -71,6 +72,36 @@ static inline int ps_sys_write_all(int fd, const void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+#ifndef MADV_WIPEONFORK
+#define MADV_WIPEONFORK 18
+#endif
+
+/*
+ * A word on a page of its own marked MADV_WIPEONFORK, set to 1: it reads 0
+ * in any child with an address space of its own, whether or not atfork
+ * handlers ran.  NULL, and -errno in *err, when the page cannot be had
+ * (-EINVAL: the kernel has no MADV_WIPEONFORK, before 4.14).  Raw system
+ * calls only: async-signal-safe.
+ */
+static inline volatile int *ps_sys_fork_canary(int *err)
+{
+	long page = PS_SYSCALL(SYS_mmap, NULL, 4096, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (page < 0) {
+		*err = (int)page;
+		return NULL;
+	}
+	long r = PS_SYSCALL(SYS_madvise, page, 4096, MADV_WIPEONFORK);
+	if (r != 0) {
+		PS_SYSCALL(SYS_munmap, page, 4096);
+		*err = (int)r;
+		return NULL;
+	}
+	*(volatile int *)page = 1;
+	*err = 0;
+	return (volatile int *)page;
 }
 
 #endif

@@ -145,9 +145,6 @@ static int process_pid;
 static int *fork_canary;
 static bool canary_unavailable;     /* no MADV_WIPEONFORK here */
 
-#ifndef MADV_WIPEONFORK
-#define MADV_WIPEONFORK 18
-#endif
 
 void ps_uring_init(const struct ps_config *cfg)
 {
@@ -172,18 +169,14 @@ void ps_uring_init(const struct ps_config *cfg)
 /* The canary's page, made once (raw system calls: async-signal-safe). */
 static void make_canary(void)
 {
-	long page = PS_SYSCALL(SYS_mmap, NULL, 4096, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (page < 0)
-		return;
-	if (PS_SYSCALL(SYS_madvise, page, 4096, MADV_WIPEONFORK) != 0) {
-		PS_SYSCALL(SYS_munmap, page, 4096);
-		canary_unavailable = true;
+	int err;
+	int *none = NULL, *page = (int *)ps_sys_fork_canary(&err);
+
+	if (!page) {
+		canary_unavailable = err == -EINVAL;
 		return;
 	}
-	*(int *)page = 1;
-	int *none = NULL;
-	if (!__atomic_compare_exchange_n(&fork_canary, &none, (int *)page, false,
+	if (!__atomic_compare_exchange_n(&fork_canary, &none, page, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		PS_SYSCALL(SYS_munmap, page, 4096);    /* another thread's came first */
 }
