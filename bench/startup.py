@@ -29,9 +29,11 @@ import sys
 import tempfile
 import time
 
+# The environment a configuration's child gets: footprint.py's, beside this file.
+from footprint import child_env  # noqa: E402  (bench/ is sys.path[0])
+
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("PS_TOP_BUILDDIR", TOP)
-HARNESS_ENV = ("POOLSHIM_LIB", "POOLSHIM_BASELINE_LIB")
 TARGET = 1.05
 
 HAPROXY_CFG = """global
@@ -47,13 +49,6 @@ frontend f
 backend b
     server s1 127.0.0.1:8080
 """
-
-
-def child_env(env):
-    full = {k: v for k, v in os.environ.items()
-            if k != "LD_PRELOAD" and k not in HARNESS_ENV and not k.startswith("POOLSHIM")}
-    full.update(env)
-    return full
 
 
 def run(argv, env):
