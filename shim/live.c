@@ -45,15 +45,15 @@ static int live_pid;
 static uint64_t live_ns;
 static bool live_verbose;
 static uint64_t live_pool_min;
-int ps_live_child_due;
+int ps_live_file_due;
 uint32_t ps_live_gen;
 __thread uint32_t ps_live_gen_seen;
 /* The process that started the shim, before its file: its first slab makes it. */
 static bool main_pending;
 /* A thread is making the file (make_file_once). */
 static int making;
-/* When this fork child was born (CLOCK_MONOTONIC ns). */
-static uint64_t child_born;
+/* When the wait for a file began: start, fork, or a failed exec (CLOCK_MONOTONIC ns). */
+static uint64_t due_since;
 /* Blocks are reserved one by one; false where the whole file was at creation. */
 static bool reserve_each = true;
 static int said_unpublished;
@@ -383,25 +383,25 @@ int ps_live_init(const struct ps_config *cfg)
 		}
 	}
 	map_len = PS_LIVE_HEADER + (size_t)PS_LIVE_BLOCKS * stride();
-	child_born = mono_now();
+	due_since = mono_now();
 	main_pending = true;
-	__atomic_store_n(&ps_live_child_due, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&ps_live_file_due, 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
 /*
- * One thread makes the file; ps_live_child_due stays set until it is made,
+ * One thread makes the file; ps_live_file_due stays set until it is made,
  * so that the others keep coming back (ps_live_tick_wanted) to move in.
  */
 static void make_file_once(void)
 {
 	if (__atomic_exchange_n(&making, 1, __ATOMIC_ACQ_REL))
 		return;
-	if (__atomic_load_n(&ps_live_child_due, __ATOMIC_ACQUIRE)) {
+	if (__atomic_load_n(&ps_live_file_due, __ATOMIC_ACQUIRE)) {
 		main_pending = false;
 		if (!__atomic_load_n(&hdr, __ATOMIC_ACQUIRE))
 			make_file();
-		__atomic_store_n(&ps_live_child_due, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&ps_live_file_due, 0, __ATOMIC_RELEASE);
 	}
 	__atomic_store_n(&making, 0, __ATOMIC_RELEASE);
 }
@@ -417,7 +417,7 @@ void ps_live_pool_changed(void)
  * Move the counters over the file's addresses into private memory, in a
  * child: the parent's file is never written or removed by the child.  The
  * child publishes a file of its own only if it lives on
- * (ps_live_child_tick): children that end with _exit() soon after fork
+ * (ps_live_tick): children that end with _exit() soon after fork
  * would otherwise leave one file each behind.  A child that execs
  * publishes again from its new image.
  */
@@ -445,8 +445,8 @@ static void disown(struct ps_live_header *h)
 	live_pid = 0;
 	main_pending = false;
 	making = 0;
-	child_born = mono_now();
-	__atomic_store_n(&ps_live_child_due, 1, __ATOMIC_RELEASE);
+	due_since = mono_now();
+	__atomic_store_n(&ps_live_file_due, 1, __ATOMIC_RELEASE);
 }
 
 void ps_live_after_fork_child(void)
@@ -455,18 +455,18 @@ void ps_live_after_fork_child(void)
 
 	if (h) {
 		disown(h);
-	} else if (__atomic_load_n(&ps_live_child_due, __ATOMIC_RELAXED)) {
+	} else if (__atomic_load_n(&ps_live_file_due, __ATOMIC_RELAXED)) {
 		/* The child of a process that had no file yet: its own clock. */
 		main_pending = false;
 		making = 0;
-		child_born = mono_now();
+		due_since = mono_now();
 	}
 }
 
 /*
  * The slow path's visit (every few dozen counted calls of a thread).
  * Async-signal-safe (raw system calls and the vDSO clock).  One thread
- * makes the file, once the process has lived PS_LIVE_CHILD_DELAY_NS; then
+ * makes the file, once the process has lived PS_LIVE_FILE_DELAY_NS; then
  * each thread that counted before moves its block in on its own next
  * visit (only the owner may move a block: it writes it without atomics).
  * A thread that ends first moves in on its way out (init.c's thread-exit
@@ -475,8 +475,8 @@ void ps_live_after_fork_child(void)
  */
 void ps_live_tick(void)
 {
-	if (__atomic_load_n(&ps_live_child_due, __ATOMIC_RELAXED) &&
-	    mono_now() - child_born >= PS_LIVE_CHILD_DELAY_NS)
+	if (__atomic_load_n(&ps_live_file_due, __ATOMIC_RELAXED) &&
+	    mono_now() - due_since >= PS_LIVE_FILE_DELAY_NS)
 		make_file_once();
 	uint32_t gen = __atomic_load_n(&ps_live_gen, __ATOMIC_ACQUIRE);
 	if (ps_live_gen_seen == gen)
@@ -535,8 +535,8 @@ void ps_live_after_failed_exec(void)
 	ps_stats_block_source = NULL;
 	__atomic_store_n(&hdr, NULL, __ATOMIC_RELEASE);
 	live_pid = 0;
-	child_born = 0;
-	__atomic_store_n(&ps_live_child_due, 1, __ATOMIC_RELEASE);
+	due_since = 0;
+	__atomic_store_n(&ps_live_file_due, 1, __ATOMIC_RELEASE);
 }
 
 void ps_live_remove(void)

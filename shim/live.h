@@ -73,27 +73,27 @@ void ps_live_pool_changed(void);
 void ps_live_publish(void);
 /*
  * In a fork child: move the counters over the parent's file into private
- * memory, and arm ps_live_child_due.
+ * memory, and arm ps_live_file_due.
  */
 void ps_live_after_fork_child(void);
 
 /*
  * Nonzero in a process that has no file of its own yet: the one that
  * started the shim, and a fork child.  It publishes one when it is still
- * counting PS_LIVE_CHILD_DELAY_NS after start or fork (ps_live_tick(),
+ * counting PS_LIVE_FILE_DELAY_NS after start or fork (ps_live_tick(),
  * called from the I/O path's slow branch), or, the process that started
  * the shim, at its first pool slab.  A server's long-lived workers show in
  * `poolshim stat`; short processes, and the many children that _exit()
  * soon after fork, make no file.
  */
-extern int ps_live_child_due;
-#define PS_LIVE_CHILD_DELAY_NS 1000000000ull
+extern int ps_live_file_due;
+#define PS_LIVE_FILE_DELAY_NS 1000000000ull
 /* Files made, ever, and the count a thread has seen: its block moves in when they differ. */
 extern uint32_t ps_live_gen;
 extern __thread uint32_t ps_live_gen_seen;
 static inline bool ps_live_tick_wanted(void)
 {
-	return __atomic_load_n(&ps_live_child_due, __ATOMIC_RELAXED) ||
+	return __atomic_load_n(&ps_live_file_due, __ATOMIC_RELAXED) ||
 	       ps_live_gen_seen != __atomic_load_n(&ps_live_gen, __ATOMIC_RELAXED);
 }
 void ps_live_tick(void);
