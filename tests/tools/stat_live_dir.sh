@@ -20,6 +20,8 @@ start() {  # start NAME: a helper publishing in $D; its pid in $pid
 	pid=$!
 	at_exit "kill $pid 2>/dev/null"
 	for _ in $(seq 100); do grep -q '^ready' "$PST_TMP/$1.out" && break; sleep 0.1; done
+	# The file comes with its first pooled buffer, which follows "ready".
+	for _ in $(seq 50); do [ -n "$(ls -A "$D" "/dev/shm" 2>/dev/null | grep "^poolshim-$pid-")" ] && break; sleep 0.05; done
 }
 
 start a; a=$pid
