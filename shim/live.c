@@ -213,25 +213,48 @@ void ps_live_publish(void)
 	pthread_mutex_unlock(&publish_lock);
 }
 
+static void fill_identity(struct ps_live_header *h, int pid, uint64_t ns)
+{
+	memcpy(h->magic, PS_LIVE_MAGIC, 8);
+	h->version = PS_LIVE_VERSION;
+	h->max_blocks = PS_LIVE_BLOCKS;
+	h->block_size = sizeof(struct ps_tstats);
+	h->block_stride = stride();
+	h->pid = pid;
+	h->pidns = ns;
+	h->starttime = ps_live_starttime(0);
+	h->exited = 0;
+	/* The name kept at start: nginx's workers have rewritten argv[0] since. */
+	const char *name = ps_program;
+	copy_reason(h->program, name[0] ? name : program_invocation_short_name);
+	for (char *c = h->program; *c; c++)
+		if (*c == '/')
+			*c = '_';
+}
+
 /*
- * Create and map PID's file with its header's pages reserved.  The mapping
- * or NULL.  Where the kernel cannot reserve pages of a mapping one by one
+ * Create and map PID's file with its header's pages reserved and its
+ * identity written.  The mapping or NULL.  The file is made under a hidden
+ * name and renamed into place once its header says what it is: a reader
+ * (`poolshim stat -i PID` waiting for it) never finds it half made.
+ * Where the kernel cannot reserve pages of a mapping one by one
  * (MADV_POPULATE_WRITE, Linux 5.14), the whole file is reserved here.
  */
 static struct ps_live_header *create(int pid, uint64_t ns, int *err)
 {
-	char path[PS_LIVE_DIR_MAX + 64];
+	char path[PS_LIVE_DIR_MAX + 64], tmp[PS_LIVE_DIR_MAX + 64];
 	ps_live_path(path, sizeof(path), pid, ns);
+	ps_live_path_new(tmp, sizeof(tmp), pid, ns);
 
-	long fd = ps_sys_openat(AT_FDCWD, path,
+	long fd = ps_sys_openat(AT_FDCWD, tmp,
 				O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd == -EEXIST) {
-		/* Left by a process with our pid in our namespace: our own image before exec, or a dead one. */
+		/* Left by a process with our pid in our namespace that died while making its file. */
 		struct stat st;
-		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+		if (lstat(tmp, &st) == 0 && S_ISREG(st.st_mode) &&
 		    st.st_uid == (uid_t)PS_SYSCALL(SYS_geteuid)) {
-			unlink(path);
-			fd = ps_sys_openat(AT_FDCWD, path,
+			unlink(tmp);
+			fd = ps_sys_openat(AT_FDCWD, tmp,
 					   O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		}
 	}
@@ -255,11 +278,19 @@ static struct ps_live_header *create(int pid, uint64_t ns, int *err)
 	if (r == 0)
 		r = PS_SYSCALL(SYS_fstat, fd, &st);
 	ps_sys_close((int)fd);
+	if (r == 0) {
+		fill_identity(p, pid, ns);
+		/*
+		 * Into place, replacing a file left by a dead process with our
+		 * pid: in a sticky directory (/dev/shm) only its owner's.
+		 */
+		r = PS_SYSCALL(SYS_renameat, AT_FDCWD, tmp, AT_FDCWD, path);
+	}
 	if (r < 0) {
 		*err = (int)r;
 		if (p != MAP_FAILED)
 			munmap(p, map_len);
-		unlink(path);
+		unlink(tmp);
 		return NULL;
 	}
 	live_dev = st.st_dev;
@@ -267,25 +298,6 @@ static struct ps_live_header *create(int pid, uint64_t ns, int *err)
 	live_owner = st.st_uid;
 	live_unlinked = false;
 	return p;
-}
-
-static void fill_identity(struct ps_live_header *h, int pid, uint64_t ns)
-{
-	memcpy(h->magic, PS_LIVE_MAGIC, 8);
-	h->version = PS_LIVE_VERSION;
-	h->max_blocks = PS_LIVE_BLOCKS;
-	h->block_size = sizeof(struct ps_tstats);
-	h->block_stride = stride();
-	h->pid = pid;
-	h->pidns = ns;
-	h->starttime = ps_live_starttime(0);
-	h->exited = 0;
-	/* The name kept at start: nginx's workers have rewritten argv[0] since. */
-	const char *name = ps_program;
-	copy_reason(h->program, name[0] ? name : program_invocation_short_name);
-	for (char *c = h->program; *c; c++)
-		if (*c == '/')
-			*c = '_';
 }
 
 static uint64_t mono_now(void)
@@ -298,7 +310,6 @@ static uint64_t mono_now(void)
 /* The file is made and mapped: make it this process's and move its counters in. */
 static void adopt_file(struct ps_live_header *h, int pid, uint64_t ns)
 {
-	fill_identity(h, pid, ns);
 	h->pool_min = live_pool_min;
 	h->gauges = *ps_gauges;
 	__atomic_store_n(&ps_gauges_mirror, &h->gauges, __ATOMIC_RELEASE);

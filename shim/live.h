@@ -135,6 +135,8 @@ const char *ps_live_dir(void);
 
 /* The path of the file of PID in pid namespace NS into out[cap]. */
 void ps_live_path(char *out, unsigned long cap, int pid, uint64_t ns);
+/* The hidden name a file is made under before it is renamed into place. */
+void ps_live_path_new(char *out, unsigned long cap, int pid, uint64_t ns);
 /* The start time of pid from /proc, of this process when pid is 0 (0 when unknown). */
 uint64_t ps_live_starttime(int pid);
 /* The inode of this process's pid namespace (0 when /proc is not mounted). */

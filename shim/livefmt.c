@@ -54,6 +54,14 @@ void ps_live_path(char *out, unsigned long cap, int pid, uint64_t ns)
 	ps_buf_str(&b);
 }
 
+void ps_live_path_new(char *out, unsigned long cap, int pid, uint64_t ns)
+{
+	struct ps_buf b;
+	ps_buf_init(&b, out, cap, -1);
+	ps_buf_printf(&b, "%s/.poolshim-%d-%lu.stats.new", live_dir, pid, (unsigned long)ns);
+	ps_buf_str(&b);
+}
+
 uint64_t ps_live_pidns(void)
 {
 	struct stat st;

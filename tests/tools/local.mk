@@ -21,7 +21,7 @@ pst_tools_scripts += tests/tools/stat_lying.sh
 pst_tools_scripts += tests/tools/stat_prom.sh
 
 # POOLSHIM_LIVE_DIR / stat --live-dir; --json -i timestamps and late pick-up.
-pst_tools_scripts += tests/tools/stat_live_dir.sh tests/tools/stat_fork.sh tests/tools/stat_nginx.sh
+pst_tools_scripts += tests/tools/stat_half_made.sh tests/tools/stat_live_dir.sh tests/tools/stat_fork.sh tests/tools/stat_nginx.sh
 
 # The `poolshim` command: build-tree library, LD_PRELOAD once, --print-env,
 # --dry-run, --version, POOLSHIM_LIBRARY kept from the program.
