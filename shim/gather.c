@@ -67,15 +67,15 @@ struct ps_tstats *ps_report_scratch_get(void)
  * 171 KiB again would fault in every page of it, most of the cost of a
  * short process's report on this VM.
  */
-void ps_report_scratch_fill(struct ps_tstats *scratch)
+void ps_report_scratch_fill(struct ps_tstats *scratch, struct ps_rows *rows)
 {
 	if (scratch != &reserved_scratch) {
-		ps_stats_merge_zeroed(scratch);
+		ps_stats_merge_zeroed(scratch, rows);
 	} else if (!reserved_used) {
 		reserved_used = true;
-		ps_stats_merge_zeroed(scratch);
+		ps_stats_merge_zeroed(scratch, rows);
 	} else {
-		ps_stats_merge(scratch);
+		ps_stats_merge(scratch, rows);
 	}
 }
 
@@ -124,7 +124,8 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch, bool 
 
 	memset(d, 0, sizeof(*d));
 	ps_report_ident(&d->pid, &d->program);
-	ps_report_scratch_fill(scratch);
+	ps_report_scratch_fill(scratch, &d->rows);
+	d->rows_known = true;
 	d->totals = scratch;
 	d->pool_ready = ps_alloc_pool_ready();
 	if (__atomic_load_n(&ps_heap, __ATOMIC_ACQUIRE) == PS_HEAP_OTHER)

@@ -343,10 +343,13 @@ static bool child_worked(void)
 	struct ps_tstats *s = ps_report_scratch_get();
 	if (!s)
 		return false;
-	ps_report_scratch_fill(s);
+	struct ps_rows rows;
+	ps_report_scratch_fill(s, &rows);
 	uint64_t calls = s->events[PS_EV_POOL_ALLOC], bytes = 0;
 	for (int call = PS_CALL_READ; call < PS_CALL__COUNT; call++)
 		for (int k = 0; k < PS_FD__COUNT; k++) {
+			if (!rows.used[call][k])
+				continue;
 			calls += s->c[call][k].calls;
 			bytes += s->c[call][k].bytes;
 		}

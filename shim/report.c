@@ -30,6 +30,12 @@ static const char *pool_mode(const struct ps_report_data *d)
 	return kinds > 1 ? "mixed" : ps_backing_name(d->pool.first_mode);   /* bounds-checked */
 }
 
+/* Whether a row of the totals has calls, without touching the others' pages where known. */
+static bool row_used(const struct ps_report_data *d, int call, int k)
+{
+	return d->rows_known ? d->rows.used[call][k] : d->totals->c[call][k].calls != 0;
+}
+
 /* The errno with the most failures for a call, or 0. */
 static int top_errno(const struct ps_tstats *t, int call, uint32_t *count)
 {
@@ -145,6 +151,8 @@ static void advise_pool_min(const struct ps_report_data *d, struct advice_list *
 	uint64_t below = 0, lowest = 0, at_or_above = 0;
 	for (int call = PS_CALL_MALLOC; call < PS_CALL_FREE; call++) {
 		const struct ps_counter *c = &t->c[call][PS_FD_NONE];
+		if (!row_used(d, call, PS_FD_NONE))
+			continue;
 		for (int k = 12; k < PS_SIZE_BUCKETS; k++) {
 			uint64_t lo = 1ULL << k;
 			if (!c->size_hist[k])
@@ -481,8 +489,9 @@ static void emit_uring(struct ps_emit *e, const struct ps_report_data *d)
 }
 
 /* One row of the call table: a call on one kind of descriptor. */
-static void emit_call(struct ps_emit *e, const struct ps_tstats *t, int call, int k)
+static void emit_call(struct ps_emit *e, const struct ps_report_data *d, int call, int k)
 {
+	const struct ps_tstats *t = d->totals;
 	const struct ps_counter *c = &t->c[call][k];
 	const char *name = ps_call_name((enum ps_call)call);
 	const char *kind = ps_fdkind_name((enum ps_fdkind)k);
@@ -524,7 +533,7 @@ static void emit_call(struct ps_emit *e, const struct ps_tstats *t, int call, in
 	/* errnos are per call, so list them on the call's first row only */
 	bool first_row = true;
 	for (int kk = 0; kk < k; kk++)
-		first_row &= t->c[call][kk].calls == 0;
+		first_row &= !row_used(d, call, kk);
 	for (int er = 1; er < PS_ERRNO_MAX && first_row; er++) {
 		uint64_t count = t->errnos[call][er];
 		if (count)
@@ -535,13 +544,14 @@ static void emit_call(struct ps_emit *e, const struct ps_tstats *t, int call, in
 }
 
 /* Text only: the size or the latency histogram of every call that has one. */
-static void emit_hist_table(struct ps_emit *e, const struct ps_tstats *t, bool latency)
+static void emit_hist_table(struct ps_emit *e, const struct ps_report_data *d, bool latency)
 {
+	const struct ps_tstats *t = d->totals;
 	bool any = !latency;
 
 	for (int call = 0; call < PS_CALL__COUNT && !any; call++)
 		for (int k = 0; k < PS_FD__COUNT; k++)
-			any |= t->c[call][k].nsec != 0;
+			any |= row_used(d, call, k) && t->c[call][k].nsec != 0;
 	if (!any)
 		return;
 	ps_emit_text(e, latency ? "latency histogram (bucket = lower bound in ns: calls)\n" :
@@ -550,6 +560,8 @@ static void emit_hist_table(struct ps_emit *e, const struct ps_tstats *t, bool l
 		for (int k = 0; k < PS_FD__COUNT; k++) {
 			const struct ps_counter *c = &t->c[call][k];
 			uint64_t in_hist = 0;
+			if (!row_used(d, call, k))
+				continue;
 			for (int i = 0; i < PS_SIZE_BUCKETS; i++)
 				in_hist += c->size_hist[i];
 			if (latency ? !c->nsec : !in_hist)
@@ -598,15 +610,16 @@ void ps_report_render(struct ps_buf *b, const struct ps_report_data *d,
 	ps_emit_array_begin(e, "calls");
 	for (int call = 0; call < PS_CALL__COUNT; call++)
 		for (int k = 0; k < PS_FD__COUNT; k++)
-			if (t->c[call][k].calls)
-				emit_call(e, t, call, k);
+			if (row_used(d, call, k))
+				emit_call(e, d, call, k);
 	ps_emit_array_end(e);
 	uint64_t est = 0, sampled_calls = 0;
 	for (int call = 0; call < PS_CALL__COUNT; call++) {
 		enum ps_alloc_event ev = ps_call_estimate_event((enum ps_call)call);
 		if (ev != PS_EV__COUNT) {
 			est += t->events[ev];
-			sampled_calls += t->c[call][PS_FD_NONE].calls;
+			if (row_used(d, call, PS_FD_NONE))
+				sampled_calls += t->c[call][PS_FD_NONE].calls;
 		}
 	}
 	if (est)
@@ -615,8 +628,8 @@ void ps_report_render(struct ps_buf *b, const struct ps_report_data *d,
 			     "an estimate\n", (unsigned long)(d->pool_min / 16), PS_ALLOC_SAMPLE,
 			     (unsigned long)est, (unsigned long)sampled_calls);
 	if (!e->json) {
-		emit_hist_table(e, t, false);
-		emit_hist_table(e, t, true);
+		emit_hist_table(e, d, false);
+		emit_hist_table(e, d, true);
 	}
 	if (d->callsites)
 		d->callsites(e, d->symbolize);

@@ -28,6 +28,9 @@ struct ps_report_data {
 	int pid;
 	const char *program;
 	const struct ps_tstats *totals;   /* merged counters */
+	/* Which rows of totals have calls, where the merge said (rows_known): read only those. */
+	bool rows_known;
+	struct ps_rows rows;
 	struct ps_pool_info pool;
 	bool pool_ready;
 	const char *heap_owner;           /* malloc's file when not ours, or NULL */

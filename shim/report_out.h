@@ -35,8 +35,8 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch, bool 
  */
 struct ps_tstats *ps_report_scratch_get(void);
 void ps_report_scratch_put(struct ps_tstats *scratch);
-/* Fill it with the process's merged counters. */
-void ps_report_scratch_fill(struct ps_tstats *scratch);
+/* Fill it with the process's merged counters; rows (or NULL) learns which rows have calls. */
+void ps_report_scratch_fill(struct ps_tstats *scratch, struct ps_rows *rows);
 
 /*
  * Remember when the program started and, if start-up has not yet, its

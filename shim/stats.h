@@ -219,10 +219,21 @@ void ps_stats_after_fork_child(void);
 /* dst += src (sign 1) or dst -= src (sign -1), counters only. */
 void ps_stats_add(struct ps_tstats *dst, const struct ps_tstats *src, int sign);
 
-/* Sum of every block, past and present, into out. */
-void ps_stats_merge(struct ps_tstats *out);
+/*
+ * The rows (call, kind) of a sum that have calls, filled by the merge from
+ * the blocks it read.  A reader of a fresh sum asks it rather than the
+ * sum: a short process writes a few rows of its 171 KiB, and looking at
+ * the others would fault in their pages one by one (issue 26: most of
+ * what the exit report of `/bin/true` cost).
+ */
+struct ps_rows {
+	bool used[PS_CALL__COUNT][PS_FD__COUNT];
+};
+
+/* Sum of every block, past and present, into out; rows (or NULL) says which rows have calls. */
+void ps_stats_merge(struct ps_tstats *out, struct ps_rows *rows);
 /* The same into a block known to be all zeros: only the rows in use are written. */
-void ps_stats_merge_zeroed(struct ps_tstats *out);
+void ps_stats_merge_zeroed(struct ps_tstats *out, struct ps_rows *rows);
 
 /* Number of blocks ever created. */
 int ps_stats_blocks(void);

@@ -140,7 +140,7 @@ pst_scripts += tests/preload/alloc_cost.sh
 # The rest of the malloc family sampled like malloc, and labelled so.
 pst_scripts += tests/preload/alloc_sampled.sh
 # What start-up costs a process that never pools (strace).
-pst_scripts += tests/preload/startup_syscalls.sh
+pst_scripts += tests/preload/startup_syscalls.sh tests/preload/report_faults.sh
 
 # Footprint: the pool's memory follows the work (RSS after free and
 # malloc_trim, peak, steady reuse, decay, RLIMIT_AS), in a memory cgroup.

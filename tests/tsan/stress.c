@@ -532,7 +532,7 @@ static void *reporter(void *arg)
 		struct ps_pool_info info;
 
 		/* Counts never go down, whichever thread exits or reuses a block. */
-		ps_stats_merge(sum);
+		ps_stats_merge(sum, NULL);
 		uint64_t calls = sum->c[PS_CALL_MALLOC][PS_FD_NONE].calls +
 				 sum->c[PS_CALL_POSIX_MEMALIGN][PS_FD_NONE].calls +
 				 sum->c[PS_CALL_FREE][PS_FD_NONE].calls;
@@ -677,7 +677,7 @@ int main(int argc, char **argv)
 
 	/* Nothing lost, nothing left over. */
 	struct ps_tstats *sum = map_block();
-	ps_stats_merge(sum);
+	ps_stats_merge(sum, NULL);
 #define CALLS(call, kind) (sum->c[call][kind].calls)
 	check_eq("malloc calls", CALLS(PS_CALL_MALLOC, PS_FD_NONE), n_malloc);
 	check_eq("calloc calls", CALLS(PS_CALL_CALLOC, PS_FD_NONE), n_calloc);
