@@ -14,10 +14,10 @@
 #include "stats.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
-#include <sys/sysinfo.h>
 #include <time.h>
 
 #include "sys.h"
@@ -113,6 +113,7 @@ struct ps_tstats *ps_stats_claim(void)
 
 	void *(*source)(void) = ps_stats_block_source;
 	void *p = source ? source() : NULL;
+	bool anon = !p;
 	if (!p && !__atomic_exchange_n(&first_taken, true, __ATOMIC_ACQ_REL))
 		p = &first_block;
 	if (!p) {
@@ -123,6 +124,7 @@ struct ps_tstats *ps_stats_claim(void)
 			return NULL;
 	}
 	t = p;
+	t->anon = anon;
 	list_block(t);
 	return adopt(t);
 }
@@ -246,11 +248,14 @@ static void add_counter(struct ps_counter *dst, const struct ps_counter *src, ui
 
 /*
  * The pages of a block that can hold counts.  A page of private anonymous
- * memory that mincore(2) finds absent was never written (all zeros), as
- * long as nothing can have swapped it out: so only where the system has
- * no swap at all (sysinfo).  Reading such a page would map the zero page
- * with a fault of its own, ~10 us each on this VM.  Blocks in the live
- * file (tmpfs) are resident, so read whole.
+ * memory (the static first block, mapped ones) that /proc/self/pagemap
+ * shows neither present nor swapped out was never written: all zeros.
+ * Reading it would map the zero page with a fault of its own, ~10 us each
+ * on this VM, 43 of them for a block a short process barely used.  Blocks
+ * in the live file (tmpfs: a page swapped out of it looks absent too) and
+ * any block where pagemap cannot be read are read whole.  pagemap, not
+ * mincore(2): a service confined to systemd's @system-service calls
+ * would be killed for mincore (not in the set) at its exit.
  */
 struct page_filter {
 	const char *base;       /* src rounded down to its page */
@@ -269,16 +274,32 @@ static unsigned page_shift(void)
 	return shift;
 }
 
-static void filter_init(struct page_filter *f, const struct ps_tstats *src, bool no_swap)
+#define PM_PRESENT (1ull << 63)
+#define PM_SWAPPED (1ull << 62)
+
+/* pagemap: the descriptor of /proc/self/pagemap, opened by the first anonymous block (-2: not yet). */
+static void filter_init(struct page_filter *f, const struct ps_tstats *src, long *pagemap)
 {
 	unsigned long page = 1ul << page_shift();
 	uintptr_t lo = (uintptr_t)src & ~(page - 1);
 	uintptr_t hi = ((uintptr_t)src + sizeof(*src) + page - 1) & ~(page - 1);
+	size_t n = (hi - lo) >> page_shift();
+	uint64_t ent[sizeof(f->vec)];
 
 	f->base = (const char *)lo;
 	f->shift = page_shift();
-	f->all = !no_swap || (hi - lo) >> f->shift > sizeof(f->vec) ||
-		 PS_SYSCALL(SYS_mincore, lo, hi - lo, f->vec) != 0;
+	f->all = true;
+	if (!src->anon || n > sizeof(f->vec))
+		return;
+	if (*pagemap == -2)
+		*pagemap = ps_sys_openat(AT_FDCWD, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0);
+	if (*pagemap < 0 ||
+	    PS_SYSCALL(SYS_pread64, *pagemap, ent, n * sizeof(ent[0]),
+		       (long)((lo >> f->shift) * sizeof(ent[0]))) != (long)(n * sizeof(ent[0])))
+		return;
+	for (size_t i = 0; i < n; i++)
+		f->vec[i] = (ent[i] & (PM_PRESENT | PM_SWAPPED)) != 0;
+	f->all = false;
 }
 
 static bool may_hold(const struct page_filter *f, const void *p, size_t len)
@@ -288,7 +309,7 @@ static bool may_hold(const struct page_filter *f, const void *p, size_t len)
 	size_t a = (size_t)((const char *)p - f->base) >> f->shift;
 	size_t b = (size_t)((const char *)p + len - 1 - f->base) >> f->shift;
 	for (; a <= b; a++)
-		if (f->vec[a] & 1)
+		if (f->vec[a])
 			return true;
 	return false;
 }
@@ -346,16 +367,16 @@ void ps_stats_add(struct ps_tstats *dst, const struct ps_tstats *src, int sign)
 void ps_stats_merge_zeroed(struct ps_tstats *out, struct ps_rows *rows)
 {
 	struct page_filter f;
-	struct sysinfo si;
-	/* Once per merge: swap can be turned on while the process runs. */
-	bool no_swap = PS_SYSCALL(SYS_sysinfo, &si) == 0 && si.totalswap == 0;
+	long pagemap = -2;
 
 	if (rows)
 		memset(rows, 0, sizeof(*rows));
 	for (struct ps_tstats *t = __atomic_load_n(&blocks, __ATOMIC_ACQUIRE); t; t = t->next) {
-		filter_init(&f, t, no_swap);
+		filter_init(&f, t, &pagemap);
 		add_block(out, t, 1, &f, rows);
 	}
+	if (pagemap >= 0)
+		ps_sys_close((int)pagemap);
 }
 
 void ps_stats_merge(struct ps_tstats *out, struct ps_rows *rows)

@@ -65,6 +65,7 @@ struct ps_tstats {
 	int in_use;          /* PS_BLOCK_FREE, PS_BLOCK_USED or PS_BLOCK_RETIRED */
 	int tid;             /* PS_BLOCK_RETIRED: the thread still writing it until it is gone */
 	int is_block;        /* a thread's block (calls to derive), not a sum */
+	int anon;            /* private anonymous memory: a page never written is absent */
 };
 
 /*

@@ -9,7 +9,7 @@
 # issue 26 gives both):
 #   outside POOLSHIM_PROGRAMS, and POOLSHIM=off          2  (1 now; 29 before)
 #   nothing reading the counters (STATS=off, LIVE=off)   4  (3 now; 39 before)
-#   default settings (report on stderr, live file on)   19  (17 now; 74 before:
+#   default settings (report on stderr, live file on)   19  (18 now; 74 before:
 #       liburing, libm and libgcc_s loaded, the live file made, mapped and
 #       removed, its /proc and statfs probes, the io_uring canary, the
 #       signal handlers read then set, the exit report's fcntl/sigprocmask
@@ -17,9 +17,9 @@
 # What remains by default: the pid, fd 2's identity, three signal
 # handlers, glibc's heap set-up for the exit hook's registration (a
 # program that allocates pays it anyway), and the report itself (fd 2
-# copied, then checked; pid, getrusage, uname, write; sysinfo and one
-# mincore per counter block, which spare the report ~77 page faults of
-# reading the block's untouched pages, ~1 ms on this VM).
+# copied, then checked; pid, getrusage, uname, write; /proc/self/pagemap
+# opened, read once per counter block and closed, which spares the report
+# ~77 page faults of reading the block's untouched pages, ~1 ms here).
 # No shared library is loaded beside the shim, and no live file is made
 # by a process this short.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
