@@ -51,6 +51,7 @@ tests_preload_fork_pool_LDADD = -lpthread
 
 # The live file: a full /dev/shm, children made without atfork, pid namespaces.
 check_PROGRAMS += tests/preload/live_threads tests/preload/live_rawfork tests/preload/live_late
+check_PROGRAMS += tests/preload/fork_cost
 pst_scripts += tests/preload/live_shm_full.sh tests/preload/live_rawfork.sh tests/preload/live_pidns.sh \
 	tests/preload/live_late.sh
 tests_preload_live_threads_LDADD = -lpthread
