@@ -136,7 +136,7 @@ static int child(int index, char *inherited)
 	return 0;
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
 	int forks = argc > 1 ? atoi(argv[1]) : 1000;
 	pthread_t th[3];
@@ -206,4 +206,14 @@ int main(int argc, char **argv)
 		return 1;
 	printf("soak ok %d forks\n", done);
 	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	pid_t self = getpid();
+	int r = run(argc, argv);
+	/* The data file's directory goes with the process that made it (children _exit). */
+	if (getpid() == self)
+		pio_cleanup();
+	return r;
 }
