@@ -129,6 +129,15 @@ void pio_cleanup(void)
 	dir[0] = '\0';
 }
 
+int pio_main(int (*body)(int argc, char **argv), int argc, char **argv)
+{
+	pid_t self = getpid();
+	int r = body(argc, argv);
+	if (getpid() == self)
+		pio_cleanup();
+	return r;
+}
+
 char *pio_path(const char *name)
 {
 	char *p = NULL;

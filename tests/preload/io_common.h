@@ -29,6 +29,11 @@ uint64_t pio_origin(const void *buf);
  * path; pio_cleanup() removes it and what it holds. */
 const char *pio_dir(void);
 void pio_cleanup(void);
+/*
+ * main's body, then pio_cleanup() in the process that ran it (a child
+ * that returns through it instead of _exit leaves the directory be).
+ */
+int pio_main(int (*body)(int argc, char **argv), int argc, char **argv);
 /* Path of a file named name inside pio_dir() (static buffer, one per call site ok). */
 char *pio_path(const char *name);
 /* Create path with size bytes of the pattern (buffered writes, fsync). */

@@ -231,10 +231,5 @@ static int run(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	pid_t self = getpid();
-	int r = run(argc, argv);
-	/* The data file's directory goes with the process that made it (children _exit). */
-	if (getpid() == self)
-		pio_cleanup();
-	return r;
+	return pio_main(run, argc, argv);
 }
