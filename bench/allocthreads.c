@@ -34,15 +34,9 @@
 #include <string.h>
 #include <sys/resource.h>
 
-static double scale = 1.0;
+#include "cputime.h"
 
-static double cpu_now(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-	       ru.ru_stime.tv_usec / 1e6;
-}
+static double scale = 1.0;
 
 /* xorshift32: the same sequence on every run, no libc state shared by threads. */
 static inline uint32_t rnd(uint32_t *s)
@@ -232,9 +226,9 @@ int main(int argc, char **argv)
 			}
 			long iters = (long)(benches[b].iters * scale);
 			benches[b].fn(n, iters / 10 + 1);       /* warm-up, not timed */
-			double c0 = cpu_now();
+			double c0 = bench_cpu_seconds(NULL);
 			long done = benches[b].fn(n, iters);
-			double c = cpu_now() - c0;
+			double c = bench_cpu_seconds(NULL) - c0;
 			printf(" %s%d_ops=%.0f", benches[b].name, n, c > 0 ? done / c : 0.0);
 			p = strchr(p, ',');
 			p = p ? p + 1 : "";

@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cputime.h"
+
 #define MiB (1024UL * 1024)
 #define CHUNK (2 * MiB)
 #define DEPTH 16
@@ -51,14 +53,6 @@ static double now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double cpu(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 static void *make_buf(enum backing b)
@@ -117,7 +111,7 @@ struct result {
 static struct result run(enum mode m, int b, size_t len, double seconds)
 {
 	uint64_t bytes = 0, slots = (uint64_t)(file_size / (off_t)len);
-	double t0 = now(), c0 = cpu(), t;
+	double t0 = now(), c0 = bench_cpu_seconds(NULL), t;
 	unsigned seed = 12345;
 	while ((t = now()) - t0 < seconds) {
 		for (int k = 0; k < 8; k++) {
@@ -130,7 +124,7 @@ static struct result run(enum mode m, int b, size_t len, double seconds)
 			bytes += len;
 		}
 	}
-	double c = cpu() - c0;
+	double c = bench_cpu_seconds(NULL) - c0;
 	double gib = (double)bytes / (1024.0 * MiB);
 	return (struct result){ (double)bytes / MiB / (t - t0), c / gib };
 }

@@ -4,7 +4,7 @@
 # scripts/bench small.  Never part of make check (tests/harness/bench_small.sh
 # only checks that the small loops run).
 noinst_PROGRAMS += bench/iobench
-bench_iobench_SOURCES = bench/iobench.c
+bench_iobench_SOURCES = bench/iobench.c bench/cputime.h
 bench_iobench_CFLAGS = $(AM_CFLAGS) -O2
 EXTRA_DIST += scripts/bench-io
 
@@ -18,12 +18,12 @@ bench_smallbench_SOURCES = bench/smallbench.c
 bench_smallbench_CFLAGS = $(AM_CFLAGS) -O2
 # bench/smallalloc: programs whose allocations are all small (scripts/bench smallalloc).
 noinst_PROGRAMS += bench/smallalloc
-bench_smallalloc_SOURCES = bench/smallalloc.c
+bench_smallalloc_SOURCES = bench/smallalloc.c bench/cputime.h
 bench_smallalloc_CFLAGS = $(AM_CFLAGS) -O2
 bench_smallalloc_LDADD = -lpthread
 # bench/allocthreads: bench-malloc-thread- and larson-style threads (scripts/bench allocthreads).
 noinst_PROGRAMS += bench/allocthreads
-bench_allocthreads_SOURCES = bench/allocthreads.c
+bench_allocthreads_SOURCES = bench/allocthreads.c bench/cputime.h
 bench_allocthreads_CFLAGS = $(AM_CFLAGS) -O2
 bench_allocthreads_LDADD = -lpthread
 
@@ -34,6 +34,6 @@ EXTRA_DIST += bench/callsites.py
 # (issue 25): the measurement behind uring.c registering no buffer.  Run by
 # hand: bench/fixedbench FILE (scripts/hugepages 20 ... for hugetlb rows).
 noinst_PROGRAMS += bench/fixedbench
-bench_fixedbench_SOURCES = bench/fixedbench.c
+bench_fixedbench_SOURCES = bench/fixedbench.c bench/cputime.h
 bench_fixedbench_CFLAGS = $(AM_CFLAGS) $(URING_CFLAGS) -O2
 bench_fixedbench_LDADD = $(URING_LIBS)

@@ -31,6 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cputime.h"
+
 #define MiB (1024ULL * 1024)
 
 struct opts {
@@ -49,16 +51,6 @@ static double now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double cpu_seconds(long *minflt)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	if (minflt)
-		*minflt = ru.ru_minflt;
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
-	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
 static uint64_t rng(uint64_t *s)
@@ -156,14 +148,14 @@ static int get(const struct opts *o)
 		return 1;
 	}
 	volatile uint64_t sink = 0;
-	long ops = 0, f0, f1;
+	long ops = 0, f0 = 0, f1;
 	double t0 = 0, c0 = 0, t;
 	/* op -1 warms up: the first buffer of a size may cost a pool slab's
 	 * (or the heap's) page faults, which belong to no steady state */
 	for (long warm = 1;; warm = 0) {
 		if (!warm && ops == 0) {
 			t0 = now();
-			c0 = cpu_seconds(&f0);
+			c0 = bench_cpu_seconds(&f0);
 		}
 		void *buf = pre;
 		if (!buf && posix_memalign(&buf, 4096, o->size)) {
@@ -187,7 +179,7 @@ static int get(const struct opts *o)
 		if (t - t0 >= o->seconds)
 			break;
 	}
-	double cpu = cpu_seconds(&f1) - c0, bytes = (double)ops * (double)o->size;
+	double cpu = bench_cpu_seconds(&f1) - c0, bytes = (double)ops * (double)o->size;
 	printf("iobench get label=%s size=%zu buffer=%s ops=%ld seconds=%.3f GB/s=%.3f "
 	       "cpu_s_per_GiB=%.4f faults/op=%.1f\n", o->label, o->size, kind, ops, t - t0,
 	       bytes / (t - t0) / 1e9, cpu / (bytes / (double)(1ULL << 30)),

@@ -26,15 +26,9 @@
 #include <string.h>
 #include <sys/resource.h>
 
-static double scale = 1.0;
+#include "cputime.h"
 
-static double cpu_now(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-	       ru.ru_stime.tv_usec / 1e6;
-}
+static double scale = 1.0;
 
 static inline uint32_t rnd(uint32_t *s)
 {
@@ -155,9 +149,9 @@ int main(int argc, char **argv)
 			continue;
 		long n = (long)(loops[i].ops * scale);
 		loops[i].fn(n / 10 + 1);          /* warm-up, not timed */
-		double c0 = cpu_now();
+		double c0 = bench_cpu_seconds(NULL);
 		long done = loops[i].fn(n);
-		double c = cpu_now() - c0;
+		double c = bench_cpu_seconds(NULL) - c0;
 		printf(" %s_ops=%.0f", loops[i].name, c > 0 ? done / c : 0.0);
 	}
 	printf("\n");
