@@ -21,7 +21,7 @@
 
 struct ps_config ps_cfg;
 
-enum opt_kind { OPT_BOOL, OPT_SIZE, OPT_UINT, OPT_ENUM, OPT_STRING, OPT_SIGNAL, OPT_LIST };
+enum opt_kind { OPT_BOOL, OPT_SIZE, OPT_UINT, OPT_ENUM, OPT_STRING, OPT_SIGNAL, OPT_LIST, OPT_ID };
 
 struct option {
 	const char *name;
@@ -75,7 +75,22 @@ static const struct option options[] = {
 	{ "POOLSHIM_DUMP_SIGNAL", OPT_SIGNAL, OFF(dump_signal), 0, 0, 0, NULL, NULL, SIZE_MAX },
 	/* Checked by init.c before anything else (ps_programs_match); kept here to be printed. */
 	{ "POOLSHIM_PROGRAMS", OPT_LIST, OFF(programs), 0, 0, 0, NULL, "", SIZE_MAX },
+	/* Set by the `poolshim` wrapper: the processes of one run, collected together. */
+	{ "POOLSHIM_RUN", OPT_ID, OFF(run), 0, 0, 0, NULL, "", SIZE_MAX },
 };
+
+int ps_parse_id(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= PS_ID_MAX)
+		return n ? -ERANGE : -EINVAL;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '.' || *s == '_' || *s == '-'))
+			return -EINVAL;
+	return 0;
+}
 
 static const char *const true_words[] = { "1", "on", "yes", "true", NULL };
 static const char *const false_words[] = { "0", "off", "no", "false", NULL };
@@ -254,6 +269,7 @@ static void set_default(struct ps_config *cfg, const struct option *o)
 		break;
 	case OPT_STRING:
 	case OPT_LIST:
+	case OPT_ID:
 		strcpy((char *)field(cfg, o->offset), o->def_str);
 		break;
 	}
@@ -297,6 +313,7 @@ static void put_value(struct ps_buf *b, const struct ps_config *cfg, const struc
 		break;
 	case OPT_STRING:
 	case OPT_LIST:
+	case OPT_ID:
 		ps_buf_puts(b, deflt ? o->def_str : (const char *)f);
 		break;
 	case OPT_SIGNAL: {
@@ -338,6 +355,9 @@ static void put_accepted(struct ps_buf *b, const struct option *o)
 		break;
 	case OPT_LIST:
 		ps_buf_puts(b, "program names separated by commas");
+		break;
+	case OPT_ID:
+		ps_buf_puts(b, "1 to 63 letters, digits, '.', '_' or '-'");
 		break;
 	case OPT_SIGNAL:
 		ps_buf_puts(b, "a signal whose default ends the program: a name such as USR2, SIGUSR2, "
@@ -410,6 +430,11 @@ static int apply(struct ps_config *cfg, const struct option *o, const char *v)
 		if (strlen(v) >= PS_PATH_MAX)
 			r = -ERANGE;
 		else
+			strcpy((char *)field(cfg, o->offset), v);
+		break;
+	case OPT_ID:
+		r = ps_parse_id(v);
+		if (r == 0)
 			strcpy((char *)field(cfg, o->offset), v);
 		break;
 	}

@@ -43,6 +43,7 @@ enum ps_uring_test {
 };
 
 #define PS_PATH_MAX 512
+#define PS_ID_MAX 64
 
 struct ps_config {
 	bool enabled;                  /* POOLSHIM */
@@ -74,6 +75,7 @@ struct ps_config {
 	uint64_t backtrace_top;        /* POOLSHIM_BACKTRACE_TOP */
 	int dump_signal;               /* POOLSHIM_DUMP_SIGNAL, 0 = none */
 	char programs[PS_PATH_MAX];    /* POOLSHIM_PROGRAMS, "" = every program */
+	char run[PS_ID_MAX];           /* POOLSHIM_RUN: the wrapper's mark, "" = none */
 };
 
 /* The built-in defaults. */
@@ -111,6 +113,8 @@ const char *ps_parse_digits(const char *s, uint64_t max, uint64_t *out);
 int ps_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int ps_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int ps_parse_bool(const char *s, bool *out);
+/* An identifier (POOLSHIM_RUN): 1 to PS_ID_MAX - 1 of [A-Za-z0-9._-]. */
+int ps_parse_id(const char *s);
 /* A signal by name (USR2, SIGUSR2), by number (1..64), or off/none/0 for none. */
 int ps_parse_signal(const char *s, int *out);
 

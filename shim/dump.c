@@ -1,23 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * When the report is written besides exit: when a signal ends the program
- * from its default disposition, on POOLSHIM_DUMP_SIGNAL, and just before
- * exec replaces the image.
- *
- * SIGTERM, SIGINT and SIGHUP are how servers are stopped (systemd, docker
- * stop, Kubernetes, test harnesses, Ctrl-C).  While the program leaves one
- * of them at SIG_DFL our handler stands in for the default: it writes the
- * report, removes the live file, sets the default back, unblocks the
- * signal and raises it again, so the process dies from the same signal
- * (exit status, wait status, no core) as it would have.  Once the program
- * installs a handler or SIG_IGN, that goes to the kernel as it is and we
- * are out of the way; setting SIG_DFL again puts ours back.  sigaction()
- * and the signal() family report the program's own disposition (SIG_DFL,
- * its flags and mask), never ours.  What remains visible: the signal
- * shows as caught in /proc/PID/status (SigCgt), and a call the signal
- * interrupts dies inside the handler rather than in the kernel.  exec
- * resets caught signals to SIG_DFL, and the new image's shim installs
- * again; SIG_IGN is kept across exec, by the kernel, as without us.
+ * The one signal the shim takes, and only when asked: POOLSHIM_DUMP_SIGNAL
+ * writes a report (a snapshot) when that signal arrives.  No other signal
+ * is touched: SIGTERM, SIGINT and SIGHUP keep the kernel's default action,
+ * and /proc/PID/status shows the program's own SigCgt/SigIgn/SigBlk.  How
+ * a process ended is read from its live record afterwards (end.c, live.c,
+ * `poolshim collect`), not caught as it dies.  Also here: the report of an
+ * image that exec replaces.
  *
  * The dump signal's handler writes the report right there: the report path
  * uses only raw system calls, no locks that the interrupted code could hold
@@ -28,8 +17,9 @@
  * SA_RESETHAND act as they would); SIG_IGN is installed as SIG_IGN (no
  * dump while ignored, and the kernel keeps it across exec).  Ours calls
  * the program's handler after dumping; where the disposition is the
- * default and the signal is not USR1/USR2, the program then ends by the
- * signal as above.  Only signals whose default ends the program are
+ * default and the signal is not USR1/USR2, the process is finished as at
+ * exit (end.c) and the signal raised again at its default, so the process
+ * dies from it as it would have.  Only signals whose default ends the program are
  * accepted (config.c): a handler on CHLD, WINCH or a stop signal would
  * change what the program does.
  *
@@ -60,14 +50,12 @@
 #include "compiler.h"
 #include "config.h"
 #include "dump.h"
+#include "end.h"
 #include "init.h"
 #include "live.h"
 #include "real.h"
 #include "report_out.h"
 #include "sys.h"
-
-/* The signals that stop servers: reported when they end the program. */
-static const int end_sigs[] = { SIGTERM, SIGINT, SIGHUP };
 
 static int dump_sig;
 /* Bit sig - 1: our handler stands in for the program's default of sig. */
@@ -122,21 +110,29 @@ static void run_on_stack(void (*fn)(void), void *top)
 			   "memory", "cc");
 }
 
+/* The dump signal that is ending the program (for end_by_signal, which takes no argument). */
+static int ending_sig;
+
+static void end_by_signal(void)
+{
+	ps_end(PS_END_SIGNAL, ending_sig, true, PS_REPORT_IN_SIGNAL);
+}
+
 static void end_on_own_stack(void)
 {
 	if (__atomic_exchange_n(&end_stack_taken, 1, __ATOMIC_ACQ_REL)) {
-		ps_end_now();
+		end_by_signal();
 		return;
 	}
 	long p = PS_SYSCALL(SYS_mmap, NULL, END_STACK + PS_PAGE, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
 	if (p < 0 && p > -4096) {
-		ps_end_now();
+		end_by_signal();
 		return;
 	}
 	PS_SYSCALL(SYS_mprotect, p, PS_PAGE, PROT_NONE);
 	/* 16-byte aligned: the call pushes the return address as the ABI expects. */
-	run_on_stack(ps_end_now, (void *)((uintptr_t)p + PS_PAGE + END_STACK));
+	run_on_stack(end_by_signal, (void *)((uintptr_t)p + PS_PAGE + END_STACK));
 	PS_SYSCALL(SYS_munmap, p, END_STACK + PS_PAGE);
 }
 
@@ -144,13 +140,14 @@ static void end_on_own_stack(void)
  * The program left sig at its default.  USR1 and USR2 are sent to ask for
  * a dump, so they are absorbed.  Any other (TERM, INT, HUP, QUIT, ALRM,
  * PIPE) is meant to end the program: do what the kernel would have done,
- * with the report written first (ps_end_now: once, and only in a process
+ * with the report written first (ps_end: once, and only in a process
  * whose counters are its own), so the exit status is the signal's.
  */
 static void default_action(int sig)
 {
 	if (sig == SIGUSR1 || sig == SIGUSR2)
 		return;
+	ending_sig = sig;
 	end_on_own_stack();
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof(dfl));
@@ -401,10 +398,6 @@ void ps_dump_init(const struct ps_config *cfg)
 		if (!is_managed(dump_sig))
 			dump_sig = 0;
 	}
-	/* Nothing to write and nothing to remove: the default stays the kernel's. */
-	if (strcmp(cfg->stats, "off") != 0 || cfg->live)
-		for (size_t i = 0; i < sizeof(end_sigs) / sizeof(end_sigs[0]); i++)
-			manage(end_sigs[i]);
 }
 
 PS_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)

@@ -37,6 +37,11 @@ void ps_report_keep_name(void)
 		ps_program_clean(ps_program, sizeof(ps_program), program_invocation_short_name);
 }
 
+int64_t ps_report_start_time(void)
+{
+	return start_time;
+}
+
 void ps_report_ident(int *pid, const char **program)
 {
 	*pid = (int)PS_SYSCALL(SYS_getpid);

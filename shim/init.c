@@ -24,8 +24,8 @@
  * child's part itself, with nothing that allocates or locks.
  *
  * At the end, the destructor (exit, a return from main) and _exit/_Exit
- * (which run no destructor) leave the same things: the live file's last
- * numbers, the report, the live file removed.
+ * (which run no destructor) hand over to end.c: the record's last
+ * numbers, and the report delivered or kept.
  */
 #include "init.h"
 
@@ -45,6 +45,7 @@
 #include "fmt.h"
 #include "heap.h"
 #include "dump.h"
+#include "end.h"
 #include "iocount.h"
 #include "live.h"
 #include "pool.h"
@@ -56,8 +57,6 @@
 
 int ps_state = PS_STATE_NEW;
 int ps_pid;
-static int start_pid;      /* the process whose image ran start() */
-static int ended;          /* the end's work is done (or being done) */
 static __thread bool initialising;
 static bool decided_on;
 static pthread_key_t thread_key;
@@ -234,7 +233,7 @@ static void start(void)
 		ps_log("the pool could not be created (%s); large buffers use glibc's "
 		       "heap", ps_errno_name(-r) ? ps_errno_name(-r) : "error");
 	ps_heap_choose(true);
-	ps_pid = start_pid = (int)getpid();
+	ps_pid = ps_start_pid = (int)getpid();
 	ps_report_keep_name();
 	/* Bound now, with the heap's owner chosen: dlsym may allocate. */
 	ps_real_init();
@@ -319,83 +318,13 @@ __attribute__((constructor)) static void poolshim_ctor(void)
  */
 __attribute__((destructor)) static void poolshim_dtor(void)
 {
-	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) == PS_STATE_ON &&
-	    !__atomic_exchange_n(&ended, 1, __ATOMIC_ACQ_REL)) {
-		ps_live_publish();
-		ps_report_emit(&ps_cfg, 0);
-		ps_live_remove();
-	}
+	ps_end(PS_END_EXIT, 0, false, 0);
 }
 
-/*
- * Whether a fork child did work of its own worth a report: fio's job
- * processes and prefork servers' workers do all the I/O and end with
- * _exit() or a signal, while a child that only failed an exec, or ran a
- * few calls before _exit, would add noise.  The child's counters start at
- * zero at fork (ps_stats_after_fork_child), so this is its own work:
- * counted I/O calls and pooled allocations, or the bytes they moved.
- */
-#define CHILD_WORK_CALLS 64
-#define CHILD_WORK_BYTES (1u << 20)
-
-static bool child_worked(void)
-{
-	struct ps_tstats *s = ps_report_scratch_get();
-	if (!s)
-		return false;
-	struct ps_rows rows;
-	ps_report_scratch_fill(s, &rows);
-	uint64_t calls = s->events[PS_EV_POOL_ALLOC], bytes = 0;
-	for (int call = PS_CALL_READ; call < PS_CALL__COUNT; call++)
-		for (int k = 0; k < PS_FD__COUNT; k++) {
-			if (!rows.used[call][k])
-				continue;
-			calls += s->c[call][k].calls;
-			bytes += s->c[call][k].bytes;
-		}
-	ps_report_scratch_put(s);
-	return calls >= CHILD_WORK_CALLS || bytes >= CHILD_WORK_BYTES;
-}
-
-/*
- * _exit and _Exit skip the destructors, and with them the report: a
- * program that ends this way (Ceph's OSD, whose osd_fast_shutdown is on by
- * default) would leave none, and its live file behind.  The process that
- * started the shim gets both, as at exit, and so does a fork child that
- * did work of its own (child_worked).  vfork and raw clone children never
- * do: the counters they see are their parent's (their pid is not ps_pid).
- * What the process writes stays as it was (exit() in a fork child still
- * reports).  _exit may be called from a signal handler, so the report
- * names no frames, like the dump's.  Other threads run on meanwhile, as
- * they do during exit().  Also the end of a process killed by a signal it
- * left at its default (dump.c).
- */
-bool ps_report_due(void)
-{
-	int pid = (int)PS_SYSCALL(SYS_getpid);
-	return pid == ps_pid && (pid == start_pid || child_worked());
-}
-
-void ps_end_now(void)
-{
-	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) != PS_STATE_ON || !ps_report_due() ||
-	    __atomic_exchange_n(&ended, 1, __ATOMIC_ACQ_REL))
-		return;
-	int saved_errno = errno;
-	ps_live_publish();
-	ps_report_emit(&ps_cfg, PS_REPORT_IN_SIGNAL);
-	ps_live_remove();
-	errno = saved_errno;
-}
-
-static void end_abruptly(void)
-{
-	ps_end_now();
-}
-
+/* _exit and _Exit skip the destructors: the end's work is done here (end.c). */
 PS_EXPORT void _exit(int status)
 {
-	end_abruptly();
+	ps_end(PS_END_EXIT, status, true, PS_REPORT_IN_SIGNAL);
 	REAL(_exit)(status);
 	/* Only if libc had no _exit (the ENOSYS stub returned). */
 	for (;;)
@@ -404,7 +333,7 @@ PS_EXPORT void _exit(int status)
 
 PS_EXPORT void _Exit(int status)
 {
-	end_abruptly();
+	ps_end(PS_END_EXIT, status, true, PS_REPORT_IN_SIGNAL);
 	REAL(_Exit)(status);
 	for (;;)
 		PS_SYSCALL(SYS_exit_group, status);

@@ -24,15 +24,6 @@ extern PS_HIDDEN int ps_state;
 extern int ps_pid;
 
 /*
- * The end's work where no destructor runs (_exit, _Exit, a signal that
- * ends the program from its default): the live file's last numbers, the
- * report, the live file removed.  Once; only in the process that started
- * the shim or in a fork child that did work of its own, never in a vfork
- * child.  Async-signal-safe, errno kept.
- */
-void ps_end_now(void);
-
-/*
  * Whether this process writes a report where it ends or execs without
  * exit(): the process that started the shim, or a fork child that did
  * work of its own (so a shell's fork child that only sets up an exec adds

@@ -76,6 +76,7 @@ __attribute__((noinline)) uint64_t ps_io_gate_slow(void)
 	}
 	if (ps_unlikely(ps_live_tick_wanted()))
 		ps_live_tick();
+	ps_live_usage_tick();
 	if (ps_unlikely(sites_wanted)) {
 		/* Every call comes here; the sampling countdown is site_left. */
 		ps_io_gate = 1;

@@ -55,7 +55,7 @@ static void exit_begins(void *unused)
 /* Constructors run on the main thread.  The registration allocates: after start. */
 __attribute__((constructor)) static void leave_ctor(void)
 {
-	if (ps_enabled() && strcmp(ps_cfg.stats, "stderr") == 0)
+	if (ps_enabled() && strcmp(ps_cfg.stats, "off") != 0)
 		__cxa_thread_atexit_impl(exit_begins, NULL, &__dso_handle);
 }
 

@@ -31,8 +31,13 @@
 
 #include "alloc.h"
 #include "fmt.h"
+#include "heap.h"
+#include "report_out.h"
 #include "sys.h"
 #include "uring.h"
+
+#include <sys/resource.h>
+#include <sys/utsname.h>
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -74,6 +79,10 @@ static dev_t live_dev;
 static ino_t live_ino;
 static uid_t live_owner, owner_before, owner_pending = (uid_t)-1;
 static bool live_unlinked;
+/* This process is a fork child of the one that started the shim. */
+static bool live_is_child;
+/* When the header's page faults and CPU time were last brought up to date (CLOCK_MONOTONIC ns). */
+static uint64_t usage_at;
 
 static size_t stride(void)
 {
@@ -169,13 +178,19 @@ static void *take_block(void)
 	return p;
 }
 
-static void copy_reason(char *dst, const char *src)
+/* A string into a header field of cap bytes, cut to fit and always ended. */
+static void copy_str(char *dst, size_t cap, const char *src)
 {
 	size_t n = src ? strlen(src) : 0;
-	if (n >= PS_LIVE_REASON)
-		n = PS_LIVE_REASON - 1;
+	if (n >= cap)
+		n = cap - 1;
 	memcpy(dst, src ? src : "", n);
 	dst[n] = '\0';
+}
+
+static void copy_reason(char *dst, const char *src)
+{
+	copy_str(dst, PS_LIVE_REASON, src);
 }
 
 /*
@@ -211,7 +226,43 @@ void ps_live_publish(void)
 	h->uring_state = (int32_t)ps_uring_state();
 	h->uring_rings = ps_uring_rings();
 	copy_reason(h->uring_reason, ps_uring_reason());
+	if (__atomic_load_n(&ps_heap, __ATOMIC_ACQUIRE) == PS_HEAP_OTHER)
+		copy_reason(h->heap_owner, ps_heap_owner ? ps_heap_owner : "?");
 	pthread_mutex_unlock(&publish_lock);
+}
+
+/*
+ * What a report rendered by someone else needs and the counters do not
+ * hold: where it goes (POOLSHIM_STATS expanded for this process, as the
+ * process itself would have), the effective configuration, the run it
+ * belongs to and the facts of the machine.  Written once, with the file.
+ */
+static void fill_context(struct ps_live_header *h, int pid)
+{
+	struct ps_buf b;
+	struct utsname un;
+
+	h->flags = live_is_child ? PS_REC_CHILD : 0;
+	h->end = PS_END_RUNNING;
+	h->report = strcmp(ps_cfg.stats, "off") == 0 ? PS_REC_NONE : PS_REC_PENDING;
+	h->stats_format = (int32_t)ps_cfg.stats_format;
+	h->start_time = ps_report_start_time();
+	h->usage_time = -1;
+	if (strcmp(ps_cfg.stats, "stderr") == 0 || strcmp(ps_cfg.stats, "off") == 0 ||
+	    ps_report_path(h->stats, sizeof(h->stats), ps_cfg.stats, pid, h->program) < 0)
+		copy_str(h->stats, sizeof(h->stats), ps_cfg.stats);
+	copy_str(h->run, sizeof(h->run), ps_cfg.run);
+	copy_str(h->shim_version, sizeof(h->shim_version), PACKAGE_VERSION);
+	if (PS_SYSCALL(SYS_uname, &un) == 0) {
+		copy_str(h->host, sizeof(h->host), un.nodename);
+		copy_str(h->kernel, sizeof(h->kernel), un.release);
+	}
+	ps_buf_init(&b, h->config, sizeof(h->config), -1);
+	ps_config_print(&ps_cfg, &b);
+	ps_buf_str(&b);
+	/* Cut short, it would misstate a setting: none rather than a wrong one. */
+	if (b.truncated)
+		memset(h->config, 0, sizeof(h->config));
 }
 
 static void fill_identity(struct ps_live_header *h, int pid, uint64_t ns)
@@ -231,6 +282,7 @@ static void fill_identity(struct ps_live_header *h, int pid, uint64_t ns)
 	for (char *c = h->program; *c; c++)
 		if (*c == '/')
 			*c = '_';
+	fill_context(h, pid);
 }
 
 /*
@@ -489,6 +541,7 @@ void ps_live_after_fork_child(void)
 {
 	struct ps_live_header *h = __atomic_load_n(&hdr, __ATOMIC_ACQUIRE);
 
+	live_is_child = true;
 	if (h) {
 		disown(h);
 	} else if (__atomic_load_n(&ps_live_file_due, __ATOMIC_RELAXED)) {
@@ -511,8 +564,9 @@ void ps_live_after_fork_child(void)
  */
 void ps_live_tick(void)
 {
+	/* Under the wrapper at once: a process killed in its first second still leaves a record. */
 	if (__atomic_load_n(&ps_live_file_due, __ATOMIC_RELAXED) &&
-	    mono_now() - due_since >= PS_LIVE_FILE_DELAY_NS)
+	    (ps_cfg.run[0] || mono_now() - due_since >= PS_LIVE_FILE_DELAY_NS))
 		make_file_once();
 	uint32_t gen = __atomic_load_n(&ps_live_gen, __ATOMIC_ACQUIRE);
 	if (ps_live_gen_seen == gen)
@@ -708,4 +762,121 @@ void ps_live_after_chroot(int dir, bool changed)
 	}
 	ps_sys_close(dir);
 	errno = saved_errno;
+}
+
+/*
+ * The end of the process (end.c): the record's last figures, how it
+ * ended, and the report kept in it when the process could not deliver it.
+ */
+
+bool ps_live_exists(void)
+{
+	return mine() != NULL && live_pid == (int)PS_SYSCALL(SYS_getpid);
+}
+
+void ps_live_make_now(void)
+{
+	if (!__atomic_load_n(&ps_live_file_due, __ATOMIC_ACQUIRE) || mine())
+		return;
+	make_file_once();
+	/* The calling thread's counters moved in; the others' are read from private memory at exit. */
+}
+
+int ps_live_where(char *out, size_t cap)
+{
+	if (!ps_live_exists() || cap < PS_LIVE_DIR_MAX + 64)
+		return -ENOENT;
+	ps_live_path(out, cap, live_pid, live_ns);
+	return 0;
+}
+
+void ps_live_usage(void)
+{
+	struct ps_live_header *h = mine();
+	struct rusage ru;
+	struct timespec now;
+
+	if (!h || PS_SYSCALL(SYS_getrusage, RUSAGE_SELF, &ru) != 0)
+		return;
+	h->minflt = (uint64_t)ru.ru_minflt;
+	h->majflt = (uint64_t)ru.ru_majflt;
+	h->utime_us = (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec;
+	h->stime_us = (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
+	clock_gettime(CLOCK_REALTIME, &now);
+	h->usage_time = now.tv_sec;
+	usage_at = mono_now();
+}
+
+void ps_live_usage_tick(void)
+{
+	if (__atomic_load_n(&hdr, __ATOMIC_RELAXED) && mono_now() - usage_at >= PS_LIVE_USAGE_NS)
+		ps_live_usage();
+}
+
+void ps_live_end(int end, int status, bool status_known)
+{
+	struct ps_live_header *h = mine();
+
+	if (!h)
+		return;
+	h->exit_status = status;
+	if (status_known)
+		__atomic_or_fetch(&h->flags, PS_REC_STATUS_KNOWN, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->end, end, __ATOMIC_RELEASE);
+}
+
+void ps_live_delivered(void)
+{
+	struct ps_live_header *h = mine();
+
+	if (h)
+		__atomic_store_n(&h->report, PS_REC_DELIVERED, __ATOMIC_RELEASE);
+}
+
+/*
+ * The report, rendered here, appended to the record after its blocks (the
+ * mapping does not reach there: it is written through a descriptor opened
+ * for the one call and checked to be the same file).  The header points
+ * at it only once it is whole.  A record that cannot be reached by its
+ * path any more keeps its counters alone.
+ */
+int ps_live_keep_report(int format, unsigned how, const char *why)
+{
+	char path[PS_LIVE_DIR_MAX + 64];
+	struct ps_live_header *h = mine();
+	struct stat st;
+
+	if (!h || live_pid != (int)PS_SYSCALL(SYS_getpid))
+		return -ENOENT;
+	copy_str(h->report_error, sizeof(h->report_error), why);
+	if (live_unlinked)
+		return -ENOENT;
+	ps_live_path(path, sizeof(path), live_pid, live_ns);
+	long fd = ps_sys_openat(AT_FDCWD, path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0);
+	if (fd < 0)
+		return (int)fd;
+	long r = PS_SYSCALL(SYS_fstat, fd, &st);
+	if (r == 0 && (st.st_dev != live_dev || st.st_ino != live_ino))
+		r = -ESTALE;
+	uint64_t off = ((uint64_t)st.st_size + 4095) & ~(uint64_t)4095;
+	if (r == 0 && off < map_len)
+		off = map_len;
+	if (r == 0)
+		r = PS_SYSCALL(SYS_lseek, fd, (long)off, SEEK_SET) < 0 ? -EIO : 0;
+	if (r == 0)
+		r = ps_report_write((int)fd, (enum ps_stats_format)format, how);
+	if (r == 0)
+		r = PS_SYSCALL(SYS_fstat, fd, &st);
+	if (r == 0 && (uint64_t)st.st_size > off) {
+		h->blob_off = off;
+		h->blob_len = (uint64_t)st.st_size - off;
+		h->stats_format = format;
+		__atomic_store_n(&h->report, PS_REC_KEPT, __ATOMIC_RELEASE);
+	} else {
+		if (r == 0)
+			r = -EIO;
+		PS_SYSCALL(SYS_ftruncate, fd, (long)off);
+	}
+	ps_sys_close((int)fd);
+	return (int)r;
 }

@@ -1,21 +1,31 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Live counters in shared memory.  Each process under the shim keeps its
- * per-thread counter blocks in a file, /dev/shm/poolshim-PID-NS.stats
- * (mode 0600; NS is the inode of the process's pid namespace, 0 when /proc
- * is not there, so processes with the same pid in two namespaces sharing
- * /dev/shm keep apart), so `poolshim stat` can read a running process, or
- * one killed with SIGKILL, without its help.  The file holds a header
- * (identity and gauges) followed by up to PS_LIVE_BLOCKS counter blocks;
- * threads beyond that, or whose block /dev/shm had no room for, count in
- * anonymous memory and appear only in the exit report (the header counts
- * them in `unpublished`).
+ * The live record: what the process publishes, and the truth its report is
+ * rendered from.  Each process under the shim keeps its per-thread counter
+ * blocks in a file, /dev/shm/poolshim-PID-NS.stats (mode 0600; NS is the
+ * inode of the process's pid namespace, 0 when /proc is not there, so
+ * processes with the same pid in two namespaces sharing /dev/shm keep
+ * apart), so `poolshim stat` can read a running process and `poolshim
+ * collect` (or the `poolshim` wrapper) can render the report of one that
+ * ended without writing it: killed with SIGKILL or by the OOM killer,
+ * chrooted, its stderr pointed elsewhere, its report path unwritable.  The
+ * file holds a header (identity, gauges, the effective configuration,
+ * where the report goes, how the process ended) followed by up to
+ * PS_LIVE_BLOCKS counter blocks and, once the process has rendered its own
+ * report but could not deliver it, that report (blob_off, blob_len).
+ * Threads beyond the blocks, or whose block /dev/shm had no room for,
+ * count in anonymous memory and appear only in a report the process
+ * renders itself (the header counts them in `unpublished`).
+ *
+ * Readers trust nothing in it: see tools/ (every size, count, offset,
+ * enumeration and string is checked before use).
  */
 #ifndef PS_LIVE_H
 #define PS_LIVE_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "config.h"
@@ -23,11 +33,34 @@
 #include "stats.h"
 
 #define PS_LIVE_MAGIC "PSLIVE01"
-#define PS_LIVE_VERSION 2
+#define PS_LIVE_VERSION 3
 #define PS_LIVE_BLOCKS 128
 #define PS_LIVE_DIR "/dev/shm"
 #define PS_LIVE_HEADER 8192          /* bytes before the first block */
 #define PS_LIVE_REASON 112
+#define PS_LIVE_STATS (PS_PATH_MAX + 64)   /* POOLSHIM_STATS expanded for the process */
+#define PS_LIVE_CONFIG 3328                /* the effective configuration, NAME=value lines */
+
+/* How the process ended, as far as it could tell (header field `end`). */
+enum ps_live_end {
+	PS_END_RUNNING = 0,          /* still running, or killed (SIGKILL, the OOM killer, a crash) */
+	PS_END_EXIT = 1,             /* exit(), a return from main, _exit(): status when known */
+	PS_END_SIGNAL = 2,           /* the dump signal at its default ended it (status: the signal) */
+	PS_END__COUNT
+};
+
+/* Where the report stands (header field `report`). */
+enum ps_live_report {
+	PS_REC_PENDING = 0,          /* not rendered yet: a reader renders it from the counters */
+	PS_REC_DELIVERED = 1,        /* the process wrote it where POOLSHIM_STATS says */
+	PS_REC_KEPT = 2,             /* rendered by the process, kept in the file for a reader to deliver */
+	PS_REC_NONE = 3,             /* no report wanted (POOLSHIM_STATS=off), or no work worth one */
+	PS_REC__COUNT
+};
+
+/* Header `flags`. */
+#define PS_REC_STATUS_KNOWN 1u      /* exit_status holds the status the process exited with */
+#define PS_REC_CHILD 2u             /* a fork child of the process that started the shim */
 
 struct ps_live_header {
 	char magic[8];
@@ -60,6 +93,26 @@ struct ps_live_header {
 	uint64_t pidns;              /* inode of the pid namespace, as in the file name */
 	uint32_t unpublished;        /* threads counting outside the file (full, or no room) */
 	uint32_t threads_peak;       /* the most threads counting at once (0: older writer) */
+	/* version 3: what a report rendered without the process needs */
+	uint32_t flags;              /* PS_REC_* */
+	int32_t end;                 /* enum ps_live_end */
+	int32_t exit_status;         /* exit status, or the signal for PS_END_SIGNAL */
+	int32_t report;              /* enum ps_live_report */
+	int32_t stats_format;        /* enum ps_stats_format of the report */
+	uint32_t pad0;
+	int64_t start_time;          /* seconds since the epoch, or -1 */
+	/* Page faults and CPU time, as of usage_time (realtime seconds): at exit, else at most a second old. */
+	uint64_t minflt, majflt, utime_us, stime_us;
+	int64_t usage_time;
+	/* A report the process rendered and could not deliver (PS_REC_KEPT): bytes in the file. */
+	uint64_t blob_off, blob_len;
+	char stats[PS_LIVE_STATS];   /* where the report goes: "stderr", "off" or a path, expanded */
+	char run[PS_ID_MAX];          /* POOLSHIM_RUN at start ("" without the wrapper) */
+	char report_error[PS_LIVE_REASON];   /* why the process could not deliver its report */
+	char heap_owner[PS_LIVE_REASON];     /* malloc's file when not ours, else "" */
+	char shim_version[32];
+	char host[65], kernel[65];
+	char config[PS_LIVE_CONFIG]; /* the effective configuration, "NAME=value\n" each */
 };
 
 /*
@@ -104,6 +157,33 @@ void ps_live_before_exec(void);
 void ps_live_after_failed_exec(void);
 /* At exit: remove the file. */
 void ps_live_remove(void);
+
+/*
+ * The end (end.c).  Whether this process has a record of its own now;
+ * make it now (a process about to end that had none yet); its path into
+ * out[cap] (0, or -ENOENT without one).
+ */
+bool ps_live_exists(void);
+void ps_live_make_now(void);
+int ps_live_where(char *out, size_t cap);
+/*
+ * Page faults and CPU time into the header: at the end, and from the
+ * counting slow path at most every PS_LIVE_USAGE_NS (ps_live_usage_tick),
+ * so a record left by a killed process is at most that old.
+ */
+#define PS_LIVE_USAGE_NS 1000000000ull
+void ps_live_usage(void);
+void ps_live_usage_tick(void);
+/* How the process ended (enum ps_live_end), with its status when known. */
+void ps_live_end(int end, int status, bool status_known);
+/* The process wrote its report itself. */
+void ps_live_delivered(void);
+/*
+ * Render the report (format: enum ps_stats_format; how: report_out.h's
+ * flags) into the record for a reader to deliver, with why the process
+ * did not (NULL: the wrapper delivers).  0 or -errno.  Async-signal-safe.
+ */
+int ps_live_keep_report(int format, unsigned how, const char *why);
 
 /*
  * Around a change of the effective uid to euid ((uid_t)-1: unchanged):

@@ -73,6 +73,7 @@ libpoolshim_la_SOURCES = \
 	shim/direct.c shim/direct.h \
 	shim/io.c shim/fdcalls.c \
 	shim/dump.c shim/dump.h \
+	shim/end.c shim/end.h \
 	shim/leave.c \
 	shim/api.c
 # -U_FORTIFY_SOURCE: the interposers define read, pread, recv, ..., which

@@ -82,6 +82,7 @@
 	X(int, execvpe, (const char *, char *const[], char *const[]))                       \
 	X(int, fexecve, (int, char *const[], char *const[]))                                \
 	X(pid_t, _Fork, (void))                                                             \
+	X(void, exit, (int))                                                                \
 	X(void, _exit, (int))                                                               \
 	X(void, _Exit, (int))                                                               \
 	X(int, daemon, (int, int))                                                          \

@@ -105,7 +105,7 @@ static bool copy_is_ours(void)
  */
 void ps_report_exit_begins(void)
 {
-	if (err0.state != ERR_SEEN || err0.copy >= 0 || strcmp(ps_cfg.stats, "stderr") != 0)
+	if (err0.state != ERR_SEEN || err0.copy >= 0 || strcmp(ps_cfg.stats, "off") == 0)
 		return;
 	long fd = PS_SYSCALL(SYS_fcntl, 2, F_DUPFD_CLOEXEC, 600);
 	if (fd >= 0)
@@ -167,8 +167,8 @@ static void to_syslog(const char *line, size_t n)
 }
 
 /* One line for the user where stderr_fd() allows it, else to the system log; a few per process at most. */
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
+#define say ps_report_say
+void ps_report_say(const char *fmt, ...)
 {
 	static int said;
 	char storage[PS_PATH_MAX + 160];

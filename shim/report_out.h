@@ -43,6 +43,8 @@ void ps_report_scratch_fill(struct ps_tstats *scratch, struct ps_rows *rows);
  * name (ps_program, fmt.h), before the program can rewrite argv.
  */
 void ps_report_keep_name(void);
+/* When the program started (seconds since the epoch), or -1. */
+int64_t ps_report_start_time(void);
 /* The pid and the kept program name a report names (keeping it now if not yet). */
 void ps_report_ident(int *pid, const char **program);
 
@@ -68,8 +70,9 @@ void ps_report_keep_stderr(void);
 
 /*
  * Exit has begun (the main thread's exit, before the atexit handlers): if
- * the report goes to stderr and fd 2 is still the stderr of the start,
- * keep a copy of it for the report, in case a handler closes fd 2.  The
+ * a report is wanted and fd 2 is still the stderr of the start, keep a
+ * copy of it for the report, or for the line saying where the report went
+ * (a path that cannot be written), in case a handler closes fd 2.  The
  * only descriptor the shim ever keeps, for the process's last moments.
  */
 void ps_report_exit_begins(void);
@@ -92,5 +95,12 @@ int ps_report_stderr_fd(void);
  * 0 or -errno (also said once on stderr, as above).
  */
 int ps_report_emit(const struct ps_config *cfg, unsigned how);
+
+/*
+ * One line for the user about the report: on fd 2 while it is still the
+ * stderr of the start, else to the system log; a few per process at most.
+ * Async-signal-safe.
+ */
+void ps_report_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -466,3 +466,17 @@ uint64_t ps_ticks_to_ns(uint64_t ticks)
 	}
 	return (uint64_t)((double)ticks * rate);
 }
+
+bool ps_stats_worked(const struct ps_tstats *s, const struct ps_rows *rows)
+{
+	uint64_t calls = s->events[PS_EV_POOL_ALLOC], bytes = 0;
+
+	for (int call = PS_CALL_READ; call < PS_CALL__COUNT; call++)
+		for (int k = 0; k < PS_FD__COUNT; k++) {
+			if (rows && !rows->used[call][k])
+				continue;
+			calls += s->c[call][k].calls;
+			bytes += s->c[call][k].bytes;
+		}
+	return calls >= PS_WORK_CALLS || bytes >= PS_WORK_BYTES;
+}

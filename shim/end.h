@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The end of a process under the shim (end.c): the live record finished,
+ * the report delivered by the process where it still can, else kept in
+ * the record for `poolshim collect` or the `poolshim` wrapper.
+ */
+#ifndef PS_END_H
+#define PS_END_H
+
+#include <stdbool.h>
+
+/* The pid of the process whose image started the shim (init.c sets it). */
+extern int ps_start_pid;
+
+/*
+ * Finish this process: end is an enum ps_live_end, status the exit status
+ * (or the signal) when status_known.  how: PS_REPORT_IN_SIGNAL where no
+ * frame may be named (_exit, which may run in a signal handler), else 0.
+ * Once per process; only in the process that started the shim or in a
+ * fork child that did work of its own (ps_report_due), never in a vfork
+ * child.  Async-signal-safe with PS_REPORT_IN_SIGNAL, errno kept.
+ */
+void ps_end(int end, int status, bool status_known, unsigned how);
+
+/* ps_end() for an exit whose status is not known here (a dump signal's default). */
+void ps_end_now(void);
+
+/* exit() was called with status: the destructor's ps_end() reports it. */
+void ps_end_exit_status(int status);
+
+#endif
