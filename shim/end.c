@@ -94,14 +94,19 @@ static void keep(unsigned how, const char *why)
 
 void ps_end(int end, int status, bool status_known, unsigned how)
 {
-	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) != PS_STATE_ON ||
-	    __atomic_exchange_n(&ended, 1, __ATOMIC_ACQ_REL))
+	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) != PS_STATE_ON)
 		return;
 	int saved_errno = errno;
+	/* Before `ended` is touched: a vfork child shares it with its parent. */
 	if (!ps_report_due()) {
 		/* A vfork child (the record is its parent's) or a fork child with no work of its own. */
-		if ((int)PS_SYSCALL(SYS_getpid) == ps_pid)
+		if ((int)PS_SYSCALL(SYS_getpid) == ps_pid &&
+		    !__atomic_exchange_n(&ended, 1, __ATOMIC_ACQ_REL))
 			ps_live_remove();
+		errno = saved_errno;
+		return;
+	}
+	if (__atomic_exchange_n(&ended, 1, __ATOMIC_ACQ_REL)) {
 		errno = saved_errno;
 		return;
 	}

@@ -15,9 +15,9 @@
  *   remove it; the file is handed to the new effective user just before
  *   the change (live.c).
  * - chroot(2): when the new root does not reach the live directory, the
- *   file is removed at the door, through a descriptor held for the one
- *   call; the live view of a chrooted process ends there, its exit report
- *   does not.
+ *   record stays where it is and keeps counting through its mapping; the
+ *   process no longer touches it by path, and `poolshim collect` renders
+ *   its report once it has ended (its own path may now be out of reach too).
  *
  * And the start of exit: the report to stderr needs fd 2 after the atexit
  * handlers, which may close it (gnulib's close_stdout, in every coreutils

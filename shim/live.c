@@ -728,40 +728,27 @@ int ps_live_before_chroot(const char *root)
 		return -1;
 	int saved_errno = errno;
 	ps_live_path(path, sizeof(path), live_pid, live_ns);
-	/* The new root reaches the file (a bind-mounted /dev/shm): it stays. */
+	/* The new root reaches the file (a bind-mounted /dev/shm): its path stays good. */
 	ps_buf_init(&b, inside, sizeof(inside), -1);
 	ps_buf_puts(&b, root);
 	ps_buf_puts(&b, path);
 	ps_buf_str(&b);
-	if (!b.truncated && lstat(inside, &st) == 0 && st.st_dev == live_dev &&
-	    st.st_ino == live_ino) {
-		errno = saved_errno;
-		return -1;
-	}
-	long dir = ps_sys_openat(AT_FDCWD, ps_live_dir(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	bool reached = !b.truncated && lstat(inside, &st) == 0 && st.st_dev == live_dev &&
+		       st.st_ino == live_ino;
 	errno = saved_errno;
-	return dir < 0 ? -1 : (int)dir;
+	return reached ? -1 : 1;
 }
 
-void ps_live_after_chroot(int dir, bool changed)
+void ps_live_after_chroot(int away, bool changed)
 {
-	char path[PS_LIVE_DIR_MAX + 64];
-
-	if (dir < 0)
-		return;
-	int saved_errno = errno;
-	if (changed) {
-		ps_live_path(path, sizeof(path), live_pid, live_ns);
-		const char *name = strrchr(path, '/');
-		struct stat st;
-		name = name ? name + 1 : path;
-		if (PS_SYSCALL(SYS_newfstatat, dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    st.st_dev == live_dev && st.st_ino == live_ino &&
-		    PS_SYSCALL(SYS_unlinkat, dir, name, 0) == 0)
-			live_unlinked = true;
-	}
-	ps_sys_close(dir);
-	errno = saved_errno;
+	/*
+	 * The record stays, and the process goes on counting into it through
+	 * its mapping; only its path now names something else (or nothing),
+	 * so nothing is done by path from here on: `poolshim collect`
+	 * renders it once the process has ended.
+	 */
+	if (away > 0 && changed)
+		live_unlinked = true;
 }
 
 /*

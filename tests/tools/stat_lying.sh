@@ -10,6 +10,8 @@
 # patched at the header's offsets (checked against the copy first); they
 # have pids no process has, and are read by pid (never by scanning /dev/shm,
 # which other tests share) with --keep.
+# This test looks at /dev/shm itself: the shim publishes there, as by default.
+PST_LIVE_DIR=default
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 STAT="$PS_TOP_BUILDDIR/tools/poolshim-stat"
 H="$PS_TOP_BUILDDIR/tests/preload/signal_helper"
