@@ -110,6 +110,8 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 		errno = saved_errno;
 		return;
 	}
+	/* ps_report_due() found this process's pid to be ps_pid. */
+	ps_report_pid = ps_pid;
 	if (!status_known && __atomic_load_n(&exit_status_known, __ATOMIC_ACQUIRE)) {
 		status = exit_status;
 		status_known = true;
@@ -152,6 +154,8 @@ void ps_end_now(void)
 PS_EXPORT void exit(int status)
 {
 	ps_end_exit_status(status);
+	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) == PS_STATE_ON)
+		ps_report_exit_begins();
 	REAL(exit)(status);
 	for (;;)
 		PS_SYSCALL(SYS_exit_group, status);
