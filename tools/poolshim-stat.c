@@ -46,8 +46,10 @@
 #include "report.h"
 #include "stats.h"
 
-/* Larger than any file the shim writes (about 19 MiB), small enough to read. */
+/* Larger than any file the shim writes (at most 128 blocks and a report), small enough to read. */
 #define MAX_FILE (256u << 20)
+/* More blocks than any writer has: a header naming more lies. */
+#define PS_LIVE_BLOCKS_MAX 4096
 
 struct target {
 	int pid;
@@ -98,9 +100,9 @@ static const char *check_header(const struct target *t, const struct ps_live_hea
 		return "not a live statistics file of this version (a different poolshim build?)";
 	if (h->block_stride < h->block_size || h->block_stride > MAX_FILE)
 		return "header lies: block stride out of range";
-	/* Divide rather than multiply: max_blocks x stride may not fit in 64 bits. */
-	if (h->max_blocks > (size - PS_LIVE_HEADER) / h->block_stride)
-		return "header lies: more blocks than the file holds";
+	if (h->max_blocks > PS_LIVE_BLOCKS_MAX)
+		return "header lies: too many blocks";
+	(void)size;
 	if (h->pid != t->pid || h->pidns != t->ns)
 		return "header lies: pid or namespace differs from the file name";
 	if ((uint32_t)h->pool.requested > PS_HUGE_NONE ||
@@ -128,6 +130,16 @@ static const char *snapshot(struct target *t)
 	uint32_t n = __atomic_load_n(&h->nblocks, __ATOMIC_RELAXED);
 	if (n > h->max_blocks)
 		n = h->max_blocks;
+	/*
+	 * The file grows a block at a time, after the count: only the blocks
+	 * it holds now are read (divided, not multiplied: no overflow).
+	 */
+	struct stat st;
+	if (fstat(t->fd, &st) < 0 || st.st_size < PS_LIVE_HEADER || (uint64_t)st.st_size > MAX_FILE)
+		return "cut short";
+	t->size = (size_t)st.st_size;
+	if (n > (t->size - PS_LIVE_HEADER) / h->block_stride)
+		n = (uint32_t)((t->size - PS_LIVE_HEADER) / h->block_stride);
 	size_t len = (size_t)n * h->block_stride;
 	char *b = realloc(t->blocks, len ? len : 1);
 	if (!b)
