@@ -97,11 +97,17 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) != PS_STATE_ON)
 		return;
 	int saved_errno = errno;
-	/* Before `ended` is touched: a vfork child shares it with its parent. */
-	if (!ps_report_due()) {
+	/*
+	 * Before `ended` is touched: a vfork child shares it with its parent.
+	 * exit() in a fork child reports as in any process; the work rule is
+	 * for the ends a child reaches without it (_exit, _Exit).
+	 */
+	int pid = (int)PS_SYSCALL(SYS_getpid);
+	bool due = (how & PS_END_BY_EXIT) ? pid == ps_pid : ps_report_due();
+	how &= ~PS_END_BY_EXIT;
+	if (!due) {
 		/* A vfork child (the record is its parent's) or a fork child with no work of its own. */
-		if ((int)PS_SYSCALL(SYS_getpid) == ps_pid &&
-		    !__atomic_exchange_n(&ended, 1, __ATOMIC_ACQ_REL))
+		if (pid == ps_pid && !__atomic_exchange_n(&ended, 1, __ATOMIC_ACQ_REL))
 			ps_live_remove();
 		errno = saved_errno;
 		return;
