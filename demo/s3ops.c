@@ -30,11 +30,56 @@ const char *s3_unsupported_subresource(const struct s3_query *q)
 		"object-lock", "retention", "legal-hold", "torrent", "accelerate",
 		"requestPayment", "inventory", "metrics", "analytics", "ownershipControls",
 		"publicAccessBlock", "intelligent-tiering", "restore", "select", "attributes",
+		"policyStatus",
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (s3_has_param(q, names[i]))
 			return names[i];
 	return NULL;
+}
+
+static bool has_prefix(const char *n, size_t l, const char *prefix)
+{
+	size_t pl = strlen(prefix);
+	return l >= pl && !strncasecmp(n, prefix, pl);
+}
+
+int s3_refused_headers(const struct http_msg *m, bool has_key, const char **code, const char **msg)
+{
+	bool read = m->method == HTTP_GET || m->method == HTTP_HEAD;
+	for (int i = 0; i < m->nhdr; i++) {
+		const struct http_hdr *h = &m->hdr[i];
+		/* SSE-S3, SSE-KMS, SSE-C, and SSE-C for a copy's source.  No
+		 * object here is ever encrypted: a read naming a key is asking
+		 * about encryption the object does not have, as S3 says. */
+		if (has_prefix(h->name, h->nlen, "x-amz-server-side-encryption") ||
+		    has_prefix(h->name, h->nlen, "x-amz-copy-source-server-side-encryption")) {
+			if (read || has_prefix(h->name, h->nlen, "x-amz-copy-source-")) {
+				*code = "InvalidRequest";
+				*msg = "The encryption parameters are not applicable to this object.";
+				return 400;
+			}
+			*code = "NotImplemented";
+			*msg = "Server-side encryption is not implemented: the object would be stored unencrypted.";
+			return 501;
+		}
+		if (!has_key && m->method == HTTP_PUT &&
+		    strn_ieq(h->name, h->nlen, "x-amz-bucket-object-lock-enabled") &&
+		    strn_ieq(h->value, h->vlen, "true")) {
+			*code = "NotImplemented";
+			*msg = "Object Lock is not implemented: the bucket would keep nothing from deletion.";
+			return 501;
+		}
+		/* Retention and legal hold on a write: every bucket here lacks
+		 * Object Lock (creating one with it is refused above), and S3
+		 * refuses them on such a bucket. */
+		if (has_key && !read && has_prefix(h->name, h->nlen, "x-amz-object-lock-")) {
+			*code = "InvalidRequest";
+			*msg = "Bucket is missing Object Lock Configuration";
+			return 400;
+		}
+	}
+	return 0;
 }
 
 bool s3_key_readable(const char *k, size_t n)

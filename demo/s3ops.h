@@ -24,6 +24,16 @@ bool s3_has_param(const struct s3_query *q, const char *name);
 /* The out-of-scope sub-resource the query names (acl, policy, ...), answered
  * with 501 NotImplemented, or NULL. */
 const char *s3_unsupported_subresource(const struct s3_query *q);
+/*
+ * Headers asking for what the demo does not do, which S3 clients must not
+ * believe they got: server-side encryption (SSE-S3, SSE-KMS, SSE-C; 501
+ * NotImplemented on a write, 400 InvalidRequest on a read or for a copy's
+ * source, as no object is encrypted), Object Lock on CreateBucket (501) and
+ * retention or legal hold on an object write (400 InvalidRequest, as S3
+ * answers for a bucket without Object Lock).  has_key: an object request.
+ * Returns 0, or the HTTP status with *code and *msg for the error.
+ */
+int s3_refused_headers(const struct http_msg *m, bool has_key, const char **code, const char **msg);
 /* Whether S3 can parse this key: valid UTF-8 without C1 control characters
  * (S3 answers 400 "Couldn't parse the specified URI" otherwise). */
 bool s3_key_readable(const char *k, size_t n);

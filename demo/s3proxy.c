@@ -823,6 +823,30 @@ static void anonymous(struct s3_req *r)
 		s3_error(r, 404, code, "The specified key does not exist.");
 }
 
+/*
+ * What no backend is asked for: an out-of-scope sub-resource (501), and
+ * the headers s3_refused_headers names (server-side encryption, Object
+ * Lock), checked here rather than left to the backends, since CreateBucket
+ * does not pass its headers on and another S3 server might do what is
+ * asked.  Returns true once it has responded.
+ */
+static bool refuse(struct s3_req *r)
+{
+	const char *code, *msg;
+	int status;
+
+	if (!r->t.bucket[0])
+		return false;
+	if (s3_unsupported_subresource(&r->q)) {
+		s3_error(r, 501, "NotImplemented", "A header or query you provided implies functionality that is not implemented.");
+		return true;
+	}
+	status = s3_refused_headers(r->m, r->t.has_key, &code, &msg);
+	if (status)
+		s3_error(r, status, code, msg);
+	return status != 0;
+}
+
 static void handle(struct s3_req *r, void *arg)
 {
 	struct auth_state st;
@@ -837,6 +861,10 @@ static void handle(struct s3_req *r, void *arg)
 	if (check_auth_head(r, &st))
 		return;
 	if (st.kind != PAYLOAD_ABSENT && verify_signature(r, &st))
+		return;
+	/* Refused before the body is read whenever the signature allows:
+	 * a client waiting on Expect: 100-continue gets the answer at once. */
+	if (st.kind != PAYLOAD_ABSENT && refuse(r))
 		return;
 	if (read_body(r, &st, &b))
 		return;
@@ -862,10 +890,8 @@ static void handle(struct s3_req *r, void *arg)
 		s3_error(r, 404, "NoSuchBucket", "The specified bucket does not exist.");
 		goto out;
 	}
-	if (s3_unsupported_subresource(&r->q)) {
-		s3_error(r, 501, "NotImplemented", "A header or query you provided implies functionality that is not implemented.");
+	if (refuse(r))
 		goto out;
-	}
 	if (r->t.has_key && http_hdr_get(r->m, "x-amz-copy-source", NULL) && m == HTTP_PUT) {
 		copy_object(r, &b);
 		goto out;

@@ -1475,6 +1475,12 @@ static void handle(struct s3_req *r, void *arg)
 		s3_error(r, 501, "NotImplemented", "A header or query you provided implies functionality that is not implemented.");
 		return;
 	}
+	const char *code, *msg;
+	int refused = s3_refused_headers(r->m, r->t.has_key, &code, &msg);
+	if (refused) {
+		s3_error(r, refused, code, msg);
+		return;
+	}
 	if (!r->t.has_key) {
 		if (m == HTTP_PUT) {
 			create_bucket(r);
