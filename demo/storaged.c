@@ -504,7 +504,8 @@ static int requested_range(struct s3_req *r, const struct obj_hdr *oh, struct sb
 			return -1;
 		}
 		if (s3_part_range(meta, oh->metalen, size, pn, &count, first, last)) {
-			s3_error(r, 416, "InvalidPartNumber", "The requested partnumber is not satisfiable");
+			/* S3's answer for a part past the last one (not 416). */
+			s3_error(r, 400, "InvalidPart", "The requested part number is past the object's last part.");
 			return -1;
 		}
 		if (!strchr(oh->etag, '-'))
