@@ -53,6 +53,10 @@ int s3_check_put_conditions(const struct http_msg *m, const char *etag);
 /* The message of the 412 PreconditionFailed error either leads to. */
 #define S3_PRECONDITION_MSG "At least one of the pre-conditions you specified did not hold"
 
+/* The 400 InvalidArgument messages for an x-amz-copy-source-range S3
+ * refuses (s3_copy_range_parse's -EINVAL and -ERANGE). */
+#define S3_COPY_RANGE_MALFORMED "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy"
+#define S3_COPY_RANGE_OUTSIDE "Range specified is not valid for the source object's size"
 /* x-amz-copy-source: "[/]bucket/key[?versionId=...]", percent-encoded.
  * Returns 0 with src filled (free with s3_target_free), -ENOENT when the
  * header is absent, -EINVAL when malformed. */

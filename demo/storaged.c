@@ -971,9 +971,10 @@ static void copy_object(struct s3_req *r, struct bucket *b, const char *upload)
 		size_t rl;
 		const char *rv = http_hdr_get(r->m, "x-amz-copy-source-range", &rl);
 		if (rv) {
-			int k = s3_range_parse(rv, rl, oh->size, &first, &last);
-			if (k <= 0) {
-				s3_error(r, 416, "InvalidRange", "The requested range is not satisfiable");
+			int k = s3_copy_range_parse(rv, rl, oh->size, &first, &last);
+			if (k) {
+				s3_error(r, 400, "InvalidArgument", k == -ERANGE ? S3_COPY_RANGE_OUTSIDE :
+					 S3_COPY_RANGE_MALFORMED);
 				goto out;
 			}
 			len = last - first + 1;
