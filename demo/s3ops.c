@@ -270,24 +270,44 @@ static void add_line(struct sbuf *b, const char *name, size_t nl, const char *v,
 	sb_adds(b, "\r\n");
 }
 
-void s3_content_encoding_unchunked(struct sbuf *out, const char *v, size_t n)
+/* Walks the tokens of a Content-Encoding list (trimmed of blanks) and,
+ * when out is set, appends every one but aws-chunked to it, each after the
+ * client's own separator.  Returns true when any token is aws-chunked. */
+static bool encoding_tokens(const char *v, size_t n, struct sbuf *out)
 {
 	const char *p = v, *e = v + n;
+	bool chunked = false, first = true;
 
 	while (p < e) {
 		const char *c = memchr(p, ',', e - p);
 		const char *t = p, *te = c ? c : e;
-		while (t < te && *t == ' ')
+		while (t < te && (*t == ' ' || *t == '\t'))
 			t++;
-		while (te > t && te[-1] == ' ')
+		while (te > t && (te[-1] == ' ' || te[-1] == '\t'))
 			te--;
-		if (te > t && !strn_ieq(t, te - t, "aws-chunked")) {
-			if (out->len)
+		if (te > t && strn_ieq(t, te - t, "aws-chunked")) {
+			chunked = true;
+		} else if (te > t && out) {
+			/* The client's own separator before this token. */
+			if (!first) {
 				sb_addc(out, ',');
+				sb_add(out, p, t - p);
+			}
 			sb_add(out, t, te - t);
+			first = false;
 		}
 		p = c ? c + 1 : e;
 	}
+	return chunked;
+}
+
+void s3_content_encoding_unchunked(struct sbuf *out, const char *v, size_t n)
+{
+	/* Without aws-chunked the value is the object's, byte for byte. */
+	if (!encoding_tokens(v, n, NULL))
+		sb_add(out, v, n);
+	else
+		encoding_tokens(v, n, out);
 }
 
 int s3_collect_meta(const struct http_msg *m, struct sbuf *ct, struct sbuf *meta, size_t max)

@@ -73,7 +73,9 @@ void s3_copy_result_xml(struct sbuf *x, bool part, const char *etag, int64_t mti
  * Type goes to ct.  Returns 0 or -E2BIG past max bytes of lines. */
 int s3_collect_meta(const struct http_msg *m, struct sbuf *ct, struct sbuf *meta, size_t max);
 /* Appends a Content-Encoding value less its aws-chunked token (which
- * describes the request body, not the object) to out, comma-separated. */
+ * describes the request body, not the object) to out: the value exactly as
+ * sent when it has no such token, else the other tokens with the client's
+ * own separators. */
 void s3_content_encoding_unchunked(struct sbuf *out, const char *v, size_t n);
 /* Stored lines that are ours, not the object's (never sent to clients). */
 #define S3_PARTS_LINE "x-poolshim-parts: "
