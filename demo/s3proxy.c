@@ -857,21 +857,27 @@ static void copy_object(struct s3_req *r, const struct body *b)
 /*
  * A request without any authentication.  S3 tells a bucket or key that does
  * not exist (404) from one the caller may not read (403): so does the
- * proxy, asking the backends.
+ * proxy, asking the backends.  Only a read can miss a key; a write is
+ * refused (403) whether the key exists or not, and a CreateBucket whether
+ * the bucket exists or not.
  */
 static void anonymous(struct s3_req *r)
 {
 	struct call c = { 0 };
 	const char *code = NULL;
+	bool read = r->m->method == HTTP_GET || r->m->method == HTTP_HEAD;
+	bool create = !r->t.has_key && r->m->method == HTTP_PUT;
 
-	if (r->t.bucket[0] && !s3_bucket_name_ok(r->t.bucket)) {
+	if (!r->t.bucket[0] || create) {
+		/* ListBuckets and CreateBucket: nothing to look up. */
+	} else if (!s3_bucket_name_ok(r->t.bucket)) {
 		code = "NoSuchBucket";
-	} else if (r->t.bucket[0]) {
+	} else {
 		call_backend(&pcfg.be[0], "HEAD", r->t.bucket, "", NULL, 0, NULL, &c);
 		if (!c.err && c.status == 404)
 			code = "NoSuchBucket";
 		sb_free(&c.body);
-		if (!code && r->t.has_key) {
+		if (!code && r->t.has_key && read) {
 			int bi = route(r->t.bucket, r->t.key, r->t.key_len);
 			call_object(&pcfg.be[bi], "HEAD", r->t.bucket, r->t.key, r->t.key_len, "", NULL,
 				    NULL, 0, 0, &c);
