@@ -743,9 +743,21 @@ static void initiate_upload(struct s3_req *r, struct bucket *b)
 		s3_error(r, 400, "KeyTooLongError", "Your key is too long.");
 		goto out;
 	}
-	if (mkdirat(store.ufd, id, 0755)) {
+	/* The upload comes into being under the bucket's lock, so that a
+	 * DeleteBucket (which removes the bucket's uploads) either sees it
+	 * whole or finds it refused here. */
+	pthread_rwlock_rdlock(&b->lock);
+	if (b->deleted) {
+		pthread_rwlock_unlock(&b->lock);
 		free(hb);
-		s3_error(r, 500, "InternalError", strerror(errno));
+		s3_error(r, 404, "NoSuchBucket", "The specified bucket does not exist.");
+		goto out;
+	}
+	if (mkdirat(store.ufd, id, 0755)) {
+		int e = errno;
+		pthread_rwlock_unlock(&b->lock);
+		free(hb);
+		s3_error(r, 500, "InternalError", strerror(e));
 		goto out;
 	}
 	int fd = write_new_file(hb, 0, tname);
@@ -757,9 +769,11 @@ static void initiate_upload(struct s3_req *r, struct bucket *b)
 		if (udfd >= 0)
 			close(udfd);
 		unlinkat(store.ufd, id, AT_REMOVEDIR);
+		pthread_rwlock_unlock(&b->lock);
 		s3_error(r, 500, "InternalError", "Could not create the upload.");
 		goto out;
 	}
+	pthread_rwlock_unlock(&b->lock);
 	fsync_dir(udfd);
 	close(udfd);
 	fsync_dir(store.ufd);
@@ -1001,24 +1015,6 @@ out:
 	s3_target_free(&src);
 }
 
-static void remove_upload(const char *id)
-{
-	int udfd = openat(store.ufd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (udfd >= 0) {
-		DIR *d = fdopendir(udfd);
-		if (d) {
-			struct dirent *e;
-			while ((e = readdir(d)))
-				if (e->d_name[0] != '.')
-					unlinkat(dirfd(d), e->d_name, 0);
-			closedir(d);
-		} else {
-			close(udfd);
-		}
-	}
-	unlinkat(store.ufd, id, AT_REMOVEDIR);
-}
-
 static void abort_upload(struct s3_req *r, struct bucket *b, const char *id)
 {
 	void *info = upload_info(id, b->name, r->t.key, r->t.key_len);
@@ -1027,7 +1023,7 @@ static void abort_upload(struct s3_req *r, struct bucket *b, const char *id)
 		return;
 	}
 	free(info);
-	remove_upload(id);
+	upload_remove(id);
 	s3_respond(r, 204, NULL, NULL, 0);
 }
 
@@ -1438,7 +1434,7 @@ static void complete_upload(struct s3_req *r, struct bucket *b, const char *id)
 	mt = now_s();
 	if (assemble(r, &c, info, mt, tname) || commit_object(r, b, tname, &c, mt))
 		goto out;
-	remove_upload(id);
+	upload_remove(id);
 	send_complete_result(r, b, c.etag);
 out:
 	completion_free(&c);
