@@ -6,18 +6,23 @@ A forking server run under libpoolshim.so writes one JSON report per process
 (POOLSHIM_STATS=/tmp/r-%e-%p.json).  This tool reads any number of them,
 validates each against docs/report-schema.md, and prints the numbers merged
 per program and per process, in the same columns as the shim's text report.
-Every merged number is the exact sum of the per-process numbers.
+Every merged number is the exact sum of the per-process numbers, except the
+threads (the most in any one process); every process's advice is kept, with
+the process it is about.
 
     poolshim-report [--plot DIR] [--json OUT] [--top N] [--summary] [--exact]
                     [--csv | --folded[=count|bytes]] [--debug-dir DIR]... [--no-symbolize] FILE...
     poolshim-report --diff A B
 
 --plot DIR draws PNG files with gnuplot (Debian: gnuplot-nox), --json OUT
-writes the merged numbers.  Call-site frames the report left unnamed are
+writes the merged numbers.  A file may hold several reports, one JSON object
+per line, as `poolshim stat --json` prints its snapshots of live processes
+(each opening with "timestamp"); each process may appear once.  Call-site frames the report left unnamed are
 named here from their object's build id and offset (eu-addr2line, from
 elfutils), unless --no-symbolize.  Exit status: 0 done, 1 a plot or output could
 not be written, 2 bad usage or a file that is unreadable or not a valid
-report (each named on one line of stderr).  Standard library only.
+report (each named on one line of stderr), 3 nothing to print (--folded with
+no call sites).  Standard library only.
 """
 import argparse
 import json
@@ -82,6 +87,13 @@ SITE_NUMS = ("count", "bytes", "nsec")
 ALLOC_CALLS = ["malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc",
                "memalign", "valloc", "pvalloc", "free"]
 KINDS = ["none", "socket", "file", "direct", "pipe", "other"]
+
+
+def sampled_below(r):
+    """The size under which the report's malloc-family calls are counted by
+    sampling (shim/alloc.h: POOLSHIM_POOL_MIN/16), or None if it does not say."""
+    t = (r.get("pool") or {}).get("threshold")
+    return t // 16 if is_uint(t) and t else None
 
 
 def shape_errors(r):
@@ -158,25 +170,31 @@ def shape_errors(r):
     return errs
 
 
-def load_report(path, validate):
+READ_VERSIONS = (1, 2, 3)
+
+
+def parse_json(raw):
+    """The JSON objects in a file's text: one report, or the one-per-line
+    snapshots `poolshim stat --json` prints.  Raises BadInput."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise BadInput(f"cannot read: {e.strerror or e}")
-    if not raw.strip():
-        raise BadInput("empty file (did the process exit before writing its report?)")
-    try:
-        r = json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise BadInput(f"not UTF-8 text (byte {e.start})")
+    dec, docs, pos = json.JSONDecoder(), [], 0
+    ws = re.compile(r"\s*")
+    try:
+        while True:
+            pos = ws.match(text, pos).end()
+            if pos >= len(text):
+                return docs
+            obj, pos = dec.raw_decode(text, pos)
+            if not isinstance(obj, dict):
+                raise BadInput("not a poolshim report: not a JSON object")
+            docs.append(obj)
     except json.JSONDecodeError as e:
         if e.doc.lstrip().startswith("==== poolshim report"):
             raise BadInput("a text report; the tool reads JSON reports "
                            "(POOLSHIM_STATS=path.json or POOLSHIM_STATS_FORMAT=json)")
-        if e.msg == "Extra data":
-            raise BadInput(f"not valid JSON: more after the report, at line {e.lineno} "
-                           f"column {e.colno} (one report per file)")
         # a string cut off by the end of the file is reported at its start
         if e.pos >= len(e.doc.rstrip()) or (e.msg.startswith("Unterminated string")
                                             and '"' not in e.doc[e.pos + 1:]):
@@ -184,13 +202,65 @@ def load_report(path, validate):
         raise BadInput(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}")
     except RecursionError:
         raise BadInput("not valid JSON: nested too deeply")
+
+
+def check_report(r, validate):
+    """Raises BadInput unless r is a report this tool reads.  A snapshot from
+    `poolshim stat --json` opens with "timestamp" (seconds since the epoch,
+    when it was read): taken off here, the rest is a report."""
+    if isinstance(r, dict) and r.get("schema") == "poolshim-report" and \
+            r.get("version") not in READ_VERSIONS:
+        v = r.get("version")
+        raise BadInput(f"report version {json.dumps(v)}: this poolshim report reads versions "
+                       f"{READ_VERSIONS[0]} to {READ_VERSIONS[-1]} (docs/report-schema.md); "
+                       "read it with the poolshim that wrote it")
     errs = shape_errors(r)
     if not errs and validate is not None:
         errs = run_validator(validate, r)
     if errs:
         more = f" (and {len(errs) - 3} more)" if len(errs) > 3 else ""
         raise BadInput("not a valid poolshim report: " + "; ".join(errs[:3]) + more)
+    r.pop("timestamp", None)
     return r
+
+
+def read_raw(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        why = e.strerror or str(e)
+        if os.path.islink(path):
+            why += f" (a symbolic link to {os.readlink(path)}, which cannot be read)"
+        raise BadInput(f"cannot read: {why}")
+
+
+def load_reports(path, validate):
+    """[(label, report)] of a file: one report, or the snapshots of `poolshim
+    stat --json` (one per line, labelled FILE:LINE when there are several)."""
+    raw = read_raw(path)
+    if not raw.strip():
+        raise BadInput("empty file (did the process exit before writing its report?)")
+    docs = parse_json(raw)
+    out = []
+    for i, r in enumerate(docs):
+        try:
+            check_report(r, validate)
+        except BadInput as e:
+            if len(docs) == 1:
+                raise
+            raise BadInput(f"report {i + 1} of {len(docs)}: {e}")
+        out.append((f"{path}:{i + 1}" if len(docs) > 1 else path, r))
+    return out
+
+
+def load_report(path, validate):
+    """Exactly one report (--diff compares one with one)."""
+    got = load_reports(path, validate)
+    if len(got) != 1:
+        raise BadInput(f"{len(got)} reports in one file (poolshim stat --json snapshots?): "
+                       "--diff compares one process's report with another's")
+    return got[0][1]
 
 
 def run_validator(validate, r):
@@ -235,6 +305,8 @@ class Group:
         self.calls = {}  # (call, kind) -> row; insertion order follows the reports
         self.errnos = {}  # call -> {errno: count}, merged over kinds
         self.sites = {}  # (kind, call, frames) -> {count, bytes, nsec}
+        self.advice = []  # (pid, program, advice item), every process's own
+        self.sampled_below = {}  # malloc-family size counted by sampling -> processes
 
     def add(self, path, r):
         self.members.append((path, r["pid"], r["program"]))
@@ -251,7 +323,15 @@ class Group:
             if isinstance(why, str):
                 add_counts(self.reasons, {(kind, why): 1})
         for n in self.process:
-            self.process[n] += r["process"][n]
+            if n == "threads":
+                # Threads of different processes never run at once in one
+                # process: the most of any one of them, not a sum.
+                self.process[n] = max(self.process[n], r["process"][n])
+            else:
+                self.process[n] += r["process"][n]
+        for item in r.get("advice") or ():
+            self.advice.append((r["pid"], r["program"], item))
+        add_counts(self.sampled_below, {sampled_below(r): 1})
         u = r["uring"]
         for n in self.uring:
             self.uring[n] += u[n]
@@ -264,9 +344,10 @@ class Group:
             row = self.calls.get((c["call"], c["kind"]))
             if row is None:
                 row = self.calls[(c["call"], c["kind"])] = dict(
-                    {n: 0 for n in CALL_NUMS}, size_hist={}, lat_hist={})
+                    {n: 0 for n in CALL_NUMS}, estimated=0, size_hist={}, lat_hist={})
             for n in CALL_NUMS:
                 row[n] += c[n]
+            row["estimated"] += c.get("estimated", 0) if is_uint(c.get("estimated")) else 0
             add_hist(row["size_hist"], c["size_hist"])
             add_hist(row["lat_hist"], c["lat_hist"])
             add_counts(self.errnos.setdefault(c["call"], {}), c["errnos"])
@@ -307,6 +388,7 @@ class Group:
             seen.add(call)
             calls.append(dict(
                 call=call, kind=kind, **{n: row[n] for n in CALL_NUMS},
+                estimated=row["estimated"],
                 avg_ns=row["nsec"] // row["timed"] if row["timed"] else None,
                 est_nsec=self.est_nsec(row),
                 size_hist=sorted([lo, n] for lo, n in row["size_hist"].items()),
@@ -329,6 +411,8 @@ class Group:
             "pids": [m[1] for m in self.members],
             "files": [m[0] for m in self.members],
             "pool": pool, "process": dict(self.process), "uring": uring, "calls": calls,
+            # every process's advice, each with the process it is about
+            "advice": [dict(item, pid=pid, program=prog) for pid, prog, item in self.advice],
             "callsites": [dict(kind=k, call=c, **v, frames=[
                 dict({"function": fn, "offset": off, "object": obj, "file": file, "line": line},
                      **({"inlined": list(inl)} if inl else {}))
@@ -410,7 +494,8 @@ def render(g, out, exact, top):
     pr = g.process
     w(f"process  page faults {pr['minflt']} minor, {pr['majflt']} major; cpu "
       f"{seconds(pr['utime_us'])} user, {seconds(pr['stime_us'])} sys; "
-      f"at most {pr['threads']} threads at once\n")
+      f"at most {pr['threads']} threads at once" + (" (in any one process)" if n > 1 else "") +
+      "\n")
     u = g.uring
     reasons = "; ".join(g.uring_reasons)
     w(f"io_uring {tally(g.uring_states)}{': ' + reasons if reasons else ''}; {u['rings']} rings, "
@@ -449,6 +534,11 @@ def render(g, out, exact, top):
                 w(f"  {call:<16}{kind:<21}{s['count']:>10}{bytes_cell(s['bytes']):>11}{t:>9}\n")
                 for i, f in enumerate(frames):
                     w(f"      #{i} {frame_text(*f)}\n")
+    if g.advice:
+        w("advice\n")
+        for pid, prog, item in g.advice:
+            who = f"[pid {pid} {prog}] " if n > 1 else ""
+            w(f"  - {who}{item.get('message')}\n")
     w("\n")
 
 
@@ -665,26 +755,81 @@ def diff_rows(ga, gb):
     ra = {(c, k): row for c, k, row in ga.rows()}
     rb = {(c, k): row for c, k, row in gb.rows()}
     order = list(ra) + [ck for ck in rb if ck not in ra]
-    zero = dict({n: 0 for n in CALL_NUMS})
+    zero = dict({n: 0 for n in CALL_NUMS}, estimated=0)
     out = []
     for ck in order:
         a, b = ra.get(ck, zero), rb.get(ck, zero)
         cols = {n: (a[n], b[n]) for n in DIFF_COLS[:-1]}
         cols["mean_ns"] = (mean_ns(a), mean_ns(b))
-        out.append((ck[0], ck[1], cols))
+        est = (a["estimated"], b["estimated"]) if a["estimated"] or b["estimated"] else None
+        out.append((ck[0], ck[1], cols, est))
     return out
 
 
+def io_rows(g):
+    return [(c, k, row) for c, k, row in g.rows() if k != "none"]
+
+
+def process_figures(g):
+    """[(name, value or None, how to print it)]: the process-wide numbers
+    --diff compares, each derived from the report's own counts."""
+    pr, u = g.process, g.uring
+    io = io_rows(g)
+    io_calls = sum(r["calls"] for _, _, r in io)
+    io_bytes = sum(r["bytes"] for _, _, r in io)
+    alloc_bytes = sum(r["bytes"] for c, k, r in g.rows() if k == "none" and c != "free")
+    cpu = pr["utime_us"] + pr["stime_us"]
+    # O_DIRECT calls the ring served made io_uring_enter calls instead of
+    # their own system call; every other counted I/O call is one system call.
+    direct = sum(r["calls"] for _, k, r in io if k == "direct")
+    ring = max(0, direct - sum(g.uring_fallbacks.values())) if u["enters"] else 0
+    syscalls = io_calls - ring + u["enters"]
+    timed = sum(r["timed"] for _, _, r in io)
+    nsec = sum(r["nsec"] for _, _, r in io)
+    moved, what = (io_bytes, "I/O") if io_bytes else (alloc_bytes, "allocated")
+    fl = lambda v: None if v is None else float(v)  # noqa: E731
+    return [
+        ("page faults, minor", pr["minflt"], str),
+        ("page faults, major", pr["majflt"], str),
+        ("CPU user+sys, ms", cpu / 1000, lambda v: f"{v:.1f}"),
+        (f"CPU us per MiB {what}", fl(cpu * 2**20 / moved) if moved else None,
+         lambda v: f"{v:.3g}"),
+        ("I/O system calls per I/O call", fl(syscalls / io_calls) if io_calls else None,
+         lambda v: f"{v:.3f}"),
+        ("mean latency of timed I/O calls, ns", fl(nsec / timed) if timed else None,
+         lambda v: f"{v:.0f}"),
+        ("pool allocations served", g.pool["allocations"], str),
+    ]
+
+
 def render_diff(path_a, ga, path_b, gb, out):
-    print(f"==== per-call change: A {path_a} -> B {path_b} ====", file=out)
-    print(f"{'call':<15} {'kind':<7}" + "".join(
-        f" {n + ' A':>12} {n + ' B':>12} {'B/A':>7}" for n in DIFF_COLS), file=out)
-    for call, kind, cols in diff_rows(ga, gb):
+    w = out.write
+    w(f"==== per-call change: A {path_a} -> B {path_b} ====\n")
+    w(f"{'call':<15} {'kind':<7}" + "".join(
+        f" {n + ' A':>12} {n + ' B':>12} {'B/A':>7}" for n in DIFF_COLS) + "\n")
+    est_rows = 0
+    for call, kind, cols, est in diff_rows(ga, gb):
         line = f"{call:<15} {kind:<7}"
         for n in DIFF_COLS:
             a, b = cols[n]
             line += f" {'-' if a is None else a:>12} {'-' if b is None else b:>12} {ratio(a, b):>7}"
-        print(line, file=out)
+        if est:
+            line += f"  ~ estimate: {est[0]} of A's calls and {est[1]} of B's are sampled"
+            est_rows += 1
+        w(line + "\n")
+    w(f"{'process':<40} {'A':>14} {'B':>14} {'B/A':>7}\n")
+    for (name, a, fmt), (_, b, _) in zip(process_figures(ga), process_figures(gb)):
+        if a is None and b is None:
+            continue
+        w(f"{name:<40} {'-' if a is None else fmt(a):>14} {'-' if b is None else fmt(b):>14} "
+          f"{ratio(a, b):>7}\n")
+    if est_rows:
+        sizes = sorted({size(t) for g in (ga, gb) for t in g.sampled_below if t})
+        below = "/".join(sizes) if sizes else "POOLSHIM_POOL_MIN/16"
+        w(f"~ sampled estimate: malloc-family calls (malloc, calloc, realloc, reallocarray, "
+          f"posix_memalign, aligned_alloc, memalign, valloc, pvalloc) below {below} "
+          f"(POOLSHIM_POOL_MIN/16) are counted one in about 128 per thread, so their calls and "
+          f"bytes differ run to run; the calls at or above it are exact.\n")
 
 
 def diff_main(paths, validate):
@@ -989,7 +1134,10 @@ def parse_args(argv):
         prog=PROG, description="Merge poolshim JSON reports (one per process), print the "
         "merged tables per program and per process, optionally plot them.",
         epilog="Exit status: 0 ok, 1 a plot or output could not be written, "
-        "2 bad usage or a file that is unreadable or not a valid report.  See poolshim(1).")
+        "2 bad usage or a file that is unreadable or not a valid report, "
+        "3 nothing to print: --folded and no report has call sites (POOLSHIM_BACKTRACE=1 "
+        "captures them).  A FILE may hold the one-per-line snapshots `poolshim stat --json` "
+        "prints, one per process.  See poolshim(1).")
     ap.add_argument("files", nargs="*", metavar="FILE", help="JSON reports (POOLSHIM_STATS=...json)")
     ap.add_argument("--plot", metavar="DIR", help="write PNG plots (gnuplot) into DIR")
     ap.add_argument("--json", metavar="OUT", help="write the merged numbers as JSON to OUT (- for stdout)")
@@ -997,7 +1145,10 @@ def parse_args(argv):
     ap.add_argument("--summary", action="store_true", help="per program only, no per-process tables")
     ap.add_argument("--exact", action="store_true", help="print bytes as exact integers, not 1.5M")
     ap.add_argument("--csv", action="store_true", help="print the per-call table as CSV, one row per program, call and kind")
-    ap.add_argument("--diff", nargs=2, metavar=("A", "B"), help="print the per-call change from report A to report B")
+    ap.add_argument("--diff", nargs=2, metavar=("A", "B"),
+                    help="print what changed from report A (the base) to report B: per call "
+                    "and kind, then page faults, CPU per MiB, system calls per I/O call and "
+                    "latency; rows whose counts are sampled estimates are marked ~")
     ap.add_argument("--folded", nargs="?", const="count", metavar="count|bytes",
                     help="print call-site stacks folded (flamegraph.pl), weighted by count or bytes")
     ap.add_argument("--debug-dir", metavar="DIR", action="append", default=[],
@@ -1012,6 +1163,8 @@ def parse_args(argv):
         a.folded = "count"
     if not a.files and not a.diff:
         ap.error("give report FILEs, or --diff A B")
+    if a.diff and a.files:
+        ap.error(f"--diff compares exactly two reports, A and B; also given: {' '.join(a.files)}")
     if a.top < 1:
         ap.error("--top must be at least 1")
     return a
@@ -1022,10 +1175,20 @@ def main(argv):
     validate = find_validator()
     if a.diff:
         return diff_main(a.diff, validate)
-    reports, bad = [], 0
+    reports, bad, seen = [], 0, {}
     for path in a.files:
         try:
-            reports.append((path, load_report(path, validate)))
+            for label, r in load_reports(path, validate):
+                # The same process twice (two scrapes, or `stat -i` whose later
+                # lines are changes, not totals) would be counted twice.
+                key = (r["pid"], r.get("meta", {}).get("start_time"), r["program"])
+                if key in seen:
+                    raise BadInput(f"pid {r['pid']} ({r['program']}) again, already in "
+                                   f"{seen[key]}: give one report or snapshot per process "
+                                   "(the lines of `poolshim stat -i --json` after the first "
+                                   "are changes, not totals)")
+                seen[key] = label
+                reports.append((label, r))
         except BadInput as e:
             print(f"{PROG}: {path}: {e}", file=sys.stderr)
             bad += 1
@@ -1051,6 +1214,11 @@ def main(argv):
         processes.append(proc)
 
     if a.folded:
+        if not any(r.get("callsites") for _, r in reports):
+            print(f"{PROG}: --folded: no call sites in {'this report' if len(reports) == 1 else 'these reports'} "
+                  "(they are captured with POOLSHIM_BACKTRACE=1): nothing to print",
+                  file=sys.stderr)
+            return 3
         write_folded(reports, a.folded, sys.stdout)
         return 0
     out = sys.stdout
