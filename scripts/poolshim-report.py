@@ -220,7 +220,6 @@ def check_report(r, validate):
     if errs:
         more = f" (and {len(errs) - 3} more)" if len(errs) > 3 else ""
         raise BadInput("not a valid poolshim report: " + "; ".join(errs[:3]) + more)
-    r.pop("timestamp", None)
     return r
 
 
@@ -236,8 +235,9 @@ def read_raw(path):
 
 
 def load_reports(path, validate):
-    """[(label, report)] of a file: one report, or the snapshots of `poolshim
-    stat --json` (one per line, labelled FILE:LINE when there are several)."""
+    """[(label, report, timestamp or None)] of a file: one report, or the
+    snapshots of `poolshim stat --json` (one per line, labelled FILE:N when
+    there are several)."""
     raw = read_raw(path)
     if not raw.strip():
         raise BadInput("empty file (did the process exit before writing its report?)")
@@ -250,7 +250,7 @@ def load_reports(path, validate):
             if len(docs) == 1:
                 raise
             raise BadInput(f"report {i + 1} of {len(docs)}: {e}")
-        out.append((f"{path}:{i + 1}" if len(docs) > 1 else path, r))
+        out.append((f"{path}:{i + 1}" if len(docs) > 1 else path, r, r.pop("timestamp", None)))
     return out
 
 
@@ -1178,16 +1178,17 @@ def main(argv):
     reports, bad, seen = [], 0, {}
     for path in a.files:
         try:
-            for label, r in load_reports(path, validate):
-                # The same process twice (two scrapes, or `stat -i` whose later
-                # lines are changes, not totals) would be counted twice.
-                key = (r["pid"], r.get("meta", {}).get("start_time"), r["program"])
-                if key in seen:
+            for label, r, stamp in load_reports(path, validate):
+                # A snapshot of a process given again, or beside its exit
+                # report (two scrapes, or `stat -i` whose later lines are
+                # changes, not totals), would be counted twice.
+                key = (r["pid"], r["program"])
+                if key in seen and (stamp is not None or seen[key][1]):
                     raise BadInput(f"pid {r['pid']} ({r['program']}) again, already in "
-                                   f"{seen[key]}: give one report or snapshot per process "
+                                   f"{seen[key][0]}: give one report or snapshot per process "
                                    "(the lines of `poolshim stat -i --json` after the first "
                                    "are changes, not totals)")
-                seen[key] = label
+                seen.setdefault(key, (label, stamp is not None))
                 reports.append((label, r))
         except BadInput as e:
             print(f"{PROG}: {path}: {e}", file=sys.stderr)

@@ -40,3 +40,8 @@ pst_tools_scripts += tests/tools/wrapper_only_program.sh tests/tools/stat_interv
 # process, stat --json snapshots, --diff's process figures and estimates,
 # --folded with nothing to fold, unknown versions, links.
 pst_tools_scripts += tests/tools/report_workflow.sh
+
+# docs/grafana/poolshim.json asks only for metrics and labels that
+# `poolshim stat --prometheus` prints (and parses, with promtool).
+pst_tools_scripts += tests/tools/grafana_dashboard.sh
+EXTRA_DIST += docs/grafana/poolshim.json
