@@ -4,7 +4,31 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
+
+double pst_scale(void)
+{
+	const char *s = getenv("PST_SCALE");
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return 1.0;
+	v = strtod(s, &end);
+	if (*end || !(v > 0) || v > 1000) {
+		fprintf(stderr, "PST_SCALE='%s' is not a number in (0, 1000]; using 1\n", s);
+		return 1.0;
+	}
+	return v;
+}
+
+long pst_scaled(long n)
+{
+	double v = (double)n * pst_scale();
+	return v < 1 ? 1 : (long)v;
+}
 
 bool pst_shim_loaded(void)
 {
