@@ -578,21 +578,27 @@ def empty_panel(title):
             "set autoscale\n")
 
 
+def count_tics(top):
+    """Whole-number ticks for a count axis (no tick at half a call)."""
+    return "set ytics 1\n" if top <= 10 else "set format y \"%.0f\"\n"
+
+
 def hist_panel(name, title, rows, xlabel, color):
     if not rows:
         return empty_panel(title + " (none recorded)")
     return (datablock(name, rows) + f"set title {gp_str(title)}\nset xlabel {gp_str(xlabel)}\n"
             f"set ylabel \"calls\"\nset xrange [-0.6:{len(rows) - 0.4}]\n" + BAR_STYLE +
+            count_tics(max(r[1] for r in rows)) +
             f"plot ${name} using 0:2:xtic(1) with boxes lc rgb \"{color}\" notitle, "
             f"'' using 0:2:(sprintf(\"%d\", $2)) with labels offset 0,0.7 font \",8\" notitle\n"
-            "set autoscale\n")
+            "set autoscale\nset ytics\nset format y \"% h\"\n")
 
 
 BYTE_UNITS = ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "bytes"))
 NSEC_UNITS = ((10**9, "s"), (10**6, "ms"), (10**3, "us"), (1, "ns"))
 
 
-def bar_panel(name, title, rows, units, color, fmt, keep=12, empty=None):
+def bar_panel(name, title, rows, units, color, fmt, keep=12, empty=None, shares=True):
     """rows: (label, value); the largest first, the rest summed into one bar,
     the axis in the unit of the largest, shares printed on the bigger bars."""
     rows = sorted((r for r in rows if r[1] > 0), key=lambda r: -r[1])
@@ -603,13 +609,63 @@ def bar_panel(name, title, rows, units, color, fmt, keep=12, empty=None):
         rows = rows[:keep] + [(f"{len(rest)} others", sum(r[1] for r in rest))]
     total = sum(r[1] for r in rows)
     scale, unit = next(u for u in units if rows[0][1] >= u[0] or u[0] == 1)
-    data = [(lab, f"{v / scale:.6g}", f"{fmt(v)} {100 * v // total}%" if 100 * v >= 3 * total
-             else "") for lab, v in rows]
-    block = f"${name} << EOD\n" + "".join(f"{gp_str(a)} {b} {gp_str(c)}\n" for a, b, c in data) + "EOD\n"
+    texts = [(f"{fmt(v)} {100 * v // total}%" if shares else fmt(v)) if 100 * v >= 3 * total
+             else "" for _, v in rows]
+    data = [(lab, f"{v / scale:.6g}", texts[i], label_y(rows, texts, i, scale))
+            for i, (lab, v) in enumerate(rows)]
+    top = max(float(d[3]) for d in data)
+    block = f"${name} << EOD\n" + "".join(f"{gp_str(a)} {b} {gp_str(c)} {y}\n"
+                                          for a, b, c, y in data) + "EOD\n"
     return (block + f"set title {gp_str(title)}\nunset xlabel\n"
             f"set ylabel {gp_str(unit)}\nset xrange [-0.6:{len(rows) - 0.4}]\n" + BAR_STYLE +
+            f"set yrange [0:{top * 1.12:.6g}]\n" + (count_tics(rows[0][1]) if unit in ("captures", "allocations") else "") +
             f"plot ${name} using 0:2:xtic(1) with boxes lc rgb \"{color}\" notitle, "
-            f"'' using 0:2:3 with labels offset 0,0.7 font \",8\" notitle\nset autoscale\n")
+            f"'' using 0:4:3 with labels offset 0,0.7 font \",8\" notitle\n"
+            "set autoscale\nset ytics\nset format y \"% h\"\n")
+
+
+# About how wide a panel's plot area and a label character are, in pixels.
+PANEL_PX, LABEL_CHAR_PX = 600, 6
+
+
+def hbar_panel(name, title, rows, units, color, fmt):
+    """Horizontal bars, the largest on top, each labelled at its left with
+    the whole of its (long) label and at its end with its value and share."""
+    rows = sorted((r for r in rows if r[1] > 0), key=lambda r: -r[1])
+    if not rows:
+        return empty_panel(title + " (nothing recorded)")
+    total = sum(r[1] for r in rows)
+    scale, unit = next(u for u in units if rows[0][1] >= u[0] or u[0] == 1)
+    block = f"${name} << EOD\n" + "".join(
+        f"{gp_str(lab)} {v / scale:.6g} {gp_str(f'{fmt(v)} {100 * v // total}%')}\n"
+        for lab, v in rows) + "EOD\n"
+    return (block + f"set title {gp_str(title)}\nset xlabel {gp_str(unit)}\nunset ylabel\n"
+            f"set yrange [{len(rows) - 0.5}:-0.5]\nset xrange [0:{rows[0][1] / scale * 1.2:.6g}]\n"
+            "set style fill solid 0.8 border -1\nset grid xtics\nset ytics scale 0\n"
+            "set xtics norotate\n" + (count_tics(rows[0][1]).replace("ytics", "xtics").replace(
+                "format y", "format x") if unit == "captures" else "") +
+            f"plot ${name} using ($2 / 2):0:($2 / 2):(0.4):yticlabels(1) with boxxyerror "
+            f"lc rgb \"{color}\" notitle, '' using 2:0:3 with labels left offset 0.5,0 "
+            "font \",8\" notitle\n"
+            "set autoscale\nunset grid\nset grid ytics\nset xtics rotate by -45 nomirror\n"
+            "set ytics\nset format x \"% h\"\nset xtics autofreq\nunset xlabel\n")
+
+
+def label_y(rows, texts, i, scale, step=0.08):
+    """Where bar i's value label sits, in axis units: on the bar, or lifted
+    a line per neighbour to its left at nearly the same height whose label
+    it would run into, so that the labels of equal bars side by side never
+    print over each other."""
+    biggest = rows[0][1]
+    slot = PANEL_PX / len(rows)
+
+    def clash(a, b):
+        return texts[a] and texts[b] and abs(rows[a][1] - rows[b][1]) <= step * biggest and \
+            (len(texts[a]) + len(texts[b])) * LABEL_CHAR_PX / 2 > slot
+    lift = 0
+    while lift < i and clash(i - lift - 1, i - lift):
+        lift += 1
+    return f"{(rows[i][1] + (lift % 4) * step * biggest) / scale:.6g}"
 
 
 def row_label(call, kind):
@@ -637,52 +693,137 @@ def plot_group(g, stem, outdir, top, per_call=True):
     who = f"{g.label} ({len(g.members)} process{'es' if len(g.members) > 1 else ''})"
     # The overview: where the bytes go, where the time goes.
     png = f"{stem}overview.png"
+    timed = any(r["timed"] for _, r in rows)
+    panels = [bar_panel("bytes", "bytes requested (allocations) or transferred (I/O)",
+                        [(lab, r["bytes"]) for lab, r in rows], BYTE_UNITS, "#4477aa", size)]
+    if timed:
+        panels.append(bar_panel("time", "time in calls (average of the timed calls x calls)",
+                                [(lab, g.est_nsec(r)) for lab, r in rows], NSEC_UNITS,
+                                "#cc6677", nsec_human))
+    # What the pool did, beside them: a program that only allocates has no
+    # timed calls, and this is what it wants to see.  When it served
+    # nothing, the caption says why instead of an empty panel.
+    pool, pool_why = pool_panel(g)
+    if pool:
+        panels.append(pool)
     scripts[png] = (
-        term.format(w=1400, h=620, out=gp_str(os.path.join(outdir, png))) +
-        f"set multiplot layout 1,2 title {gp_str('poolshim: where the bytes and the time go - ' + who)}"
-        f' . "\\n" . {gp_str(caption(g))}\n'
-        "set bmargin 7\n" +
-        bar_panel("bytes", "bytes requested (allocations) or transferred (I/O)",
-                  [(lab, r["bytes"]) for lab, r in rows], BYTE_UNITS, "#4477aa", size) +
-        bar_panel("time", "time in calls (average of the timed calls x calls)",
-                  [(lab, g.est_nsec(r)) for lab, r in rows], NSEC_UNITS, "#cc6677",
-                  nsec_human, empty="time in calls: no timed calls "
-                  "(allocations are not timed; POOLSHIM_TIMING=0?)") +
-        "unset multiplot\n")
+        term.format(w=700 * len(panels), h=620, out=gp_str(os.path.join(outdir, png))) +
+        f"set multiplot layout 1,{len(panels)} title "
+        f"{gp_str('poolshim: where the bytes and the time go - ' + who)}"
+        f' . "\\n" . {gp_str(caption(g) + ("" if timed else ";  no timed calls (allocations are not timed)") + pool_why)}\n'
+        "set bmargin 7\n" + "".join(panels) + "unset multiplot\n")
     # Per call and kind: size histogram and latency histogram side by side.
     for lab, r in rows if per_call else ():
-        if not r["size_hist"] and not r["lat_hist"]:
-            continue  # free: no size, no timing
+        timed = sum(r["lat_hist"].values())
+        if not r["size_hist"] and timed < MIN_TIMED:
+            continue  # free: no size, no timing worth a histogram
         png = f"{stem}call-{safe(lab)}.png"
+        panels = []
+        if r["size_hist"]:
+            panels.append(hist_panel("size", f"size: {r['calls']} calls, {size(r['bytes'])}",
+                                     log2_rows(r["size_hist"], size),
+                                     "size (log2 bucket, lower bound, bytes)", "#4477aa"))
+        if timed >= MIN_TIMED:
+            panels.append(hist_panel("lat", f"latency: {r['timed']} timed calls",
+                                     log2_rows(r["lat_hist"], nsec_human),
+                                     "latency (log2 bucket, lower bound)", "#cc6677"))
+            why = ""
+        elif timed:
+            why = (f"latency not drawn: {timed} timed call{'s' if timed > 1 else ''}, "
+                   f"fewer than {MIN_TIMED}")
+        else:
+            why = "latency not drawn: no call timed" + (
+                " (allocation calls are not timed)" if lab in ALLOC_CALLS else "")
+        title = gp_str(lab + ' - ' + who) + (f' . "\\n" . {gp_str(why)}' if why else "")
         scripts[png] = (
-            term.format(w=1200, h=480, out=gp_str(os.path.join(outdir, png))) +
-            f"set multiplot layout 1,2 title {gp_str(lab + ' - ' + who)}\nset bmargin 5\n" +
-            hist_panel("size", f"size: {r['calls']} calls, {size(r['bytes'])}",
-                       log2_rows(r["size_hist"], size), "size (log2 bucket, lower bound, bytes)",
-                       "#4477aa") +
-            hist_panel("lat", f"latency: {r['timed']} timed calls",
-                       log2_rows(r["lat_hist"], nsec_human),
-                       "latency (log2 bucket, lower bound)", "#cc6677") +
-            "unset multiplot\n")
+            term.format(w=max(800, 600 * len(panels)), h=480,
+                        out=gp_str(os.path.join(outdir, png))) +
+            f"set multiplot layout 1,{len(panels)} title {title}\n"
+            "set bmargin 5\n" + "".join(panels) + "unset multiplot\n")
     if g.sites:
         png = f"{stem}callsites.png"
 
-        def site_label(key):
-            kind, call, frames = key
-            names = [f[0] for f in frames if f[0]][:2] or ["??"]
-            return " < ".join([call] + names)
+        by_bytes, by_count = g.top_sites("bytes", top), g.top_sites("count", top)
+        labels = site_labels([k for k, _ in by_bytes] + [k for k, _ in by_count])
+        # Sideways bars: a stack's label is long, and is read whole at the left.
+        width = max(len(t) for t in labels.values())
+        bars = max(len(by_bytes), len(by_count))
         scripts[png] = (
-            term.format(w=1400, h=620, out=gp_str(os.path.join(outdir, png))) +
-            f"set multiplot layout 1,2 title {gp_str('top call sites (sampled) - ' + who)}\n"
-            "set bmargin 12\n" +
-            bar_panel("sbytes", "by bytes", [(site_label(k), s["bytes"])
-                                             for k, s in g.top_sites("bytes", top)],
-                      BYTE_UNITS, "#4477aa", size) +
-            bar_panel("scount", "by captures", [(site_label(k), s["count"])
-                                                for k, s in g.top_sites("count", top)],
-                      ((1, "captures"),), "#228833", str) +
+            term.format(w=max(1000, 7 * width + 700), h=2 * (110 + 28 * bars),
+                        out=gp_str(os.path.join(outdir, png))) +
+            f"set multiplot layout 2,1 title {gp_str('top call sites (sampled) - ' + who)}\n"
+            f"set lmargin {width + 3}\nset bmargin 3\n" +
+            hbar_panel("sbytes", "by bytes", [(labels[k], s["bytes"]) for k, s in by_bytes],
+                       BYTE_UNITS, "#4477aa", size) +
+            hbar_panel("scount", "by captures", [(labels[k], s["count"]) for k, s in by_count],
+                       ((1, "captures"),), "#228833", str) +
             "unset multiplot\n")
     return scripts
+
+
+# A latency histogram is drawn from at least this many timed calls.
+MIN_TIMED = 20
+SITE_NAME_MAX = 28
+
+
+def short_name(name):
+    return name if len(name) <= SITE_NAME_MAX else name[:SITE_NAME_MAX - 3] + "..."
+
+
+def frame_name(f):
+    fn, off, obj = f[0], f[1], f[2]
+    return short_name(fn) if fn else f"{os.path.basename(obj) if obj else '??'}+0x{off:x}"
+
+
+def site_labels(keys):
+    """{site key: label}: the call and its innermost frames, as many as it
+    takes for no two sites to read the same (two writev stacks that differ
+    only further out show where they differ); '#n' when whole stacks
+    print alike."""
+    keys = list(dict.fromkeys(keys))
+    depth = {k: 2 for k in keys}
+
+    def text(k):
+        kind, call, frames = k
+        names = [frame_name(f) for f in frames][:depth[k]] or ["??"]
+        more = " < ..." if len(frames) > depth[k] else ""
+        return " < ".join([call] + names) + more
+    for _ in range(64):
+        by_text = {}
+        for k in keys:
+            by_text.setdefault(text(k), []).append(k)
+        grown = False
+        for same in by_text.values():
+            if len(same) > 1:
+                for k in same:
+                    if depth[k] < len(k[2]):
+                        depth[k] += 1
+                        grown = True
+        if not grown:
+            break
+    out, seen = {}, {}
+    for k in keys:
+        t = text(k)
+        seen[t] = seen.get(t, 0) + 1
+        out[k] = t if seen[t] == 1 else f"{t} #{seen[t]}"
+    return out
+
+
+def pool_panel(g):
+    """What the pool served, and what it could not: counts of allocations."""
+    p = g.pool
+    rows = [("served by the pool", p["allocations"]), ("pooled frees", p["frees"])] + \
+        [(f"fallback: {k}", v) for k, v in g.pool_fallbacks.items()]
+    if not p["allocations"] and not any(g.pool_fallbacks.values()):
+        largest = max((lo for c, k, r in g.rows() if k == "none" and c != "free"
+                       for lo, n in r["size_hist"].items() if n), default=None)
+        th = tally({size(t): c for t, c in g.thresholds.items()})
+        why = (f"the largest allocation was {size(largest)}-{size(largest * 2)}, below the "
+               f"{th} threshold" if largest else "no allocation was counted")
+        return None, f";  the pool served nothing: {why}"
+    return bar_panel("pool", f"the pool: allocations served (each one fresh pages avoided) "
+                     f"and fallbacks; threshold {tally({size(t): c for t, c in g.thresholds.items()})}",
+                     rows, ((1, "allocations"),), "#228833", str, shares=False), ""
 
 
 def safe(s):

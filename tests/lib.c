@@ -10,18 +10,21 @@
 
 double pst_scale(void)
 {
+	static double scale;   /* read once: the complaint is said once */
 	const char *s = getenv("PST_SCALE");
 	char *end;
-	double v;
 
-	if (!s || !*s)
-		return 1.0;
-	v = strtod(s, &end);
-	if (*end || !(v > 0) || v > 1000) {
-		fprintf(stderr, "PST_SCALE='%s' is not a number in (0, 1000]; using 1\n", s);
-		return 1.0;
+	if (scale > 0)
+		return scale;
+	scale = 1.0;
+	if (s && *s) {
+		double v = strtod(s, &end);
+		if (*end || !(v > 0) || v > 1000)
+			fprintf(stderr, "PST_SCALE='%s' is not a number in (0, 1000]; using 1\n", s);
+		else
+			scale = v;
 	}
-	return v;
+	return scale;
 }
 
 long pst_scaled(long n)

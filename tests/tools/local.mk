@@ -40,6 +40,9 @@ pst_tools_scripts += tests/tools/wrapper_only_program.sh tests/tools/stat_interv
 # process, stat --json snapshots, --diff's process figures and estimates,
 # --folded with nothing to fold, unknown versions, links.
 pst_tools_scripts += tests/tools/report_workflow.sh
+# --plot: labels of equal bars, call-site labels, latency only from enough
+# timed calls, no blank panel for a program that only allocates.
+pst_tools_scripts += tests/tools/report_plots.sh
 
 # docs/grafana/poolshim.json asks only for metrics and labels that
 # `poolshim stat --prometheus` prints (and parses, with promtool).
