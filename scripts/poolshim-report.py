@@ -511,7 +511,12 @@ def render(g, out, exact, top):
         avg = str(row["nsec"] // row["timed"]) if row["timed"] else "-"
         w(f"{call:<16}{'-' if kind == 'none' else kind:<8}{row['calls']:>10}"
           f"{bytes_cell(row['bytes']):>11}{row['errors']:>9}{row['eagain']:>9}{avg:>9}  "
-          f"{f'{top_e[0]}:{top_e[1]}' if top_e and top_e[1] else '-'}\n")
+          f"{f'{top_e[0]}:{top_e[1]}' if top_e and top_e[1] else '-'}" +
+          (f"  ~ {row['estimated']} estimated" if row["estimated"] else "") + "\n")
+    if any(row["estimated"] for _, _, row in g.rows()):
+        sizes = "/".join(sorted({size(t) for t in g.sampled_below if t})) or "POOLSHIM_POOL_MIN/16"
+        w(f"(~ estimated: malloc-family calls below {sizes} are counted one in about 128 "
+          "per thread; their calls and bytes are estimates, the larger ones exact)\n")
     hists = [(call, kind, row["size_hist"]) for call, kind, row in g.rows()
              if any(row["size_hist"].values())]
     if hists:

@@ -47,4 +47,3 @@ pst_tools_scripts += tests/tools/report_plots.sh
 # docs/grafana/poolshim.json asks only for metrics and labels that
 # `poolshim stat --prometheus` prints (and parses, with promtool).
 pst_tools_scripts += tests/tools/grafana_dashboard.sh
-EXTRA_DIST += docs/grafana/poolshim.json

@@ -5,7 +5,8 @@
 # line the most of any one process, not a sum; `poolshim stat --json`
 # snapshots read as they are printed (a "timestamp", one per line), one per
 # process; --diff says what changed per process (page faults, CPU per MiB,
-# system calls per I/O call, latency) and marks sampled estimates, and a
+# system calls per I/O call, latency) and marks sampled estimates (so do the
+# tables), and a
 # third file is an error; --folded with no call sites says so (exit 3); a
 # report of an unknown version names its version; an unreadable symbolic
 # link is said to be one.
@@ -98,6 +99,11 @@ else
 	fail "cat's report has no sampled malloc calls"
 fi
 grep "^read  *file" "$T/diff" | grep -q "estimate" && fail "diff: an exact row marked as an estimate"
+# the tables say it too
+report "$T/c1.json" >"$T/out" 2>"$T/err"
+grep -Eq "^malloc +- .* ~ $est estimated$" "$T/out" && grep -q "^(~ estimated: malloc-family calls below 4K" "$T/out" &&
+	! grep -E "^read +file" "$T/out" | grep -q estimated &&
+	pass "table: the sampled malloc row marked, $est estimated" || fail "table: $(cat "$T/out" "$T/err")"
 report --diff "$T/c1.json" "$T/c2.json" "$T/a1.json" >"$T/out" 2>"$T/err"
 rc=$?
 [ $rc = 2 ] && grep -q "exactly two reports" "$T/err" && [ ! -s "$T/out" ] &&
