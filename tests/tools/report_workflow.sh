@@ -56,10 +56,10 @@ bufs = [bytearray(1 << 20) for _ in range(4)]   # pooled: the process publishes
 print("ready", flush=True)
 time.sleep(float(sys.argv[1]))
 PY
-for i in 1 2; do
-	POOLSHIM_STATS=off LD_PRELOAD="$SHIM" python3 "$T/hold.py" 30 >"$T/hold$i" 2>&1 &
-	eval "h$i=\$!"
-done
+POOLSHIM_STATS=off LD_PRELOAD="$SHIM" python3 "$T/hold.py" 30 >"$T/hold1" 2>&1 &
+h1=$!
+POOLSHIM_STATS=off LD_PRELOAD="$SHIM" python3 "$T/hold.py" 30 >"$T/hold2" 2>&1 &
+h2=$!
 at_exit "kill $h1 $h2 2>/dev/null"
 for _ in $(seq 100); do grep -q ready "$T/hold1" && grep -q ready "$T/hold2" && break; sleep 0.1; done
 "$STAT" --json "$h1" "$h2" >"$T/snap.json" 2>"$T/snap.err"
