@@ -16,6 +16,7 @@ shim "POOLSHIM_STATS=$T/alloc.json" -- "$PRELOAD_BIN/advice_helper" alloc 20 104
 
 python3 - "$TOOL" "$T/alloc.json" "$T" <<'PY' >"$T/v"
 import copy, importlib.util, json, re, sys
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 spec = importlib.util.spec_from_file_location("psreport", sys.argv[1])
 m = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(m)
