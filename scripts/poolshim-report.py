@@ -6,18 +6,23 @@ A forking server run under libpoolshim.so writes one JSON report per process
 (POOLSHIM_STATS=/tmp/r-%e-%p.json).  This tool reads any number of them,
 validates each against docs/report-schema.md, and prints the numbers merged
 per program and per process, in the same columns as the shim's text report.
-Every merged number is the exact sum of the per-process numbers.
+Every merged number is the exact sum of the per-process numbers, except the
+threads (the most in any one process); every process's advice is kept, with
+the process it is about.
 
     poolshim-report [--plot DIR] [--json OUT] [--top N] [--summary] [--exact]
                     [--csv | --folded[=count|bytes]] [--debug-dir DIR]... [--no-symbolize] FILE...
     poolshim-report --diff A B
 
 --plot DIR draws PNG files with gnuplot (Debian: gnuplot-nox), --json OUT
-writes the merged numbers.  Call-site frames the report left unnamed are
+writes the merged numbers.  A file may hold several reports, one JSON object
+per line, as `poolshim stat --json` prints its snapshots of live processes
+(each opening with "timestamp"); each process may appear once.  Call-site frames the report left unnamed are
 named here from their object's build id and offset (eu-addr2line, from
 elfutils), unless --no-symbolize.  Exit status: 0 done, 1 a plot or output could
 not be written, 2 bad usage or a file that is unreadable or not a valid
-report (each named on one line of stderr).  Standard library only.
+report (each named on one line of stderr), 3 nothing to print (--folded with
+no call sites).  Standard library only.
 """
 import argparse
 import json
@@ -82,6 +87,13 @@ SITE_NUMS = ("count", "bytes", "nsec")
 ALLOC_CALLS = ["malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc",
                "memalign", "valloc", "pvalloc", "free"]
 KINDS = ["none", "socket", "file", "direct", "pipe", "other"]
+
+
+def sampled_below(r):
+    """The size under which the report's malloc-family calls are counted by
+    sampling (shim/alloc.h: POOLSHIM_POOL_MIN/16), or None if it does not say."""
+    t = (r.get("pool") or {}).get("threshold")
+    return t // 16 if is_uint(t) and t else None
 
 
 def shape_errors(r):
@@ -158,25 +170,31 @@ def shape_errors(r):
     return errs
 
 
-def load_report(path, validate):
+READ_VERSIONS = (1, 2, 3)
+
+
+def parse_json(raw):
+    """The JSON objects in a file's text: one report, or the one-per-line
+    snapshots `poolshim stat --json` prints.  Raises BadInput."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise BadInput(f"cannot read: {e.strerror or e}")
-    if not raw.strip():
-        raise BadInput("empty file (did the process exit before writing its report?)")
-    try:
-        r = json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise BadInput(f"not UTF-8 text (byte {e.start})")
+    dec, docs, pos = json.JSONDecoder(), [], 0
+    ws = re.compile(r"\s*")
+    try:
+        while True:
+            pos = ws.match(text, pos).end()
+            if pos >= len(text):
+                return docs
+            obj, pos = dec.raw_decode(text, pos)
+            if not isinstance(obj, dict):
+                raise BadInput("not a poolshim report: not a JSON object")
+            docs.append(obj)
     except json.JSONDecodeError as e:
         if e.doc.lstrip().startswith("==== poolshim report"):
             raise BadInput("a text report; the tool reads JSON reports "
                            "(POOLSHIM_STATS=path.json or POOLSHIM_STATS_FORMAT=json)")
-        if e.msg == "Extra data":
-            raise BadInput(f"not valid JSON: more after the report, at line {e.lineno} "
-                           f"column {e.colno} (one report per file)")
         # a string cut off by the end of the file is reported at its start
         if e.pos >= len(e.doc.rstrip()) or (e.msg.startswith("Unterminated string")
                                             and '"' not in e.doc[e.pos + 1:]):
@@ -184,6 +202,18 @@ def load_report(path, validate):
         raise BadInput(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}")
     except RecursionError:
         raise BadInput("not valid JSON: nested too deeply")
+
+
+def check_report(r, validate):
+    """Raises BadInput unless r is a report this tool reads.  A snapshot from
+    `poolshim stat --json` opens with "timestamp" (seconds since the epoch,
+    when it was read): taken off here, the rest is a report."""
+    if isinstance(r, dict) and r.get("schema") == "poolshim-report" and \
+            r.get("version") not in READ_VERSIONS:
+        v = r.get("version")
+        raise BadInput(f"report version {json.dumps(v)}: this poolshim report reads versions "
+                       f"{READ_VERSIONS[0]} to {READ_VERSIONS[-1]} (docs/report-schema.md); "
+                       "read it with the poolshim that wrote it")
     errs = shape_errors(r)
     if not errs and validate is not None:
         errs = run_validator(validate, r)
@@ -191,6 +221,46 @@ def load_report(path, validate):
         more = f" (and {len(errs) - 3} more)" if len(errs) > 3 else ""
         raise BadInput("not a valid poolshim report: " + "; ".join(errs[:3]) + more)
     return r
+
+
+def read_raw(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        why = e.strerror or str(e)
+        if os.path.islink(path):
+            why += f" (a symbolic link to {os.readlink(path)}, which cannot be read)"
+        raise BadInput(f"cannot read: {why}")
+
+
+def load_reports(path, validate):
+    """[(label, report, timestamp or None)] of a file: one report, or the
+    snapshots of `poolshim stat --json` (one per line, labelled FILE:N when
+    there are several)."""
+    raw = read_raw(path)
+    if not raw.strip():
+        raise BadInput("empty file (did the process exit before writing its report?)")
+    docs = parse_json(raw)
+    out = []
+    for i, r in enumerate(docs):
+        try:
+            check_report(r, validate)
+        except BadInput as e:
+            if len(docs) == 1:
+                raise
+            raise BadInput(f"report {i + 1} of {len(docs)}: {e}")
+        out.append((f"{path}:{i + 1}" if len(docs) > 1 else path, r, r.pop("timestamp", None)))
+    return out
+
+
+def load_report(path, validate):
+    """Exactly one report (--diff compares one with one)."""
+    got = load_reports(path, validate)
+    if len(got) != 1:
+        raise BadInput(f"{len(got)} reports in one file (poolshim stat --json snapshots?): "
+                       "--diff compares one process's report with another's")
+    return got[0][1]
 
 
 def run_validator(validate, r):
@@ -235,6 +305,8 @@ class Group:
         self.calls = {}  # (call, kind) -> row; insertion order follows the reports
         self.errnos = {}  # call -> {errno: count}, merged over kinds
         self.sites = {}  # (kind, call, frames) -> {count, bytes, nsec}
+        self.advice = []  # (pid, program, advice item), every process's own
+        self.sampled_below = {}  # malloc-family size counted by sampling -> processes
 
     def add(self, path, r):
         self.members.append((path, r["pid"], r["program"]))
@@ -251,7 +323,15 @@ class Group:
             if isinstance(why, str):
                 add_counts(self.reasons, {(kind, why): 1})
         for n in self.process:
-            self.process[n] += r["process"][n]
+            if n == "threads":
+                # Threads of different processes never run at once in one
+                # process: the most of any one of them, not a sum.
+                self.process[n] = max(self.process[n], r["process"][n])
+            else:
+                self.process[n] += r["process"][n]
+        for item in r.get("advice") or ():
+            self.advice.append((r["pid"], r["program"], item))
+        add_counts(self.sampled_below, {sampled_below(r): 1})
         u = r["uring"]
         for n in self.uring:
             self.uring[n] += u[n]
@@ -264,9 +344,10 @@ class Group:
             row = self.calls.get((c["call"], c["kind"]))
             if row is None:
                 row = self.calls[(c["call"], c["kind"])] = dict(
-                    {n: 0 for n in CALL_NUMS}, size_hist={}, lat_hist={})
+                    {n: 0 for n in CALL_NUMS}, estimated=0, size_hist={}, lat_hist={})
             for n in CALL_NUMS:
                 row[n] += c[n]
+            row["estimated"] += c.get("estimated", 0) if is_uint(c.get("estimated")) else 0
             add_hist(row["size_hist"], c["size_hist"])
             add_hist(row["lat_hist"], c["lat_hist"])
             add_counts(self.errnos.setdefault(c["call"], {}), c["errnos"])
@@ -307,6 +388,7 @@ class Group:
             seen.add(call)
             calls.append(dict(
                 call=call, kind=kind, **{n: row[n] for n in CALL_NUMS},
+                estimated=row["estimated"],
                 avg_ns=row["nsec"] // row["timed"] if row["timed"] else None,
                 est_nsec=self.est_nsec(row),
                 size_hist=sorted([lo, n] for lo, n in row["size_hist"].items()),
@@ -329,6 +411,8 @@ class Group:
             "pids": [m[1] for m in self.members],
             "files": [m[0] for m in self.members],
             "pool": pool, "process": dict(self.process), "uring": uring, "calls": calls,
+            # every process's advice, each with the process it is about
+            "advice": [dict(item, pid=pid, program=prog) for pid, prog, item in self.advice],
             "callsites": [dict(kind=k, call=c, **v, frames=[
                 dict({"function": fn, "offset": off, "object": obj, "file": file, "line": line},
                      **({"inlined": list(inl)} if inl else {}))
@@ -410,7 +494,8 @@ def render(g, out, exact, top):
     pr = g.process
     w(f"process  page faults {pr['minflt']} minor, {pr['majflt']} major; cpu "
       f"{seconds(pr['utime_us'])} user, {seconds(pr['stime_us'])} sys; "
-      f"at most {pr['threads']} threads at once\n")
+      f"at most {pr['threads']} threads at once" + (" (in any one process)" if n > 1 else "") +
+      "\n")
     u = g.uring
     reasons = "; ".join(g.uring_reasons)
     w(f"io_uring {tally(g.uring_states)}{': ' + reasons if reasons else ''}; {u['rings']} rings, "
@@ -426,7 +511,12 @@ def render(g, out, exact, top):
         avg = str(row["nsec"] // row["timed"]) if row["timed"] else "-"
         w(f"{call:<16}{'-' if kind == 'none' else kind:<8}{row['calls']:>10}"
           f"{bytes_cell(row['bytes']):>11}{row['errors']:>9}{row['eagain']:>9}{avg:>9}  "
-          f"{f'{top_e[0]}:{top_e[1]}' if top_e and top_e[1] else '-'}\n")
+          f"{f'{top_e[0]}:{top_e[1]}' if top_e and top_e[1] else '-'}" +
+          (f"  ~ {row['estimated']} estimated" if row["estimated"] else "") + "\n")
+    if any(row["estimated"] for _, _, row in g.rows()):
+        sizes = "/".join(sorted({size(t) for t in g.sampled_below if t})) or "POOLSHIM_POOL_MIN/16"
+        w(f"(~ estimated: malloc-family calls below {sizes} are counted one in about 128 "
+          "per thread; their calls and bytes are estimates, the larger ones exact)\n")
     hists = [(call, kind, row["size_hist"]) for call, kind, row in g.rows()
              if any(row["size_hist"].values())]
     if hists:
@@ -449,6 +539,11 @@ def render(g, out, exact, top):
                 w(f"  {call:<16}{kind:<21}{s['count']:>10}{bytes_cell(s['bytes']):>11}{t:>9}\n")
                 for i, f in enumerate(frames):
                     w(f"      #{i} {frame_text(*f)}\n")
+    if g.advice:
+        w("advice\n")
+        for pid, prog, item in g.advice:
+            who = f"[pid {pid} {prog}] " if n > 1 else ""
+            w(f"  - {who}{item.get('message')}\n")
     w("\n")
 
 
@@ -488,21 +583,27 @@ def empty_panel(title):
             "set autoscale\n")
 
 
+def count_tics(top):
+    """Whole-number ticks for a count axis (no tick at half a call)."""
+    return "set ytics 1\n" if top <= 10 else "set format y \"%.0f\"\n"
+
+
 def hist_panel(name, title, rows, xlabel, color):
     if not rows:
         return empty_panel(title + " (none recorded)")
     return (datablock(name, rows) + f"set title {gp_str(title)}\nset xlabel {gp_str(xlabel)}\n"
             f"set ylabel \"calls\"\nset xrange [-0.6:{len(rows) - 0.4}]\n" + BAR_STYLE +
+            count_tics(max(r[1] for r in rows)) +
             f"plot ${name} using 0:2:xtic(1) with boxes lc rgb \"{color}\" notitle, "
             f"'' using 0:2:(sprintf(\"%d\", $2)) with labels offset 0,0.7 font \",8\" notitle\n"
-            "set autoscale\n")
+            "set autoscale\nset ytics\nset format y \"% h\"\n")
 
 
 BYTE_UNITS = ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "bytes"))
 NSEC_UNITS = ((10**9, "s"), (10**6, "ms"), (10**3, "us"), (1, "ns"))
 
 
-def bar_panel(name, title, rows, units, color, fmt, keep=12, empty=None):
+def bar_panel(name, title, rows, units, color, fmt, keep=12, empty=None, shares=True):
     """rows: (label, value); the largest first, the rest summed into one bar,
     the axis in the unit of the largest, shares printed on the bigger bars."""
     rows = sorted((r for r in rows if r[1] > 0), key=lambda r: -r[1])
@@ -513,13 +614,63 @@ def bar_panel(name, title, rows, units, color, fmt, keep=12, empty=None):
         rows = rows[:keep] + [(f"{len(rest)} others", sum(r[1] for r in rest))]
     total = sum(r[1] for r in rows)
     scale, unit = next(u for u in units if rows[0][1] >= u[0] or u[0] == 1)
-    data = [(lab, f"{v / scale:.6g}", f"{fmt(v)} {100 * v // total}%" if 100 * v >= 3 * total
-             else "") for lab, v in rows]
-    block = f"${name} << EOD\n" + "".join(f"{gp_str(a)} {b} {gp_str(c)}\n" for a, b, c in data) + "EOD\n"
+    texts = [(f"{fmt(v)} {100 * v // total}%" if shares else fmt(v)) if 100 * v >= 3 * total
+             else "" for _, v in rows]
+    data = [(lab, f"{v / scale:.6g}", texts[i], label_y(rows, texts, i, scale))
+            for i, (lab, v) in enumerate(rows)]
+    top = max(float(d[3]) for d in data)
+    block = f"${name} << EOD\n" + "".join(f"{gp_str(a)} {b} {gp_str(c)} {y}\n"
+                                          for a, b, c, y in data) + "EOD\n"
     return (block + f"set title {gp_str(title)}\nunset xlabel\n"
             f"set ylabel {gp_str(unit)}\nset xrange [-0.6:{len(rows) - 0.4}]\n" + BAR_STYLE +
+            f"set yrange [0:{top * 1.12:.6g}]\n" + (count_tics(rows[0][1]) if unit in ("captures", "allocations") else "") +
             f"plot ${name} using 0:2:xtic(1) with boxes lc rgb \"{color}\" notitle, "
-            f"'' using 0:2:3 with labels offset 0,0.7 font \",8\" notitle\nset autoscale\n")
+            f"'' using 0:4:3 with labels offset 0,0.7 font \",8\" notitle\n"
+            "set autoscale\nset ytics\nset format y \"% h\"\n")
+
+
+# About how wide a panel's plot area and a label character are, in pixels.
+PANEL_PX, LABEL_CHAR_PX = 600, 6
+
+
+def hbar_panel(name, title, rows, units, color, fmt):
+    """Horizontal bars, the largest on top, each labelled at its left with
+    the whole of its (long) label and at its end with its value and share."""
+    rows = sorted((r for r in rows if r[1] > 0), key=lambda r: -r[1])
+    if not rows:
+        return empty_panel(title + " (nothing recorded)")
+    total = sum(r[1] for r in rows)
+    scale, unit = next(u for u in units if rows[0][1] >= u[0] or u[0] == 1)
+    block = f"${name} << EOD\n" + "".join(
+        f"{gp_str(lab)} {v / scale:.6g} {gp_str(f'{fmt(v)} {100 * v // total}%')}\n"
+        for lab, v in rows) + "EOD\n"
+    return (block + f"set title {gp_str(title)}\nset xlabel {gp_str(unit)}\nunset ylabel\n"
+            f"set yrange [{len(rows) - 0.5}:-0.5]\nset xrange [0:{rows[0][1] / scale * 1.2:.6g}]\n"
+            "set style fill solid 0.8 border -1\nset grid xtics\nset ytics scale 0\n"
+            "set xtics norotate\n" + (count_tics(rows[0][1]).replace("ytics", "xtics").replace(
+                "format y", "format x") if unit == "captures" else "") +
+            f"plot ${name} using ($2 / 2):0:($2 / 2):(0.4):yticlabels(1) with boxxyerror "
+            f"lc rgb \"{color}\" notitle, '' using 2:0:3 with labels left offset 0.5,0 "
+            "font \",8\" notitle\n"
+            "set autoscale\nunset grid\nset grid ytics\nset xtics rotate by -45 nomirror\n"
+            "set ytics\nset format x \"% h\"\nset xtics autofreq\nunset xlabel\n")
+
+
+def label_y(rows, texts, i, scale, step=0.08):
+    """Where bar i's value label sits, in axis units: on the bar, or lifted
+    a line per neighbour to its left at nearly the same height whose label
+    it would run into, so that the labels of equal bars side by side never
+    print over each other."""
+    biggest = rows[0][1]
+    slot = PANEL_PX / len(rows)
+
+    def clash(a, b):
+        return texts[a] and texts[b] and abs(rows[a][1] - rows[b][1]) <= step * biggest and \
+            (len(texts[a]) + len(texts[b])) * LABEL_CHAR_PX / 2 > slot
+    lift = 0
+    while lift < i and clash(i - lift - 1, i - lift):
+        lift += 1
+    return f"{(rows[i][1] + (lift % 4) * step * biggest) / scale:.6g}"
 
 
 def row_label(call, kind):
@@ -547,52 +698,137 @@ def plot_group(g, stem, outdir, top, per_call=True):
     who = f"{g.label} ({len(g.members)} process{'es' if len(g.members) > 1 else ''})"
     # The overview: where the bytes go, where the time goes.
     png = f"{stem}overview.png"
+    timed = any(r["timed"] for _, r in rows)
+    panels = [bar_panel("bytes", "bytes requested (allocations) or transferred (I/O)",
+                        [(lab, r["bytes"]) for lab, r in rows], BYTE_UNITS, "#4477aa", size)]
+    if timed:
+        panels.append(bar_panel("time", "time in calls (average of the timed calls x calls)",
+                                [(lab, g.est_nsec(r)) for lab, r in rows], NSEC_UNITS,
+                                "#cc6677", nsec_human))
+    # What the pool did, beside them: a program that only allocates has no
+    # timed calls, and this is what it wants to see.  When it served
+    # nothing, the caption says why instead of an empty panel.
+    pool, pool_why = pool_panel(g)
+    if pool:
+        panels.append(pool)
     scripts[png] = (
-        term.format(w=1400, h=620, out=gp_str(os.path.join(outdir, png))) +
-        f"set multiplot layout 1,2 title {gp_str('poolshim: where the bytes and the time go - ' + who)}"
-        f' . "\\n" . {gp_str(caption(g))}\n'
-        "set bmargin 7\n" +
-        bar_panel("bytes", "bytes requested (allocations) or transferred (I/O)",
-                  [(lab, r["bytes"]) for lab, r in rows], BYTE_UNITS, "#4477aa", size) +
-        bar_panel("time", "time in calls (average of the timed calls x calls)",
-                  [(lab, g.est_nsec(r)) for lab, r in rows], NSEC_UNITS, "#cc6677",
-                  nsec_human, empty="time in calls: no timed calls "
-                  "(allocations are not timed; POOLSHIM_TIMING=0?)") +
-        "unset multiplot\n")
+        term.format(w=700 * len(panels), h=620, out=gp_str(os.path.join(outdir, png))) +
+        f"set multiplot layout 1,{len(panels)} title "
+        f"{gp_str('poolshim: where the bytes and the time go - ' + who)}"
+        f' . "\\n" . {gp_str(caption(g) + ("" if timed else ";  no timed calls (allocations are not timed)") + pool_why)}\n'
+        "set bmargin 7\n" + "".join(panels) + "unset multiplot\n")
     # Per call and kind: size histogram and latency histogram side by side.
     for lab, r in rows if per_call else ():
-        if not r["size_hist"] and not r["lat_hist"]:
-            continue  # free: no size, no timing
+        timed = sum(r["lat_hist"].values())
+        if not r["size_hist"] and timed < MIN_TIMED:
+            continue  # free: no size, no timing worth a histogram
         png = f"{stem}call-{safe(lab)}.png"
+        panels = []
+        if r["size_hist"]:
+            panels.append(hist_panel("size", f"size: {r['calls']} calls, {size(r['bytes'])}",
+                                     log2_rows(r["size_hist"], size),
+                                     "size (log2 bucket, lower bound, bytes)", "#4477aa"))
+        if timed >= MIN_TIMED:
+            panels.append(hist_panel("lat", f"latency: {r['timed']} timed calls",
+                                     log2_rows(r["lat_hist"], nsec_human),
+                                     "latency (log2 bucket, lower bound)", "#cc6677"))
+            why = ""
+        elif timed:
+            why = (f"latency not drawn: {timed} timed call{'s' if timed > 1 else ''}, "
+                   f"fewer than {MIN_TIMED}")
+        else:
+            why = "latency not drawn: no call timed" + (
+                " (allocation calls are not timed)" if lab in ALLOC_CALLS else "")
+        title = gp_str(lab + ' - ' + who) + (f' . "\\n" . {gp_str(why)}' if why else "")
         scripts[png] = (
-            term.format(w=1200, h=480, out=gp_str(os.path.join(outdir, png))) +
-            f"set multiplot layout 1,2 title {gp_str(lab + ' - ' + who)}\nset bmargin 5\n" +
-            hist_panel("size", f"size: {r['calls']} calls, {size(r['bytes'])}",
-                       log2_rows(r["size_hist"], size), "size (log2 bucket, lower bound, bytes)",
-                       "#4477aa") +
-            hist_panel("lat", f"latency: {r['timed']} timed calls",
-                       log2_rows(r["lat_hist"], nsec_human),
-                       "latency (log2 bucket, lower bound)", "#cc6677") +
-            "unset multiplot\n")
+            term.format(w=max(800, 600 * len(panels)), h=480,
+                        out=gp_str(os.path.join(outdir, png))) +
+            f"set multiplot layout 1,{len(panels)} title {title}\n"
+            "set bmargin 5\n" + "".join(panels) + "unset multiplot\n")
     if g.sites:
         png = f"{stem}callsites.png"
 
-        def site_label(key):
-            kind, call, frames = key
-            names = [f[0] for f in frames if f[0]][:2] or ["??"]
-            return " < ".join([call] + names)
+        by_bytes, by_count = g.top_sites("bytes", top), g.top_sites("count", top)
+        labels = site_labels([k for k, _ in by_bytes] + [k for k, _ in by_count])
+        # Sideways bars: a stack's label is long, and is read whole at the left.
+        width = max(len(t) for t in labels.values())
+        bars = max(len(by_bytes), len(by_count))
         scripts[png] = (
-            term.format(w=1400, h=620, out=gp_str(os.path.join(outdir, png))) +
-            f"set multiplot layout 1,2 title {gp_str('top call sites (sampled) - ' + who)}\n"
-            "set bmargin 12\n" +
-            bar_panel("sbytes", "by bytes", [(site_label(k), s["bytes"])
-                                             for k, s in g.top_sites("bytes", top)],
-                      BYTE_UNITS, "#4477aa", size) +
-            bar_panel("scount", "by captures", [(site_label(k), s["count"])
-                                                for k, s in g.top_sites("count", top)],
-                      ((1, "captures"),), "#228833", str) +
+            term.format(w=max(1000, 7 * width + 700), h=2 * (110 + 28 * bars),
+                        out=gp_str(os.path.join(outdir, png))) +
+            f"set multiplot layout 2,1 title {gp_str('top call sites (sampled) - ' + who)}\n"
+            f"set lmargin {width + 3}\nset bmargin 3\n" +
+            hbar_panel("sbytes", "by bytes", [(labels[k], s["bytes"]) for k, s in by_bytes],
+                       BYTE_UNITS, "#4477aa", size) +
+            hbar_panel("scount", "by captures", [(labels[k], s["count"]) for k, s in by_count],
+                       ((1, "captures"),), "#228833", str) +
             "unset multiplot\n")
     return scripts
+
+
+# A latency histogram is drawn from at least this many timed calls.
+MIN_TIMED = 20
+SITE_NAME_MAX = 28
+
+
+def short_name(name):
+    return name if len(name) <= SITE_NAME_MAX else name[:SITE_NAME_MAX - 3] + "..."
+
+
+def frame_name(f):
+    fn, off, obj = f[0], f[1], f[2]
+    return short_name(fn) if fn else f"{os.path.basename(obj) if obj else '??'}+0x{off:x}"
+
+
+def site_labels(keys):
+    """{site key: label}: the call and its innermost frames, as many as it
+    takes for no two sites to read the same (two writev stacks that differ
+    only further out show where they differ); '#n' when whole stacks
+    print alike."""
+    keys = list(dict.fromkeys(keys))
+    depth = {k: 2 for k in keys}
+
+    def text(k):
+        kind, call, frames = k
+        names = [frame_name(f) for f in frames][:depth[k]] or ["??"]
+        more = " < ..." if len(frames) > depth[k] else ""
+        return " < ".join([call] + names) + more
+    for _ in range(64):
+        by_text = {}
+        for k in keys:
+            by_text.setdefault(text(k), []).append(k)
+        grown = False
+        for same in by_text.values():
+            if len(same) > 1:
+                for k in same:
+                    if depth[k] < len(k[2]):
+                        depth[k] += 1
+                        grown = True
+        if not grown:
+            break
+    out, seen = {}, {}
+    for k in keys:
+        t = text(k)
+        seen[t] = seen.get(t, 0) + 1
+        out[k] = t if seen[t] == 1 else f"{t} #{seen[t]}"
+    return out
+
+
+def pool_panel(g):
+    """What the pool served, and what it could not: counts of allocations."""
+    p = g.pool
+    rows = [("served by the pool", p["allocations"]), ("pooled frees", p["frees"])] + \
+        [(f"fallback: {k}", v) for k, v in g.pool_fallbacks.items()]
+    if not p["allocations"] and not any(g.pool_fallbacks.values()):
+        largest = max((lo for c, k, r in g.rows() if k == "none" and c != "free"
+                       for lo, n in r["size_hist"].items() if n), default=None)
+        th = tally({size(t): c for t, c in g.thresholds.items()})
+        why = (f"the largest allocation was {size(largest)}-{size(largest * 2)}, below the "
+               f"{th} threshold" if largest else "no allocation was counted")
+        return None, f";  the pool served nothing: {why}"
+    return bar_panel("pool", f"the pool: allocations served (each one fresh pages avoided) "
+                     f"and fallbacks; threshold {tally({size(t): c for t, c in g.thresholds.items()})}",
+                     rows, ((1, "allocations"),), "#228833", str, shares=False), ""
 
 
 def safe(s):
@@ -665,26 +901,81 @@ def diff_rows(ga, gb):
     ra = {(c, k): row for c, k, row in ga.rows()}
     rb = {(c, k): row for c, k, row in gb.rows()}
     order = list(ra) + [ck for ck in rb if ck not in ra]
-    zero = dict({n: 0 for n in CALL_NUMS})
+    zero = dict({n: 0 for n in CALL_NUMS}, estimated=0)
     out = []
     for ck in order:
         a, b = ra.get(ck, zero), rb.get(ck, zero)
         cols = {n: (a[n], b[n]) for n in DIFF_COLS[:-1]}
         cols["mean_ns"] = (mean_ns(a), mean_ns(b))
-        out.append((ck[0], ck[1], cols))
+        est = (a["estimated"], b["estimated"]) if a["estimated"] or b["estimated"] else None
+        out.append((ck[0], ck[1], cols, est))
     return out
 
 
+def io_rows(g):
+    return [(c, k, row) for c, k, row in g.rows() if k != "none"]
+
+
+def process_figures(g):
+    """[(name, value or None, how to print it)]: the process-wide numbers
+    --diff compares, each derived from the report's own counts."""
+    pr, u = g.process, g.uring
+    io = io_rows(g)
+    io_calls = sum(r["calls"] for _, _, r in io)
+    io_bytes = sum(r["bytes"] for _, _, r in io)
+    alloc_bytes = sum(r["bytes"] for c, k, r in g.rows() if k == "none" and c != "free")
+    cpu = pr["utime_us"] + pr["stime_us"]
+    # O_DIRECT calls the ring served made io_uring_enter calls instead of
+    # their own system call; every other counted I/O call is one system call.
+    direct = sum(r["calls"] for _, k, r in io if k == "direct")
+    ring = max(0, direct - sum(g.uring_fallbacks.values())) if u["enters"] else 0
+    syscalls = io_calls - ring + u["enters"]
+    timed = sum(r["timed"] for _, _, r in io)
+    nsec = sum(r["nsec"] for _, _, r in io)
+    moved, what = (io_bytes, "I/O") if io_bytes else (alloc_bytes, "allocated")
+    fl = lambda v: None if v is None else float(v)  # noqa: E731
+    return [
+        ("page faults, minor", pr["minflt"], str),
+        ("page faults, major", pr["majflt"], str),
+        ("CPU user+sys, ms", cpu / 1000, lambda v: f"{v:.1f}"),
+        (f"CPU us per MiB {what}", fl(cpu * 2**20 / moved) if moved else None,
+         lambda v: f"{v:.3g}"),
+        ("I/O system calls per I/O call", fl(syscalls / io_calls) if io_calls else None,
+         lambda v: f"{v:.3f}"),
+        ("mean latency of timed I/O calls, ns", fl(nsec / timed) if timed else None,
+         lambda v: f"{v:.0f}"),
+        ("pool allocations served", g.pool["allocations"], str),
+    ]
+
+
 def render_diff(path_a, ga, path_b, gb, out):
-    print(f"==== per-call change: A {path_a} -> B {path_b} ====", file=out)
-    print(f"{'call':<15} {'kind':<7}" + "".join(
-        f" {n + ' A':>12} {n + ' B':>12} {'B/A':>7}" for n in DIFF_COLS), file=out)
-    for call, kind, cols in diff_rows(ga, gb):
+    w = out.write
+    w(f"==== per-call change: A {path_a} -> B {path_b} ====\n")
+    w(f"{'call':<15} {'kind':<7}" + "".join(
+        f" {n + ' A':>12} {n + ' B':>12} {'B/A':>7}" for n in DIFF_COLS) + "\n")
+    est_rows = 0
+    for call, kind, cols, est in diff_rows(ga, gb):
         line = f"{call:<15} {kind:<7}"
         for n in DIFF_COLS:
             a, b = cols[n]
             line += f" {'-' if a is None else a:>12} {'-' if b is None else b:>12} {ratio(a, b):>7}"
-        print(line, file=out)
+        if est:
+            line += f"  ~ estimate: {est[0]} of A's calls and {est[1]} of B's are sampled"
+            est_rows += 1
+        w(line + "\n")
+    w(f"{'process':<40} {'A':>14} {'B':>14} {'B/A':>7}\n")
+    for (name, a, fmt), (_, b, _) in zip(process_figures(ga), process_figures(gb)):
+        if a is None and b is None:
+            continue
+        w(f"{name:<40} {'-' if a is None else fmt(a):>14} {'-' if b is None else fmt(b):>14} "
+          f"{ratio(a, b):>7}\n")
+    if est_rows:
+        sizes = sorted({size(t) for g in (ga, gb) for t in g.sampled_below if t})
+        below = "/".join(sizes) if sizes else "POOLSHIM_POOL_MIN/16"
+        w(f"~ sampled estimate: malloc-family calls (malloc, calloc, realloc, reallocarray, "
+          f"posix_memalign, aligned_alloc, memalign, valloc, pvalloc) below {below} "
+          f"(POOLSHIM_POOL_MIN/16) are counted one in about 128 per thread, so their calls and "
+          f"bytes differ run to run; the calls at or above it are exact.\n")
 
 
 def diff_main(paths, validate):
@@ -989,7 +1280,10 @@ def parse_args(argv):
         prog=PROG, description="Merge poolshim JSON reports (one per process), print the "
         "merged tables per program and per process, optionally plot them.",
         epilog="Exit status: 0 ok, 1 a plot or output could not be written, "
-        "2 bad usage or a file that is unreadable or not a valid report.  See poolshim(1).")
+        "2 bad usage or a file that is unreadable or not a valid report, "
+        "3 nothing to print: --folded and no report has call sites (POOLSHIM_BACKTRACE=1 "
+        "captures them).  A FILE may hold the one-per-line snapshots `poolshim stat --json` "
+        "prints, one per process.  See poolshim(1).")
     ap.add_argument("files", nargs="*", metavar="FILE", help="JSON reports (POOLSHIM_STATS=...json)")
     ap.add_argument("--plot", metavar="DIR", help="write PNG plots (gnuplot) into DIR")
     ap.add_argument("--json", metavar="OUT", help="write the merged numbers as JSON to OUT (- for stdout)")
@@ -997,7 +1291,10 @@ def parse_args(argv):
     ap.add_argument("--summary", action="store_true", help="per program only, no per-process tables")
     ap.add_argument("--exact", action="store_true", help="print bytes as exact integers, not 1.5M")
     ap.add_argument("--csv", action="store_true", help="print the per-call table as CSV, one row per program, call and kind")
-    ap.add_argument("--diff", nargs=2, metavar=("A", "B"), help="print the per-call change from report A to report B")
+    ap.add_argument("--diff", nargs=2, metavar=("A", "B"),
+                    help="print what changed from report A (the base) to report B: per call "
+                    "and kind, then page faults, CPU per MiB, system calls per I/O call and "
+                    "latency; rows whose counts are sampled estimates are marked ~")
     ap.add_argument("--folded", nargs="?", const="count", metavar="count|bytes",
                     help="print call-site stacks folded (flamegraph.pl), weighted by count or bytes")
     ap.add_argument("--debug-dir", metavar="DIR", action="append", default=[],
@@ -1012,6 +1309,8 @@ def parse_args(argv):
         a.folded = "count"
     if not a.files and not a.diff:
         ap.error("give report FILEs, or --diff A B")
+    if a.diff and a.files:
+        ap.error(f"--diff compares exactly two reports, A and B; also given: {' '.join(a.files)}")
     if a.top < 1:
         ap.error("--top must be at least 1")
     return a
@@ -1022,10 +1321,21 @@ def main(argv):
     validate = find_validator()
     if a.diff:
         return diff_main(a.diff, validate)
-    reports, bad = [], 0
+    reports, bad, seen = [], 0, {}
     for path in a.files:
         try:
-            reports.append((path, load_report(path, validate)))
+            for label, r, stamp in load_reports(path, validate):
+                # A snapshot of a process given again, or beside its exit
+                # report (two scrapes, or `stat -i` whose later lines are
+                # changes, not totals), would be counted twice.
+                key = (r["pid"], r["program"])
+                if key in seen and (stamp is not None or seen[key][1]):
+                    raise BadInput(f"pid {r['pid']} ({r['program']}) again, already in "
+                                   f"{seen[key][0]}: give one report or snapshot per process "
+                                   "(the lines of `poolshim stat -i --json` after the first "
+                                   "are changes, not totals)")
+                seen.setdefault(key, (label, stamp is not None))
+                reports.append((label, r))
         except BadInput as e:
             print(f"{PROG}: {path}: {e}", file=sys.stderr)
             bad += 1
@@ -1051,6 +1361,11 @@ def main(argv):
         processes.append(proc)
 
     if a.folded:
+        if not any(r.get("callsites") for _, r in reports):
+            print(f"{PROG}: --folded: no call sites in {'this report' if len(reports) == 1 else 'these reports'} "
+                  "(they are captured with POOLSHIM_BACKTRACE=1): nothing to print",
+                  file=sys.stderr)
+            return 3
         write_folded(reports, a.folded, sys.stdout)
         return 0
     out = sys.stdout

@@ -4,7 +4,34 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
+
+double pst_scale(void)
+{
+	static double scale;   /* read once: the complaint is said once */
+	const char *s = getenv("PST_SCALE");
+	char *end;
+
+	if (scale > 0)
+		return scale;
+	scale = 1.0;
+	if (s && *s) {
+		double v = strtod(s, &end);
+		if (*end || !(v > 0) || v > 1000)
+			fprintf(stderr, "PST_SCALE='%s' is not a number in (0, 1000]; using 1\n", s);
+		else
+			scale = v;
+	}
+	return scale;
+}
+
+long pst_scaled(long n)
+{
+	double v = (double)n * pst_scale();
+	return v < 1 ? 1 : (long)v;
+}
 
 bool pst_shim_loaded(void)
 {

@@ -18,6 +18,14 @@ void pst_fill(void *p, size_t n, uint64_t seed);
 bool pst_check(const void *p, size_t n, uint64_t seed);
 /* xorshift64* */
 uint64_t pst_rand(uint64_t *state);
+/*
+ * How much work a sized test does: PST_SCALE (default 1; e.g. 10 for a
+ * soak), and n scaled by it, at least 1.  Tests are sized by work so that
+ * they pass on a busy machine; their timeouts only catch hangs and are
+ * multiplied by the same factor.
+ */
+double pst_scale(void);
+long pst_scaled(long n);
 /* Read a whole file into buf (NUL-terminated); bytes read or -1. */
 long pst_slurp(const char *path, char *buf, size_t cap);
 

@@ -81,6 +81,13 @@ FRAME3 = dict(FRAME, path=OPT_STR, build_id=OPT_STR, rel=U, file=OPT_STR,
 
 def validate(report):
     errors = []
+    # `poolshim stat --json` prints live snapshots: a report that opens with
+    # "timestamp" (when it was read, seconds since the epoch).  The stat tool
+    # cannot see the process's environment, so a snapshot's config is empty.
+    snapshot = "timestamp" in report
+    stamp = report.pop("timestamp", None)
+    if snapshot and (not isinstance(stamp, (int, float)) or isinstance(stamp, bool) or stamp < 0):
+        errors.append("$.timestamp: want seconds since the epoch")
     # call sites are present only with POOLSHIM_BACKTRACE
     sites = report.pop("callsites", None)
     sample = report.pop("callsite_sample", None)
@@ -106,6 +113,8 @@ def validate(report):
             for j, f in enumerate(s.get("frames", [])):
                 check(f, FRAME3 if report.get("version", 0) >= 3 else FRAME,
                       f"$.callsites[{i}].frames[{j}]", errors)
+    if snapshot:
+        report["timestamp"] = stamp
     if errors:
         return errors
     if report["schema"] != "poolshim-report" or report["version"] not in (1, 2, 3):
@@ -116,7 +125,7 @@ def validate(report):
             if a.get("id") not in ADVICE_IDS:
                 errors.append(f"$.advice[{i}].id {a.get('id')}")
         cfg = report["config"]
-        if not cfg.get("POOLSHIM_POOL_MIN") or not all(
+        if (not cfg.get("POOLSHIM_POOL_MIN") and not (snapshot and not cfg)) or not all(
                 k.startswith("POOLSHIM") and isinstance(v, str) for k, v in cfg.items()):
             errors.append("$.config: want every POOLSHIM_* option as a string")
         st = report["meta"]["start_time"]

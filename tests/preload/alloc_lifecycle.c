@@ -3,7 +3,9 @@
  * Process lifecycle under the shim: fork from a program whose other threads
  * are allocating (the child must allocate, large and small, without
  * deadlock), posix_spawn and vfork from a threaded program, and exec of a
- * new image that inherits the shim through LD_PRELOAD.
+ * new image that inherits the shim through LD_PRELOAD.  Sized by work (forks
+ * and spawns, times PST_SCALE for a soak): the allocating threads run only
+ * while the main thread forks, so their CPU follows the forks' wall time.
  */
 #include <check.h>
 #include <pthread.h>
@@ -18,6 +20,10 @@
 #include <unistd.h>
 
 #include "lib.h"
+
+/* Forks, and posix_spawn + vfork pairs, at PST_SCALE=1 (once 60 and 30). */
+#define FORKS 20
+#define SPAWNS 10
 
 extern char **environ;
 static const char *self;
@@ -58,7 +64,7 @@ START_TEST(test_fork_while_threads_allocate)
 	atomic_store(&stop, 0);
 	for (intptr_t i = 0; i < 3; i++)
 		pthread_create(&t[i], NULL, churn, (void *)(i + 7));
-	for (int i = 0; i < 60; i++) {
+	for (long i = 0, n = pst_scaled(FORKS); i < n; i++) {
 		pid_t pid = fork();
 		ck_assert_int_ge(pid, 0);
 		if (pid == 0)
@@ -66,7 +72,7 @@ START_TEST(test_fork_while_threads_allocate)
 		int status;
 		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-			      "child %d: status %#x", i, status);
+			      "child %ld: status %#x", i, status);
 	}
 	atomic_store(&stop, 1);
 	for (int i = 0; i < 3; i++)
@@ -80,7 +86,7 @@ START_TEST(test_spawn_and_vfork_while_threads_allocate)
 	atomic_store(&stop, 0);
 	for (intptr_t i = 0; i < 2; i++)
 		pthread_create(&t[i], NULL, churn, (void *)(i + 3));
-	for (int i = 0; i < 30; i++) {
+	for (long i = 0, n = pst_scaled(SPAWNS); i < n; i++) {
 		pid_t pid;
 		char *argv[] = { (char *)self, (char *)"--child", NULL };
 		ck_assert_int_eq(posix_spawn(&pid, self, NULL, NULL, argv, environ), 0);
@@ -130,7 +136,8 @@ int main(int argc, char **argv)
 
 	Suite *s = suite_create("alloc_lifecycle");
 	TCase *tc = tcase_create("lifecycle");
-	tcase_set_timeout(tc, 300);
+	/* A hang detector, many times the work's time at a load average of 20. */
+	tcase_set_timeout(tc, 600 * pst_scale());
 	tcase_add_test(tc, test_fork_while_threads_allocate);
 	tcase_add_test(tc, test_spawn_and_vfork_while_threads_allocate);
 	tcase_add_test(tc, test_exec_inherits_shim);

@@ -5,7 +5,9 @@
  * malloc, calloc, realloc, posix_memalign and free them (sizes from 16 bytes
  * to 8 MiB, across the pool threshold), checking every buffer's pattern
  * before it changes hands.  Any overlap between two live buffers, or memory
- * handed out twice, breaks a pattern.
+ * handed out twice, breaks a pattern.  Sized by work: OPS operations per
+ * thread (about 8 CPU-seconds a configuration), times PST_SCALE for a soak
+ * (PST_SCALE=12 is the 3000 it once did); the timeout only catches a hang.
  */
 #include <check.h>
 #include <pthread.h>
@@ -17,7 +19,7 @@
 
 #define THREADS 16
 #define SLOTS 24
-#define OPS 3000
+#define OPS 250
 
 struct slot {
 	unsigned char *p;
@@ -40,9 +42,10 @@ static void *worker(void *arg)
 	uint64_t r = (uint64_t)(uintptr_t)arg * 0x9E3779B97F4A7C15ULL + 1;
 	struct slot s[SLOTS];
 	long bad = 0;
+	const long ops = pst_scaled(OPS);
 
 	memset(s, 0, sizeof(s));
-	for (int op = 0; op < OPS; op++) {
+	for (long op = 0; op < ops; op++) {
 		struct slot *x = &s[pst_rand(&r) % SLOTS];
 		if (x->p && !pst_check(x->p, x->n, x->seed))
 			bad++;
@@ -116,7 +119,9 @@ int main(void)
 	Suite *s = suite_create("alloc_threads");
 	TCase *tc = tcase_create("threads");
 
-	tcase_set_timeout(tc, 300);
+	/* A hang detector: some 40 times the work's wall time on a 2-core
+	 * machine at a load average of 20. */
+	tcase_set_timeout(tc, 600 * pst_scale());
 	tcase_add_test(tc, test_threads_integrity);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

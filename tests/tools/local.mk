@@ -35,3 +35,15 @@ pst_tools_scripts += tests/tools/poolshim_wrapper.sh
 # cannot be written, with no stderr left, is said in the system log.
 pst_tools_scripts += tests/tools/wrapper_only_program.sh tests/tools/stat_interval.sh \
 	tests/tools/quiet_failures.sh tests/tools/stack_shim.sh tests/tools/report_syslog.sh
+
+# Issue 37, the merged-report workflow: advice kept per process, threads per
+# process, stat --json snapshots, --diff's process figures and estimates,
+# --folded with nothing to fold, unknown versions, links.
+pst_tools_scripts += tests/tools/report_workflow.sh
+# --plot: labels of equal bars, call-site labels, latency only from enough
+# timed calls, no blank panel for a program that only allocates.
+pst_tools_scripts += tests/tools/report_plots.sh
+
+# docs/grafana/poolshim.json asks only for metrics and labels that
+# `poolshim stat --prometheus` prints (and parses, with promtool).
+pst_tools_scripts += tests/tools/grafana_dashboard.sh
