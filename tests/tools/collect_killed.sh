@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # `poolshim collect` renders the report of a process killed with SIGKILL
 # from the record it left: dd copying /dev/zero to /dev/null under the
-# shim, killed, then collected.  The report has dd's read and write counts
+# shim, killed, then collected (`poolshim stat` shows it gone and leaves it).  The report has dd's read and write counts
 # and says how it ended; the record is removed.  POOLSHIM_STATS=PATH is
 # honoured (a JSON report at the expanded path, valid by the schema), and
 # --run takes only the processes of that run.  A fork child that did no
@@ -34,6 +34,13 @@ start_dd one
 p1=$pid
 kill_dd "$p1"
 ls "$L"/poolshim-"$p1"-*.stats >/dev/null 2>&1 || fail "no record left by the killed dd"
+# poolshim stat shows it as gone, says how to collect it, and leaves it.
+timeout 60 "$PS_TOP_BUILDDIR/tools/poolshim-stat" --live-dir "$L" "$p1" >"$PST_TMP/stat" 2>&1
+grep -q "^---- pid $p1 (dd): totals \[process gone: \`poolshim collect\` writes its report\]" "$PST_TMP/stat" &&
+	grep -q "poolshim collect $p1" "$PST_TMP/stat" && pass "stat says to collect it" ||
+	fail "stat on the gone process: $(head -3 "$PST_TMP/stat")"
+ls "$L"/poolshim-"$p1"-*.stats >/dev/null 2>&1 && pass "stat leaves the record" ||
+	fail "stat removed the record"
 timeout 60 "$COLLECT" --live-dir "$L" >"$PST_TMP/out" 2>"$PST_TMP/err"
 rc=$?
 [ $rc = 0 ] && pass "collect: exit status 0" || fail "collect: exit status $rc: $(cat "$PST_TMP/err")"
