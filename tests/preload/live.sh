@@ -5,6 +5,8 @@
 # the report written before exec replaces the image; `poolshim stat` on a
 # running process, on one killed with SIGKILL (numbers still readable), and
 # the cleanup of the dead process's file.
+# This test looks at /dev/shm itself: the shim publishes there, as by default.
+PST_LIVE_DIR=default
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 H="$PRELOAD_BIN/signal_helper"
 STAT="$PS_TOP_BUILDDIR/tools/poolshim-stat"

@@ -8,6 +8,8 @@
 # program under the shim runs as pid 1 of a new pid namespace next to one in
 # ours; stat, scanning, shows both and removes neither, then removes ours
 # once it is killed.
+# This test looks at /dev/shm itself: the shim publishes there, as by default.
+PST_LIVE_DIR=default
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 H="$PRELOAD_BIN/signal_helper"
 STAT="$PS_TOP_BUILDDIR/tools/poolshim-stat"
