@@ -4,7 +4,8 @@
 # from the record it left: dd copying /dev/zero to /dev/null under the
 # shim, killed, then collected (`poolshim stat` shows it gone and leaves it).  The report has dd's read and write counts
 # and says how it ended; the record is removed.  POOLSHIM_STATS=PATH is
-# honoured (a JSON report at the expanded path, valid by the schema), and
+# honoured (a JSON report at the expanded path, valid by the schema, its
+# configuration as the process had it), and
 # --run takes only the processes of that run.  A fork child that did no
 # work of its own leaves a record that is removed without a report.
 # Everything runs in the test's own live directory (POOLSHIM_LIVE_DIR).
@@ -57,8 +58,10 @@ timeout 60 "$COLLECT" --live-dir "$L" >/dev/null 2>&1
 rc=$?
 [ $rc = 1 ] && pass "nothing left: exit status 1" || fail "second collect: status $rc, want 1"
 
-# 2. POOLSHIM_STATS=PATH with %p, JSON: written there, for that pid.
-start_dd two POOLSHIM_STATS="$PST_TMP/r-%e-%p.json"
+# 2. POOLSHIM_STATS=PATH with %p, JSON: written there, for that pid.  A
+# size that is no round number of K or M (POOLSHIM_POOL_MIN=100000) goes
+# through the record's configuration and back exactly.
+start_dd two POOLSHIM_STATS="$PST_TMP/r-%e-%p.json" POOLSHIM_POOL_MIN=100000
 p2=$pid
 kill_dd "$p2"
 # 3. Another run, left alone by --run two.
@@ -72,6 +75,9 @@ f="$PST_TMP/r-dd-$p2.json"
 if [ -f "$f" ]; then
 	python3 "$PS_TOP_SRCDIR/tests/report_schema.py" "$f" && pass "the JSON report is valid" ||
 		fail "the JSON report fails the schema"
+	[ "$(json_get "$f" "r['config']['POOLSHIM_POOL_MIN'], r['pool']['threshold']")" = "('100000', 100000)" ] &&
+		pass "its configuration came through the record exactly" ||
+		fail "configuration: $(json_get "$f" "r['config']['POOLSHIM_POOL_MIN'], r['pool']['threshold']")"
 	[ "$(json_get "$f" "r['ended']['how']")" = unseen ] && pass "JSON says how it ended" ||
 		fail "JSON ended: $(json_get "$f" "r.get('ended')")"
 	[ "$(json_get "$f" "sum(c['calls'] for c in r['calls'] if c['call'] == 'read')")" -gt 1000 ] &&
