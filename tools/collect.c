@@ -660,6 +660,12 @@ static int scan(struct id **ids)
 	return n;
 }
 
+static int by_pid(const void *a, const void *b)
+{
+	const struct id *x = a, *y = b;
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
 int ps_collect(const struct ps_collect_opts *o)
 {
 	struct tally t = { 0, 0, 0 };
@@ -692,6 +698,8 @@ int ps_collect(const struct ps_collect_opts *o)
 			close(into_fd);
 		return 2;
 	}
+	/* In pid order: a run's processes mostly in the order they started. */
+	qsort(ids, (size_t)n, sizeof(*ids), by_pid);
 	for (int i = 0; i < n; i++) {
 		if (!wanted_pid(o, ids[i].pid) || (o->npids && ids[i].ns != my_ns))
 			continue;

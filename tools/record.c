@@ -109,7 +109,7 @@ int ps_record_config(const char *text, struct ps_config *cfg)
 			if (!name_char(*c))
 				return -EINVAL;
 		for (unsigned char *c = (unsigned char *)eq + 1; *c; c++)
-			if (*c < 0x20 || *c == 0x7f)
+			if ((*c < 0x20 && *c != '\t') || *c == 0x7f)
 				return -EINVAL;
 		for (int i = 0; i < lines.n; i++)
 			if (strcmp(lines.name[i], s) == 0)
