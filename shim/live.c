@@ -312,7 +312,7 @@ static void fill_identity(struct ps_live_header *h, int pid, uint64_t ns)
 	h->exited = 0;
 	/* The name kept at start: nginx's workers have rewritten argv[0] since. */
 	const char *name = ps_program;
-	copy_reason(h->program, name[0] ? name : program_invocation_short_name);
+	copy_str(h->program, sizeof(h->program), name[0] ? name : program_invocation_short_name);
 	for (char *c = h->program; *c; c++)
 		if (*c == '/')
 			*c = '_';

@@ -47,3 +47,20 @@ pst_tools_scripts += tests/tools/report_plots.sh
 # docs/grafana/poolshim.json asks only for metrics and labels that
 # `poolshim stat --prometheus` prints (and parses, with promtool).
 pst_tools_scripts += tests/tools/grafana_dashboard.sh
+
+# Issue 34, `poolshim collect`: reports of processes that ended without
+# writing their own (SIGKILL), at the path POOLSHIM_STATS names, by run;
+# a fork child with no work removed without one; a report the process
+# kept in its record delivered; damaged records refused one by one;
+# records of another user's processes never written where that user
+# could not write (as root).  live_offsets prints the header's layout for
+# the tests that craft damaged records.
+check_PROGRAMS += tests/tools/live_offsets tests/tools/collect_api
+tests_tools_live_offsets_SOURCES = tests/tools/live_offsets.c
+# collect_api: the C API the `poolshim` wrapper calls (a known end), and
+# report paths opened without following links, by openat2 and without it.
+tests_tools_collect_api_SOURCES = tests/tools/collect_api.c
+tests_tools_collect_api_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
+tests_tools_collect_api_LDADD = libpstools.la -lm
+pst_tools_scripts += tests/tools/collect_killed.sh tests/tools/collect_kept.sh \
+	tests/tools/collect_damaged.sh tests/tools/collect_hostile.sh tests/tools/collect_api.sh
