@@ -48,12 +48,17 @@ stop() {
 		fail "$name: SigCgt $cgt_shim under the shim, $cgt_none without"
 	n=$(find "$d" -maxdepth 1 -name 'r-*.json' | wc -l)
 	[ "$n" = 0 ] && pass "$name: nothing written as it died" || fail "$name: $n reports written as it died"
+	# A program that made no counted call (sleep) did no work worth a record.
+	want=1
+	[ "${IDLE:-}" = 1 ] && want=0
 	n=$(ls -A "$d/live" | wc -l)
-	[ "$n" = 1 ] && pass "$name: its record is left" || fail "$name: $n records left: $(ls -A "$d/live")"
-	"$PS" collect --live-dir "$d/live" >"$d/collect.out" 2>&1 ||
-		fail "$name: poolshim collect: $(cat "$d/collect.out")"
+	[ "$n" = $want ] && pass "$name: $want record left" || fail "$name: $n records left: $(ls -A "$d/live")"
+	if [ $want = 1 ]; then
+		"$PS" collect --live-dir "$d/live" >"$d/collect.out" 2>&1 ||
+			fail "$name: poolshim collect: $(cat "$d/collect.out")"
+	fi
 	n=$(find "$d" -maxdepth 1 -name 'r-*.json' | wc -l)
-	[ "$n" = 1 ] && pass "$name: poolshim collect wrote its report" || fail "$name: $n reports after collect"
+	[ "$n" = $want ] && pass "$name: $want report after collect" || fail "$name: $n reports after collect"
 	for r in "$d"/r-*.json; do
 		[ -f "$r" ] && { json_get "$r" "r['pid']" >/dev/null 2>&1 || fail "$name: $r is no complete report"; }
 	done
@@ -61,8 +66,8 @@ stop() {
 	[ -z "$left" ] && pass "$name: no live file left" || fail "$name: live files left: $left"
 }
 
-READY= stop sleep-term TERM 143 sleep 30
-READY= stop sleep-hup HUP 129 sleep 30
+IDLE=1 READY= stop sleep-term TERM 143 sleep 30
+IDLE=1 READY= stop sleep-hup HUP 129 sleep 30
 READY=ready stop helper-int INT 130 "$H" wait-term
 READY=ready stop helper-term TERM 143 "$H" wait-term
 # The signal taken by a thread with the smallest stack (the report runs on its own).
