@@ -94,3 +94,9 @@ bin_PROGRAMS += tools/poolshim-stat
 tools_poolshim_stat_SOURCES = tools/poolshim-stat.c
 tools_poolshim_stat_LDADD = libpsfmt.la -lm
 
+
+# The `poolshim` wrapper's parent: runs the program, passes signals on,
+# delivers the run's reports when it ends (tools/poolshim-run.c).
+bin_PROGRAMS += tools/poolshim-run
+tools_poolshim_run_SOURCES = tools/poolshim-run.c tools/collect.c tools/collect.h
+tools_poolshim_run_LDADD = libpsfmt.la -lm

@@ -35,3 +35,11 @@ pst_tools_scripts += tests/tools/poolshim_wrapper.sh
 # cannot be written, with no stderr left, is said in the system log.
 pst_tools_scripts += tests/tools/wrapper_only_program.sh tests/tools/stat_interval.sh \
 	tests/tools/quiet_failures.sh tests/tools/stack_shim.sh tests/tools/report_syslog.sh
+
+# Issue 34, the wrapper sees its program end: exit codes and signals passed
+# on, signals forwarded once, the program's signal state as without the
+# wrapper, reports of killed programs and workers on the wrapper's stderr,
+# a daemon's record left for `poolshim collect`; nginx and haproxy as the
+# README runs them.
+check_PROGRAMS += tests/tools/run_helper
+pst_tools_scripts += tests/tools/wrapper_end.sh
