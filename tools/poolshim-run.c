@@ -275,6 +275,7 @@ int main(int argc, char **argv)
 		o.live_dir = NULL;
 	o.run = run;
 	o.out = stderr;
+	o.who = me;
 	o.known_pid = child;
 	o.known_status = status;
 	o.known_rusage = &ru;

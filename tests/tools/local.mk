@@ -42,4 +42,4 @@ pst_tools_scripts += tests/tools/wrapper_only_program.sh tests/tools/stat_interv
 # a daemon's record left for `poolshim collect`; nginx and haproxy as the
 # README runs them.
 check_PROGRAMS += tests/tools/run_helper
-pst_tools_scripts += tests/tools/wrapper_end.sh
+pst_tools_scripts += tests/tools/wrapper_end.sh tests/tools/wrapper_nginx.sh tests/tools/wrapper_haproxy.sh
