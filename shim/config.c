@@ -293,6 +293,26 @@ static void put_choices(struct ps_buf *b, const char *const *choices)
 	}
 }
 
+/*
+ * A size as the parser takes it back, to the byte: the largest of K, M, G
+ * that divides it, else bytes (ps_buf_size's 1.5M would not parse, and the
+ * live record's copy of the configuration is parsed again by the tools).
+ */
+static void put_size_exact(struct ps_buf *b, uint64_t v)
+{
+	static const char units[] = "GMK";
+
+	for (int i = 0; i < 3; i++) {
+		uint64_t scale = 1ULL << (10 * (3 - i));
+		if (v && v % scale == 0) {
+			ps_buf_u64(b, v / scale);
+			ps_buf_putc(b, units[i]);
+			return;
+		}
+	}
+	ps_buf_u64(b, v);
+}
+
 static void put_value(struct ps_buf *b, const struct ps_config *cfg, const struct option *o,
 		      bool deflt)
 {
@@ -303,7 +323,7 @@ static void put_value(struct ps_buf *b, const struct ps_config *cfg, const struc
 		ps_buf_puts(b, (deflt ? o->def != 0 : *(const bool *)f) ? "on" : "off");
 		break;
 	case OPT_SIZE:
-		ps_buf_size(b, deflt ? o->def : *(const uint64_t *)f);
+		put_size_exact(b, deflt ? o->def : *(const uint64_t *)f);
 		break;
 	case OPT_UINT:
 		ps_buf_u64(b, deflt ? o->def : *(const uint64_t *)f);

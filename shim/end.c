@@ -81,10 +81,23 @@ void ps_end_exit_status(int status)
  * path any more (after a chroot) keeps its counters, which the reader
  * renders.  why: what went wrong, for the reader to say.
  */
+/* The end's facts, written again into a record made only now (they went nowhere before). */
+static int end_how, end_status;
+static bool end_status_known;
+
+static void make_record_now(void)
+{
+	if (ps_live_exists())
+		return;
+	ps_live_make_now();
+	ps_live_publish();
+	ps_live_usage();
+	ps_live_end(end_how, end_status, end_status_known);
+}
+
 static void keep(unsigned how, const char *why)
 {
-	if (!ps_live_exists())
-		ps_live_make_now();
+	make_record_now();
 	int r = ps_live_keep_report(ps_cfg.stats_format, how, why);
 	char where[PS_LIVE_DIR_MAX + 64];
 	if (ps_live_where(where, sizeof(where)) == 0)
@@ -109,6 +122,9 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 		status = exit_status;
 		status_known = true;
 	}
+	end_how = end;
+	end_status = status;
+	end_status_known = status_known;
 	ps_live_publish();
 	ps_live_usage();
 	ps_live_end(end, status, status_known);
@@ -119,8 +135,7 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 	}
 	/* Under the wrapper: it delivers, from the record; the process only renders. */
 	if (ps_cfg.run[0]) {
-		if (!ps_live_exists())
-			ps_live_make_now();
+		make_record_now();
 		if (ps_live_keep_report(ps_cfg.stats_format, how, NULL) == 0) {
 			errno = saved_errno;
 			return;

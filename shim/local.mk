@@ -89,14 +89,5 @@ libpoolshim_la_LDFLAGS = -module -avoid-version -shared \
 EXTRA_libpoolshim_la_DEPENDENCIES = $(top_srcdir)/shim/poolshim.map $(JEMALLOC_PS)
 EXTRA_DIST += shim/poolshim.map
 
-# The live view: `poolshim stat` runs it.
-bin_PROGRAMS += tools/poolshim-stat
-tools_poolshim_stat_SOURCES = tools/poolshim-stat.c
-tools_poolshim_stat_LDADD = libpsfmt.la -lm
+# The tools (poolshim-stat, poolshim-collect, poolshim-run) are built by tools/local.mk.
 
-
-# The `poolshim` wrapper's parent: runs the program, passes signals on,
-# delivers the run's reports when it ends (tools/poolshim-run.c).
-bin_PROGRAMS += tools/poolshim-run
-tools_poolshim_run_SOURCES = tools/poolshim-run.c tools/collect.c tools/collect.h
-tools_poolshim_run_LDADD = libpsfmt.la -lm

@@ -9,6 +9,7 @@
 #include "report.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -579,6 +580,82 @@ static void emit_hist_table(struct ps_emit *e, const struct ps_report_data *d, b
 	}
 }
 
+/* "SIGKILL" for 9 into rt[16], or NULL. */
+static const char *signal_abbrev(char *rt, int sig)
+{
+	const char *a = sig > 0 && sig < 65 ? sigabbrev_np(sig) : NULL;
+	struct ps_buf b;
+
+	if (a) {
+		ps_buf_init(&b, rt, 16, -1);
+		ps_buf_printf(&b, "SIG%s", a);
+		return ps_buf_str(&b);
+	}
+	return NULL;
+}
+
+/*
+ * How the process ended: text, one "ended" line; JSON, the "ended"
+ * object.  Nothing for a report that does not say (PS_ENDED_UNSAID).
+ */
+static void emit_end(struct ps_emit *e, const struct ps_report_data *d)
+{
+	static const char *const how_names[] = { NULL, "exit", "signal", "unseen" };
+	const char *how, *sig = NULL, *as_of = NULL;
+	char when[32], sigbuf[16];
+	struct ps_buf wb;
+	int status = d->end_status;
+
+	if (d->ended <= PS_ENDED_UNSAID || d->ended > PS_ENDED_UNSEEN)
+		return;
+	how = how_names[d->ended];
+	ps_buf_init(&wb, when, sizeof(when), -1);
+	if (d->ended == PS_ENDED_UNSEEN && d->end_usage_time >= 0) {
+		put_iso8601(&wb, d->end_usage_time);
+		as_of = ps_buf_str(&wb);
+	}
+	ps_emit_object_begin(e, "ended");
+	ps_emit_kv(e, "how", PS_EMIT_NAME, &how);
+	ps_emit_text(e, "ended    ");
+	switch (d->ended) {
+	case PS_ENDED_EXIT:
+		if (d->end_known)
+			ps_emit_text(e, "exit status %d", status);
+		else
+			ps_emit_text(e, "exited (status unknown)");
+		break;
+	case PS_ENDED_SIGNAL:
+		sig = signal_abbrev(sigbuf, status);
+		ps_emit_text(e, "killed by signal %d (%s)%s", status, sig ? sig : "?",
+			     d->end_core ? ", core dumped" : "");
+		break;
+	default:
+		ps_emit_text(e, "no exit seen: killed (SIGKILL, the OOM killer) or crashed");
+		if (as_of)
+			ps_emit_text(e, "; page faults and CPU time as of %s", as_of);
+		break;
+	}
+	if (d->ended == PS_ENDED_EXIT && d->end_known)
+		ps_emit_kv(e, "status", PS_EMIT_INT, &status);
+	else
+		ps_emit_kv(e, "status", PS_EMIT_STR, &(const char *){ NULL });
+	ps_emit_kv(e, "signal", PS_EMIT_STR, &sig);
+	ps_emit_kv(e, "usage_as_of", PS_EMIT_STR, &as_of);
+	ps_emit_kv(e, "rendered_by", PS_EMIT_STR, &d->rendered_by);
+	if (d->rendered_by)
+		ps_emit_text(e, "; report rendered by %s", d->rendered_by);
+	ps_emit_text(e, "\n");
+	ps_emit_object_end(e);
+}
+
+void ps_report_render_end(struct ps_buf *b, const struct ps_report_data *d)
+{
+	struct ps_emit e;
+
+	ps_emit_init(&e, b, false);
+	emit_end(&e, d);
+}
+
 void ps_report_render(struct ps_buf *b, const struct ps_report_data *d,
 		      enum ps_stats_format format)
 {
@@ -595,6 +672,7 @@ void ps_report_render(struct ps_buf *b, const struct ps_report_data *d,
 	ps_emit_text(e, "==== poolshim report: pid %d (%s) ====\n", d->pid, d->program);
 	ps_emit_kv(e, "pid", PS_EMIT_INT, &d->pid);
 	ps_emit_kv(e, "program", PS_EMIT_STR, &d->program);
+	emit_end(e, d);
 	emit_pool(e, d);
 	/* Text puts the run's metadata under the pool lines, JSON at the end. */
 	if (!e->json)

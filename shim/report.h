@@ -24,6 +24,18 @@
 struct ps_buf;
 struct ps_emit;
 
+/*
+ * How the process ended, said by a report rendered after it (`poolshim
+ * collect`, the wrapper).  PS_ENDED_UNSAID, the zero value: the report says
+ * nothing about it (a live view, the process's own report).
+ */
+enum ps_report_ended {
+	PS_ENDED_UNSAID = 0,
+	PS_ENDED_EXIT,        /* it exited: end_status when end_known */
+	PS_ENDED_SIGNAL,      /* a signal ended it: end_status is the signal (end_known) */
+	PS_ENDED_UNSEEN,      /* no exit seen: SIGKILL, the OOM killer or a crash */
+};
+
 struct ps_report_data {
 	int pid;
 	const char *program;
@@ -54,10 +66,24 @@ struct ps_report_data {
 	 */
 	void (*callsites)(struct ps_emit *e, bool symbolize);
 	bool symbolize;
+	/* How it ended (PS_ENDED_UNSAID: not said), and who rendered the report. */
+	enum ps_report_ended ended;
+	int end_status;                   /* exit status, or the signal */
+	bool end_known;                   /* end_status is known */
+	bool end_core;                    /* the signal dumped core (known from a wait status) */
+	int64_t end_usage_time;           /* PS_ENDED_UNSEEN: faults and CPU time as of (epoch s), or -1 */
+	const char *rendered_by;          /* "poolshim collect", the wrapper, or NULL */
 };
 
 void ps_report_render(struct ps_buf *b, const struct ps_report_data *d,
 		      enum ps_stats_format format);
+
+/*
+ * The text report's "ended" line alone (nothing when d->ended is
+ * PS_ENDED_UNSAID): for a report the process rendered itself, printed
+ * before it by whoever delivers it.
+ */
+void ps_report_render_end(struct ps_buf *b, const struct ps_report_data *d);
 
 /*
  * Expand %p (pid), %e (program name) and %% in pattern into out[cap].

@@ -79,11 +79,33 @@ FRAME3 = dict(FRAME, path=OPT_STR, build_id=OPT_STR, rel=U, file=OPT_STR,
               line=(int, type(None)))
 
 
+# How the process ended: only in a report rendered after it (poolshim collect, the wrapper).
+ENDED = {"how": str, "status": (int, type(None)), "signal": (str, type(None)),
+         "usage_as_of": (str, type(None)), "rendered_by": (str, type(None))}
+
+
 def validate(report):
     errors = []
     # call sites are present only with POOLSHIM_BACKTRACE
     sites = report.pop("callsites", None)
     sample = report.pop("callsite_sample", None)
+    ended = report.pop("ended", None)
+    if ended is not None:
+        if not isinstance(ended, dict):
+            errors.append("$.ended: not an object")
+        else:
+            check(ended, ENDED, "$.ended", errors)
+            how = ended.get("how")
+            if how not in ("exit", "signal", "unseen"):
+                errors.append(f"$.ended.how {how}")
+            if how != "exit" and ended.get("status") is not None:
+                errors.append("$.ended.status: only an exit has a status")
+            if (how == "signal") != (ended.get("signal") is not None):
+                errors.append("$.ended.signal: want a name exactly when a signal ended it")
+            at = ended.get("usage_as_of")
+            if at is not None and (how != "unseen" or not __import__("re").fullmatch(
+                    r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", at)):
+                errors.append(f"$.ended.usage_as_of {at}")
     schema = SCHEMA
     if report.get("version") == 1:
         # Version 1 had no heap_owner (and no "foreign" pool mode).
@@ -94,6 +116,8 @@ def validate(report):
         fb = {k: v for k, v in SCHEMA["uring"]["fallbacks"].items() if k != "unaligned"}
         schema["uring"] = dict(SCHEMA["uring"], fallbacks=fb)
     check(report, schema, "$", errors)
+    if ended is not None:
+        report["ended"] = ended
     if sites is not None:
         report["callsites"] = sites
         report["callsite_sample"] = sample

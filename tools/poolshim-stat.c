@@ -2,19 +2,18 @@
 /*
  * poolshim-stat: the live view.  Reads the counters that processes under
  * the shim publish in /dev/shm/poolshim-PID-NS.stats and prints the same
- * table as the exit report: once, or every -i seconds as deltas.  A file
- * whose process is gone (exited without cleaning up, or was killed with
- * SIGKILL) is still read, marked as such and then removed.
+ * table as the exit report: once, or every -i seconds as deltas.  A record
+ * whose process is gone (killed with SIGKILL, crashed, or unable to write
+ * its report) is still read and shown, marked as such, and left for
+ * `poolshim collect`, which writes its report and removes it.
  *
  *   poolshim-stat [-i SECONDS] [-c COUNT] [--json | --prometheus | --textfile DIR]
- *                 [--live-dir DIR] [--keep] [--all-users] [PID ...]
+ *                 [--live-dir DIR] [--all-users] [PID ...]
  *   poolshim-stat --check-config NAME=VALUE ...   (for `poolshim systemd`)
  *
- * Anyone can put a file in /dev/shm, so nothing in one is trusted: files
- * are read with pread into private memory (never mapped: a file cut short
- * under a mapping faults), the header is checked against the file's real
- * size before any block is looked at, strings are cut at their room and
- * enumerations checked.  A file that fails is named on stderr and skipped;
+ * Anyone can put a file in /dev/shm, so nothing in one is trusted: records
+ * are read and checked by tools/record.c (every size, count, offset,
+ * enumeration and string, before any block is looked at).  A file that fails is named on stderr and skipped;
  * the others are still shown.  Only the reading user's files are read
  * unless --all-users is given; root reads everyone's, having the right to
  * anyway and nothing to fear from a file read this way.
@@ -43,22 +42,12 @@
 #include "config.h"
 #include "fmt.h"
 #include "live.h"
+#include "record.h"
 #include "report.h"
 #include "stats.h"
 
-/* Larger than any file the shim writes (about 19 MiB), small enough to read. */
-#define MAX_FILE (256u << 20)
-
 struct target {
-	int pid;
-	uint64_t ns;
-	char path[PS_LIVE_DIR_MAX + 64];
-	int fd;
-	struct ps_live_header *hdr;   /* the latest snapshot, PS_LIVE_HEADER bytes */
-	char *blocks;                 /* its blocks, nblocks * block_stride bytes */
-	uint32_t nblocks;
-	size_t size;                  /* of the file, when opened */
-	bool dead, foreign_ns;
+	struct ps_record r;           /* the record, its latest snapshot (record.h) */
 	struct ps_tstats *prev;       /* last totals, for deltas */
 	uint64_t prev_usage[4];       /* last /proc usage (minflt majflt utime stime), for deltas */
 	bool have_usage;
@@ -66,79 +55,34 @@ struct target {
 	bool fresh;                   /* opened this round: its totals, not a change */
 };
 
-static bool opt_json, opt_keep, opt_all_users, opt_prom;
+static bool opt_json, opt_all_users, opt_prom;
 static const char *opt_textfile;
 static uint64_t my_ns;
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: poolshim stat [-i SECONDS] [-c COUNT] [--json | --prometheus | --textfile DIR]\n"
-		   "                     [--live-dir DIR] [--keep] [--all-users] [PID ...]\n"
+		   "                     [--live-dir DIR] [--all-users] [PID ...]\n"
 		   "Prints the live counters of processes running under libpoolshim.so\n"
 		   "(all of them when no PID is given); with -i, the change every SECONDS.\n"
-		   "Files of processes that are gone are read once more, then removed\n"
-		   "(--keep leaves them).  Only your own files are read unless --all-users\n"
-		   "(root reads all).  --prometheus prints the Prometheus text format;\n"
-		   "--textfile DIR writes it to DIR/poolshim.prom (atomically) for node_exporter.\n"
-		   "--live-dir DIR (default $POOLSHIM_LIVE_DIR, else /dev/shm) is where files are.\n"
+		   "Records of processes that are gone are shown as such and left in place:\n"
+		   "`poolshim collect` writes their reports.  Only your own files are read\n"
+		   "unless --all-users (root reads all).  --prometheus prints the Prometheus text\n"
+		   "format; --textfile DIR writes it to DIR/poolshim.prom (atomically) for\n"
+		   "node_exporter.  --live-dir DIR (default $POOLSHIM_LIVE_DIR, else /dev/shm) is\n"
+		   "where files are.  (--keep, which kept gone processes' files, is still taken.)\n"
 		   "Exit status: 0 all shown, 1 none shown, 3 some refused, 2 bad usage.\n");
 }
 
 static void refuse(const struct target *t, const char *why)
 {
-	fprintf(stderr, "poolshim stat: %s: skipped: %s\n", t->path, why);
+	fprintf(stderr, "poolshim stat: %s: skipped: %s\n", t->r.path, why);
 }
 
-/* The header's problem, or NULL when it may be used with a file of size bytes. */
-static const char *check_header(const struct target *t, const struct ps_live_header *h,
-				size_t size)
-{
-	if (memcmp(h->magic, PS_LIVE_MAGIC, 8) != 0 || h->version != PS_LIVE_VERSION ||
-	    h->block_size != sizeof(struct ps_tstats))
-		return "not a live statistics file of this version (a different poolshim build?)";
-	if (h->block_stride < h->block_size || h->block_stride > MAX_FILE)
-		return "header lies: block stride out of range";
-	/* Divide rather than multiply: max_blocks x stride may not fit in 64 bits. */
-	if (h->max_blocks > (size - PS_LIVE_HEADER) / h->block_stride)
-		return "header lies: more blocks than the file holds";
-	if (h->pid != t->pid || h->pidns != t->ns)
-		return "header lies: pid or namespace differs from the file name";
-	if ((uint32_t)h->pool.requested > PS_HUGE_NONE ||
-	    (uint32_t)h->pool.first_mode >= PS_BACK__COUNT ||
-	    (uint32_t)h->uring_state > 2)
-		return "header lies: a state out of range";
-	return NULL;
-}
-
-/* Read the file afresh into t's snapshot.  NULL, or why it cannot be used. */
+/* Read the record afresh into t's snapshot.  NULL, or why it cannot be used. */
 static const char *snapshot(struct target *t)
 {
-	struct ps_live_header *h = t->hdr;
-
-	if (pread(t->fd, h, PS_LIVE_HEADER, 0) != PS_LIVE_HEADER)
-		return "cut short";
-	const char *why = check_header(t, h, t->size);
-	if (why)
-		return why;
-	/* The writer owns these strings; ours end inside their room whatever it wrote. */
-	h->program[sizeof(h->program) - 1] = '\0';
-	h->pool.hugetlb_reason[PS_LIVE_REASON - 1] = '\0';
-	h->pool.thp_reason[PS_LIVE_REASON - 1] = '\0';
-	h->uring_reason[PS_LIVE_REASON - 1] = '\0';
-	uint32_t n = __atomic_load_n(&h->nblocks, __ATOMIC_RELAXED);
-	if (n > h->max_blocks)
-		n = h->max_blocks;
-	size_t len = (size_t)n * h->block_stride;
-	char *b = realloc(t->blocks, len ? len : 1);
-	if (!b)
-		return "out of memory";
-	t->blocks = b;
-	/* Holes (blocks never reserved) read as zeros. */
-	ssize_t got = len ? pread(t->fd, b, len, PS_LIVE_HEADER) : 0;
-	if (got != (ssize_t)len)
-		return "cut short";
-	t->nblocks = n;
-	return NULL;
+	return ps_record_read(&t->r);
 }
 
 /* Whether PID's live file is there (of any kind: open_target judges it). */
@@ -154,90 +98,63 @@ static bool file_exists(int pid, uint64_t ns)
 /* 0 shown, -1 refused (said why), 1 skipped quietly (another user's). */
 static int open_target(struct target *t, int pid, uint64_t ns, bool named)
 {
-	struct stat st;
+	const char *why;
 
-	t->pid = pid;
-	t->ns = ns;
-	t->fd = -1;
-	ps_live_path(t->path, sizeof(t->path), pid, ns);
-	/* O_NONBLOCK: a FIFO put there in place of a file must not hang us. */
-	t->fd = open(t->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (t->fd < 0) {
-		if (named)
+	memset(t, 0, sizeof(*t));
+	if (ps_record_open(&t->r, pid, ns, &why) < 0) {
+		if (t->r.fd < 0 && named)
 			fprintf(stderr, "poolshim stat: %d: no live statistics (%s): not running "
 					"under the shim, POOLSHIM_LIVE=off, or nothing to show yet (a "
 					"process publishes once it has taken a pooled buffer, or "
-					"counted calls past its first second)\n", pid, strerror(errno));
+					"counted calls past its first second)\n", pid, why);
 		else
-			refuse(t, strerror(errno));
+			refuse(t, why);
 		return -1;
 	}
-	if (fstat(t->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		refuse(t, "not a regular file");
-		return -1;
-	}
-	if (st.st_uid != geteuid() && geteuid() != 0 && !opt_all_users) {
+	if (t->r.owner != geteuid() && geteuid() != 0 && !opt_all_users) {
 		if (named)
 			fprintf(stderr, "poolshim stat: %s: belongs to user %u; --all-users reads "
-					"it\n", t->path, (unsigned)st.st_uid);
+					"it\n", t->r.path, (unsigned)t->r.owner);
 		return named ? -1 : 1;
 	}
-	if (st.st_size < PS_LIVE_HEADER || (uint64_t)st.st_size > MAX_FILE) {
-		refuse(t, st.st_size < PS_LIVE_HEADER ? "too short" : "too large");
-		return -1;
-	}
-	t->size = (size_t)st.st_size;
-	t->hdr = malloc(PS_LIVE_HEADER);
 	t->prev = calloc(1, sizeof(struct ps_tstats));
-	if (!t->hdr || !t->prev) {
+	if (!t->prev) {
 		refuse(t, "out of memory");
 		return -1;
 	}
-	const char *why = snapshot(t);
+	why = snapshot(t);
 	if (why) {
 		refuse(t, why);
 		return -1;
 	}
-	t->foreign_ns = my_ns == 0 || ns != my_ns;
-	/* Gone, or the pid now belongs to another process; judged in our namespace only. */
-	t->dead = !t->foreign_ns &&
-		  ((kill(pid, 0) < 0 && errno == ESRCH) ||
-		   (t->hdr->starttime && ps_live_starttime(pid) != t->hdr->starttime));
+	ps_record_judge(&t->r, my_ns);
 	return 0;
 }
 
 static void close_target(struct target *t)
 {
-	if (t->fd >= 0)
-		close(t->fd);
-	free(t->hdr);
-	free(t->blocks);
+	ps_record_close(&t->r);
 	free(t->prev);
 	memset(t, 0, sizeof(*t));
-	t->fd = -1;
+	t->r.fd = -1;
 }
 
 static void totals(const struct target *t, struct ps_tstats *out, struct ps_tstats *tmp)
 {
-	memset(out, 0, sizeof(*out));
-	for (uint32_t i = 0; i < t->nblocks; i++) {
-		/* Copied out: the stride need not keep a block aligned. */
-		memcpy(tmp, t->blocks + (size_t)i * t->hdr->block_stride, sizeof(*tmp));
-		ps_stats_add(out, tmp, 1);
-	}
+	ps_record_totals(&t->r, out, tmp);
 }
 
 /*
  * Page faults and CPU time from /proc/PID/stat, while the process lives:
  * totals, or with delta their change since the last call, like the
- * counters shown beside them.
+ * counters shown beside them.  A process that is gone keeps the record's.
  */
 static void proc_usage(struct target *t, struct ps_report_data *d, bool delta)
 {
 	static const int fields[] = { 10, 12, 14, 15 };   /* minflt majflt utime stime */
 	uint64_t v[4], shown[4];
 
-	if (t->dead || t->foreign_ns || ps_proc_stat(t->pid, fields, v, 4) < 0)
+	if (t->r.dead || t->r.foreign_ns || ps_proc_stat(t->r.pid, fields, v, 4) < 0)
 		return;
 	for (int i = 0; i < 4; i++)
 		shown[i] = delta && t->have_usage && v[i] >= t->prev_usage[i] ? v[i] - t->prev_usage[i]
@@ -253,40 +170,24 @@ static void proc_usage(struct target *t, struct ps_report_data *d, bool delta)
 
 static void show(struct target *t, const struct ps_tstats *counters, const char *what, bool delta)
 {
-	const struct ps_live_header *h = t->hdr;
+	const struct ps_live_header *h = t->r.hdr;
 	struct ps_report_data d;
 	char storage[4096];
 	struct ps_buf b;
 
-	memset(&d, 0, sizeof(d));
-	d.pid = t->pid;
-	d.program = h->program;
-	d.totals = counters;
-	d.pool_ready = h->pool_ready;
-	d.pool.requested = (enum ps_hugepages)h->pool.requested;
-	d.pool.first_mode = (enum ps_backing)h->pool.first_mode;
-	d.pool.slabs = h->pool.slabs;
-	d.pool.backed = h->pool.backed;
-	d.pool.cap = h->pool.cap;
-	d.pool.reserve = h->pool.reserve;
-	memcpy(d.pool.backed_by, h->pool.backed_by, sizeof(d.pool.backed_by));
-	memcpy(d.pool.failures, h->pool.failures, sizeof(d.pool.failures));
-	d.pool.hugetlb_reason = h->pool.hugetlb_reason[0] ? h->pool.hugetlb_reason : NULL;
-	d.pool.thp_reason = h->pool.thp_reason[0] ? h->pool.thp_reason : NULL;
-	d.pool_in_use = h->gauges.pool_in_use;
-	d.pool_peak = h->gauges.pool_peak;
-	d.pool_min = h->pool_min;
-	d.threads = h->threads_peak ? (int)h->threads_peak : (int)t->nblocks;
+	ps_record_data(&t->r, &d, counters);
+	/* The live view's table: the run's metadata belongs to the report. */
+	d.version = NULL;
+	d.host[0] = d.kernel[0] = '\0';
+	d.cfg = NULL;
+	d.start_time = -1;
 	proc_usage(t, &d, delta);
-	d.uring_state = h->uring_state;
-	d.uring_reason = h->uring_reason[0] ? h->uring_reason : NULL;
-	d.uring_rings = h->uring_rings;
 
 	fflush(stdout);
 	if (!opt_json) {
-		printf("---- pid %d (%s): %s%s ----\n", t->pid, h->program, what,
-		       t->dead ? " [process gone: exited without cleanup or was killed]" :
-		       t->foreign_ns ? " [another pid namespace: not judged, left in place]" : "");
+		printf("---- pid %d (%s): %s%s ----\n", t->r.pid, h->program, what,
+		       t->r.dead ? " [process gone: `poolshim collect` writes its report]" :
+		       t->r.foreign_ns ? " [another pid namespace: not judged, left in place]" : "");
 		if (h->unpublished)
 			printf("(%u thread counter blocks are outside this file: the live directory "
 			       "had less than a quarter free, or the file's blocks were all taken; "
@@ -339,8 +240,8 @@ static void prom_label(FILE *f, const char *s)
 
 static void prom_id(FILE *f, const struct target *t)
 {
-	fprintf(f, "pid=\"%d\",program=\"", t->pid);
-	prom_label(f, t->hdr->program);
+	fprintf(f, "pid=\"%d\",program=\"", t->r.pid);
+	prom_label(f, t->r.hdr->program);
 	fputc('"', f);
 }
 
@@ -395,7 +296,7 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 		    "Of poolshim_calls_total, the calls that are a sampled estimate: malloc-family "
 		    "calls below POOLSHIM_POOL_MIN/16, counted one call in about 128.");
 	for (int i = 0; i < n; i++)
-		for (int c = 0; t[i].fd >= 0 && c < PS_CALL__COUNT; c++) {
+		for (int c = 0; t[i].r.fd >= 0 && c < PS_CALL__COUNT; c++) {
 			enum ps_alloc_event ev = ps_call_estimate_event((enum ps_call)c);
 			if (ev == PS_EV__COUNT || !tot[i].c[c][PS_FD_NONE].calls)
 				continue;
@@ -408,7 +309,7 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 	prom_family(f, "poolshim_call_duration_seconds", "histogram",
 		    "Time in the call, of the sampled calls (log2 buckets).");
 	for (int i = 0; i < n; i++)
-		for (int c = 0; t[i].fd >= 0 && c < PS_CALL__COUNT; c++)
+		for (int c = 0; t[i].r.fd >= 0 && c < PS_CALL__COUNT; c++)
 			for (int k = 0; k < PS_FD__COUNT; k++) {
 				const struct ps_counter *pc = &tot[i].c[c][k];
 				if (!pc->calls)
@@ -441,7 +342,7 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 	prom_family(f, "poolshim_pool_events_total", "counter",
 		    "Pool allocations, frees and fallbacks to glibc's heap, by reason.");
 	for (int i = 0; i < n; i++)
-		for (int e = 0; t[i].fd >= 0 && e < PS_EV__COUNT; e++) {
+		for (int e = 0; t[i].r.fd >= 0 && e < PS_EV__COUNT; e++) {
 			fputs("poolshim_pool_events_total{", f);
 			prom_id(f, &t[i]);
 			fprintf(f, ",event=\"%s\"} %llu\n", ps_event_name(e),
@@ -460,13 +361,13 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 	for (size_t m = 0; m < sizeof(g) / sizeof(g[0]); m++) {
 		prom_family(f, g[m].name, "gauge", g[m].help);
 		for (int i = 0; i < n; i++) {
-			if (t[i].fd < 0)
+			if (t[i].r.fd < 0)
 				continue;
-			const struct ps_live_header *h = t[i].hdr;
+			const struct ps_live_header *h = t[i].r.hdr;
 			uint64_t v[] = { h->gauges.pool_in_use, h->gauges.pool_peak, h->pool.backed,
 					 h->pool.cap, h->pool_min,
-					 h->threads_peak ? h->threads_peak : t[i].nblocks, h->uring_rings,
-					 t[i].dead };
+					 h->threads_peak ? h->threads_peak : t[i].r.nblocks, h->uring_rings,
+					 t[i].r.dead };
 			fprintf(f, "%s{", g[m].name);
 			prom_id(f, &t[i]);
 			fprintf(f, "} %llu\n", (unsigned long long)v[m]);
@@ -485,7 +386,7 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 	for (size_t m = 0; m < sizeof(u) / sizeof(u[0]); m++) {
 		prom_family(f, u[m].name, "counter", u[m].help);
 		for (int i = 0; i < n; i++) {
-			if (t[i].fd < 0)
+			if (t[i].r.fd < 0)
 				continue;
 			fprintf(f, "%s{", u[m].name);
 			prom_id(f, &t[i]);
@@ -496,7 +397,7 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 	prom_family(f, "poolshim_uring_fallbacks_total", "counter",
 		    "Eligible-looking calls that went to libc instead of io_uring, by reason.");
 	for (int i = 0; i < n; i++)
-		for (int r = 0; t[i].fd >= 0 && r < PS_UFB__COUNT; r++) {
+		for (int r = 0; t[i].r.fd >= 0 && r < PS_UFB__COUNT; r++) {
 			fputs("poolshim_uring_fallbacks_total{", f);
 			prom_id(f, &t[i]);
 			fprintf(f, ",reason=\"%s\"} %llu\n", ps_uring_fb_name(r),
@@ -534,18 +435,15 @@ static int write_textfile(struct target *t, int n, struct ps_tstats *tot)
 	return 0;
 }
 
-static void forget_dead(struct target *t)
+/*
+ * A record whose process is gone stays for `poolshim collect`, which
+ * writes its report; stat only says so, once per record.
+ */
+static void say_gone(struct target *t)
 {
-	struct stat now, was;
-
-	if (!t->dead || opt_keep)
-		return;
-	/* The same file we read, not one put in its place since. */
-	if (lstat(t->path, &now) < 0 || fstat(t->fd, &was) < 0 || now.st_ino != was.st_ino ||
-	    now.st_dev != was.st_dev)
-		return;
-	if (unlink(t->path) == 0 && !opt_json)
-		printf("(removed %s)\n", t->path);
+	if (t->r.dead && !opt_json && !opt_prom && !opt_textfile)
+		printf("(pid %d is gone; `poolshim collect %d` writes its report and removes %s)\n",
+		       t->r.pid, t->r.pid, t->r.path);
 }
 
 struct id {
@@ -680,7 +578,7 @@ int main(int argc, char **argv)
 				return 2;
 			}
 		} else if (!strcmp(a, "--keep")) {
-			opt_keep = true;
+			/* Records are always kept now; the option stays for scripts that give it. */
 		} else if (!strcmp(a, "--all-users")) {
 			opt_all_users = true;
 		} else if ((!strcmp(a, "-i") || !strcmp(a, "-c")) && i + 1 < argc) {
@@ -736,9 +634,9 @@ int main(int argc, char **argv)
 		if (named && interval > 0 && !file_exists(ids[i].pid, ids[i].ns) &&
 		    (kill(ids[i].pid, 0) == 0 || errno == EPERM)) {
 			memset(&t[ok], 0, sizeof(t[ok]));
-			t[ok].pid = ids[i].pid;
-			t[ok].ns = ids[i].ns;
-			t[ok].fd = -1;
+			t[ok].r.pid = ids[i].pid;
+			t[ok].r.ns = ids[i].ns;
+			t[ok].r.fd = -1;
 			t[ok].pending = true;
 			fprintf(stderr, "poolshim stat: %d: no live statistics yet (a process "
 					"publishes once it has taken a pooled buffer, or counted calls "
@@ -783,8 +681,8 @@ int main(int argc, char **argv)
 			for (int j = 0; j < nm; j++) {
 				bool known = false;
 				for (int i = 0; i < ok && !known; i++)
-					known = t[i].pid == more[j].pid && t[i].ns == more[j].ns &&
-						t[i].fd >= 0;
+					known = t[i].r.pid == more[j].pid && t[i].r.ns == more[j].ns &&
+						t[i].r.fd >= 0;
 				if (known)
 					continue;
 				struct target *nt = realloc(t, sizeof(*t) * (size_t)(ok + 1));
@@ -799,49 +697,50 @@ int main(int argc, char **argv)
 					tot = ntot;
 				}
 				if (open_target(&t[ok], more[j].pid, more[j].ns, false) == 0 &&
-				    !t[ok].dead)
+				    !t[ok].r.dead)
 					ok++;
 				else
 					close_target(&t[ok]);
 			}
 			free(more);
 			for (int i = 0; i < ok; i++)
-				if (t[i].fd >= 0 && !t[i].foreign_ns && kill(t[i].pid, 0) < 0 &&
+				if (t[i].r.fd >= 0 && !t[i].r.foreign_ns && kill(t[i].r.pid, 0) < 0 &&
 				    errno == ESRCH) {
-					forget_dead(&t[i]);
-					close(t[i].fd);
-					t[i].fd = -1;
+					t[i].r.dead = true;
+					say_gone(&t[i]);
+					close(t[i].r.fd);
+					t[i].r.fd = -1;
 				}
 		}
 		for (int i = 0; i < ok; i++) {
 			t[i].fresh = false;
 			if (!t[i].pending)
 				continue;
-			if (kill(t[i].pid, 0) < 0 && errno == ESRCH) {
+			if (kill(t[i].r.pid, 0) < 0 && errno == ESRCH) {
 				t[i].pending = false;   /* ended before it published */
 				continue;
 			}
-			if (!file_exists(t[i].pid, t[i].ns))
+			if (!file_exists(t[i].r.pid, t[i].r.ns))
 				continue;
-			int pid = t[i].pid;
-			uint64_t ns = t[i].ns;
+			int pid = t[i].r.pid;
+			uint64_t ns = t[i].r.ns;
 			if (open_target(&t[i], pid, ns, true) == 0) {
 				t[i].pending = false;
 				t[i].fresh = true;
 			} else {
 				close_target(&t[i]);
-				t[i].pid = pid;
+				t[i].r.pid = pid;
 				refused++;
 			}
 		}
 		for (int i = 0; tot && i < ok; i++) {
-			const char *why = t[i].fd >= 0 && round > 0 && !t[i].fresh ? snapshot(&t[i]) : NULL;
+			const char *why = t[i].r.fd >= 0 && round > 0 && !t[i].fresh ? snapshot(&t[i]) : NULL;
 			if (why) {
 				refuse(&t[i], why);
-				close(t[i].fd);
-				t[i].fd = -1;
+				close(t[i].r.fd);
+				t[i].r.fd = -1;
 			}
-			if (t[i].fd >= 0)
+			if (t[i].r.fd >= 0)
 				totals(&t[i], &tot[i], tmp);
 		}
 		if (opt_textfile) {
@@ -852,14 +751,14 @@ int main(int argc, char **argv)
 			fflush(stdout);
 		}
 		for (int i = 0; !tot && i < ok; i++) {
-			if (t[i].fd < 0)
+			if (t[i].r.fd < 0)
 				continue;
 			const char *why = round > 0 && !t[i].fresh ? snapshot(&t[i]) : NULL;
 			if (why) {
 				/* Changed under us: stop following it; it is no longer shown. */
 				refuse(&t[i], why);
-				close(t[i].fd);
-				t[i].fd = -1;
+				close(t[i].r.fd);
+				t[i].r.fd = -1;
 				continue;
 			}
 			totals(&t[i], now, tmp);
@@ -878,8 +777,8 @@ int main(int argc, char **argv)
 			break;
 		bool all_dead = true;
 		for (int i = 0; i < ok; i++)
-			all_dead &= (t[i].fd < 0 && !t[i].pending) || t[i].dead ||
-				    (!t[i].foreign_ns && kill(t[i].pid, 0) < 0 && errno == ESRCH);
+			all_dead &= (t[i].r.fd < 0 && !t[i].pending) || t[i].r.dead ||
+				    (!t[i].r.foreign_ns && kill(t[i].r.pid, 0) < 0 && errno == ESRCH);
 		if (all_dead && named)
 			break;
 		struct timespec ts = { (time_t)interval,
@@ -887,7 +786,7 @@ int main(int argc, char **argv)
 		nanosleep(&ts, NULL);
 	}
 	for (int i = 0; i < ok; i++)
-		if (t[i].fd >= 0)
-			forget_dead(&t[i]);
+		if (t[i].r.fd >= 0)
+			say_gone(&t[i]);
 	return refused ? 3 : 0;
 }

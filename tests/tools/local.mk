@@ -36,6 +36,18 @@ pst_tools_scripts += tests/tools/poolshim_wrapper.sh
 pst_tools_scripts += tests/tools/wrapper_only_program.sh tests/tools/stat_interval.sh \
 	tests/tools/quiet_failures.sh tests/tools/stack_shim.sh tests/tools/report_syslog.sh
 
+# Issue 34, `poolshim collect`: reports of processes that ended without
+# writing their own (SIGKILL), at the path POOLSHIM_STATS names, by run;
+# a fork child with no work removed without one; a report the process
+# kept in its record delivered; damaged records refused one by one;
+# records of another user's processes never written where that user
+# could not write (as root).  live_offsets prints the header's layout for
+# the tests that craft damaged records.
+check_PROGRAMS += tests/tools/live_offsets
+tests_tools_live_offsets_SOURCES = tests/tools/live_offsets.c
+pst_tools_scripts += tests/tools/collect_killed.sh tests/tools/collect_kept.sh \
+	tests/tools/collect_damaged.sh tests/tools/collect_hostile.sh
+
 # Issue 34, the wrapper sees its program end: exit codes and signals passed
 # on, signals forwarded once, the program's signal state as without the
 # wrapper, reports of killed programs and workers on the wrapper's stderr,

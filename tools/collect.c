@@ -1,0 +1,718 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `poolshim collect` and the wrapper's last step: the records of processes
+ * that have ended, rendered into their reports and delivered.  For each
+ * record in the live directory (hidden, half-made ones aside):
+ *   - still running (judged as `poolshim stat` judges), or another pid
+ *     namespace's: left alone;
+ *   - report delivered by the process, or none wanted: removed quietly;
+ *   - a fork child's record that did no work (ps_stats_worked, the
+ *     shim's own rule): removed without a report;
+ *   - a report the process rendered and kept (PS_REC_KEPT): delivered as
+ *     it is, after an "ended" line when it is text;
+ *   - otherwise: rendered from the counters, in the format it asked for,
+ *     saying how it ended.
+ * Where a report goes: --into DIR when given (written by the caller),
+ * else the record's destination: "stderr" is o->out, a path is written as
+ * the record's owner (root forks a child that becomes that user first;
+ * anyone else writes only their own), opened without following a link
+ * anywhere along it and under the shim's own rules for report files.
+ * Whatever cannot be done is said in one line and the record is kept.
+ *
+ * Messages name what came from a record only after replacing its control
+ * characters: a record may be written to attack the terminal of whoever
+ * collects it.  Allocates freely (a tool, not the shim).
+ */
+#include "collect.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#ifdef SYS_openat2
+#include <linux/openat2.h>
+#endif
+
+#include "fmt.h"
+#include "live.h"
+#include "record.h"
+#include "report.h"
+#include "stats.h"
+
+/* The most a report rendered here may be (call sites are never in a record). */
+#define REPORT_MAX (8u << 20)
+#define FIFO_WAIT_MS 2000
+
+static const char *who;
+
+/* s with control characters (and escape sequences with them) made '?', into out[cap]. */
+static const char *clean(char *out, size_t cap, const char *s)
+{
+	size_t i = 0;
+
+	for (; *s && i + 1 < cap; s++) {
+		unsigned char c = (unsigned char)*s;
+		out[i++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+	}
+	out[i] = '\0';
+	return out;
+}
+
+/* A program name for a file name: [A-Za-z0-9._+-] kept, the rest '_', never empty or dots only. */
+static void file_part(char *out, size_t cap, const char *s)
+{
+	size_t i = 0;
+	bool dots = true;
+
+	for (; *s && i + 1 < cap; s++) {
+		char c = *s;
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			  c == '.' || c == '_' || c == '+' || c == '-';
+		out[i++] = ok ? c : '_';
+		dots &= c == '.';
+	}
+	out[i] = '\0';
+	if (i == 0 || dots)
+		snprintf(out, cap, "unknown");
+}
+
+/*
+ * Bytes for a terminal or a log: control characters other than newline
+ * and tab, and the UTF-8 forms of the C1 controls (which some terminals
+ * obey as escape sequences), become '?'.
+ */
+static int put_clean(FILE *f, const char *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)p[i];
+		if (c == 0xc2 && i + 1 < len && (unsigned char)p[i + 1] >= 0x80 &&
+		    (unsigned char)p[i + 1] <= 0x9f) {
+			putc('?', f);
+			i++;
+		} else if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+			putc('?', f);
+		} else {
+			putc(c, f);
+		}
+	}
+	return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
+}
+
+/* All of p[len] to fd; a FIFO (non-blocking) gets FIFO_WAIT_MS in all. */
+static int write_all(int fd, const char *p, size_t len)
+{
+	int waited = 0;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN && waited < FIFO_WAIT_MS) {
+			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+			poll(&pfd, 1, 100);
+			waited += 100;
+			continue;
+		}
+		return n < 0 ? (errno == EAGAIN ? -ETIMEDOUT : -errno) : -EIO;
+	}
+	return 0;
+}
+
+/*
+ * openat(dir, path, flags, mode) without following a symbolic link
+ * anywhere along path: openat2's RESOLVE_NO_SYMLINKS, or, on a kernel
+ * without it (before 5.6), one component at a time, each directory opened
+ * O_NOFOLLOW.  fd or -errno (ELOOP or ENOTDIR for a link on the way).
+ */
+static int open_no_links(int dir, const char *path, int flags, mode_t mode)
+{
+#ifdef SYS_openat2
+	struct open_how how = { .flags = (uint64_t)(flags | O_NOFOLLOW), .mode = mode,
+				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	long fd = syscall(SYS_openat2, dir, path, &how, sizeof(how));
+	if (fd >= 0)
+		return (int)fd;
+	if (errno != ENOSYS && errno != EPERM)   /* EPERM: a seccomp filter that refuses it */
+		return -errno;
+#endif
+	char *copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	int cur = *path == '/' ? open("/", O_PATH | O_DIRECTORY | O_CLOEXEC) :
+		  dir == AT_FDCWD ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) :
+		  fcntl(dir, F_DUPFD_CLOEXEC, 0);
+	int r = cur < 0 ? -errno : 0;
+	char *s = copy, *last = strrchr(copy, '/');
+	if (last) {
+		*last = '\0';
+		for (char *part = strtok_r(s, "/", &s); r == 0 && part; part = strtok_r(NULL, "/", &s)) {
+			int next = openat(cur, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (next < 0)
+				r = -errno;
+			close(cur);
+			cur = next;
+		}
+		last++;
+	} else {
+		last = copy;
+	}
+	if (r == 0) {
+		int f = openat(cur, last, flags | O_NOFOLLOW, mode);
+		r = f < 0 ? -errno : f;
+	}
+	if (cur >= 0)
+		close(cur);
+	free(copy);
+	return r;
+}
+
+/* The start of an earlier report of this pid (the shim's own rule, report_out.c). */
+static bool earlier_report(int fd, int pid)
+{
+	char head[128], text[64], json[64];
+	ssize_t n = pread(fd, head, sizeof(head) - 1, 0);
+
+	if (n <= 0)
+		return false;
+	head[n] = '\0';
+	snprintf(text, sizeof(text), "==== poolshim report: pid %d (", pid);
+	if (strncmp(head, text, strlen(text)) == 0)
+		return true;
+	snprintf(json, sizeof(json), ",\"pid\":%d,", pid);
+	return strncmp(head, "{\"schema\":\"poolshim-report\",\"version\":", 38) == 0 &&
+	       strstr(head, json) != NULL;
+}
+
+/*
+ * Write the report data[len] at path (under dir) as the calling user,
+ * under the rules the shim's open_report() keeps: no link anywhere along
+ * the path, no blocking; a regular file owned by this user with no other
+ * hard link, or (not per_process) a FIFO of this user's with a reader; a
+ * per-process path (%p) made new or holding an earlier report of pid.
+ * 0, or -errno with *why saying what was wrong when errno alone would not.
+ */
+static int write_report(int dir, const char *path, bool per_process, int pid, const char *data,
+			size_t len, const char **why)
+{
+	const int how = O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+	struct stat st;
+	bool fresh = false, fifo = false;
+	int fd, r = 0;
+
+	*why = NULL;
+	if (per_process) {
+		fd = open_no_links(dir, path, O_WRONLY | O_CREAT | O_EXCL | how, 0600);
+		fresh = fd >= 0;
+		if (fd == -EEXIST)
+			fd = open_no_links(dir, path, O_RDWR | how, 0);
+	} else {
+		fd = open_no_links(dir, path, O_WRONLY | O_CREAT | how, 0600);
+	}
+	if (fd < 0) {
+		if (fd == -ELOOP || fd == -ENOTDIR || fd == -EXDEV)
+			*why = "a symbolic link on the way";
+		else if (fd == -ENXIO)
+			*why = "a FIFO with no reader";
+		return fd;
+	}
+	if (fstat(fd, &st) < 0) {
+		r = -EIO;
+	} else if (st.st_uid != geteuid()) {
+		r = -EPERM;
+		*why = "not owned by the process's user";
+	} else if (S_ISFIFO(st.st_mode) && !per_process) {
+		fifo = true;
+	} else if (!S_ISREG(st.st_mode)) {
+		r = -EPERM;
+		*why = "not a regular file";
+	} else if (st.st_nlink != 1) {
+		r = -EPERM;
+		*why = "a file with other hard links";
+	} else if (per_process && !fresh && !earlier_report(fd, pid)) {
+		r = -EEXIST;
+		*why = "someone else's file";
+	}
+	if (r == 0 && !fifo) {
+		int fl = fcntl(fd, F_GETFL);
+		if (fl >= 0)
+			fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+		if (!fresh && ftruncate(fd, 0) < 0)
+			r = -errno;
+	}
+	if (r == 0) {
+		/* A FIFO's reader that went away must not end us with SIGPIPE. */
+		void (*was)(int) = signal(SIGPIPE, SIG_IGN);
+		r = write_all(fd, data, len);
+		signal(SIGPIPE, was);
+	}
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
+/*
+ * write_report() as user uid: a child drops every group, takes the user's
+ * primary group from the password database (65534 when the user has no
+ * entry: never a group the record names), then the uid, and writes.
+ */
+static int write_as(uid_t uid, const char *path, bool per_process, int pid, const char *data,
+		    size_t len, char *why, size_t why_cap)
+{
+	struct passwd *pw = getpwuid(uid);
+	gid_t gid = pw ? pw->pw_gid : 65534;
+	int p[2];
+
+	why[0] = '\0';
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	fflush(NULL);
+	pid_t c = fork();
+	if (c < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		return -e;
+	}
+	if (c == 0) {
+		const char *w = NULL;
+		int r = 0;
+		close(p[0]);
+		if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 ||
+		    setresuid(uid, uid, uid) < 0) {
+			r = -errno;
+			w = "cannot become the record's owner";
+		} else if (getuid() != uid || geteuid() != uid || getegid() != gid) {
+			r = -EPERM;
+			w = "cannot become the record's owner";
+		} else {
+			r = write_report(AT_FDCWD, path, per_process, pid, data, len, &w);
+		}
+		char msg[160];
+		int n = snprintf(msg, sizeof(msg), "%d %s", -r, w ? w : "");
+		if (write(p[1], msg, (size_t)n) < 0)
+			_exit(2);
+		_exit(r == 0 ? 0 : 1);
+	}
+	close(p[1]);
+	char msg[160];
+	ssize_t n = read(p[0], msg, sizeof(msg) - 1);
+	close(p[0]);
+	int status;
+	while (waitpid(c, &status, 0) < 0 && errno == EINTR)
+		;
+	if (n <= 0)
+		return -ECHILD;
+	msg[n] = '\0';
+	int e = atoi(msg);
+	const char *w = strchr(msg, ' ');
+	snprintf(why, why_cap, "%s", w && w[1] ? w + 1 : "");
+	return e > 0 ? -e : (WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -ECHILD);
+}
+
+/* Whether a report path pattern names the pid (each process its own file). */
+static bool names_pid(const char *pattern)
+{
+	for (const char *s = pattern; *s; s++)
+		if (*s == '%' && *++s == 'p')
+			return true;
+		else if (!*s)
+			break;
+	return false;
+}
+
+static const char *err_name(int r)
+{
+	const char *n = ps_errno_name(-r);
+	return n ? n : strerror(-r);
+}
+
+struct tally {
+	int done, refused, others;
+};
+
+/* One line about the record in r, prefixed with who and the process. */
+static void say(const struct ps_record *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const struct ps_record *r, const char *fmt, ...)
+{
+	char prog[80], line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (r->hdr && r->hdr->magic[0] == 'P')
+		fprintf(stderr, "%s: pid %d (%s): %s\n", who, r->pid,
+			clean(prog, sizeof(prog), r->hdr->program), line);
+	else
+		fprintf(stderr, "%s: %s: %s\n", who, r->path, line);
+}
+
+/* How the process ended, into d: from the caller's wait status for its child, else the record. */
+static void fill_end(const struct ps_collect_opts *o, const struct ps_record *r,
+		     struct ps_report_data *d)
+{
+	const struct ps_live_header *h = r->hdr;
+
+	d->end_usage_time = -1;
+	if (o->known_pid > 0 && r->pid == o->known_pid) {
+		int st = o->known_status;
+		if (WIFSIGNALED(st)) {
+			d->ended = PS_ENDED_SIGNAL;
+			d->end_status = WTERMSIG(st);
+			d->end_core = WCOREDUMP(st);
+		} else {
+			d->ended = PS_ENDED_EXIT;
+			d->end_status = WEXITSTATUS(st);
+		}
+		d->end_known = true;
+		if (o->known_rusage) {
+			const struct rusage *ru = o->known_rusage;
+			d->minflt = (uint64_t)ru->ru_minflt;
+			d->majflt = (uint64_t)ru->ru_majflt;
+			d->utime_us = (uint64_t)ru->ru_utime.tv_sec * 1000000 + (uint64_t)ru->ru_utime.tv_usec;
+			d->stime_us = (uint64_t)ru->ru_stime.tv_sec * 1000000 + (uint64_t)ru->ru_stime.tv_usec;
+		}
+		return;
+	}
+	switch (h->end) {
+	case PS_END_EXIT:
+		d->ended = PS_ENDED_EXIT;
+		d->end_known = (h->flags & PS_REC_STATUS_KNOWN) != 0;
+		d->end_status = h->exit_status;
+		break;
+	case PS_END_SIGNAL:
+		d->ended = PS_ENDED_SIGNAL;
+		d->end_known = true;
+		d->end_status = h->exit_status;
+		break;
+	default:
+		d->ended = PS_ENDED_UNSEEN;
+		d->end_usage_time = h->usage_time >= 0 ? h->usage_time : -1;
+		break;
+	}
+}
+
+/*
+ * The report's bytes into *out (malloc'd): the kept report (text: after
+ * the "ended" line), or one rendered from the counters.  0 or -errno.
+ */
+static int make_report(const struct ps_record *r, const struct ps_report_data *d, char **out,
+		       size_t *len)
+{
+	const struct ps_live_header *h = r->hdr;
+	struct ps_buf b;
+	char *mem = malloc(REPORT_MAX);
+
+	if (!mem)
+		return -ENOMEM;
+	ps_buf_init(&b, mem, REPORT_MAX, -1);
+	if (h->report == PS_REC_KEPT) {
+		char *blob;
+		size_t n;
+		int e = ps_record_blob(r, &blob, &n);
+		if (e < 0) {
+			free(mem);
+			return e;
+		}
+		if (h->stats_format == PS_FORMAT_TEXT)
+			ps_report_render_end(&b, d);
+		ps_buf_put(&b, blob, n);
+		free(blob);
+	} else {
+		ps_report_render(&b, d, (enum ps_stats_format)h->stats_format);
+	}
+	if (b.truncated) {
+		free(mem);
+		return -EFBIG;
+	}
+	*out = mem;
+	*len = b.len;
+	return 0;
+}
+
+/* Why the process could not deliver its report itself, for the line about it; or "". */
+static const char *itself(const struct ps_record *r)
+{
+	static char line[PS_LIVE_REASON + 64];
+	char err[PS_LIVE_REASON];
+
+	if (r->hdr->report != PS_REC_KEPT || !r->hdr->report_error[0])
+		return "";
+	snprintf(line, sizeof(line), " (the process could not: %s)",
+		 clean(err, sizeof(err), r->hdr->report_error));
+	return line;
+}
+
+/* Deliver the report; 0, or -1 having said why (the record is then kept). */
+static int deliver(const struct ps_collect_opts *o, const struct ps_record *r, int into_fd,
+		   const char *data, size_t len)
+{
+	const struct ps_live_header *h = r->hdr;
+	char shown[PS_LIVE_STATS + 8], why[160];
+	const char *w = NULL;
+	int e;
+
+	if (o->into) {
+		char prog[64], name[128];
+		file_part(prog, sizeof(prog), h->program);
+		snprintf(name, sizeof(name), "%s-%d.%s", prog, r->pid,
+			 h->stats_format == PS_FORMAT_JSON ? "json" : "txt");
+		e = write_report(into_fd, name, true, r->pid, data, len, &w);
+		if (e < 0) {
+			say(r, "cannot write the report to %s/%s: %s%s%s%s; record kept", o->into,
+			    name, err_name(e), w ? " (" : "", w ? w : "", w ? ")" : "");
+			return -1;
+		}
+		say(r, "report written to %s/%s%s", o->into, name, itself(r));
+		return 0;
+	}
+	if (strcmp(h->stats, "stderr") == 0) {
+		if (put_clean(o->out ? o->out : stdout, data, len) < 0) {
+			say(r, "cannot print the report; record kept");
+			return -1;
+		}
+		return 0;
+	}
+	clean(shown, sizeof(shown), h->stats);
+	if (h->stats[0] != '/') {
+		say(r, "its report path %s is relative to a working directory not known here: "
+		       "--into DIR writes it; record kept", shown);
+		return -1;
+	}
+	bool per_process = !r->cfg_known || names_pid(r->cfg.stats);
+	uid_t me = geteuid();
+	if (me != 0 && r->owner != me) {
+		say(r, "the record belongs to user %u: run as root to write its report to %s as "
+		       "that user, or give --into DIR; record kept", (unsigned)r->owner, shown);
+		return -1;
+	}
+	why[0] = '\0';
+	if (me == 0 && r->owner != 0) {
+		e = write_as(r->owner, h->stats, per_process, r->pid, data, len, why, sizeof(why));
+	} else {
+		e = write_report(AT_FDCWD, h->stats, per_process, r->pid, data, len, &w);
+		snprintf(why, sizeof(why), "%s", w ? w : "");
+	}
+	if (e < 0) {
+		say(r, "cannot write the report to %s as user %u: %s%s%s%s; record kept "
+		       "(--into DIR writes it elsewhere)%s", shown, (unsigned)r->owner, err_name(e),
+		    why[0] ? " (" : "", why, why[0] ? ")" : "", itself(r));
+		return -1;
+	}
+	say(r, "report written to %s%s", shown, itself(r));
+	return 0;
+}
+
+static void forget(const struct ps_collect_opts *o, const struct ps_record *r)
+{
+	if (o->keep)
+		return;
+	int e = ps_record_remove(r);
+	if (e < 0 && e != -ENOENT)
+		say(r, "report made, but the record could not be removed: %s", err_name(e));
+}
+
+static bool wanted_pid(const struct ps_collect_opts *o, int pid)
+{
+	for (int i = 0; i < o->npids; i++)
+		if (o->pids[i] == pid)
+			return true;
+	return o->npids == 0;
+}
+
+static void collect_one(const struct ps_collect_opts *o, int pid, uint64_t ns, uint64_t my_ns,
+			int into_fd, struct tally *t)
+{
+	struct ps_record r;
+	const char *why;
+	bool named = o->npids > 0;
+
+	if (ps_record_open(&r, pid, ns, &why) < 0) {
+		if (r.fd < 0 && errno == ENOENT) {
+			/* Gone since the scan (collected by someone else). */
+		} else if (r.fd < 0 && errno == EACCES && geteuid() != 0 && !named && !o->into) {
+			t->others++;
+		} else {
+			say(&r, "refused: %s%s; record kept", why,
+			    r.fd < 0 && errno == EACCES && geteuid() != 0 ?
+			    " (another user's record: root writes its report as its owner)" : "");
+			t->refused++;
+		}
+		ps_record_close(&r);
+		return;
+	}
+	if ((why = ps_record_read(&r)) != NULL) {
+		/* r.hdr may hold anything: say it by path. */
+		r.hdr->magic[0] = 0;
+		say(&r, "damaged record: %s; refused and kept", why);
+		t->refused++;
+		ps_record_close(&r);
+		return;
+	}
+	ps_record_judge(&r, my_ns);
+	const struct ps_live_header *h = r.hdr;
+	if (o->run && strcmp(h->run, o->run) != 0)
+		goto out;
+	if (r.foreign_ns || !r.dead) {
+		if (named)
+			say(&r, r.foreign_ns ? "another pid namespace's record: left alone" :
+					       "still running: nothing to collect yet");
+		goto out;
+	}
+	if (geteuid() != 0 && r.owner != geteuid() && !o->into && !named) {
+		t->others++;
+		goto out;
+	}
+	if (h->report == PS_REC_DELIVERED || h->report == PS_REC_NONE ||
+	    (strcmp(h->stats, "off") == 0 && !o->into)) {
+		forget(o, &r);
+		t->done++;
+		goto out;
+	}
+	struct ps_tstats *tot = calloc(1, sizeof(*tot)), *tmp = calloc(1, sizeof(*tmp));
+	if (!tot || !tmp) {
+		say(&r, "out of memory; record kept");
+		t->refused++;
+		free(tot);
+		free(tmp);
+		goto out;
+	}
+	ps_record_totals(&r, tot, tmp);
+	free(tmp);
+	if (h->report == PS_REC_PENDING && (h->flags & PS_REC_CHILD) && !ps_stats_worked(tot, NULL)) {
+		/* A fork child with no work of its own: the shim's rule, no report. */
+		forget(o, &r);
+		free(tot);
+		t->done++;
+		goto out;
+	}
+	struct ps_report_data d;
+	ps_record_data(&r, &d, tot);
+	d.rendered_by = h->report == PS_REC_KEPT ? "the process itself" : who;
+	fill_end(o, &r, &d);
+	char *data = NULL;
+	size_t len = 0;
+	int e = make_report(&r, &d, &data, &len);
+	free(tot);
+	if (e < 0) {
+		say(&r, "its report could not be made: %s; record kept", err_name(e));
+		t->refused++;
+		goto out;
+	}
+	if (deliver(o, &r, into_fd, data, len) == 0) {
+		forget(o, &r);
+		t->done++;
+	} else {
+		t->refused++;
+	}
+	free(data);
+out:
+	ps_record_close(&r);
+}
+
+struct id {
+	int pid;
+	uint64_t ns;
+};
+
+/* The records in the live directory (visible names only: a hidden one is being made). */
+static int scan(struct id **ids)
+{
+	DIR *dir = opendir(ps_live_dir());
+	struct dirent *e;
+	int n = 0, cap = 16;
+
+	*ids = malloc(sizeof(**ids) * (size_t)cap);
+	if (!dir || !*ids) {
+		if (dir)
+			closedir(dir);
+		return dir ? 0 : -errno;
+	}
+	while ((e = readdir(dir)) != NULL) {
+		int pid, end = 0;
+		unsigned long ns;
+		if (sscanf(e->d_name, "poolshim-%d-%lu.stats%n", &pid, &ns, &end) != 2 || end <= 0 ||
+		    e->d_name[end] != '\0' || pid <= 0)
+			continue;
+		if (n == cap) {
+			struct id *m = realloc(*ids, sizeof(**ids) * (size_t)(cap *= 2));
+			if (!m)
+				break;
+			*ids = m;
+		}
+		(*ids)[n].pid = pid;
+		(*ids)[n++].ns = ns;
+	}
+	closedir(dir);
+	return n;
+}
+
+int ps_collect(const struct ps_collect_opts *o)
+{
+	struct tally t = { 0, 0, 0 };
+	struct id *ids = NULL;
+	int into_fd = -1;
+
+	who = o->who ? o->who : "poolshim collect";
+	if (o->live_dir && *o->live_dir) {
+		int e = ps_live_set_dir(o->live_dir);
+		if (e < 0) {
+			fprintf(stderr, "%s: live directory %s: %s\n", who, o->live_dir,
+				e == -EINVAL ? "not an absolute path of at most 160 characters" :
+				strerror(-e));
+			return 2;
+		}
+	}
+	if (o->into) {
+		into_fd = open(o->into, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (into_fd < 0) {
+			fprintf(stderr, "%s: --into %s: %s\n", who, o->into, strerror(errno));
+			return 2;
+		}
+	}
+	uint64_t my_ns = ps_live_pidns();
+	int n = scan(&ids);
+	if (n < 0) {
+		fprintf(stderr, "%s: live directory %s: %s\n", who, ps_live_dir(), strerror(-n));
+		free(ids);
+		if (into_fd >= 0)
+			close(into_fd);
+		return 2;
+	}
+	for (int i = 0; i < n; i++) {
+		if (!wanted_pid(o, ids[i].pid) || (o->npids && ids[i].ns != my_ns))
+			continue;
+		collect_one(o, ids[i].pid, ids[i].ns, my_ns, into_fd, &t);
+	}
+	for (int k = 0; k < o->npids; k++) {
+		bool seen = false;
+		for (int i = 0; i < n && !seen; i++)
+			seen = ids[i].pid == o->pids[k] && ids[i].ns == my_ns;
+		if (!seen)
+			fprintf(stderr, "%s: %d: no record in %s\n", who, o->pids[k], ps_live_dir());
+	}
+	free(ids);
+	if (into_fd >= 0)
+		close(into_fd);
+	if (t.others)
+		fprintf(stderr, "%s: %d records of other users left (root writes their reports as "
+				"their owners)\n", who, t.others);
+	if (t.refused)
+		return 3;
+	return t.done ? 0 : 1;
+}

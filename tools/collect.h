@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Collecting the records of processes that ended (`poolshim collect`, and
+ * the `poolshim` wrapper when its program ends): each record in the live
+ * directory whose process is gone is rendered into its report, delivered
+ * where the process's POOLSHIM_STATS said (or into a directory given
+ * here), and removed.  Records are untrusted (record.h); a report for a
+ * path is written as the record's owner, never through a symbolic link.
+ */
+#ifndef PS_COLLECT_H
+#define PS_COLLECT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <sys/resource.h>
+
+struct ps_collect_opts {
+	const char *live_dir;        /* where records are, or NULL: as set (POOLSHIM_LIVE_DIR, /dev/shm) */
+	const char *run;             /* only records whose run (POOLSHIM_RUN) is this, or NULL */
+	const int *pids;             /* only these pids (of our pid namespace), or NULL */
+	int npids;
+	const char *into;            /* every report into this directory as PROGRAM-PID.json|.txt, or NULL */
+	bool keep;                   /* leave the records in place */
+	FILE *out;                   /* reports whose destination is "stderr" (NULL: stdout) */
+	const char *who;             /* messages' prefix and the reports' rendered_by (NULL: "poolshim collect") */
+	/* The one process whose end the caller saw (the wrapper's child), or 0: */
+	pid_t known_pid;
+	int known_status;            /* its wait status */
+	const struct rusage *known_rusage;   /* its usage from wait4, or NULL */
+};
+
+/*
+ * Collect what o selects.  Messages (one line each) go to stderr.  0 when
+ * every record looked at was collected, 1 when there was nothing to
+ * collect, 3 when some were refused or could not be delivered (kept), 2
+ * when the live directory cannot be used.
+ */
+int ps_collect(const struct ps_collect_opts *o);
+
+#endif

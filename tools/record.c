@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Reading and checking a live record, for the tools (record.h says why
+ * nothing in one is trusted).  The order is always: open without
+ * following links or blocking, check the file's type and size, read the
+ * header into private memory, check every field against the file and its
+ * room, then read the blocks the header names.  Whatever fails, the caller
+ * gets one reason in words and the record is left as it was.
+ */
+#include "record.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fmt.h"
+
+int ps_record_open(struct ps_record *r, int pid, uint64_t ns, const char **why)
+{
+	struct stat st;
+
+	memset(r, 0, sizeof(*r));
+	r->pid = pid;
+	r->ns = ns;
+	r->fd = -1;
+	ps_live_path(r->path, sizeof(r->path), pid, ns);
+	/* O_NONBLOCK: a FIFO put there in place of a file must not hang us. */
+	r->fd = open(r->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (r->fd < 0) {
+		*why = strerror(errno);
+		return -1;
+	}
+	if (fstat(r->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		*why = "not a regular file";
+		return -1;
+	}
+	r->owner = st.st_uid;
+	r->dev = st.st_dev;
+	r->ino = st.st_ino;
+	if (st.st_size < PS_LIVE_HEADER || (uint64_t)st.st_size > PS_RECORD_MAX_FILE) {
+		*why = st.st_size < PS_LIVE_HEADER ? "too short" : "too large";
+		return -1;
+	}
+	r->size = (size_t)st.st_size;
+	r->hdr = malloc(PS_LIVE_HEADER);
+	if (!r->hdr) {
+		*why = "out of memory";
+		return -1;
+	}
+	return 0;
+}
+
+/* Whether s ends within its cap bytes. */
+static bool ended(const char *s, size_t cap)
+{
+	return memchr(s, '\0', cap) != NULL;
+}
+
+/* The lookup ps_config_load() asks: the record's lines, split in place. */
+#define CONFIG_LINES 64
+static struct {
+	const char *name[CONFIG_LINES];
+	const char *value[CONFIG_LINES];
+	int n;
+} lines;
+
+static const char *line_get(const char *name)
+{
+	for (int i = 0; i < lines.n; i++)
+		if (strcmp(lines.name[i], name) == 0)
+			/* "" is how an empty string option (the default) prints. */
+			return lines.value[i][0] ? lines.value[i] : NULL;
+	return NULL;
+}
+
+static int quiet(void)
+{
+	return -1;
+}
+
+static bool name_char(char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+int ps_record_config(const char *text, struct ps_config *cfg)
+{
+	char copy[PS_LIVE_CONFIG];
+	size_t len = strnlen(text, sizeof(copy));
+
+	if (len >= sizeof(copy))
+		return -EINVAL;
+	memcpy(copy, text, len + 1);
+	lines.n = 0;
+	for (char *s = copy; *s;) {
+		char *nl = strchr(s, '\n');
+		if (!nl || lines.n == CONFIG_LINES)
+			return -EINVAL;   /* every line ends; no more than the table has */
+		*nl = '\0';
+		char *eq = strchr(s, '=');
+		if (!eq || eq - s < 8 || strncmp(s, "POOLSHIM", 8) != 0)
+			return -EINVAL;
+		*eq = '\0';
+		for (char *c = s; *c; c++)
+			if (!name_char(*c))
+				return -EINVAL;
+		for (unsigned char *c = (unsigned char *)eq + 1; *c; c++)
+			if (*c < 0x20 || *c == 0x7f)
+				return -EINVAL;
+		for (int i = 0; i < lines.n; i++)
+			if (strcmp(lines.name[i], s) == 0)
+				return -EINVAL;
+		lines.name[lines.n] = s;
+		lines.value[lines.n++] = eq + 1;
+		s = nl + 1;
+	}
+	int (*was)(void) = ps_log_fd;
+	ps_log_fd = quiet;
+	int problems = ps_config_load(cfg, line_get, NULL);
+	ps_log_fd = was;
+	/* The one cross-option complaint a process may have had itself: not the record's fault. */
+	if (cfg->pool_min > cfg->pool_size)
+		problems--;
+	lines.n = 0;
+	return problems ? -EINVAL : 0;
+}
+
+/* The header's problem, or NULL when it may be used with a file of size bytes. */
+static const char *check_header(struct ps_record *r, const struct ps_live_header *h, size_t size)
+{
+	if (memcmp(h->magic, PS_LIVE_MAGIC, 8) != 0 || h->version != PS_LIVE_VERSION ||
+	    h->block_size != sizeof(struct ps_tstats))
+		return "not a live statistics file of this version (a different poolshim build?)";
+	if (h->block_stride < h->block_size || h->block_stride > PS_RECORD_MAX_FILE)
+		return "header lies: block stride out of range";
+	/* Divide rather than multiply: max_blocks x stride may not fit in 64 bits. */
+	if (h->max_blocks > (size - PS_LIVE_HEADER) / h->block_stride)
+		return "header lies: more blocks than the file holds";
+	if (h->pid != r->pid || h->pidns != r->ns)
+		return "header lies: pid or namespace differs from the file name";
+	if ((uint32_t)h->pool.requested > PS_HUGE_NONE ||
+	    (uint32_t)h->pool.first_mode >= PS_BACK__COUNT ||
+	    (uint32_t)h->uring_state > 2)
+		return "header lies: a state out of range";
+	/* Version 3: how it ended, where the report stands and goes. */
+	if (h->flags & ~(PS_REC_STATUS_KNOWN | PS_REC_CHILD))
+		return "header lies: unknown flags";
+	if ((uint32_t)h->end >= PS_END__COUNT || (uint32_t)h->report >= PS_REC__COUNT ||
+	    (h->stats_format != PS_FORMAT_TEXT && h->stats_format != PS_FORMAT_JSON))
+		return "header lies: an end, report state or format out of range";
+	if (h->end == PS_END_EXIT && (h->flags & PS_REC_STATUS_KNOWN) &&
+	    (h->exit_status < 0 || h->exit_status > 255))
+		return "header lies: exit status out of range";
+	if (h->end == PS_END_SIGNAL && (h->exit_status < 1 || h->exit_status > 64))
+		return "header lies: signal out of range";
+	if (!ended(h->stats, sizeof(h->stats)) || !ended(h->run, sizeof(h->run)) ||
+	    !ended(h->report_error, sizeof(h->report_error)) ||
+	    !ended(h->heap_owner, sizeof(h->heap_owner)) ||
+	    !ended(h->shim_version, sizeof(h->shim_version)) || !ended(h->host, sizeof(h->host)) ||
+	    !ended(h->kernel, sizeof(h->kernel)) || !ended(h->config, sizeof(h->config)))
+		return "header lies: a string runs past its room";
+	if (h->run[0] && ps_parse_id(h->run) < 0)
+		return "header lies: a run id the shim would not take";
+	if (h->report == PS_REC_KEPT &&
+	    (h->blob_len == 0 || h->blob_len > PS_RECORD_MAX_BLOB || h->blob_off < PS_LIVE_HEADER ||
+	     h->blob_off > size || h->blob_len > size - h->blob_off))
+		return "header lies: the kept report is not inside the file";
+	if (h->report == PS_REC_PENDING && strcmp(h->stats, "off") == 0)
+		return "header lies: a report pending for POOLSHIM_STATS=off";
+	r->cfg_known = h->config[0] != '\0';
+	if (!r->cfg_known)
+		ps_config_defaults(&r->cfg);
+	else if (ps_record_config(h->config, &r->cfg) < 0)
+		return "header lies: a configuration the shim would not have written";
+	if (r->cfg_known) {
+		/* Where the report goes must be the configuration's POOLSHIM_STATS, expanded. */
+		char want[sizeof(h->stats)];
+		const char *pat = r->cfg.stats;
+		bool plain = strcmp(pat, "stderr") == 0 || strcmp(pat, "off") == 0;
+		char program[sizeof(h->program)];
+		memcpy(program, h->program, sizeof(program));
+		program[sizeof(program) - 1] = '\0';
+		if (plain ? strcmp(pat, h->stats) != 0 :
+		    ps_report_path(want, sizeof(want), pat, h->pid, program) < 0 ||
+		    strcmp(want, h->stats) != 0)
+			return "header lies: the report's destination is not its configuration's";
+		if (strcmp(r->cfg.run, h->run) != 0)
+			return "header lies: the run id is not its configuration's";
+	}
+	return NULL;
+}
+
+const char *ps_record_read(struct ps_record *r)
+{
+	struct ps_live_header *h = r->hdr;
+
+	if (pread(r->fd, h, PS_LIVE_HEADER, 0) != PS_LIVE_HEADER)
+		return "cut short";
+	const char *why = check_header(r, h, r->size);
+	if (why)
+		return why;
+	/* The writer owns these strings; ours end inside their room whatever it wrote. */
+	h->program[sizeof(h->program) - 1] = '\0';
+	h->pool.hugetlb_reason[PS_LIVE_REASON - 1] = '\0';
+	h->pool.thp_reason[PS_LIVE_REASON - 1] = '\0';
+	h->uring_reason[PS_LIVE_REASON - 1] = '\0';
+	uint32_t n = __atomic_load_n(&h->nblocks, __ATOMIC_RELAXED);
+	if (n > h->max_blocks)
+		n = h->max_blocks;
+	size_t len = (size_t)n * h->block_stride;
+	char *b = realloc(r->blocks, len ? len : 1);
+	if (!b)
+		return "out of memory";
+	r->blocks = b;
+	/* Holes (blocks never reserved) read as zeros. */
+	ssize_t got = len ? pread(r->fd, b, len, PS_LIVE_HEADER) : 0;
+	if (got != (ssize_t)len)
+		return "cut short";
+	r->nblocks = n;
+	return NULL;
+}
+
+void ps_record_judge(struct ps_record *r, uint64_t my_ns)
+{
+	r->foreign_ns = my_ns == 0 || r->ns != my_ns;
+	/* Gone, or the pid now belongs to another process; judged in our namespace only. */
+	r->dead = !r->foreign_ns &&
+		  ((kill(r->pid, 0) < 0 && errno == ESRCH) ||
+		   (r->hdr->starttime && ps_live_starttime(r->pid) != r->hdr->starttime));
+}
+
+void ps_record_totals(const struct ps_record *r, struct ps_tstats *out, struct ps_tstats *tmp)
+{
+	memset(out, 0, sizeof(*out));
+	for (uint32_t i = 0; i < r->nblocks; i++) {
+		/* Copied out: the stride need not keep a block aligned. */
+		memcpy(tmp, r->blocks + (size_t)i * r->hdr->block_stride, sizeof(*tmp));
+		ps_stats_add(out, tmp, 1);
+	}
+}
+
+void ps_record_data(const struct ps_record *r, struct ps_report_data *d,
+		    const struct ps_tstats *counters)
+{
+	const struct ps_live_header *h = r->hdr;
+
+	memset(d, 0, sizeof(*d));
+	d->pid = r->pid;
+	d->program = h->program;
+	d->totals = counters;
+	d->pool_ready = h->pool_ready;
+	d->heap_owner = h->heap_owner[0] ? h->heap_owner : NULL;
+	d->pool.requested = (enum ps_hugepages)h->pool.requested;
+	d->pool.first_mode = (enum ps_backing)h->pool.first_mode;
+	d->pool.slabs = h->pool.slabs;
+	d->pool.backed = h->pool.backed;
+	d->pool.cap = h->pool.cap;
+	d->pool.reserve = h->pool.reserve;
+	d->pool.retain = r->cfg.pool_retain;
+	d->pool.decay_ms = r->cfg.pool_decay_ms;
+	memcpy(d->pool.backed_by, h->pool.backed_by, sizeof(d->pool.backed_by));
+	memcpy(d->pool.failures, h->pool.failures, sizeof(d->pool.failures));
+	d->pool.hugetlb_reason = h->pool.hugetlb_reason[0] ? h->pool.hugetlb_reason : NULL;
+	d->pool.thp_reason = h->pool.thp_reason[0] ? h->pool.thp_reason : NULL;
+	d->pool_in_use = h->gauges.pool_in_use;
+	d->pool_peak = h->gauges.pool_peak;
+	d->pool_min = h->pool_min;
+	d->minflt = h->minflt;
+	d->majflt = h->majflt;
+	d->utime_us = h->utime_us;
+	d->stime_us = h->stime_us;
+	d->threads = h->threads_peak ? (int)h->threads_peak : (int)r->nblocks;
+	d->uring_state = h->uring_state;
+	d->uring_reason = h->uring_reason[0] ? h->uring_reason : NULL;
+	d->uring_rings = h->uring_rings;
+	d->version = h->shim_version[0] ? h->shim_version : NULL;
+	memcpy(d->host, h->host, sizeof(d->host));
+	memcpy(d->kernel, h->kernel, sizeof(d->kernel));
+	d->start_time = h->start_time >= 0 ? h->start_time : -1;
+	d->cfg = r->cfg_known ? &r->cfg : NULL;
+}
+
+int ps_record_blob(const struct ps_record *r, char **out, size_t *len)
+{
+	const struct ps_live_header *h = r->hdr;
+
+	if (h->report != PS_REC_KEPT)
+		return -ENOENT;
+	char *b = malloc(h->blob_len + 1);
+	if (!b)
+		return -ENOMEM;
+	ssize_t got = pread(r->fd, b, h->blob_len, (off_t)h->blob_off);
+	if (got != (ssize_t)h->blob_len) {
+		free(b);
+		return got < 0 ? -errno : -EIO;
+	}
+	b[h->blob_len] = '\0';
+	*out = b;
+	*len = h->blob_len;
+	return 0;
+}
+
+int ps_record_remove(const struct ps_record *r)
+{
+	struct stat now;
+
+	/* The same file we read, not one put in its place since. */
+	if (lstat(r->path, &now) < 0)
+		return -errno;
+	if (now.st_ino != r->ino || now.st_dev != r->dev)
+		return -ESTALE;
+	return unlink(r->path) == 0 ? 0 : -errno;
+}
+
+void ps_record_close(struct ps_record *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r->hdr);
+	free(r->blocks);
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+}
