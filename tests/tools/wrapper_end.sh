@@ -27,6 +27,10 @@ wait_for() {
 	while [ ! -s "$1" ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
 	[ -s "$1" ]
 }
+# child_of PID: the one child of PID (the wrapper's program), or fail.
+child_of() {
+	pgrep -P "$1" | head -1 | grep . || { echo "FAIL: the wrapper $1 has no child: it does not stay the program's parent" >&2; return 1; }
+}
 # has_report ERRFILE PID CALLS: a report for PID whose read and write rows
 # count CALLS calls each (64 KiB each).
 has_report() {
@@ -51,8 +55,7 @@ rc=$?
 # they were) and the shell sees 137.
 "$PS" "$H" work 50 "$PST_TMP/r1" 2>"$PST_TMP/e1" &
 wp=$!
-if wait_for "$PST_TMP/r1"; then
-	pid=$(pgrep -P $wp)
+if wait_for "$PST_TMP/r1" && pid=$(child_of $wp); then
 	kill -KILL "$pid"
 	wait $wp
 	rc=$?
@@ -61,7 +64,7 @@ if wait_for "$PST_TMP/r1"; then
 	has_report "$PST_TMP/e1" "$pid" 50 && pass "program killed by SIGKILL: its report, 50 reads and writes, on the wrapper's stderr" ||
 		fail "program killed by SIGKILL: no report with its counts: $(cat "$PST_TMP/e1")"
 else
-	fail "work helper never got ready: $(cat "$PST_TMP/e1")"
+	fail "work helper never got ready, or no program under the wrapper: $(cat "$PST_TMP/e1")"
 	kill -KILL $wp
 fi
 
@@ -85,8 +88,7 @@ fi
 # exit after it prints its report.
 "$PS" "$H" countterm 30 "$PST_TMP/r3" "$PST_TMP/c3" 2>"$PST_TMP/e3" &
 wp=$!
-if wait_for "$PST_TMP/r3"; then
-	pid=$(pgrep -P $wp)
+if wait_for "$PST_TMP/r3" && pid=$(child_of $wp); then
 	kill -TERM $wp
 	wait $wp
 	rc=$?
@@ -96,7 +98,7 @@ if wait_for "$PST_TMP/r3"; then
 	has_report "$PST_TMP/e3" "$pid" 30 && pass "TERM, clean exit: the program's report on the wrapper's stderr" ||
 		fail "TERM, clean exit: no report: $(cat "$PST_TMP/e3")"
 else
-	fail "countterm helper never got ready: $(cat "$PST_TMP/e3")"
+	fail "countterm helper never got ready, or no program under the wrapper: $(cat "$PST_TMP/e3")"
 	kill -KILL $wp
 fi
 
