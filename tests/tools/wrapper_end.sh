@@ -51,6 +51,13 @@ rc=$?
 [ $rc = 127 ] && grep -q 'no-such-program' "$PST_TMP/e0" && pass "a missing program: 127, named" ||
 	fail "a missing program: $rc: $(cat "$PST_TMP/e0")"
 
+# A relative report path is the directory poolshim started in (the
+# wrapper, not the process, writes it).
+mkdir "$PST_TMP/sub"
+(cd "$PST_TMP/sub" && "$PS" POOLSHIM_STATS=rel.json dd if=/dev/zero of=/dev/null bs=64k count=5 2>"$PST_TMP/e0")
+[ -s "$PST_TMP/sub/rel.json" ] && pass "a relative POOLSHIM_STATS: written in the starting directory" ||
+	fail "a relative POOLSHIM_STATS: $(ls "$PST_TMP/sub") $(cat "$PST_TMP/e0")"
+
 # The program killed by SIGKILL: the wrapper prints its report (counts as
 # they were) and the shell sees 137.
 "$PS" "$H" work 50 "$PST_TMP/r1" 2>"$PST_TMP/e1" &
