@@ -40,10 +40,11 @@ demo_loadgen_LDFLAGS = $(SANITIZER_CFLAGS)
 # ports and stops them whatever happens.
 # ---------------------------------------------------------------------------
 TESTS += tests/demo/stack.sh tests/demo/s3cmd.sh tests/demo/abuse.sh tests/demo/crash.sh \
-	tests/demo/resign.sh tests/demo/s3compat.sh
+	tests/demo/resign.sh tests/demo/s3compat.sh tests/demo/s3edges.sh
 EXTRA_DIST += tests/demo/resign.sh tests/demo/lib.sh tests/demo/stack.sh tests/demo/s3cmd.sh \
 	tests/demo/abuse.sh tests/demo/s3req.py tests/demo/rawhttp.py \
-	tests/demo/listing.py tests/demo/crash.sh tests/demo/s3compat.sh tests/demo/s3compat.py
+	tests/demo/listing.py tests/demo/crash.sh tests/demo/s3compat.sh tests/demo/s3compat.py \
+	tests/demo/s3edges.sh tests/demo/s3edges.py
 
 # Hostile conditions: idle connections past the proxy's descriptor limit
 # (~20 s), a node killed twice under load with everything under the shim

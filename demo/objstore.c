@@ -356,6 +356,82 @@ int bucket_create(const char *name, int64_t ctime)
 	return 0;
 }
 
+void upload_remove(const char *id)
+{
+	/* The info file first: from then on the upload is gone for every
+	 * request.  A part committed while the rest is removed makes the
+	 * directory non-empty again; once the directory is gone, no part can
+	 * land (a rename into a removed directory fails). */
+	for (int tries = 0; tries < 4; tries++) {
+		int udfd = openat(store.ufd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (udfd < 0)
+			return;
+		unlinkat(udfd, "info", 0);
+		DIR *d = fdopendir(udfd);
+		if (!d) {
+			close(udfd);
+			return;
+		}
+		struct dirent *e;
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.')
+				unlinkat(dirfd(d), e->d_name, 0);
+		closedir(d);
+		if (!unlinkat(store.ufd, id, AT_REMOVEDIR) || errno != ENOTEMPTY)
+			return;
+	}
+}
+
+/* Whether upload directory id's info file names bucket (its key is
+ * "bucket/key").  hb: one aligned block to read it into. */
+static bool upload_of(const char *id, const char *bucket, void *hb)
+{
+	char path[300];
+	snprintf(path, sizeof(path), "%s/info", id);
+	int fd = open_data(store.ufd, path, O_RDONLY, 0);
+	if (fd < 0)
+		return false;
+	ssize_t n = pread_full(fd, hb, HDR_SIZE, 0);
+	close(fd);
+	const struct obj_hdr *h = hb;
+	size_t bl = strlen(bucket);
+	return n >= 0 && !check_hdr(hb, n) && h->klen > bl && !memcmp(hdr_key(h), bucket, bl) &&
+	       hdr_key(h)[bl] == '/';
+}
+
+/* Removes every multipart upload of bucket.  Returns how many, or -errno
+ * when the uploads directory cannot be read. */
+static int remove_uploads_of(const char *bucket)
+{
+	void *hb;
+	int fd = dup(store.ufd), n = 0;
+	if (fd < 0)
+		return -errno;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	if (posix_memalign(&hb, BLK, HDR_SIZE)) {
+		closedir(d);
+		return -ENOMEM;
+	}
+	rewinddir(d);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.' || !upload_of(e->d_name, bucket, hb))
+			continue;
+		upload_remove(e->d_name);
+		n++;
+	}
+	free(hb);
+	closedir(d);
+	if (n)
+		fsync_dir(store.ufd);
+	return n;
+}
+
 int bucket_remove(const char *name)
 {
 	int rc = 0;
@@ -380,6 +456,12 @@ int bucket_remove(const char *name)
 		*pp = b->next;
 		b->next = graveyard;
 		graveyard = b;
+		/* Its multipart uploads go with it, as in S3, while both locks
+		 * keep a new upload of this bucket (initiated under b->lock) and
+		 * a new bucket of the same name (buckets_lock) out. */
+		int k = remove_uploads_of(name);
+		if (k < 0)
+			logmsg("bucket %s removed, but its uploads could not be: %s", name, strerror(-k));
 	}
 	pthread_rwlock_unlock(&b->lock);
 	pthread_rwlock_unlock(&buckets_lock);

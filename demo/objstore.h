@@ -97,8 +97,12 @@ void idx_del(struct bucket *b, const char *k, size_t kl);
 struct bucket *bucket_get(const char *name);
 /* Returns 0, -EEXIST or -errno. */
 int bucket_create(const char *name, int64_t ctime);
-/* Returns 0, -ENOENT, -ENOTEMPTY or -errno. */
+/* Removes an empty bucket and every multipart upload of it (the index is
+ * locked meanwhile; uploads are initiated under the bucket's lock, which
+ * keeps them from racing this).  Returns 0, -ENOENT, -ENOTEMPTY or -errno. */
 int bucket_remove(const char *name);
+/* Removes upload directory id and everything in it. */
+void upload_remove(const char *id);
 /* A malloc'd snapshot of the buckets sorted by name (*n of them), or NULL
  * when out of memory. */
 struct bucket **bucket_list(size_t *n);

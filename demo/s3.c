@@ -442,6 +442,25 @@ int s3_range_parse(const char *v, size_t n, uint64_t size, uint64_t *first, uint
 	return 1;
 }
 
+int s3_copy_range_parse(const char *v, size_t n, uint64_t size, uint64_t *first, uint64_t *last)
+{
+	const char *p = v, *end = v + n;
+	uint64_t a, b;
+
+	if (n < 6 || strncmp(p, "bytes=", 6))
+		return -EINVAL;
+	p += 6;
+	const char *dash = memchr(p, '-', end - p);
+	/* No suffix or open-ended forms, no lists: both numbers, in order. */
+	if (!dash || parse_u64(p, dash - p, &a) || parse_u64(dash + 1, end - dash - 1, &b) || b < a)
+		return -EINVAL;
+	if (b >= size)
+		return -ERANGE;
+	*first = a;
+	*last = b;
+	return 0;
+}
+
 int xml_find(const char *x, size_t n, size_t *pos, const char *tag,
 	     const char **val, size_t *vlen)
 {

@@ -122,6 +122,15 @@ void s3_list_result_xml(struct sbuf *x, const struct s3_list_params *lp,
  */
 int s3_range_parse(const char *v, size_t n, uint64_t size, uint64_t *first, uint64_t *last);
 
+/*
+ * Parses x-amz-copy-source-range as S3 reads it, which is stricter than
+ * Range: exactly "bytes=FIRST-LAST" with FIRST <= LAST, and LAST inside a
+ * source of size bytes (UINT64_MAX checks the form alone).  Returns 0 with
+ * [*first, *last] set, -EINVAL when malformed, -ERANGE when the range does
+ * not lie inside the source.  Both are 400 InvalidArgument in S3.
+ */
+int s3_copy_range_parse(const char *v, size_t n, uint64_t size, uint64_t *first, uint64_t *last);
+
 /* One <Part> of a CompleteMultipartUpload. */
 struct s3_part_ref {
 	int number;

@@ -30,11 +30,56 @@ const char *s3_unsupported_subresource(const struct s3_query *q)
 		"object-lock", "retention", "legal-hold", "torrent", "accelerate",
 		"requestPayment", "inventory", "metrics", "analytics", "ownershipControls",
 		"publicAccessBlock", "intelligent-tiering", "restore", "select", "attributes",
+		"policyStatus",
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (s3_has_param(q, names[i]))
 			return names[i];
 	return NULL;
+}
+
+static bool has_prefix(const char *n, size_t l, const char *prefix)
+{
+	size_t pl = strlen(prefix);
+	return l >= pl && !strncasecmp(n, prefix, pl);
+}
+
+int s3_refused_headers(const struct http_msg *m, bool has_key, const char **code, const char **msg)
+{
+	bool read = m->method == HTTP_GET || m->method == HTTP_HEAD;
+	for (int i = 0; i < m->nhdr; i++) {
+		const struct http_hdr *h = &m->hdr[i];
+		/* SSE-S3, SSE-KMS, SSE-C, and SSE-C for a copy's source.  No
+		 * object here is ever encrypted: a read naming a key is asking
+		 * about encryption the object does not have, as S3 says. */
+		if (has_prefix(h->name, h->nlen, "x-amz-server-side-encryption") ||
+		    has_prefix(h->name, h->nlen, "x-amz-copy-source-server-side-encryption")) {
+			if (read || has_prefix(h->name, h->nlen, "x-amz-copy-source-")) {
+				*code = "InvalidRequest";
+				*msg = "The encryption parameters are not applicable to this object.";
+				return 400;
+			}
+			*code = "NotImplemented";
+			*msg = "Server-side encryption is not implemented: the object would be stored unencrypted.";
+			return 501;
+		}
+		if (!has_key && m->method == HTTP_PUT &&
+		    strn_ieq(h->name, h->nlen, "x-amz-bucket-object-lock-enabled") &&
+		    strn_ieq(h->value, h->vlen, "true")) {
+			*code = "NotImplemented";
+			*msg = "Object Lock is not implemented: the bucket would keep nothing from deletion.";
+			return 501;
+		}
+		/* Retention and legal hold on a write: every bucket here lacks
+		 * Object Lock (creating one with it is refused above), and S3
+		 * refuses them on such a bucket. */
+		if (has_key && !read && has_prefix(h->name, h->nlen, "x-amz-object-lock-")) {
+			*code = "InvalidRequest";
+			*msg = "Bucket is missing Object Lock Configuration";
+			return 400;
+		}
+	}
+	return 0;
 }
 
 bool s3_key_readable(const char *k, size_t n)
@@ -225,24 +270,44 @@ static void add_line(struct sbuf *b, const char *name, size_t nl, const char *v,
 	sb_adds(b, "\r\n");
 }
 
-void s3_content_encoding_unchunked(struct sbuf *out, const char *v, size_t n)
+/* Walks the tokens of a Content-Encoding list (trimmed of blanks) and,
+ * when out is set, appends every one but aws-chunked to it, each after the
+ * client's own separator.  Returns true when any token is aws-chunked. */
+static bool encoding_tokens(const char *v, size_t n, struct sbuf *out)
 {
 	const char *p = v, *e = v + n;
+	bool chunked = false, first = true;
 
 	while (p < e) {
 		const char *c = memchr(p, ',', e - p);
 		const char *t = p, *te = c ? c : e;
-		while (t < te && *t == ' ')
+		while (t < te && (*t == ' ' || *t == '\t'))
 			t++;
-		while (te > t && te[-1] == ' ')
+		while (te > t && (te[-1] == ' ' || te[-1] == '\t'))
 			te--;
-		if (te > t && !strn_ieq(t, te - t, "aws-chunked")) {
-			if (out->len)
+		if (te > t && strn_ieq(t, te - t, "aws-chunked")) {
+			chunked = true;
+		} else if (te > t && out) {
+			/* The client's own separator before this token. */
+			if (!first) {
 				sb_addc(out, ',');
+				sb_add(out, p, t - p);
+			}
 			sb_add(out, t, te - t);
+			first = false;
 		}
 		p = c ? c + 1 : e;
 	}
+	return chunked;
+}
+
+void s3_content_encoding_unchunked(struct sbuf *out, const char *v, size_t n)
+{
+	/* Without aws-chunked the value is the object's, byte for byte. */
+	if (!encoding_tokens(v, n, NULL))
+		sb_add(out, v, n);
+	else
+		encoding_tokens(v, n, out);
 }
 
 int s3_collect_meta(const struct http_msg *m, struct sbuf *ct, struct sbuf *meta, size_t max)

@@ -24,6 +24,16 @@ bool s3_has_param(const struct s3_query *q, const char *name);
 /* The out-of-scope sub-resource the query names (acl, policy, ...), answered
  * with 501 NotImplemented, or NULL. */
 const char *s3_unsupported_subresource(const struct s3_query *q);
+/*
+ * Headers asking for what the demo does not do, which S3 clients must not
+ * believe they got: server-side encryption (SSE-S3, SSE-KMS, SSE-C; 501
+ * NotImplemented on a write, 400 InvalidRequest on a read or for a copy's
+ * source, as no object is encrypted), Object Lock on CreateBucket (501) and
+ * retention or legal hold on an object write (400 InvalidRequest, as S3
+ * answers for a bucket without Object Lock).  has_key: an object request.
+ * Returns 0, or the HTTP status with *code and *msg for the error.
+ */
+int s3_refused_headers(const struct http_msg *m, bool has_key, const char **code, const char **msg);
 /* Whether S3 can parse this key: valid UTF-8 without C1 control characters
  * (S3 answers 400 "Couldn't parse the specified URI" otherwise). */
 bool s3_key_readable(const char *k, size_t n);
@@ -43,6 +53,10 @@ int s3_check_put_conditions(const struct http_msg *m, const char *etag);
 /* The message of the 412 PreconditionFailed error either leads to. */
 #define S3_PRECONDITION_MSG "At least one of the pre-conditions you specified did not hold"
 
+/* The 400 InvalidArgument messages for an x-amz-copy-source-range S3
+ * refuses (s3_copy_range_parse's -EINVAL and -ERANGE). */
+#define S3_COPY_RANGE_MALFORMED "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy"
+#define S3_COPY_RANGE_OUTSIDE "Range specified is not valid for the source object's size"
 /* x-amz-copy-source: "[/]bucket/key[?versionId=...]", percent-encoded.
  * Returns 0 with src filled (free with s3_target_free), -ENOENT when the
  * header is absent, -EINVAL when malformed. */
@@ -59,7 +73,9 @@ void s3_copy_result_xml(struct sbuf *x, bool part, const char *etag, int64_t mti
  * Type goes to ct.  Returns 0 or -E2BIG past max bytes of lines. */
 int s3_collect_meta(const struct http_msg *m, struct sbuf *ct, struct sbuf *meta, size_t max);
 /* Appends a Content-Encoding value less its aws-chunked token (which
- * describes the request body, not the object) to out, comma-separated. */
+ * describes the request body, not the object) to out: the value exactly as
+ * sent when it has no such token, else the other tokens with the client's
+ * own separators. */
 void s3_content_encoding_unchunked(struct sbuf *out, const char *v, size_t n);
 /* Stored lines that are ours, not the object's (never sent to clients). */
 #define S3_PARTS_LINE "x-poolshim-parts: "

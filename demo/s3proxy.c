@@ -698,26 +698,80 @@ static void copy_put_headers(struct s3_req *r, const struct sbuf *src_head, stru
 	}
 }
 
-/* The unquoted ETag among a response's header lines (into out). */
-static void head_etag(const struct sbuf *head, char out[72])
+/* The value of header name (lowercase, with its colon) among a
+ * response's header lines, blanks trimmed in front; NULL when absent. */
+static const char *head_value(const struct sbuf *head, const char *name, size_t *vl)
 {
 	const char *p = head->p ? head->p : "", *end = p + head->len;
-	out[0] = 0;
+	size_t nl = strlen(name);
 	while (p < end) {
 		const char *eol = memmem(p, end - p, "\r\n", 2);
 		if (!eol)
 			break;
-		if (eol - p > 5 && !strncasecmp(p, "etag:", 5)) {
-			const char *v = p + 5;
-			while (v < eol && (*v == ' ' || *v == '"'))
+		if ((size_t)(eol - p) >= nl && !strncasecmp(p, name, nl)) {
+			const char *v = p + nl;
+			while (v < eol && *v == ' ')
 				v++;
-			size_t n = eol - v;
-			while (n && v[n - 1] == '"')
-				n--;
-			snprintf(out, 72, "%.*s", (int)(n < 71 ? n : 71), v);
+			*vl = eol - v;
+			return v;
 		}
 		p = eol + 2;
 	}
+	return NULL;
+}
+
+/* The unquoted ETag among a response's header lines (into out). */
+static void head_etag(const struct sbuf *head, char out[72])
+{
+	size_t n;
+	const char *v = head_value(head, "etag:", &n);
+	out[0] = 0;
+	if (!v)
+		return;
+	while (n && *v == '"') {
+		v++;
+		n--;
+	}
+	while (n && v[n - 1] == '"')
+		n--;
+	snprintf(out, 72, "%.*s", (int)(n < 71 ? n : 71), v);
+}
+
+/*
+ * The bytes an UploadPartCopy across backends asked for, out of the
+ * source's answer to a GET with Range: bytes=first-last.  A Range server
+ * clamps a last byte past the end and may ignore Range altogether; S3
+ * refuses such a copy range, so the proxy checks the answer (Content-Range,
+ * or the whole body of a 200) against what was asked, and keeps only those
+ * bytes in g->body.  Returns 0, or -1 once it has responded.
+ */
+static int copy_range_fetched(struct s3_req *r, struct call *g, uint64_t first, uint64_t last)
+{
+	if (g->status == 200) {
+		if (last >= g->body.len) {
+			s3_error(r, 400, "InvalidArgument", S3_COPY_RANGE_OUTSIDE);
+			return -1;
+		}
+		memmove(g->body.p, g->body.p + first, last - first + 1);
+		g->body.len = last - first + 1;
+		return 0;
+	}
+	size_t vl;
+	const char *v = head_value(&g->head, "content-range:", &vl);
+	char cr[96];
+	unsigned long long f, l, size;
+	int end = 0;
+	snprintf(cr, sizeof(cr), "%.*s", v ? (int)(vl < 95 ? vl : 95) : 0, v ? v : "");
+	if (sscanf(cr, "bytes %llu-%llu/%llu%n", &f, &l, &size, &end) != 3 || (size_t)end != strlen(cr) ||
+	    l < f || l - f + 1 != g->body.len) {
+		s3_error(r, 502, "InternalError", "A storage backend answered a ranged read without a usable Content-Range.");
+		return -1;
+	}
+	if (f != first || l != last) {
+		s3_error(r, 400, "InvalidArgument", S3_COPY_RANGE_OUTSIDE);
+		return -1;
+	}
+	return 0;
 }
 
 /*
@@ -732,7 +786,17 @@ static void copy_across(struct s3_req *r, const struct s3_target *src, int sbi, 
 {
 	struct sbuf gh, ph, x;
 	struct call g, p;
+	uint64_t first = 0, last = 0;
+	size_t rl;
+	const char *rv = part ? http_hdr_get(r->m, "x-amz-copy-source-range", &rl) : NULL;
 
+	/* The form of the range is checked before anything is read, its
+	 * extent against the source's answer: as storaged does for a copy
+	 * within one node, whatever the placement. */
+	if (rv && s3_copy_range_parse(rv, rl, UINT64_MAX, &first, &last)) {
+		s3_error(r, 400, "InvalidArgument", S3_COPY_RANGE_MALFORMED);
+		return;
+	}
 	sb_init(&gh);
 	sb_init(&ph);
 	sb_init(&x);
@@ -742,12 +806,14 @@ static void copy_across(struct s3_req *r, const struct s3_target *src, int sbi, 
 	if (g.err || (g.status != 200 && g.status != 206)) {
 		if (!g.err && (g.status == 304 || g.status == 412))
 			s3_error(r, 412, "PreconditionFailed", S3_PRECONDITION_MSG);
-		else if (!g.err && g.status == 416)
-			s3_error(r, 416, "InvalidRange", "The requested range is not satisfiable");
+		else if (!g.err && g.status == 416 && rv)
+			s3_error(r, 400, "InvalidArgument", S3_COPY_RANGE_OUTSIDE);
 		else
 			pass_error(r, &g);
 		goto out;
 	}
+	if (rv && copy_range_fetched(r, &g, first, last))
+		goto out;
 	if (!part)
 		copy_put_headers(r, &g.head, &ph);
 	call_object(&pcfg.be[dbi], "PUT", r->t.bucket, r->t.key, r->t.key_len,
@@ -791,21 +857,27 @@ static void copy_object(struct s3_req *r, const struct body *b)
 /*
  * A request without any authentication.  S3 tells a bucket or key that does
  * not exist (404) from one the caller may not read (403): so does the
- * proxy, asking the backends.
+ * proxy, asking the backends.  Only a read can miss a key; a write is
+ * refused (403) whether the key exists or not, and a CreateBucket whether
+ * the bucket exists or not.
  */
 static void anonymous(struct s3_req *r)
 {
 	struct call c = { 0 };
 	const char *code = NULL;
+	bool read = r->m->method == HTTP_GET || r->m->method == HTTP_HEAD;
+	bool create = !r->t.has_key && r->m->method == HTTP_PUT;
 
-	if (r->t.bucket[0] && !s3_bucket_name_ok(r->t.bucket)) {
+	if (!r->t.bucket[0] || create) {
+		/* ListBuckets and CreateBucket: nothing to look up. */
+	} else if (!s3_bucket_name_ok(r->t.bucket)) {
 		code = "NoSuchBucket";
-	} else if (r->t.bucket[0]) {
+	} else {
 		call_backend(&pcfg.be[0], "HEAD", r->t.bucket, "", NULL, 0, NULL, &c);
 		if (!c.err && c.status == 404)
 			code = "NoSuchBucket";
 		sb_free(&c.body);
-		if (!code && r->t.has_key) {
+		if (!code && r->t.has_key && read) {
 			int bi = route(r->t.bucket, r->t.key, r->t.key_len);
 			call_object(&pcfg.be[bi], "HEAD", r->t.bucket, r->t.key, r->t.key_len, "", NULL,
 				    NULL, 0, 0, &c);
@@ -823,6 +895,30 @@ static void anonymous(struct s3_req *r)
 		s3_error(r, 404, code, "The specified key does not exist.");
 }
 
+/*
+ * What no backend is asked for: an out-of-scope sub-resource (501), and
+ * the headers s3_refused_headers names (server-side encryption, Object
+ * Lock), checked here rather than left to the backends, since CreateBucket
+ * does not pass its headers on and another S3 server might do what is
+ * asked.  Returns true once it has responded.
+ */
+static bool refuse(struct s3_req *r)
+{
+	const char *code, *msg;
+	int status;
+
+	if (!r->t.bucket[0])
+		return false;
+	if (s3_unsupported_subresource(&r->q)) {
+		s3_error(r, 501, "NotImplemented", "A header or query you provided implies functionality that is not implemented.");
+		return true;
+	}
+	status = s3_refused_headers(r->m, r->t.has_key, &code, &msg);
+	if (status)
+		s3_error(r, status, code, msg);
+	return status != 0;
+}
+
 static void handle(struct s3_req *r, void *arg)
 {
 	struct auth_state st;
@@ -837,6 +933,10 @@ static void handle(struct s3_req *r, void *arg)
 	if (check_auth_head(r, &st))
 		return;
 	if (st.kind != PAYLOAD_ABSENT && verify_signature(r, &st))
+		return;
+	/* Refused before the body is read whenever the signature allows:
+	 * a client waiting on Expect: 100-continue gets the answer at once. */
+	if (st.kind != PAYLOAD_ABSENT && refuse(r))
 		return;
 	if (read_body(r, &st, &b))
 		return;
@@ -862,10 +962,8 @@ static void handle(struct s3_req *r, void *arg)
 		s3_error(r, 404, "NoSuchBucket", "The specified bucket does not exist.");
 		goto out;
 	}
-	if (s3_unsupported_subresource(&r->q)) {
-		s3_error(r, 501, "NotImplemented", "A header or query you provided implies functionality that is not implemented.");
+	if (refuse(r))
 		goto out;
-	}
 	if (r->t.has_key && http_hdr_get(r->m, "x-amz-copy-source", NULL) && m == HTTP_PUT) {
 		copy_object(r, &b);
 		goto out;

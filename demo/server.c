@@ -109,10 +109,15 @@ static int send_head(struct s3_req *r, int status, const char *hdrs, uint64_t le
 	bool close_conn = r->close_after || !r->m->keep_alive || server_stopping;
 
 	/* Leftover request body: a little is read and dropped so the
-	 * connection stays usable, a lot means closing it. */
+	 * connection stays usable, a lot means closing it.  A client still
+	 * waiting for "100 Continue" sends no body until it times out, so
+	 * waiting for it would hold this answer back: answer now and close,
+	 * which tells the client the body is not wanted. */
 	if (body_pending(r) && !close_conn) {
-		if (r->m->content_length >= 0 && r->m->content_length <= 65536 &&
-		    http_drain_body(r->c, 65536) == 0)
+		if (r->m->expect_continue)
+			close_conn = true;
+		else if (r->m->content_length >= 0 && r->m->content_length <= 65536 &&
+			 http_drain_body(r->c, 65536) == 0)
 			;
 		else
 			close_conn = true;

@@ -504,7 +504,8 @@ static int requested_range(struct s3_req *r, const struct obj_hdr *oh, struct sb
 			return -1;
 		}
 		if (s3_part_range(meta, oh->metalen, size, pn, &count, first, last)) {
-			s3_error(r, 416, "InvalidPartNumber", "The requested partnumber is not satisfiable");
+			/* S3's answer for a part past the last one (not 416). */
+			s3_error(r, 400, "InvalidPart", "The requested part number is past the object's last part.");
 			return -1;
 		}
 		if (!strchr(oh->etag, '-'))
@@ -742,9 +743,21 @@ static void initiate_upload(struct s3_req *r, struct bucket *b)
 		s3_error(r, 400, "KeyTooLongError", "Your key is too long.");
 		goto out;
 	}
-	if (mkdirat(store.ufd, id, 0755)) {
+	/* The upload comes into being under the bucket's lock, so that a
+	 * DeleteBucket (which removes the bucket's uploads) either sees it
+	 * whole or finds it refused here. */
+	pthread_rwlock_rdlock(&b->lock);
+	if (b->deleted) {
+		pthread_rwlock_unlock(&b->lock);
 		free(hb);
-		s3_error(r, 500, "InternalError", strerror(errno));
+		s3_error(r, 404, "NoSuchBucket", "The specified bucket does not exist.");
+		goto out;
+	}
+	if (mkdirat(store.ufd, id, 0755)) {
+		int e = errno;
+		pthread_rwlock_unlock(&b->lock);
+		free(hb);
+		s3_error(r, 500, "InternalError", strerror(e));
 		goto out;
 	}
 	int fd = write_new_file(hb, 0, tname);
@@ -756,9 +769,11 @@ static void initiate_upload(struct s3_req *r, struct bucket *b)
 		if (udfd >= 0)
 			close(udfd);
 		unlinkat(store.ufd, id, AT_REMOVEDIR);
+		pthread_rwlock_unlock(&b->lock);
 		s3_error(r, 500, "InternalError", "Could not create the upload.");
 		goto out;
 	}
+	pthread_rwlock_unlock(&b->lock);
 	fsync_dir(udfd);
 	close(udfd);
 	fsync_dir(store.ufd);
@@ -970,9 +985,10 @@ static void copy_object(struct s3_req *r, struct bucket *b, const char *upload)
 		size_t rl;
 		const char *rv = http_hdr_get(r->m, "x-amz-copy-source-range", &rl);
 		if (rv) {
-			int k = s3_range_parse(rv, rl, oh->size, &first, &last);
-			if (k <= 0) {
-				s3_error(r, 416, "InvalidRange", "The requested range is not satisfiable");
+			int k = s3_copy_range_parse(rv, rl, oh->size, &first, &last);
+			if (k) {
+				s3_error(r, 400, "InvalidArgument", k == -ERANGE ? S3_COPY_RANGE_OUTSIDE :
+					 S3_COPY_RANGE_MALFORMED);
 				goto out;
 			}
 			len = last - first + 1;
@@ -999,24 +1015,6 @@ out:
 	s3_target_free(&src);
 }
 
-static void remove_upload(const char *id)
-{
-	int udfd = openat(store.ufd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (udfd >= 0) {
-		DIR *d = fdopendir(udfd);
-		if (d) {
-			struct dirent *e;
-			while ((e = readdir(d)))
-				if (e->d_name[0] != '.')
-					unlinkat(dirfd(d), e->d_name, 0);
-			closedir(d);
-		} else {
-			close(udfd);
-		}
-	}
-	unlinkat(store.ufd, id, AT_REMOVEDIR);
-}
-
 static void abort_upload(struct s3_req *r, struct bucket *b, const char *id)
 {
 	void *info = upload_info(id, b->name, r->t.key, r->t.key_len);
@@ -1025,7 +1023,7 @@ static void abort_upload(struct s3_req *r, struct bucket *b, const char *id)
 		return;
 	}
 	free(info);
-	remove_upload(id);
+	upload_remove(id);
 	s3_respond(r, 204, NULL, NULL, 0);
 }
 
@@ -1436,7 +1434,7 @@ static void complete_upload(struct s3_req *r, struct bucket *b, const char *id)
 	mt = now_s();
 	if (assemble(r, &c, info, mt, tname) || commit_object(r, b, tname, &c, mt))
 		goto out;
-	remove_upload(id);
+	upload_remove(id);
 	send_complete_result(r, b, c.etag);
 out:
 	completion_free(&c);
@@ -1473,6 +1471,12 @@ static void handle(struct s3_req *r, void *arg)
 	}
 	if (s3_unsupported_subresource(&r->q)) {
 		s3_error(r, 501, "NotImplemented", "A header or query you provided implies functionality that is not implemented.");
+		return;
+	}
+	const char *code, *msg;
+	int refused = s3_refused_headers(r->m, r->t.has_key, &code, &msg);
+	if (refused) {
+		s3_error(r, refused, code, msg);
 		return;
 	}
 	if (!r->t.has_key) {

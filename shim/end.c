@@ -107,17 +107,30 @@ static void keep(unsigned how, const char *why)
 
 void ps_end(int end, int status, bool status_known, unsigned how)
 {
-	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) != PS_STATE_ON ||
-	    __atomic_exchange_n(&ended, 1, __ATOMIC_ACQ_REL))
+	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) != PS_STATE_ON)
 		return;
 	int saved_errno = errno;
-	if (!ps_report_due()) {
+	/*
+	 * Before `ended` is touched: a vfork child shares it with its parent.
+	 * exit() in a fork child reports as in any process; the work rule is
+	 * for the ends a child reaches without it (_exit, _Exit).
+	 */
+	int pid = (int)PS_SYSCALL(SYS_getpid);
+	bool due = (how & PS_END_BY_EXIT) ? pid == ps_pid : ps_report_due();
+	how &= ~PS_END_BY_EXIT;
+	if (!due) {
 		/* A vfork child (the record is its parent's) or a fork child with no work of its own. */
-		if ((int)PS_SYSCALL(SYS_getpid) == ps_pid)
+		if (pid == ps_pid && !__atomic_exchange_n(&ended, 1, __ATOMIC_ACQ_REL))
 			ps_live_remove();
 		errno = saved_errno;
 		return;
 	}
+	if (__atomic_exchange_n(&ended, 1, __ATOMIC_ACQ_REL)) {
+		errno = saved_errno;
+		return;
+	}
+	/* ps_report_due() found this process's pid to be ps_pid. */
+	ps_report_pid = ps_pid;
 	if (!status_known && __atomic_load_n(&exit_status_known, __ATOMIC_ACQUIRE)) {
 		status = exit_status;
 		status_known = true;
@@ -162,6 +175,8 @@ void ps_end_now(void)
 PS_EXPORT void exit(int status)
 {
 	ps_end_exit_status(status);
+	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) == PS_STATE_ON)
+		ps_report_exit_begins();
 	REAL(exit)(status);
 	for (;;)
 		PS_SYSCALL(SYS_exit_group, status);

@@ -15,11 +15,13 @@ extern int ps_start_pid;
 /*
  * Finish this process: end is an enum ps_live_end, status the exit status
  * (or the signal) when status_known.  how: PS_REPORT_IN_SIGNAL where no
- * frame may be named (_exit, which may run in a signal handler), else 0.
- * Once per process; only in the process that started the shim or in a
- * fork child that did work of its own (ps_report_due), never in a vfork
- * child.  Async-signal-safe with PS_REPORT_IN_SIGNAL, errno kept.
+ * frame may be named (_exit, which may run in a signal handler), and
+ * PS_END_BY_EXIT from exit() (the destructor), else 0.  Once per process;
+ * never in a vfork child; in a fork child at exit(), else only when it did
+ * work of its own (ps_report_due).  Async-signal-safe with
+ * PS_REPORT_IN_SIGNAL, errno kept.
  */
+#define PS_END_BY_EXIT (1u << 16)
 void ps_end(int end, int status, bool status_known, unsigned how);
 
 /* ps_end() for an exit whose status is not known here (a dump signal's default). */

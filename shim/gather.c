@@ -24,6 +24,7 @@
 #include "uring.h"
 
 static int64_t start_time = -1;
+int ps_report_pid;
 
 void ps_report_keep_name(void)
 {
@@ -44,7 +45,8 @@ int64_t ps_report_start_time(void)
 
 void ps_report_ident(int *pid, const char **program)
 {
-	*pid = (int)PS_SYSCALL(SYS_getpid);
+	/* At the end the pid has just been asked (end.c): not again. */
+	*pid = ps_report_pid ? ps_report_pid : (int)PS_SYSCALL(SYS_getpid);
 	if (!ps_program[0])
 		ps_report_keep_name();
 	*program = ps_program;

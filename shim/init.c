@@ -327,7 +327,7 @@ __attribute__((constructor)) static void poolshim_ctor(void)
  */
 __attribute__((destructor)) static void poolshim_dtor(void)
 {
-	ps_end(PS_END_EXIT, 0, false, 0);
+	ps_end(PS_END_EXIT, 0, false, PS_END_BY_EXIT);
 }
 
 /* _exit and _Exit skip the destructors: the end's work is done here (end.c). */

@@ -15,15 +15,15 @@
  *   remove it; the file is handed to the new effective user just before
  *   the change (live.c).
  * - chroot(2): when the new root does not reach the live directory, the
- *   file is removed at the door, through a descriptor held for the one
- *   call; the live view of a chrooted process ends there, its exit report
- *   does not.
+ *   record stays where it is and keeps counting through its mapping; the
+ *   process no longer touches it by path, and `poolshim collect` renders
+ *   its report once it has ended (its own path may now be out of reach too).
  *
  * And the start of exit: the report to stderr needs fd 2 after the atexit
  * handlers, which may close it (gnulib's close_stdout, in every coreutils
- * program).  glibc runs the main thread's thread_local destructors first
- * in exit() (also on a return from main), so one registered here on the
- * main thread marks the moment; the shim keeps no descriptor before it.
+ * program).  __cxa_atexit (atexit's and C++'s registration) is wrapped so
+ * that a handler of ours runs before the program's and marks the moment;
+ * the shim keeps no descriptor before it.
  *
  * Raw system calls bypass these doors, as they bypass every other.
  */
@@ -43,7 +43,6 @@
 #include "real.h"
 #include "report_out.h"
 
-extern int __cxa_thread_atexit_impl(void (*fn)(void *), void *obj, void *dso);
 extern void *__dso_handle;
 
 static void exit_begins(void *unused)
@@ -52,11 +51,29 @@ static void exit_begins(void *unused)
 	ps_report_exit_begins();
 }
 
-/* Constructors run on the main thread.  The registration allocates: after start. */
-__attribute__((constructor)) static void leave_ctor(void)
+/*
+ * Exit handlers run in the reverse order of their registration, so one of
+ * ours registered right after each of the program's runs before it: before
+ * gnulib's close_stdout closes fd 2, however the program exits (a return
+ * from main calls libc's own exit, which no door sees).  Nothing is done
+ * at start: no allocation, no system call (a thread-exit registration made
+ * at start set up glibc's heap in programs that never allocate, and left
+ * malloc_trim(0) something to trim).  glibc holds the first 32 handlers in
+ * static memory; past a few of the program's, ours are not added any more
+ * (C++ programs register one per static object), and a later handler that
+ * closes fd 2 leaves the report to the record (end.c).
+ */
+#define EXIT_HOOKS_MAX 8
+static int exit_hooks;
+
+PS_EXPORT int __cxa_atexit(void (*fn)(void *), void *arg, void *d);
+PS_EXPORT int __cxa_atexit(void (*fn)(void *), void *arg, void *d)
 {
-	if (ps_enabled() && strcmp(ps_cfg.stats, "off") != 0)
-		__cxa_thread_atexit_impl(exit_begins, NULL, &__dso_handle);
+	int r = REAL(__cxa_atexit)(fn, arg, d);
+	if (r == 0 && d != &__dso_handle && ps_enabled() && strcmp(ps_cfg.stats, "off") != 0 &&
+	    __atomic_add_fetch(&exit_hooks, 1, __ATOMIC_RELAXED) <= EXIT_HOOKS_MAX)
+		REAL(__cxa_atexit)(exit_begins, NULL, &__dso_handle);
+	return r;
 }
 
 PS_EXPORT int daemon(int nochdir, int noclose)

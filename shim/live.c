@@ -1,18 +1,22 @@
 // SPDX-License-Identifier: MIT
 /*
- * The live-stats file.  Created with O_EXCL | O_NOFOLLOW, mode 0600, sized
- * once (sparse) and mapped shared; counter blocks are handed out from it by
- * an atomic index.  tmpfs gives a page on the first store, and when it is
- * full that store is a SIGBUS, so no page is written before it is reserved:
- * the header with fallocate at creation, each block with
- * MADV_POPULATE_WRITE (which fails instead of faulting) before it is handed
- * out, and only while a quarter of /dev/shm stays free for others.  A
- * block without room is not used: its thread counts in anonymous memory,
- * the header says how many do, and verbose mode says so once.
+ * The live record's file (live.h says what it holds and who reads it).
+ * Created with O_EXCL | O_NOFOLLOW, mode 0600, under a hidden name and
+ * renamed into place once its header is written; it holds the header and
+ * grows by one counter block per thread that counts (handed out by an
+ * atomic index), so its size and the process's mappings follow what it
+ * holds: the header is one mapping, each block another.  tmpfs gives a
+ * page on the first store, and when it is full that store is a SIGBUS, so
+ * no page is written before it is reserved: the header and each block with
+ * fallocate before use, and only while a quarter of /dev/shm stays free
+ * for others.  A block without room is not used: its thread counts in
+ * anonymous memory, the header says how many do, and verbose mode says so
+ * once.  At the end, a report the process could not deliver is appended
+ * after the blocks (ps_live_keep_report).
  *
- * A fork child gets a copy in private memory mapped over the same
- * addresses, so every pointer to a block stays valid and the parent's file
- * is never written by the child.  Children that ran no atfork handler
+ * A fork child gets private memory mapped over the same addresses (the
+ * header and each block), so every pointer to a block stays valid and the
+ * parent's file is never written by the child.  Children that ran no atfork handler
  * (_Fork, raw clone or syscall(SYS_fork)) are caught on the slow paths
  * (block claim, publish, removal) by a page marked MADV_WIPEONFORK, which
  * reads zero in any child with an address space of its own.
@@ -39,14 +43,14 @@
 #include <sys/resource.h>
 #include <sys/utsname.h>
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
 
 _Static_assert(sizeof(struct ps_live_header) <= PS_LIVE_HEADER, "header outgrew its room");
 
 static struct ps_live_header *hdr;
+/* The header's mapping; each counter block is a mapping of its own (blk). */
 static size_t map_len;
+/* Where block i of the file is mapped, or NULL (not taken, or not mapped). */
+static void *blk[PS_LIVE_BLOCKS];
 static int live_pid;
 static uint64_t live_ns;
 static bool live_verbose;
@@ -60,8 +64,6 @@ static bool main_pending;
 static int making;
 /* When the wait for a file began: start, fork, or a failed exec (CLOCK_MONOTONIC ns). */
 static uint64_t due_since;
-/* Blocks are reserved one by one; false where the whole file was at creation. */
-static bool reserve_each = true;
 static int said_unpublished;
 /*
  * Nonzero in the process that made the file; zero in any child with an
@@ -87,12 +89,6 @@ static uint64_t usage_at;
 static size_t stride(void)
 {
 	return (sizeof(struct ps_tstats) + 4095) & ~(size_t)4095;
-}
-
-/* Make pages [p, p + len) of the mapping real, or say why not (-errno). */
-static int reserve(void *p, size_t len)
-{
-	return (int)PS_SYSCALL(SYS_madvise, p, len, MADV_POPULATE_WRITE);
 }
 
 /*
@@ -145,36 +141,74 @@ static void say_unpublished(const char *why)
 		       "(in the exit report, not in `poolshim stat`)", why);
 }
 
+static long open_mine(const char *path, int access);
+
+/*
+ * Block i: the file grows by it (fallocate reserves its pages, so a full
+ * /dev/shm says ENOSPC now rather than SIGBUS later) and it is mapped on
+ * its own, through a descriptor that lives for the one call.  The file's
+ * size and the process's mappings follow the threads that count: a
+ * single-threaded process has one block, 180 KiB, not 128.  NULL when it
+ * cannot be had (the directory's last quarter, the path out of reach).
+ */
+static void *map_block(struct ps_live_header *h, uint32_t i)
+{
+	char path[PS_LIVE_DIR_MAX + 64];
+	size_t len = h->block_stride;
+	long off = (long)(PS_LIVE_HEADER + (size_t)i * len);
+	void *p = NULL;
+
+	if (live_unlinked || !room_for(len))
+		return NULL;
+	ps_live_path(path, sizeof(path), live_pid, live_ns);
+	long fd = open_mine(path, O_RDWR);
+	if (fd < 0)
+		return NULL;
+	if (PS_SYSCALL(SYS_fallocate, fd, 0, off, (long)len) == 0) {
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, off);
+		if (p == MAP_FAILED)
+			p = NULL;
+	}
+	ps_sys_close((int)fd);
+	/*
+	 * Threads starting together all saw room before any reserved: each
+	 * looks again with its block in, and gives it back when the quarter
+	 * is gone, so the last to look is right.
+	 */
+	if (p && !room_for(0)) {
+		PS_SYSCALL(SYS_madvise, p, len, MADV_REMOVE);
+		munmap(p, len);
+		p = NULL;
+	}
+	return p;
+}
+
 static void *take_block(void)
 {
 	struct ps_live_header *h = mine();
 	if (!h)
 		return NULL;
-	uint32_t i = __atomic_fetch_add(&h->nblocks, 1, __ATOMIC_RELAXED);
+	uint32_t i = __atomic_fetch_add(&h->nblocks, 1, __ATOMIC_SEQ_CST);
 	if (i >= h->max_blocks) {
 		__atomic_store_n(&h->nblocks, h->max_blocks, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&h->unpublished, 1, __ATOMIC_RELAXED);
 		say_unpublished("the file's blocks are all taken");
 		return NULL;
 	}
-	void *p = (char *)h + PS_LIVE_HEADER + (size_t)i * h->block_stride;
-	/* A block without pages stays a hole: readers see zeros there, never a fault. */
-	if (reserve_each && (!room_for(h->block_stride) || reserve(p, h->block_stride) < 0)) {
-		__atomic_add_fetch(&h->unpublished, 1, __ATOMIC_RELAXED);
-		say_unpublished("the live directory has no room for another counter block");
-		return NULL;
-	}
 	/*
-	 * Threads starting together all saw room before any reserved: each
-	 * looks again with its block in, and gives it back (MADV_REMOVE frees
-	 * the pages) when the quarter is gone, so the last to look is right.
+	 * Once the process is ending the file may get its report after the
+	 * blocks (ps_live_keep_report): no block grows it past that.  Paired
+	 * with the end's store of `end` and load of `nblocks` (both SEQ_CST):
+	 * either this sees the end, or the end counts this block.
 	 */
-	if (reserve_each && !room_for(0)) {
-		PS_SYSCALL(SYS_madvise, p, h->block_stride, MADV_REMOVE);
+	void *p = __atomic_load_n(&h->end, __ATOMIC_SEQ_CST) == PS_END_RUNNING ? map_block(h, i) : NULL;
+	if (!p) {
+		/* A block never mapped stays a hole: readers see zeros there, never a fault. */
 		__atomic_add_fetch(&h->unpublished, 1, __ATOMIC_RELAXED);
 		say_unpublished("the live directory has no room for another counter block");
 		return NULL;
 	}
+	__atomic_store_n(&blk[i], p, __ATOMIC_RELEASE);
 	return p;
 }
 
@@ -278,7 +312,7 @@ static void fill_identity(struct ps_live_header *h, int pid, uint64_t ns)
 	h->exited = 0;
 	/* The name kept at start: nginx's workers have rewritten argv[0] since. */
 	const char *name = ps_program;
-	copy_reason(h->program, name[0] ? name : program_invocation_short_name);
+	copy_str(h->program, sizeof(h->program), name[0] ? name : program_invocation_short_name);
 	for (char *c = h->program; *c; c++)
 		if (*c == '/')
 			*c = '_';
@@ -290,8 +324,6 @@ static void fill_identity(struct ps_live_header *h, int pid, uint64_t ns)
  * identity written.  The mapping or NULL.  The file is made under a hidden
  * name and renamed into place once its header says what it is: a reader
  * (`poolshim stat -i PID` waiting for it) never finds it half made.
- * Where the kernel cannot reserve pages of a mapping one by one
- * (MADV_POPULATE_WRITE, Linux 5.14), the whole file is reserved here.
  */
 static struct ps_live_header *create(int pid, uint64_t ns, int *err)
 {
@@ -316,16 +348,11 @@ static struct ps_live_header *create(int pid, uint64_t ns, int *err)
 		return NULL;
 	}
 	void *p = MAP_FAILED;
-	long r = PS_SYSCALL(SYS_ftruncate, fd, map_len);
-	if (r == 0)
-		r = PS_SYSCALL(SYS_fallocate, fd, 0, 0, PS_LIVE_HEADER);
+	/* The header's pages reserved (fallocate also sets the size): blocks come as threads count. */
+	long r = PS_SYSCALL(SYS_fallocate, fd, 0, 0, PS_LIVE_HEADER);
 	if (r == 0) {
 		p = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
 		r = p == MAP_FAILED ? -errno : 0;
-	}
-	if (r == 0 && reserve(p, PS_LIVE_HEADER) == -EINVAL) {
-		reserve_each = false;
-		r = PS_SYSCALL(SYS_fallocate, fd, 0, 0, map_len);
 	}
 	struct stat st;
 	if (r == 0)
@@ -446,7 +473,7 @@ int ps_live_init(const struct ps_config *cfg)
 			return r;
 		}
 	}
-	map_len = PS_LIVE_HEADER + (size_t)PS_LIVE_BLOCKS * stride();
+	map_len = PS_LIVE_HEADER;
 	due_since = mono_now();
 	main_pending = true;
 	__atomic_store_n(&ps_live_file_due, 1, __ATOMIC_RELEASE);
@@ -486,20 +513,25 @@ void ps_live_pool_changed(void)
  * publishes again from its new image.
  */
 /*
- * What of the file a child keeps: the header and each block's bookkeeping
- * (list link, owner), not its counters, which the child zeroes anyway
- * (its parent's work is not its own; a child made by a raw clone, which
- * runs no fork handler, then starts from zero too).  Copying whole blocks
- * twice faulted in 86 pages per block in every fork child.
+ * Make the shared mapping at p (len bytes) private anonymous memory at the
+ * same address, keeping bytes [keep, keep + keep_len) of it: a child keeps
+ * the header and each block's bookkeeping (list link, owner), not its
+ * counters, which it zeroes anyway (its parent's work is not its own; a
+ * child made by a raw clone, which runs no fork handler, then starts from
+ * zero too).  Copying whole blocks faulted in 86 pages per block in every
+ * fork child.  The copy goes through a page of its own: the forking
+ * thread's stack may be small.
  */
-static void keep_for_child(char *to, const char *from, uint32_t n, size_t stride)
+static void to_private(void *p, size_t len, size_t keep, size_t keep_len)
 {
-	const size_t tail = offsetof(struct ps_tstats, next);
+	char *copy = mmap(NULL, keep_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	memcpy(to, from, PS_LIVE_HEADER);
-	for (uint32_t i = 0; i < n; i++) {
-		size_t at = PS_LIVE_HEADER + (size_t)i * stride + tail;
-		memcpy(to + at, from + at, sizeof(struct ps_tstats) - tail);
+	if (copy != MAP_FAILED)
+		memcpy(copy, (char *)p + keep, keep_len);
+	mmap(p, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if (copy != MAP_FAILED) {
+		memcpy((char *)p + keep, copy, keep_len);
+		munmap(copy, keep_len);
 	}
 }
 
@@ -510,26 +542,17 @@ static void disown(struct ps_live_header *h)
 					 __ATOMIC_ACQUIRE))
 		return;
 	ps_stats_block_source = NULL;
-	uint32_t n = __atomic_load_n(&h->nblocks, __ATOMIC_RELAXED);
-	if (n > h->max_blocks)
-		n = h->max_blocks;
 	size_t stride = h->block_stride;
-	size_t used = PS_LIVE_HEADER + (size_t)n * stride;
-	if (used > map_len) {
-		used = map_len;
-		n = (uint32_t)((map_len - PS_LIVE_HEADER) / stride);
+	const size_t tail = offsetof(struct ps_tstats, next);
+	for (uint32_t i = 0; i < PS_LIVE_BLOCKS; i++) {
+		struct ps_tstats *t = __atomic_exchange_n(&blk[i], NULL, __ATOMIC_ACQ_REL);
+		if (!t)
+			continue;
+		to_private(t, stride, tail, sizeof(struct ps_tstats) - tail);
+		/* Private anonymous memory now, zeros but for its bookkeeping. */
+		t->anon = 1;
 	}
-	char *copy = mmap(NULL, used, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (copy != MAP_FAILED)
-		keep_for_child(copy, (const char *)h, n, stride);
-	mmap(h, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-	if (copy != MAP_FAILED) {
-		keep_for_child((char *)h, copy, n, stride);
-		munmap(copy, used);
-	}
-	/* The blocks are private anonymous memory now, zeros but for their bookkeeping. */
-	for (uint32_t i = 0; i < n; i++)
-		((struct ps_tstats *)((char *)h + PS_LIVE_HEADER + (size_t)i * stride))->anon = 1;
+	to_private(h, map_len, 0, PS_LIVE_HEADER);
 	live_pid = 0;
 	main_pending = false;
 	making = 0;
@@ -550,6 +573,15 @@ void ps_live_after_fork_child(void)
 		making = 0;
 		due_since = mono_now();
 	}
+}
+
+/* Whether t is one of the current file's blocks. */
+static bool in_file(const struct ps_tstats *t)
+{
+	for (uint32_t i = 0; i < PS_LIVE_BLOCKS; i++)
+		if (__atomic_load_n(&blk[i], __ATOMIC_ACQUIRE) == t)
+			return true;
+	return false;
 }
 
 /*
@@ -574,7 +606,7 @@ void ps_live_tick(void)
 	ps_live_gen_seen = gen;
 	struct ps_live_header *h = mine();
 	struct ps_tstats *t = ps_stats_tls;
-	if (h && t && ((uintptr_t)t < (uintptr_t)h || (uintptr_t)t >= (uintptr_t)h + map_len))
+	if (h && t && !in_file(t))
 		ps_stats_rehome();
 }
 
@@ -623,6 +655,9 @@ void ps_live_after_failed_exec(void)
 		return;
 	unlinked_for_exec = false;
 	ps_stats_block_source = NULL;
+	/* The old file's blocks stay mapped for whoever counts in them, until they move. */
+	for (uint32_t i = 0; i < PS_LIVE_BLOCKS; i++)
+		__atomic_store_n(&blk[i], NULL, __ATOMIC_RELEASE);
 	__atomic_store_n(&hdr, NULL, __ATOMIC_RELEASE);
 	live_pid = 0;
 	due_since = 0;
@@ -653,11 +688,11 @@ void ps_live_remove(void)
  * the one made (device and inode).
  */
 
-/* Open our file by path, checked to be ours; fd or -errno. */
-static long open_mine(const char *path)
+/* Open our file by path (access: O_RDONLY or O_RDWR), checked to be ours; fd or -errno. */
+static long open_mine(const char *path, int access)
 {
 	struct stat st;
-	long fd = ps_sys_openat(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0);
+	long fd = ps_sys_openat(AT_FDCWD, path, access | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0);
 
 	if (fd < 0)
 		return fd;
@@ -682,7 +717,7 @@ void ps_live_before_uid(uid_t euid)
 		return;
 	int saved_errno = errno;
 	ps_live_path(path, sizeof(path), live_pid, live_ns);
-	long fd = open_mine(path);
+	long fd = open_mine(path, O_RDONLY);
 	if (fd >= 0 && PS_SYSCALL(SYS_fchown, fd, euid, -1) == 0) {
 		owner_before = live_owner;
 		live_owner = euid;
@@ -710,7 +745,7 @@ void ps_live_after_uid(bool changed)
 		return;
 	int saved_errno = errno;
 	ps_live_path(path, sizeof(path), live_pid, live_ns);
-	long fd = open_mine(path);
+	long fd = open_mine(path, O_RDONLY);
 	if (fd >= 0 && PS_SYSCALL(SYS_fchown, fd, to, -1) == 0)
 		live_owner = to;
 	if (fd >= 0)
@@ -728,40 +763,27 @@ int ps_live_before_chroot(const char *root)
 		return -1;
 	int saved_errno = errno;
 	ps_live_path(path, sizeof(path), live_pid, live_ns);
-	/* The new root reaches the file (a bind-mounted /dev/shm): it stays. */
+	/* The new root reaches the file (a bind-mounted /dev/shm): its path stays good. */
 	ps_buf_init(&b, inside, sizeof(inside), -1);
 	ps_buf_puts(&b, root);
 	ps_buf_puts(&b, path);
 	ps_buf_str(&b);
-	if (!b.truncated && lstat(inside, &st) == 0 && st.st_dev == live_dev &&
-	    st.st_ino == live_ino) {
-		errno = saved_errno;
-		return -1;
-	}
-	long dir = ps_sys_openat(AT_FDCWD, ps_live_dir(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	bool reached = !b.truncated && lstat(inside, &st) == 0 && st.st_dev == live_dev &&
+		       st.st_ino == live_ino;
 	errno = saved_errno;
-	return dir < 0 ? -1 : (int)dir;
+	return reached ? -1 : 1;
 }
 
-void ps_live_after_chroot(int dir, bool changed)
+void ps_live_after_chroot(int away, bool changed)
 {
-	char path[PS_LIVE_DIR_MAX + 64];
-
-	if (dir < 0)
-		return;
-	int saved_errno = errno;
-	if (changed) {
-		ps_live_path(path, sizeof(path), live_pid, live_ns);
-		const char *name = strrchr(path, '/');
-		struct stat st;
-		name = name ? name + 1 : path;
-		if (PS_SYSCALL(SYS_newfstatat, dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    st.st_dev == live_dev && st.st_ino == live_ino &&
-		    PS_SYSCALL(SYS_unlinkat, dir, name, 0) == 0)
-			live_unlinked = true;
-	}
-	ps_sys_close(dir);
-	errno = saved_errno;
+	/*
+	 * The record stays, and the process goes on counting into it through
+	 * its mapping; only its path now names something else (or nothing),
+	 * so nothing is done by path from here on: `poolshim collect`
+	 * renders it once the process has ended.
+	 */
+	if (away > 0 && changed)
+		live_unlinked = true;
 }
 
 /*
@@ -822,7 +844,7 @@ void ps_live_end(int end, int status, bool status_known)
 	h->exit_status = status;
 	if (status_known)
 		__atomic_or_fetch(&h->flags, PS_REC_STATUS_KNOWN, __ATOMIC_RELAXED);
-	__atomic_store_n(&h->end, end, __ATOMIC_RELEASE);
+	__atomic_store_n(&h->end, end, __ATOMIC_SEQ_CST);
 }
 
 void ps_live_delivered(void)
@@ -852,15 +874,17 @@ int ps_live_keep_report(int format, unsigned how, const char *why)
 	if (live_unlinked)
 		return -ENOENT;
 	ps_live_path(path, sizeof(path), live_pid, live_ns);
-	long fd = ps_sys_openat(AT_FDCWD, path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0);
+	long fd = open_mine(path, O_RDWR);
 	if (fd < 0)
 		return (int)fd;
 	long r = PS_SYSCALL(SYS_fstat, fd, &st);
-	if (r == 0 && (st.st_dev != live_dev || st.st_ino != live_ino))
-		r = -ESTALE;
+	/* After every block, those still being added included (see take_block). */
+	uint64_t blocks = __atomic_load_n(&h->nblocks, __ATOMIC_SEQ_CST);
+	if (blocks > h->max_blocks)
+		blocks = h->max_blocks;
 	uint64_t off = ((uint64_t)st.st_size + 4095) & ~(uint64_t)4095;
-	if (r == 0 && off < map_len)
-		off = map_len;
+	if (off < PS_LIVE_HEADER + blocks * h->block_stride)
+		off = PS_LIVE_HEADER + blocks * h->block_stride;
 	if (r == 0)
 		r = PS_SYSCALL(SYS_lseek, fd, (long)off, SEEK_SET) < 0 ? -EIO : 0;
 	if (r == 0)

@@ -196,10 +196,11 @@ void ps_live_before_uid(uid_t euid);
 void ps_live_after_uid(bool changed);
 
 /*
- * Around chroot(root): if the new root does not reach the file, before
- * returns a directory descriptor (O_PATH, for the one call; else -1)
- * through which after removes it when changed (the chroot succeeded)
- * and closes it.  The exit report is not affected.  Keep errno.
+ * Around chroot(root): before says whether the new root leaves the file
+ * out of reach by its path (1) or not (-1); after, told whether the
+ * chroot succeeded, stops every use of the path (the record itself stays,
+ * mapped, and is rendered by `poolshim collect` after the process ends).
+ * Keep errno.
  */
 int ps_live_before_chroot(const char *root);
 void ps_live_after_chroot(int dir, bool changed);

@@ -83,6 +83,7 @@
 	X(int, fexecve, (int, char *const[], char *const[]))                                \
 	X(pid_t, _Fork, (void))                                                             \
 	X(void, exit, (int))                                                                \
+	X(int, __cxa_atexit, (void (*)(void *), void *, void *))                            \
 	X(void, _exit, (int))                                                               \
 	X(void, _Exit, (int))                                                               \
 	X(int, daemon, (int, int))                                                          \

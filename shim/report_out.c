@@ -166,26 +166,6 @@ static void to_syslog(const char *line, size_t n)
 	ps_sys_close((int)fd);
 }
 
-/* One line for the user where stderr_fd() allows it, else to the system log; a few per process at most. */
-#define say ps_report_say
-void ps_report_say(const char *fmt, ...)
-{
-	static int said;
-	char storage[PS_PATH_MAX + 160];
-	va_list ap;
-
-	if (__atomic_add_fetch(&said, 1, __ATOMIC_RELAXED) > SAY_MAX)
-		return;
-	int fd = stderr_fd();
-	va_start(ap, fmt);
-	size_t n = ps_log_line(storage, sizeof(storage), fmt, ap);
-	va_end(ap);
-	if (fd >= 0)
-		ps_sys_write_all(fd, storage, n);
-	else
-		to_syslog(storage, n);
-}
-
 /*
  * SIGPIPE held off while we write: a reader that went away (a FIFO, a
  * stderr pipe) must not end the program with a signal it would not have
@@ -230,6 +210,31 @@ static void pipe_guard_off(struct pipe_guard *g)
 		PS_SYSCALL(SYS_rt_sigtimedwait, &set, &si, &now, KSIGSET_SIZE);
 	}
 	PS_SYSCALL(SYS_rt_sigprocmask, SIG_SETMASK, &g->old, NULL, KSIGSET_SIZE);
+}
+
+/* One line for the user where stderr_fd() allows it, else to the system log; a few per process at most. */
+#define say ps_report_say
+void ps_report_say(const char *fmt, ...)
+{
+	static int said;
+	char storage[PS_PATH_MAX + 160];
+	va_list ap;
+
+	if (__atomic_add_fetch(&said, 1, __ATOMIC_RELAXED) > SAY_MAX)
+		return;
+	int fd = stderr_fd();
+	va_start(ap, fmt);
+	size_t n = ps_log_line(storage, sizeof(storage), fmt, ap);
+	va_end(ap);
+	if (fd >= 0) {
+		/* stderr may be the pipe whose reader just went away (the report's EPIPE). */
+		struct pipe_guard g;
+		pipe_guard_on(&g);
+		ps_sys_write_all(fd, storage, n);
+		pipe_guard_off(&g);
+	} else {
+		to_syslog(storage, n);
+	}
 }
 
 /* The start of an earlier report of this pid (a dump, the image before exec). */

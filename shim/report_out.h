@@ -43,6 +43,8 @@ void ps_report_scratch_fill(struct ps_tstats *scratch, struct ps_rows *rows);
  * name (ps_program, fmt.h), before the program can rewrite argv.
  */
 void ps_report_keep_name(void);
+/* The pid reports name, once the end has checked it (end.c); 0: ask the kernel. */
+extern int ps_report_pid;
 /* When the program started (seconds since the epoch), or -1. */
 int64_t ps_report_start_time(void);
 /* The pid and the kept program name a report names (keeping it now if not yet). */

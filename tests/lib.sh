@@ -11,6 +11,15 @@ PRELOAD_BIN="$PS_TOP_BUILDDIR/tests/preload"
 PST_TMP=$(mktemp -d /tmp/pst.XXXXXX)
 pst_cleanups="rm -rf '$PST_TMP'"
 trap 'eval "$pst_cleanups"' EXIT INT TERM
+# Each test's shimmed processes publish their live records in a directory of
+# its own, removed with it: a record kept for `poolshim collect` (a report
+# that could not be delivered, a process killed) never outlives the test or
+# meets another test's.  A test about /dev/shm itself sets PST_LIVE_DIR=default.
+if [ "${PST_LIVE_DIR:-}" != default ] && [ -z "${POOLSHIM_LIVE_DIR:-}" ]; then
+	mkdir -p "$PST_TMP/live.default"
+	POOLSHIM_LIVE_DIR="$PST_TMP/live.default"
+	export POOLSHIM_LIVE_DIR
+fi
 
 pst_fail=0
 fail() { echo "FAIL: $*"; pst_fail=1; }

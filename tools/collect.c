@@ -133,22 +133,19 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
-/*
- * openat(dir, path, flags, mode) without following a symbolic link
- * anywhere along path: openat2's RESOLVE_NO_SYMLINKS, or, on a kernel
- * without it (before 5.6), one component at a time, each directory opened
- * O_NOFOLLOW.  fd or -errno (ELOOP or ENOTDIR for a link on the way).
- */
-static int open_no_links(int dir, const char *path, int flags, mode_t mode)
+int ps_collect_open_no_links(int dir, const char *path, int flags, mode_t mode, bool walk)
 {
 #ifdef SYS_openat2
-	struct open_how how = { .flags = (uint64_t)(flags | O_NOFOLLOW), .mode = mode,
-				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
-	long fd = syscall(SYS_openat2, dir, path, &how, sizeof(how));
-	if (fd >= 0)
-		return (int)fd;
-	if (errno != ENOSYS && errno != EPERM)   /* EPERM: a seccomp filter that refuses it */
-		return -errno;
+	if (!walk) {
+		struct open_how how = { .flags = (uint64_t)(flags | O_NOFOLLOW), .mode = mode,
+					.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+		long fd = syscall(SYS_openat2, dir, path, &how, sizeof(how));
+		if (fd >= 0)
+			return (int)fd;
+		/* EPERM: a seccomp filter that refuses the call it does not know. */
+		if (errno != ENOSYS && errno != EPERM)
+			return -errno;
+	}
 #endif
 	char *copy = strdup(path);
 	if (!copy)
@@ -157,10 +154,11 @@ static int open_no_links(int dir, const char *path, int flags, mode_t mode)
 		  dir == AT_FDCWD ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) :
 		  fcntl(dir, F_DUPFD_CLOEXEC, 0);
 	int r = cur < 0 ? -errno : 0;
-	char *s = copy, *last = strrchr(copy, '/');
+	char *save = NULL, *last = strrchr(copy, '/');
 	if (last) {
 		*last = '\0';
-		for (char *part = strtok_r(s, "/", &s); r == 0 && part; part = strtok_r(NULL, "/", &s)) {
+		for (char *part = strtok_r(copy, "/", &save); r == 0 && part;
+		     part = strtok_r(NULL, "/", &save)) {
 			int next = openat(cur, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (next < 0)
 				r = -errno;
@@ -216,12 +214,12 @@ static int write_report(int dir, const char *path, bool per_process, int pid, co
 
 	*why = NULL;
 	if (per_process) {
-		fd = open_no_links(dir, path, O_WRONLY | O_CREAT | O_EXCL | how, 0600);
+		fd = ps_collect_open_no_links(dir, path, O_WRONLY | O_CREAT | O_EXCL | how, 0600, false);
 		fresh = fd >= 0;
 		if (fd == -EEXIST)
-			fd = open_no_links(dir, path, O_RDWR | how, 0);
+			fd = ps_collect_open_no_links(dir, path, O_RDWR | how, 0, false);
 	} else {
-		fd = open_no_links(dir, path, O_WRONLY | O_CREAT | how, 0600);
+		fd = ps_collect_open_no_links(dir, path, O_WRONLY | O_CREAT | how, 0600, false);
 	}
 	if (fd < 0) {
 		if (fd == -ELOOP || fd == -ENOTDIR || fd == -EXDEV)
@@ -662,6 +660,12 @@ static int scan(struct id **ids)
 	return n;
 }
 
+static int by_pid(const void *a, const void *b)
+{
+	const struct id *x = a, *y = b;
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
 int ps_collect(const struct ps_collect_opts *o)
 {
 	struct tally t = { 0, 0, 0 };
@@ -694,6 +698,8 @@ int ps_collect(const struct ps_collect_opts *o)
 			close(into_fd);
 		return 2;
 	}
+	/* In pid order: a run's processes mostly in the order they started. */
+	qsort(ids, (size_t)n, sizeof(*ids), by_pid);
 	for (int i = 0; i < n; i++) {
 		if (!wanted_pid(o, ids[i].pid) || (o->npids && ids[i].ns != my_ns))
 			continue;

@@ -38,4 +38,13 @@ struct ps_collect_opts {
  */
 int ps_collect(const struct ps_collect_opts *o);
 
+/*
+ * openat(dir, path, flags, mode) without following a symbolic link
+ * anywhere along path: openat2's RESOLVE_NO_SYMLINKS, or, on a kernel
+ * without it (before 5.6; walk forces this way, for tests), one component
+ * at a time, each directory opened O_PATH | O_NOFOLLOW.  fd, or -errno
+ * (ELOOP or ENOTDIR for a link on the way).
+ */
+int ps_collect_open_no_links(int dir, const char *path, int flags, mode_t mode, bool walk);
+
 #endif

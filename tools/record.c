@@ -109,7 +109,7 @@ int ps_record_config(const char *text, struct ps_config *cfg)
 			if (!name_char(*c))
 				return -EINVAL;
 		for (unsigned char *c = (unsigned char *)eq + 1; *c; c++)
-			if (*c < 0x20 || *c == 0x7f)
+			if ((*c < 0x20 && *c != '\t') || *c == 0x7f)
 				return -EINVAL;
 		for (int i = 0; i < lines.n; i++)
 			if (strcmp(lines.name[i], s) == 0)
@@ -137,9 +137,8 @@ static const char *check_header(struct ps_record *r, const struct ps_live_header
 		return "not a live statistics file of this version (a different poolshim build?)";
 	if (h->block_stride < h->block_size || h->block_stride > PS_RECORD_MAX_FILE)
 		return "header lies: block stride out of range";
-	/* Divide rather than multiply: max_blocks x stride may not fit in 64 bits. */
-	if (h->max_blocks > (size - PS_LIVE_HEADER) / h->block_stride)
-		return "header lies: more blocks than the file holds";
+	if (h->max_blocks > PS_RECORD_MAX_BLOCKS)
+		return "header lies: too many blocks";
 	if (h->pid != r->pid || h->pidns != r->ns)
 		return "header lies: pid or namespace differs from the file name";
 	if ((uint32_t)h->pool.requested > PS_HUGE_NONE ||
@@ -197,7 +196,13 @@ static const char *check_header(struct ps_record *r, const struct ps_live_header
 const char *ps_record_read(struct ps_record *r)
 {
 	struct ps_live_header *h = r->hdr;
+	struct stat st;
 
+	/* Its size now: it grows while the process runs. */
+	if (fstat(r->fd, &st) < 0 || st.st_size < PS_LIVE_HEADER ||
+	    (uint64_t)st.st_size > PS_RECORD_MAX_FILE)
+		return "cut short";
+	r->size = (size_t)st.st_size;
 	if (pread(r->fd, h, PS_LIVE_HEADER, 0) != PS_LIVE_HEADER)
 		return "cut short";
 	const char *why = check_header(r, h, r->size);
@@ -211,6 +216,12 @@ const char *ps_record_read(struct ps_record *r)
 	uint32_t n = __atomic_load_n(&h->nblocks, __ATOMIC_RELAXED);
 	if (n > h->max_blocks)
 		n = h->max_blocks;
+	/*
+	 * The file grows a block at a time, after the count: only the blocks
+	 * it holds now are read (divided, not multiplied: no overflow).
+	 */
+	if (n > (r->size - PS_LIVE_HEADER) / h->block_stride)
+		n = (uint32_t)((r->size - PS_LIVE_HEADER) / h->block_stride);
 	size_t len = (size_t)n * h->block_stride;
 	char *b = realloc(r->blocks, len ? len : 1);
 	if (!b)

@@ -28,8 +28,10 @@
 #include "report.h"
 #include "stats.h"
 
-/* Larger than any record the shim writes (about 19 MiB, and a kept report). */
+/* Larger than any record the shim writes (at most 128 blocks and a kept report). */
 #define PS_RECORD_MAX_FILE (256u << 20)
+/* More blocks than any writer has: a header naming more lies. */
+#define PS_RECORD_MAX_BLOCKS 4096
 /* The most a kept report (blob_len) may be. */
 #define PS_RECORD_MAX_BLOB (64u << 20)
 

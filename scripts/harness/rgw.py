@@ -126,13 +126,14 @@ class RgwCluster:
             say(f"demo: scripts/rgw down: exit {r.returncode}: {r.stderr.strip()[-500:]}")
         # The shimmed OSD ends without the shim's exit path, and so does
         # the radosgw of the report (see rgw_report): their live files
-        # (22 MiB each in /dev/shm) stay.  poolshim-stat reads a gone
-        # process's file once more and removes it.
+        # stay.  poolshim-collect writes a gone process's report where its
+        # POOLSHIM_STATS said (one for stderr goes nowhere here) and
+        # removes its record.
         gone = [str(p) for p in self.shimmed if not os.path.exists(f"/proc/{p}")]
         self.shimmed = set()
-        if gone and os.access(settings.PSSTAT, os.X_OK):
+        if gone and os.access(settings.PSCOLLECT, os.X_OK):
             live = settings.USER_SHIM_ENV.get("POOLSHIM_LIVE_DIR")
-            subprocess.run([settings.PSSTAT] + (["--live-dir", live] if live else []) + gone,
+            subprocess.run([settings.PSCOLLECT] + (["--live-dir", live] if live else []) + gone,
                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, timeout=60)
 

@@ -21,6 +21,7 @@ STORAGED = os.path.join(BUILD, "demo", "storaged")
 S3PROXY = os.path.join(BUILD, "demo", "s3proxy")
 LOADGEN = os.path.join(BUILD, "demo", "loadgen")
 PSSTAT = os.path.join(BUILD, "tools", "poolshim-stat")
+PSCOLLECT = os.path.join(BUILD, "tools", "poolshim-collect")
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 
 

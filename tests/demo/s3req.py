@@ -71,7 +71,9 @@ def request(method, bucket, key=None, body=b"", o=None, conn=None):
         phash = "UNSIGNED-PAYLOAD"
     elif a.payload == "streaming":
         phash = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
-        hdrs["content-encoding"] = "aws-chunked"
+        # aws-chunked goes first, before any encoding of the object itself.
+        ce = hdrs.get("content-encoding")
+        hdrs["content-encoding"] = "aws-chunked" + (f",{ce}" if ce else "")
         hdrs["x-amz-decoded-content-length"] = str(len(body))
     else:
         phash = hashlib.sha256(body).hexdigest()

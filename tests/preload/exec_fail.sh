@@ -6,6 +6,8 @@
 # exec that cannot succeed (missing path, PATH search that finds nothing,
 # a directory, no execute bit) writes no snapshot at all: with the report on
 # stderr, the program's stderr gets one report, at exit.
+# exec_fail.c looks for its record in /dev/shm.
+PST_LIVE_DIR=default
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 E="$PRELOAD_BIN/exec_fail"
 printf 'not a program\n' >"$PST_TMP/text"

@@ -5,8 +5,11 @@
 # daemonises returns as soon as the parent exits, as without the shim (no
 # hidden copy of stderr holds the pipe); and no live file stays after a
 # daemon(3) parent, a program that drops to user nobody (setresuid or
-# seteuid), one that chroots, or one that execs a short program.
+# seteuid), or one that execs a short program; one that chroots leaves its
+# record, which `poolshim collect` removes.
 # tests/preload/leave_helper.
+# This test looks at /dev/shm itself: the shim publishes there, as by default.
+PST_LIVE_DIR=default
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 H="$PRELOAD_BIN/leave_helper"
 # A sticky, world-writable live directory like /dev/shm, reachable by nobody.
@@ -81,5 +84,11 @@ mkdir "$PST_TMP/jail"
 shim POOLSHIM_LIVE_DIR="$LIVE" -- "$H" chroot "$PST_TMP/jail" >"$PST_TMP/out" 2>"$PST_TMP/err" ||
 	fail "chroot failed: $(cat "$PST_TMP/err" | head -c 200)"
 grep -q "==== end of poolshim report ====" "$PST_TMP/err" || fail "chroot: no report"
-empty_soon && pass "no live file after chroot" || fail "live file left after chroot: $(left)"
+# The record stays (the process cannot reach it by path from its jail) and
+# says its report was delivered: collect removes it and writes nothing.
+[ -n "$(left)" ] && pass "chroot: the record stays, out of the jail's reach" ||
+	fail "chroot: no record left"
+"$PS_TOP_BUILDDIR/poolshim" collect --live-dir "$LIVE" >"$PST_TMP/collect" 2>&1
+[ -s "$PST_TMP/collect" ] && fail "chroot: collect wrote a second report: $(head -c 300 "$PST_TMP/collect")"
+empty_soon && pass "no record after chroot and collect" || fail "record left after chroot and collect: $(left)"
 finish

@@ -3,8 +3,10 @@
 # Reports while the program runs and before exec, and the live view:
 # a dump on POOLSHIM_DUMP_SIGNAL while the program's own handler still runs;
 # the report written before exec replaces the image; `poolshim stat` on a
-# running process, on one killed with SIGKILL (numbers still readable), and
-# the cleanup of the dead process's file.
+# running process, on one killed with SIGKILL (numbers still readable, the
+# record left for `poolshim collect`, which removes it).
+# This test looks at /dev/shm itself: the shim publishes there, as by default.
+PST_LIVE_DIR=default
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 H="$PRELOAD_BIN/signal_helper"
 STAT="$PS_TOP_BUILDDIR/tools/poolshim-stat"
@@ -59,7 +61,14 @@ kill -KILL "$pid"; wait "$bg" 2>/dev/null
 "$STAT" "$pid" >"$PST_TMP/stat3" 2>&1
 grep -q "process gone" "$PST_TMP/stat3" && grep -Eq "^malloc +- +[1-9]" "$PST_TMP/stat3" &&
 	pass "stat reads a killed process" || fail "stat after kill: $(cat "$PST_TMP/stat3")"
-[ ! -e "/dev/shm/poolshim-$pid-$NS.stats" ] && pass "dead process's file removed" || fail "file left behind"
+# stat leaves the record of a process that is gone to `poolshim collect`,
+# which removes it (POOLSHIM_STATS=off: no report to write).
+grep -q "poolshim collect $pid" "$PST_TMP/stat3" && [ -e "/dev/shm/poolshim-$pid-$NS.stats" ] &&
+	pass "stat leaves a dead process's record, saying to collect it" || fail "stat on a dead process's record"
+"$PS_TOP_BUILDDIR/tools/poolshim-collect" "$pid" >"$PST_TMP/collect" 2>&1 ||
+	fail "collect: $(cat "$PST_TMP/collect")"
+[ ! -e "/dev/shm/poolshim-$pid-$NS.stats" ] && pass "collect removes the dead process's record" ||
+	fail "file left behind"
 
 # 4. a clean exit removes the file; POOLSHIM_LIVE=off makes none
 shim POOLSHIM_STATS=off -- "$PRELOAD_BIN/alloc_helper" --count 3 >/dev/null

@@ -2,12 +2,15 @@
 # SPDX-License-Identifier: MIT
 # Live files are named by pid and pid namespace, so two processes with the
 # same pid in different namespaces sharing /dev/shm keep apart, and
-# `poolshim stat` judges (and removes) only files of its own namespace: a
-# pid from another means nothing to kill(2) here.  In a private mount
-# namespace with a /dev/shm of its own (nobody else's files in the way), a
-# program under the shim runs as pid 1 of a new pid namespace next to one in
-# ours; stat, scanning, shows both and removes neither, then removes ours
-# once it is killed.
+# `poolshim stat` and `poolshim collect` judge only files of their own
+# namespace: a pid from another means nothing to kill(2) here.  In a
+# private mount namespace with a /dev/shm of its own (nobody else's files
+# in the way), a program under the shim runs as pid 1 of a new pid
+# namespace next to one in ours; stat, scanning, shows both and removes
+# neither, shows ours as gone once it is killed, and collect then removes
+# ours and leaves the other.
+# This test looks at /dev/shm itself: the shim publishes there, as by default.
+PST_LIVE_DIR=default
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 H="$PRELOAD_BIN/signal_helper"
 STAT="$PS_TOP_BUILDDIR/tools/poolshim-stat"
@@ -46,14 +49,17 @@ grep -q "pid 1 (signal_helper).*another pid namespace" "$T/stat1" &&
 	echo "FAIL: stat removed the file of a running process in another pid namespace"
 kill -KILL $ours; wait $ours 2>/dev/null
 "$STAT" >"$T/stat2" 2>&1
-[ ! -e /dev/shm/poolshim-$ours-$NS.stats ] && grep -q "pid $ours .*process gone" "$T/stat2" &&
-	echo "ok: stat removes a dead process's file of our namespace" ||
+[ -e /dev/shm/poolshim-$ours-$NS.stats ] && grep -q "pid $ours .*process gone" "$T/stat2" &&
+	echo "ok: stat shows a dead process's file of our namespace as gone, and leaves it" ||
 	echo "FAIL: dead file of ours: $(cat "$T/stat2")"
+"$COLLECT" >"$T/collect" 2>&1
+[ ! -e /dev/shm/poolshim-$ours-$NS.stats ] && echo "ok: collect removes it" ||
+	echo "FAIL: collect left the dead file of ours: $(cat "$T/collect")"
 [ -n "$other" ] && [ -e "/dev/shm/$other" ] && echo "ok: still left the inner one" ||
-	echo "FAIL: inner file gone after the second stat"
+	echo "FAIL: inner file gone after stat and collect"
 kill -KILL $inner 2>/dev/null; wait 2>/dev/null
 BODY
-env T="$PST_TMP" SHIM="$SHIM" H="$H" STAT="$STAT" unshare -m sh "$PST_TMP/body.sh" >"$PST_TMP/res" 2>&1
+env T="$PST_TMP" SHIM="$SHIM" H="$H" STAT="$STAT" COLLECT="$PS_TOP_BUILDDIR/tools/poolshim-collect" unshare -m sh "$PST_TMP/body.sh" >"$PST_TMP/res" 2>&1
 cat "$PST_TMP/res"
 grep -q '^FAIL' "$PST_TMP/res" && pst_fail=1
 grep -q '^ok' "$PST_TMP/res" || fail "the test body did not run"

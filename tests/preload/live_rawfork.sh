@@ -4,6 +4,8 @@
 # not write into its parent's live file nor remove it: the child's thread
 # does 1000 writes and the child ends with exit(); the parent's file is
 # still there and `poolshim stat` shows the parent's own 7 writes only.
+# This test looks at /dev/shm itself: the shim publishes there, as by default.
+PST_LIVE_DIR=default
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 STAT="$PS_TOP_BUILDDIR/tools/poolshim-stat"
 

@@ -147,3 +147,11 @@ pst_scripts += tests/preload/startup_syscalls.sh tests/preload/report_faults.sh
 # malloc_trim, peak, steady reuse, decay, RLIMIT_AS), in a memory cgroup.
 check_PROGRAMS += tests/preload/footprint
 pst_scripts += tests/preload/footprint.sh tests/preload/footprint_cgroup.sh
+
+# Issue 34: the shim takes no signal: masks, vfork waits, TERM races, errno.
+check_PROGRAMS += tests/preload/sig_invisible
+pst_scripts += tests/preload/sig_invisible.sh
+
+# Issue 34: an OOM-killed process's report, rendered from its record.
+check_PROGRAMS += tests/preload/oom_victim
+pst_scripts += tests/preload/oom_report.sh

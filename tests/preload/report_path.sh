@@ -37,8 +37,10 @@ if [ $rc = 0 ] && [ $took -le 5 ] && grep -q "helper ok" "$PST_TMP/out"; then
 else
 	fail "FIFO without a reader: exit $rc after ${took}s (137: hung, killed)"
 fi
+# One line says why, one where the report is kept (issue 34), nothing else.
 [ "$(grep -c "^poolshim\[[0-9]*\] [^:]*: cannot write the report to $PST_TMP/fifo" "$PST_TMP/err")" = 1 ] &&
-	[ "$(grep -c . "$PST_TMP/err")" = 1 ] && pass "one line: $(cat "$PST_TMP/err")" ||
+	[ "$(grep -c "^poolshim\[[0-9]*\] [^:]*: the report is kept in .*poolshim collect" "$PST_TMP/err")" = 1 ] &&
+	[ "$(grep -c . "$PST_TMP/err")" = 2 ] && pass "two lines: $(cat "$PST_TMP/err")" ||
 	fail "FIFO without a reader: message: $(cat "$PST_TMP/err")"
 
 # 2. the same in the dump handler

@@ -8,6 +8,8 @@
 # process says so in one line.  MALLOC_CONF is the program's: our jemalloc
 # never reads it, the program's own jemalloc still does.  Log lines read
 # "poolshim[PID] PROGRAM: ".
+# This test looks at /dev/shm itself: the shim publishes there, as by default.
+PST_LIVE_DIR=default
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 
 # A listed program is shimmed: its report names it.

@@ -1,15 +1,18 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # A program stopped by SIGTERM, SIGINT or SIGHUP that it leaves at the
-# default dies from that signal as without the shim (same exit status),
-# and under the shim leaves its report and no live file: a plain program
-# (sleep), tests/preload/host_helper, and haproxy (-db, a loopback port)
-# where installed.  What sigaction() and signal() tell the program about
-# these signals is the same with and without the shim, with or without
-# POOLSHIM_DUMP_SIGNAL; and a vfork child that sets the dump signal's
-# disposition before exec changes nothing in its parent.
+# default dies from that signal as without the shim (same exit status, the
+# same SigCgt), writes nothing as it dies, and leaves its live record, from
+# which `poolshim collect` writes its report where POOLSHIM_STATS said and
+# removes the record (issue 34: the shim takes no signal; the record is the
+# truth): a plain program (sleep), tests/preload/host_helper, and haproxy
+# (-db, a loopback port) where installed.  What sigaction() and signal()
+# tell the program about these signals is the same with and without the
+# shim, with or without POOLSHIM_DUMP_SIGNAL; and a vfork child that sets
+# the dump signal's disposition before exec changes nothing in its parent.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 H="$PRELOAD_BIN/host_helper"
+PS="$PS_TOP_BUILDDIR/poolshim"
 
 # wait_for FILE WORD: up to 5 s for WORD to appear in FILE.
 wait_for() {
@@ -18,7 +21,8 @@ wait_for() {
 }
 
 # stop NAME SIG WANT CMD...: run CMD without and with the shim, send SIG
-# once it is up (READY names a word it prints, or a delay), compare.
+# once it is up (READY names a word it prints, or a delay), compare.  The
+# shimmed run makes its record at once (POOLSHIM_RUN, as under the wrapper).
 stop() {
 	name=$1 sig=$2 want=$3; shift 3
 	d="$PST_TMP/$name"
@@ -27,12 +31,12 @@ stop() {
 		if [ $how = none ]; then
 			"$@" >"$d/out.$how" 2>&1 &
 		else
-			env POOLSHIM_STATS="$d/r-%p.json" POOLSHIM_LIVE_DIR="$d/live" \
+			env POOLSHIM_STATS="$d/r-%p.json" POOLSHIM_LIVE_DIR="$d/live" POOLSHIM_RUN="t$$" \
 				LD_PRELOAD="$SHIM" "$@" >"$d/out.$how" 2>&1 &
 		fi
 		pid=$!
 		if [ -n "$READY" ]; then wait_for "$d/out.$how" "$READY"; else sleep 1; fi
-		[ $how = shim ] && grep -q '^SigCgt' /proc/$pid/status && cgt=$(sed -n 's/^SigCgt:[[:space:]]*//p' /proc/$pid/status)
+		eval "cgt_$how=\$(sed -n 's/^SigCgt:[[:space:]]*//p' /proc/$pid/status)"
 		kill -"$sig" $pid
 		wait $pid
 		eval "rc_$how=\$?"
@@ -40,8 +44,16 @@ stop() {
 	[ "$rc_none" = "$want" ] || fail "$name: exit $rc_none without the shim, not $want"
 	[ "$rc_shim" = "$rc_none" ] && pass "$name: SIG$sig, exit $rc_shim as without the shim" ||
 		fail "$name: exit $rc_shim under the shim, $rc_none without"
+	[ "$cgt_shim" = "$cgt_none" ] && pass "$name: SigCgt $cgt_shim as without the shim" ||
+		fail "$name: SigCgt $cgt_shim under the shim, $cgt_none without"
 	n=$(find "$d" -maxdepth 1 -name 'r-*.json' | wc -l)
-	[ "$n" = 1 ] && pass "$name: a report after SIG$sig" || fail "$name: $n reports after SIG$sig (SigCgt $cgt)"
+	[ "$n" = 0 ] && pass "$name: nothing written as it died" || fail "$name: $n reports written as it died"
+	n=$(ls -A "$d/live" | wc -l)
+	[ "$n" = 1 ] && pass "$name: its record is left" || fail "$name: $n records left: $(ls -A "$d/live")"
+	"$PS" collect --live-dir "$d/live" >"$d/collect.out" 2>&1 ||
+		fail "$name: poolshim collect: $(cat "$d/collect.out")"
+	n=$(find "$d" -maxdepth 1 -name 'r-*.json' | wc -l)
+	[ "$n" = 1 ] && pass "$name: poolshim collect wrote its report" || fail "$name: $n reports after collect"
 	for r in "$d"/r-*.json; do
 		[ -f "$r" ] && { json_get "$r" "r['pid']" >/dev/null 2>&1 || fail "$name: $r is no complete report"; }
 	done
@@ -86,16 +98,19 @@ for v in POOLSHIM_STATS=off POOLSHIM_DUMP_SIGNAL=TERM POOLSHIM_DUMP_SIGNAL=HUP; 
 done
 
 # One-shot handlers (sysv_signal): handled once, then the default ends the
-# program, with its report under the shim.
+# program, leaving its record for collect.
 "$H" resethand >"$PST_TMP/oneshot.none" 2>/dev/null
 rc_none=$?
-shim POOLSHIM_STATS="$PST_TMP/oneshot.json" -- "$H" resethand >"$PST_TMP/oneshot.shim" 2>/dev/null
+mkdir -p "$PST_TMP/oneshot.live"
+shim POOLSHIM_STATS="$PST_TMP/oneshot.json" POOLSHIM_LIVE_DIR="$PST_TMP/oneshot.live" \
+	POOLSHIM_RUN="t$$" -- "$H" resethand >"$PST_TMP/oneshot.shim" 2>/dev/null
 rc_shim=$?
 [ "$rc_none" = 143 ] || fail "resethand: exit $rc_none without the shim, not 143"
 [ "$rc_shim" = "$rc_none" ] && cmp -s "$PST_TMP/oneshot.none" "$PST_TMP/oneshot.shim" &&
 	pass "resethand: handled once, then ended by TERM (exit $rc_shim), as without the shim" ||
 	fail "resethand: exit $rc_shim, $rc_none without; $(diff "$PST_TMP/oneshot.none" "$PST_TMP/oneshot.shim")"
-[ -s "$PST_TMP/oneshot.json" ] && pass "resethand: a report after the second TERM" ||
+"$PS" collect --live-dir "$PST_TMP/oneshot.live" >/dev/null 2>&1
+[ -s "$PST_TMP/oneshot.json" ] && pass "resethand: a report from its record after the second TERM" ||
 	fail "resethand: no report after the second TERM"
 
 # vfork children that set TERM's disposition, then exec.
@@ -107,8 +122,12 @@ for m in vfork-dump:0 vfork-dfl:143; do
 	[ "$rc_none" = "$want" ] || fail "$mode: exit $rc_none without the shim, not $want"
 	for v in POOLSHIM_DUMP_SIGNAL=TERM POOLSHIM_VERBOSE=0; do
 		rm -f "$PST_TMP"/vf-*.json
-		shim "$v" POOLSHIM_STATS="$PST_TMP/vf-%p.json" -- "$H" $mode >"$PST_TMP/$mode.shim" 2>/dev/null
+		rm -rf "$PST_TMP/vf.live" && mkdir "$PST_TMP/vf.live"
+		shim "$v" POOLSHIM_STATS="$PST_TMP/vf-%p.json" POOLSHIM_LIVE_DIR="$PST_TMP/vf.live" \
+			POOLSHIM_RUN="t$$" -- "$H" $mode >"$PST_TMP/$mode.shim" 2>/dev/null
 		rc_shim=$?
+		# Ended by TERM at its default: the record, rendered by collect.
+		"$PS" collect --live-dir "$PST_TMP/vf.live" >/dev/null 2>&1
 		[ "$rc_shim" = "$rc_none" ] && cmp -s "$PST_TMP/$mode.none" "$PST_TMP/$mode.shim" &&
 			pass "$mode ($v): exit $rc_shim and output as without the shim" ||
 			fail "$mode ($v): exit $rc_shim, $rc_none without; $(diff "$PST_TMP/$mode.none" "$PST_TMP/$mode.shim")"

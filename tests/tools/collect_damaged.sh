@@ -58,7 +58,7 @@ open(sys.argv[3], 'wb').write(b)
 PY
 }
 mk 0                                      # a faithful copy: collected
-mk 1 x:trunc:12288                        # cut short: blocks beyond its end
+mk 1 x:trunc:5000                         # cut short inside its header
 mk 2 report:i:77                          # report state out of range
 mk 3 stats:S:A                            # destination without its NUL
 mk 4 config:s:"POOLSHIM=maybe"            # a configuration the shim would not write

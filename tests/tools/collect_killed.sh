@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 # `poolshim collect` renders the report of a process killed with SIGKILL
 # from the record it left: dd copying /dev/zero to /dev/null under the
-# shim, killed, then collected.  The report has dd's read and write counts
+# shim, killed, then collected (`poolshim stat` shows it gone and leaves it).  The report has dd's read and write counts
 # and says how it ended; the record is removed.  POOLSHIM_STATS=PATH is
-# honoured (a JSON report at the expanded path, valid by the schema), and
+# honoured (a JSON report at the expanded path, valid by the schema, its
+# configuration as the process had it), and
 # --run takes only the processes of that run.  A fork child that did no
 # work of its own leaves a record that is removed without a report.
 # Everything runs in the test's own live directory (POOLSHIM_LIVE_DIR).
@@ -34,6 +35,13 @@ start_dd one
 p1=$pid
 kill_dd "$p1"
 ls "$L"/poolshim-"$p1"-*.stats >/dev/null 2>&1 || fail "no record left by the killed dd"
+# poolshim stat shows it as gone, says how to collect it, and leaves it.
+timeout 60 "$PS_TOP_BUILDDIR/tools/poolshim-stat" --live-dir "$L" "$p1" >"$PST_TMP/stat" 2>&1
+grep -q "^---- pid $p1 (dd): totals \[process gone: \`poolshim collect\` writes its report\]" "$PST_TMP/stat" &&
+	grep -q "poolshim collect $p1" "$PST_TMP/stat" && pass "stat says to collect it" ||
+	fail "stat on the gone process: $(head -3 "$PST_TMP/stat")"
+ls "$L"/poolshim-"$p1"-*.stats >/dev/null 2>&1 && pass "stat leaves the record" ||
+	fail "stat removed the record"
 timeout 60 "$COLLECT" --live-dir "$L" >"$PST_TMP/out" 2>"$PST_TMP/err"
 rc=$?
 [ $rc = 0 ] && pass "collect: exit status 0" || fail "collect: exit status $rc: $(cat "$PST_TMP/err")"
@@ -50,8 +58,10 @@ timeout 60 "$COLLECT" --live-dir "$L" >/dev/null 2>&1
 rc=$?
 [ $rc = 1 ] && pass "nothing left: exit status 1" || fail "second collect: status $rc, want 1"
 
-# 2. POOLSHIM_STATS=PATH with %p, JSON: written there, for that pid.
-start_dd two POOLSHIM_STATS="$PST_TMP/r-%e-%p.json"
+# 2. POOLSHIM_STATS=PATH with %p, JSON: written there, for that pid.  A
+# size that is no round number of K or M (POOLSHIM_POOL_MIN=100000) goes
+# through the record's configuration and back exactly.
+start_dd two POOLSHIM_STATS="$PST_TMP/r-%e-%p.json" POOLSHIM_POOL_MIN=100000
 p2=$pid
 kill_dd "$p2"
 # 3. Another run, left alone by --run two.
@@ -65,6 +75,9 @@ f="$PST_TMP/r-dd-$p2.json"
 if [ -f "$f" ]; then
 	python3 "$PS_TOP_SRCDIR/tests/report_schema.py" "$f" && pass "the JSON report is valid" ||
 		fail "the JSON report fails the schema"
+	[ "$(json_get "$f" "r['config']['POOLSHIM_POOL_MIN'], r['pool']['threshold']")" = "('100000', 100000)" ] &&
+		pass "its configuration came through the record exactly" ||
+		fail "configuration: $(json_get "$f" "r['config']['POOLSHIM_POOL_MIN'], r['pool']['threshold']")"
 	[ "$(json_get "$f" "r['ended']['how']")" = unseen ] && pass "JSON says how it ended" ||
 		fail "JSON ended: $(json_get "$f" "r.get('ended')")"
 	[ "$(json_get "$f" "sum(c['calls'] for c in r['calls'] if c['call'] == 'read')")" -gt 1000 ] &&

@@ -43,10 +43,15 @@ pst_tools_scripts += tests/tools/wrapper_only_program.sh tests/tools/stat_interv
 # records of another user's processes never written where that user
 # could not write (as root).  live_offsets prints the header's layout for
 # the tests that craft damaged records.
-check_PROGRAMS += tests/tools/live_offsets
+check_PROGRAMS += tests/tools/live_offsets tests/tools/collect_api
 tests_tools_live_offsets_SOURCES = tests/tools/live_offsets.c
+# collect_api: the C API the `poolshim` wrapper calls (a known end), and
+# report paths opened without following links, by openat2 and without it.
+tests_tools_collect_api_SOURCES = tests/tools/collect_api.c
+tests_tools_collect_api_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
+tests_tools_collect_api_LDADD = libpstools.la -lm
 pst_tools_scripts += tests/tools/collect_killed.sh tests/tools/collect_kept.sh \
-	tests/tools/collect_damaged.sh tests/tools/collect_hostile.sh
+	tests/tools/collect_damaged.sh tests/tools/collect_hostile.sh tests/tools/collect_api.sh
 
 # Issue 34, the wrapper sees its program end: exit codes and signals passed
 # on, signals forwarded once, the program's signal state as without the

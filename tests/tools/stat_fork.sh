@@ -4,6 +4,8 @@
 # after the fork (a server's worker) publishes a live file of its own, with
 # its own counts, and removes it when it exits; a child that ends at once
 # with _exit() leaves no file; the parent's file keeps the parent's counts.
+# This test looks at /dev/shm itself: the shim publishes there, as by default.
+PST_LIVE_DIR=default
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 STAT="$PS_TOP_BUILDDIR/tools/poolshim-stat"
 NS=$(stat -L -c %i /proc/self/ns/pid)

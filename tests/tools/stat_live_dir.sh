@@ -7,6 +7,8 @@
 # timestamp, and a process started after stat began is picked up, one that
 # ended dropped.  The private directory keeps other tests' files out of
 # the scan.
+# This test looks at /dev/shm itself: the shim publishes there, as by default.
+PST_LIVE_DIR=default
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 STAT="$PS_TOP_BUILDDIR/tools/poolshim-stat"
 H="$PS_TOP_BUILDDIR/tests/preload/signal_helper"

@@ -10,6 +10,8 @@
 # patched at the header's offsets (checked against the copy first); they
 # have pids no process has, and are read by pid (never by scanning /dev/shm,
 # which other tests share) with --keep.
+# This test looks at /dev/shm itself: the shim publishes there, as by default.
+PST_LIVE_DIR=default
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 STAT="$PS_TOP_BUILDDIR/tools/poolshim-stat"
 H="$PS_TOP_BUILDDIR/tests/preload/signal_helper"
@@ -53,7 +55,7 @@ at_exit 'rm -f $made'
 mkfile $((base + 0))                                  # a faithful copy: shown
 mkfile $((base + 1)) 24:Q:0 0:trunc:12288               # block stride 0, a file of one page past the header
 mkfile $((base + 2)) 12:I:0x10000 24:Q:0x1000000000000 32:I:0x10000  # 2^16 x 2^48 wraps to 0
-mkfile $((base + 3)) 0:trunc:20000                    # shorter than max_blocks x stride
+mkfile $((base + 3)) 0:trunc:20000                    # shorter than its blocks: shown with those it holds
 mkfile $((base + 4)) 48:s:"$(printf 'A%.0s' $(seq 64))"   # name without NUL
 mkfile $((base + 5)) 144:i:77                         # requested hugepage mode out of range
 fifo="/dev/shm/poolshim-$((base + 6))$suffix"
@@ -68,7 +70,10 @@ cat "$PST_TMP/err"
 grep -q "pid $((base + 0)) (signal_helper)" "$PST_TMP/out" &&
 	grep -Eq "^malloc +- +[1-9]" "$PST_TMP/out" && pass "the faithful copy is shown" ||
 	fail "faithful copy not shown: $(head -5 "$PST_TMP/out")"
-for k in 1 2 3 5 6; do
+# A record grows a block at a time: one cut short is read as far as it goes.
+grep -q "pid $((base + 3)) " "$PST_TMP/out" && pass "a file shorter than its blocks is read as far as it goes" ||
+	fail "file 3 (shorter than its blocks) not shown: $(grep "$((base + 3))" "$PST_TMP/err")"
+for k in 1 2 5 6; do
 	grep -q "poolshim-$((base + k))[-.].*skipped" "$PST_TMP/err" &&
 		pass "lying file $k refused with a message" || fail "no message for lying file $k"
 	grep -q "pid $((base + k)) " "$PST_TMP/out" && fail "lying file $k shown"

@@ -8,6 +8,8 @@
 # after start, makes no file (a process publishes once it has taken a
 # pooled buffer or counted calls past its first second).  The Prometheus
 # scrape of the workers passes promtool where Debian's prometheus is there.
+# This test looks at /dev/shm itself: the shim publishes there, as by default.
+PST_LIVE_DIR=default
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 NGINX=${PST_NGINX:-/usr/sbin/nginx}
 STAT="$PS_TOP_BUILDDIR/tools/poolshim-stat"

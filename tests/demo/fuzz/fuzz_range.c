@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: the Range header parser (s3_range_parse), which
- * storaged uses to pick the bytes of a GET.
+ * storaged uses to pick the bytes of a GET, and the stricter
+ * x-amz-copy-source-range parser (s3_copy_range_parse) of UploadPartCopy.
  *
  * Input: 8 bytes of object size (little-endian, kept below 2^62), then
  * the header value.  For any value, a range it accepts must lie inside
@@ -9,8 +10,11 @@
  * to the same range.  Then the first 16 bytes of the value, read as two
  * numbers a and b, are formatted as "bytes=a-b", "bytes=a-" and
  * "bytes=-b" and the result is compared with the rule S3 follows (RFC
- * 9110), computed here on its own.
+ * 9110), computed here on its own.  A copy range must be exactly
+ * "bytes=a-b" with a <= b inside the object, and what it accepts, sent on
+ * as a Range (as s3proxy does across nodes), must select the same bytes.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -43,6 +47,38 @@ static int parse(const char *s, size_t n, uint64_t size, uint64_t *first, uint64
 	return rc;
 }
 
+/* The copy-range parser over s; what it accepts must lie inside the
+ * object and read the same as a Range. */
+static int parse_copy(const char *s, size_t n, uint64_t size, uint64_t *first, uint64_t *last)
+{
+	char *v = malloc(n ? n : 1);
+	if (!v)
+		abort();
+	memcpy(v, s, n);
+	int rc = s3_copy_range_parse(v, n, size, first, last);
+	if (rc != 0 && rc != -EINVAL && rc != -ERANGE)
+		abort();
+	if (!rc) {
+		uint64_t f, l;
+		if (*first > *last || *last >= size || s3_range_parse(v, n, size, &f, &l) != 1 ||
+		    f != *first || l != *last)
+			abort();
+	}
+	free(v);
+	return rc;
+}
+
+static void expect_copy(const char *s, uint64_t size, int want, uint64_t wf, uint64_t wl)
+{
+	uint64_t f = 0, l = 0;
+	int rc = parse_copy(s, strlen(s), size, &f, &l);
+	if (rc != want || (!rc && (f != wf || l != wl))) {
+		fprintf(stderr, "copy range '%s' of %" PRIu64 " bytes: got %d, want %d\n", s, size,
+			rc, want);
+		abort();
+	}
+}
+
 static void expect(const char *s, uint64_t size, int want, uint64_t wf, uint64_t wl)
 {
 	uint64_t f = 0, l = 0;
@@ -72,6 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		snprintf(buf, sizeof(buf), "bytes=%" PRIu64 "-%" PRIu64, first, last);
 		expect(buf, osize, 1, first, last);
 	}
+	parse_copy((const char *)data, size, osize, &first, &last);
 
 	if (size < 16)
 		return 0;
@@ -95,6 +132,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		expect(buf, osize, -1, 0, 0);
 	else
 		expect(buf, osize, 1, a, b < osize ? b : osize - 1);
+	/* The same as a copy range: no clamping, nothing ignored. */
+	if (b < a)
+		expect_copy(buf, osize, -EINVAL, 0, 0);
+	else if (b >= osize)
+		expect_copy(buf, osize, -ERANGE, 0, 0);
+	else
+		expect_copy(buf, osize, 0, a, b);
 
 	/* bytes=a-: from a to the end. */
 	snprintf(buf, sizeof(buf), "bytes=%" PRIu64 "-", a);
@@ -102,6 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		expect(buf, osize, -1, 0, 0);
 	else
 		expect(buf, osize, 1, a, osize - 1);
+	expect_copy(buf, osize, -EINVAL, 0, 0);
 
 	/* bytes=-b: the last b bytes (all of them when b is larger). */
 	snprintf(buf, sizeof(buf), "bytes=-%" PRIu64, b);
@@ -109,5 +154,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		expect(buf, osize, -1, 0, 0);
 	else
 		expect(buf, osize, 1, b >= osize ? 0 : osize - b, osize - 1);
+	expect_copy(buf, osize, -EINVAL, 0, 0);
 	return 0;
 }

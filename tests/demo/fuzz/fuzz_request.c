@@ -4,7 +4,8 @@
  * checks, pipelining, body delivery) and the S3 request-target, query and
  * Range parsing that follows it in storaged and s3proxy, and the shared
  * object semantics over the same request (s3ops.c: readable keys,
- * conditions, the copy source, stored and returned headers).
+ * conditions, the copy source and its range, refused headers, stored and
+ * returned headers).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -53,11 +54,22 @@ static void after_head(struct http_conn *c)
 	s3_check_get_conditions(&c->msg, "x-amz-copy-source-", "0123", 0);
 	s3_check_put_conditions(&c->msg, NULL);
 	s3_check_put_conditions(&c->msg, "0123");
+	const char *code, *msg;
+	for (int has_key = 0; has_key < 2; has_key++) {
+		int st = s3_refused_headers(&c->msg, has_key, &code, &msg);
+		if (st && (st != 400 && st != 501))
+			abort();
+	}
 	v = http_hdr_get(&c->msg, "range", &n);
 	if (v) {
 		s3_range_parse(v, n, 0, &a, &b);
 		s3_range_parse(v, n, 10, &a, &b);
 		s3_range_parse(v, n, UINT64_MAX, &a, &b);
+	}
+	v = http_hdr_get(&c->msg, "x-amz-copy-source-range", &n);
+	if (v) {
+		s3_copy_range_parse(v, n, 10, &a, &b);
+		s3_copy_range_parse(v, n, UINT64_MAX, &a, &b);
 	}
 	http_hdr_count(&c->msg, "content-length");
 }
