@@ -12,6 +12,9 @@
  *                         READY (self: then send SIGTERM to its own process
  *                         group); after the first TERM wait 1 s for more,
  *                         write the count to OUT, exit 0
+ *   countint N READY OUT  the same for SIGINT (a terminal's ^C)
+ *   countrt N READY OUT [self]  the same for SIGRTMIN+1, which queues: two
+ *                         sent are two delivered, never merged into one
  *   daemon N READY        fork a child that starts its own session, does
  *                         the work, writes its pid to READY and waits for a
  *                         signal; the parent exits 0 at once
@@ -59,7 +62,7 @@ static void on_term(int sig)
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: run_helper work|worker|countterm|daemon N READY [OUT]\n");
+		fprintf(stderr, "usage: run_helper work|worker|countterm|countint|countrt|daemon N READY [OUT]\n");
 		return 2;
 	}
 	const char *mode = argv[1];
@@ -82,15 +85,18 @@ int main(int argc, char **argv)
 		}
 		int st;
 		return c > 0 && waitpid(c, &st, 0) == c ? 0 : 93;
-	} else if (!strcmp(mode, "countterm") && argc >= 5) {
+	} else if ((!strcmp(mode, "countterm") || !strcmp(mode, "countint") ||
+		    !strcmp(mode, "countrt")) && argc >= 5) {
+		int sig = !strcmp(mode, "countint") ? SIGINT :
+			  !strcmp(mode, "countrt") ? SIGRTMIN + 1 : SIGTERM;
 		struct sigaction sa;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = on_term;
-		sigaction(SIGTERM, &sa, NULL);
+		sigaction(sig, &sa, NULL);
 		work(n);
 		ready(argv[3], "ready\n");
 		if (argc >= 6 && !strcmp(argv[5], "self"))
-			kill(0, SIGTERM);
+			kill(0, sig);
 		while (!terms)
 			pause();
 		sleep(1);   /* a second copy arrives in this time, if one was sent */

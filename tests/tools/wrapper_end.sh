@@ -3,12 +3,14 @@
 # The `poolshim` wrapper stays its program's parent and sees it end (issue
 # 34): it exits as the program did (exit 3 gives 3, SIGKILL gives 137 in
 # the shell), and prints on its own stderr the report of the program and
-# of a worker that SIGKILL ended, with their counts; a SIGTERM sent to the
-# wrapper reaches the program exactly once, also when the program sends it
-# to its own process group; the program's blocked, ignored and caught
-# signals are those it has without the wrapper; a program that starts a
-# daemon returns at once, and the daemon's record stays for `poolshim
-# collect`.
+# of a worker that SIGKILL ended, with their counts (a relative report
+# path is the starting directory's); a SIGTERM sent to the wrapper reaches
+# the program exactly once, and a signal reaches it once also when the
+# program sends it to its own process group or ^C on the terminal sends it
+# to both (each checked against a build that forwards those: 2); the
+# program's blocked, ignored and caught signals are those it has without
+# the wrapper; a program that starts a daemon returns at once, and the
+# daemon's record stays for `poolshim collect`.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 PS="$PS_TOP_BUILDDIR/poolshim"
 H="$PS_TOP_BUILDDIR/tests/tools/run_helper"
@@ -109,20 +111,55 @@ else
 	kill -KILL $wp
 fi
 
-# The program sends TERM to its own process group (the wrapper's, in a
-# session of its own here): it is not passed on a second time.
-setsid "$PS" "$H" countterm 30 "$PST_TMP/r4" "$PST_TMP/c4" self 2>"$PST_TMP/e4" &
+# The program sends a signal to its own process group (the wrapper's, in
+# a session of its own here): it is not passed on a second time.  A
+# realtime signal, which queues: a second copy would always be delivered.
+setsid "$PS" "$H" countrt 30 "$PST_TMP/r4" "$PST_TMP/c4" self 2>"$PST_TMP/e4" &
 wp=$!
 if wait_for "$PST_TMP/c4"; then
 	wait $wp
 	rc=$?
 	n=$(cat "$PST_TMP/c4")
-	[ $rc = 0 ] && [ "$n" = 1 ] && pass "the program's TERM to its own process group: it gets it once" ||
-		fail "the program's TERM to its own process group: exit $rc, it got it '$n' times"
+	[ $rc = 0 ] && [ "$n" = 1 ] && pass "the program's SIGRTMIN+1 to its own process group: it gets it once" ||
+		fail "the program's SIGRTMIN+1 to its own process group: exit $rc, it got it '$n' times"
 else
 	fail "countterm helper (own session) never ended: $(cat "$PST_TMP/e4")"
 	kill -KILL $wp
 fi
+
+# ^C on the terminal: the kernel sends SIGINT to the whole foreground
+# process group, the program included, so the wrapper does not pass its
+# copy on (si_code SI_KERNEL): the program's handler runs once.
+python3 - "$PS" "$H" "$PST_TMP/r6" "$PST_TMP/c6" >"$PST_TMP/e6" 2>&1 <<'PY'
+import os, pty, select, sys, time
+ps, helper, ready, out = sys.argv[1:5]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(ps, [ps, helper, "countint", "10", ready, out])
+def drain(t):
+    r, _, _ = select.select([fd], [], [], t)
+    if r:
+        try:
+            os.read(fd, 65536)
+        except OSError:
+            pass
+end = time.time() + 60
+while not os.path.exists(ready) and time.time() < end:
+    drain(0.1)
+os.write(fd, b"\x03")
+while time.time() < end:
+    drain(0.1)
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        print("status", status)
+        break
+else:
+    os.kill(pid, 9)
+    print("hung")
+PY
+n=$(cat "$PST_TMP/c6" 2>/dev/null)
+[ "$n" = 1 ] && grep -qx 'status 0' "$PST_TMP/e6" && pass "^C on the terminal: the program gets SIGINT once" ||
+	fail "^C on the terminal: the program got SIGINT '$n' times; $(cat "$PST_TMP/e6")"
 
 # The program's signal state: blocked USR2, ignored HUP and QUIT (as a
 # shell's background job or nohup leaves them), nothing caught; compared
