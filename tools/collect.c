@@ -414,22 +414,35 @@ static int make_report(const struct ps_record *r, const struct ps_report_data *d
 {
 	const struct ps_live_header *h = r->hdr;
 	struct ps_buf b;
-	char *mem = malloc(REPORT_MAX);
+	/* The kept report's own size and room for a line, else the most a rendering takes. */
+	size_t cap = h->report == PS_REC_KEPT ? h->blob_len + 4096 : REPORT_MAX;
+	char *mem = malloc(cap);
 
 	if (!mem)
 		return -ENOMEM;
-	ps_buf_init(&b, mem, REPORT_MAX, -1);
+	ps_buf_init(&b, mem, cap, -1);
 	if (h->report == PS_REC_KEPT) {
+		static const char title[] = "==== poolshim report: ";
 		char *blob;
-		size_t n;
+		size_t n, head = 0;
 		int e = ps_record_blob(r, &blob, &n);
 		if (e < 0) {
 			free(mem);
 			return e;
 		}
-		if (h->stats_format == PS_FORMAT_TEXT)
+		/*
+		 * Text: the "ended" line where a rendered report has it, under
+		 * the title (so the file still opens as a report of its pid);
+		 * before everything when the kept text does not open so.
+		 */
+		if (h->stats_format == PS_FORMAT_TEXT) {
+			const char *nl = memchr(blob, '\n', n);
+			if (n > sizeof(title) && !memcmp(blob, title, sizeof(title) - 1) && nl)
+				head = (size_t)(nl - blob) + 1;
+			ps_buf_put(&b, blob, head);
 			ps_report_render_end(&b, d);
-		ps_buf_put(&b, blob, n);
+		}
+		ps_buf_put(&b, blob + head, n - head);
 		free(blob);
 	} else {
 		ps_report_render(&b, d, (enum ps_stats_format)h->stats_format);

@@ -4,8 +4,8 @@
 # missing) exits normally: the shim renders its report into its record
 # and says so.  `poolshim collect` cannot write it there either: it says
 # why in one line, keeps the record and exits 3.  With --into DIR it
-# writes the process's own report there, after a line saying how it ended
-# (exit status 0), and removes the record.
+# writes the process's own report there, with a line under its title
+# saying how it ended (exit status 0), and removes the record.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 COLLECT="$PS_TOP_BUILDDIR/tools/poolshim-collect"
 L="$PST_TMP/live"
@@ -34,10 +34,10 @@ rc=$?
 f="$PST_TMP/into/dd-$pid.txt"
 [ $rc = 0 ] && [ -f "$f" ] && pass "--into writes $f" || fail "--into: status $rc, $(cat "$PST_TMP/err")"
 # dd returns from main: libc's own call to exit() passes no door, so the status may be unknown.
-head -n 1 "$f" | grep -Eq "^ended    (exit status 0|exited \(status unknown\)); report rendered by the process itself$" &&
-	pass "the ended line comes first" || fail "first line: $(head -n 1 "$f")"
-sed -n 2p "$f" | grep -q "^==== poolshim report: pid $pid (dd) ====" &&
-	pass "then the report the process rendered" || fail "second line: $(sed -n 2p "$f")"
+head -n 1 "$f" | grep -q "^==== poolshim report: pid $pid (dd) ====" &&
+	pass "the report the process rendered" || fail "first line: $(head -n 1 "$f")"
+sed -n 2p "$f" | grep -Eq "^ended    (exit status 0|exited \(status unknown\)); report rendered by the process itself$" &&
+	pass "the ended line under its title" || fail "second line: $(sed -n 2p "$f")"
 grep -Eq "^read +other +5000 " "$f" && pass "with its 5000 reads" || fail "reads: $(grep '^read' "$f")"
 ls "$L"/poolshim-"$pid"-*.stats >/dev/null 2>&1 && fail "the record is still there" ||
 	pass "the record is removed"
