@@ -110,6 +110,15 @@ static bool decide_enabled(void)
 	/* A bad value is reported by ps_config_load(), which keeps the default. */
 	if (v && ps_parse_bool(v, &on) < 0)
 		on = true;
+	/*
+	 * poolshim's own tools never run under it: a unit's ExecStopPost=
+	 * runs poolshim-collect with the unit's LD_PRELOAD and POOLSHIM_RUN,
+	 * and a collector with a record of its own in the run it collects
+	 * would report on itself.
+	 */
+	if (program_invocation_short_name &&
+	    strncmp(program_invocation_short_name, "poolshim-", 9) == 0)
+		return false;
 	keep_program_name(on && list);
 	if (!on || !list)
 		return on;

@@ -89,5 +89,5 @@ libpoolshim_la_LDFLAGS = -module -avoid-version -shared \
 EXTRA_libpoolshim_la_DEPENDENCIES = $(top_srcdir)/shim/poolshim.map $(JEMALLOC_PS)
 EXTRA_DIST += shim/poolshim.map
 
-# The tools (poolshim-stat, poolshim-collect) are built by tools/local.mk.
+# The tools (poolshim-stat, poolshim-collect, poolshim-run) are built by tools/local.mk.
 

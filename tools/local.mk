@@ -18,3 +18,9 @@ tools_poolshim_stat_LDADD = libpstools.la -lm
 bin_PROGRAMS += tools/poolshim-collect
 tools_poolshim_collect_SOURCES = tools/poolshim-collect.c
 tools_poolshim_collect_LDADD = libpstools.la -lm
+
+# The `poolshim` wrapper's parent: runs the program, passes signals on,
+# delivers the run's reports when it ends.
+bin_PROGRAMS += tools/poolshim-run
+tools_poolshim_run_SOURCES = tools/poolshim-run.c
+tools_poolshim_run_LDADD = libpstools.la -lm

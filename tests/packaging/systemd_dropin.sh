@@ -4,10 +4,13 @@
 # `systemd-analyze verify` next to a test unit without a complaint, and
 # systemd reads back the environment we meant: LD_PRELOAD, a value with
 # %p (which must stay %p for the shim, not become the unit's prefix), one
-# with blanks, quotes and a backslash; LimitMEMLOCK from POOLSHIM_POOL_SIZE
-# or the default pool cap.  Bad unit names and variables the shim does not
-# read are refused with status 2; --install --root writes the file by
-# rename; the list of variables the command accepts is shim/config.c's.
+# with blanks, quotes and a backslash; POOLSHIM_RUN, the unit's name made
+# an identifier, and the ExecStopPost= that collects that run's reports
+# (issue 34); no LimitMEMLOCK= unless --memlock asks (the shim registers
+# nothing); the shim leaves that collector alone although it runs with the
+# unit's LD_PRELOAD.  Bad unit names and variables the shim does not read are
+# refused with status 2; --install --root writes the file by rename; the
+# list of variables the command accepts is shim/config.c's.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 PS="$PS_TOP_BUILDDIR/poolshim"
 [ -x "$PS" ] || { fail "$PS not built"; finish; }
@@ -67,24 +70,42 @@ case $lib in
 esac
 printf '%s\n' "Environment: LD_PRELOAD=$lib" 'Environment: POOLSHIM_STATS=/tmp/r.%p' \
 	'Environment: POOLSHIM_PROGRAMS=nginx,haproxy' "Environment: POOLSHIM_DEBUGINFO_PATH=$odd" \
-	'Environment: POOLSHIM_POOL_SIZE=1G' >"$PST_TMP/want"
+	'Environment: POOLSHIM_POOL_SIZE=1G' 'Environment: POOLSHIM_RUN=pstest' >"$PST_TMP/want"
 grep '^Environment: ' "$PST_TMP/settings" >"$PST_TMP/got"
 if cmp -s "$PST_TMP/want" "$PST_TMP/got"; then
 	pass "systemd reads the environment back as given (%p literal, quotes, backslash)"
 else
 	fail "environment as systemd reads it: $(diff "$PST_TMP/want" "$PST_TMP/got" | tr '\n' '|')"
 fi
-grep -qx 'LimitMEMLOCK: 1073741824' "$PST_TMP/settings" && pass "LimitMEMLOCK = POOLSHIM_POOL_SIZE (1G)" ||
-	fail "LimitMEMLOCK: $(grep LimitMEMLOCK "$PST_TMP/settings")"
+! grep -q '^LimitMEMLOCK' "$PST_TMP/d1" && pass "no LimitMEMLOCK= without --memlock" ||
+	fail "LimitMEMLOCK without --memlock: $(grep LimitMEMLOCK "$PST_TMP/d1")"
+# The collect step: the installed poolshim-collect, for this unit's run, as
+# root, its failure no failure of the unit.
+grep -qx 'ExecStopPost=-+/.*/poolshim-collect --run pstest' "$PST_TMP/d1" &&
+	grep -A1 'ExecStopPost:' "$PST_TMP/dump" | grep -q 'Command Line: /.*/poolshim-collect --run pstest$' &&
+	pass "ExecStopPost= collects the run pstest, and systemd reads it" ||
+	fail "ExecStopPost: $(grep ExecStopPost "$PST_TMP/d1") / $(grep -i 'ExecStopPost' "$PST_TMP/dump")"
+# The collector runs with the unit's environment, LD_PRELOAD included: the
+# shim leaves poolshim's own tools alone (no record, no report of its own).
+if [ -r "$SHIM" ] && [ -x "$PS_TOP_BUILDDIR/tools/poolshim-stat" ]; then
+	mkdir "$PST_TMP/live"
+	env LD_PRELOAD="$SHIM" POOLSHIM_RUN=pstest POOLSHIM_LIVE_DIR="$PST_TMP/live" \
+		"$PS_TOP_BUILDDIR/tools/poolshim-stat" --live-dir "$PST_TMP/live" >/dev/null 2>"$PST_TMP/err"
+	[ -z "$(ls "$PST_TMP/live")" ] && ! grep -q 'poolshim report' "$PST_TMP/err" &&
+		pass "a poolshim-* tool under the unit's LD_PRELOAD runs without the shim" ||
+		fail "poolshim-stat under the shim: records $(ls "$PST_TMP/live"), $(cat "$PST_TMP/err")"
+fi
+# Unit names that are no identifiers: a template, an escaped path.
+"$PS" systemd 'pstest@' 2>/dev/null | grep -qx 'Environment=POOLSHIM_RUN=pstest_' &&
+	"$PS" systemd 'srv-a\x2db:c' 2>/dev/null | grep -qx 'Environment=POOLSHIM_RUN=srv-a_x2db_c' &&
+	pass "POOLSHIM_RUN from a template's and an escaped unit's name: [A-Za-z0-9._-] only" ||
+	fail "POOLSHIM_RUN of odd names: $("$PS" systemd 'pstest@' 2>&1 | grep RUN) $("$PS" systemd 'srv-a\x2db:c' 2>&1 | grep RUN)"
 
-# The default pool cap (4G), a size that is not a whole 2M, and --memlock.
-"$PS" systemd pstest.service >"$PST_TMP/d2" 2>/dev/null
+"$PS" systemd pstest.service --memlock 3000001K >"$PST_TMP/d2" 2>/dev/null
 verify_unit pstest "$PST_TMP/d2"
-[ $vrc = 0 ] && grep -qx 'LimitMEMLOCK: 4294967296' "$PST_TMP/settings" &&
-	pass "no POOLSHIM_POOL_SIZE: LimitMEMLOCK = the 4G default" ||
-	fail "default LimitMEMLOCK: $(grep LimitMEMLOCK "$PST_TMP/settings") $(cat "$PST_TMP/verify")"
-"$PS" systemd pstest POOLSHIM_POOL_SIZE=3000001K 2>/dev/null | grep -qx 'LimitMEMLOCK=2930M' &&
-	pass "3000001K rounds up to 2930M" || fail "3000001K: $("$PS" systemd pstest POOLSHIM_POOL_SIZE=3000001K 2>&1 | grep Limit)"
+[ $vrc = 0 ] && grep -qx 'LimitMEMLOCK: 3072001024' "$PST_TMP/settings" &&
+	pass "--memlock 3000001K" ||
+	fail "--memlock 3000001K: $(grep LimitMEMLOCK "$PST_TMP/settings") $(cat "$PST_TMP/verify")"
 "$PS" systemd pstest --memlock infinity >"$PST_TMP/d3" 2>/dev/null
 verify_unit pstest "$PST_TMP/d3"
 [ $vrc = 0 ] && grep -qx 'LimitMEMLOCK: 18446744073709551615' "$PST_TMP/settings" && pass "--memlock infinity" ||
@@ -119,6 +140,7 @@ refuse "no unit" POOLSHIM_VERBOSE=1
 refuse "an unknown POOLSHIM_ variable" pstest POOLSHIM_POOLSIZE=1G
 refuse "a variable that is not the shim's" pstest MALLOC_CONF=junk:true
 refuse "LD_PRELOAD" pstest LD_PRELOAD=/x.so
+refuse "POOLSHIM_RUN (the drop-in's own)" pstest POOLSHIM_RUN=x
 # The test build's fault injection is no variable of the shipped library.
 refuse "POOLSHIM_URING_TEST, which only the test build reads" pstest POOLSHIM_URING_TEST=keepfd
 grep -q 'POOLSHIM_URING_TEST is not a variable the shim reads' "$PST_TMP/err" &&

@@ -64,3 +64,11 @@ tests_tools_collect_api_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
 tests_tools_collect_api_LDADD = libpstools.la -lm
 pst_tools_scripts += tests/tools/collect_killed.sh tests/tools/collect_kept.sh \
 	tests/tools/collect_damaged.sh tests/tools/collect_hostile.sh tests/tools/collect_api.sh
+
+# Issue 34, the wrapper sees its program end: exit codes and signals passed
+# on, signals forwarded once, the program's signal state as without the
+# wrapper, reports of killed programs and workers on the wrapper's stderr,
+# a daemon's record left for `poolshim collect`; nginx and haproxy as the
+# README runs them.
+check_PROGRAMS += tests/tools/run_helper
+pst_tools_scripts += tests/tools/wrapper_end.sh tests/tools/wrapper_nginx.sh tests/tools/wrapper_haproxy.sh

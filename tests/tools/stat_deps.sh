@@ -1,12 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# `poolshim stat` and `poolshim collect` read live records and render them;
-# they link the shim's format layer (libpsfmt.la) only, not the runtime.
-# So neither their symbols nor their shared-library dependencies include
+# `poolshim stat`, `poolshim collect` and the wrapper's poolshim-run read
+# live records and render them; they link the shim's format layer
+# (libpsfmt.la) only, not the runtime.
+# So none of their symbols nor their shared-library dependencies include
 # jemalloc (the private copy's psje_* names, its settings glue
-# ps_jemalloc_*, or je_*), liburing or libunwind.  They must also still run.
+# ps_jemalloc_*, or je_*), liburing or libunwind.  They must also still run (--help).
 . "$PS_TOP_SRCDIR/tests/lib.sh"
-for STAT in "$PS_TOP_BUILDDIR/tools/poolshim-stat" "$PS_TOP_BUILDDIR/tools/poolshim-collect"; do
+for STAT in "$PS_TOP_BUILDDIR/tools/poolshim-stat" "$PS_TOP_BUILDDIR/tools/poolshim-collect" \
+	"$PS_TOP_BUILDDIR/tools/poolshim-run"; do
 	[ -x "$STAT" ] || { fail "no $STAT"; continue; }
 	syms=$(nm "$STAT" 2>/dev/null) || { fail "nm could not read $STAT"; continue; }
 	[ -n "$syms" ] || { fail "nm found no symbols in $STAT (stripped?)"; continue; }
