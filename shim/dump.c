@@ -615,7 +615,13 @@ static void before_exec(const char *path, bool search)
 		return;
 	}
 	if (!path || !(search ? cannot_execvp(path) : cannot_exec(path))) {
-		ps_report_emit(&ps_cfg, 0);
+		/*
+		 * Under the wrapper every report goes through the wrapper, at
+		 * the end: the image that execs is not reported on its own (its
+		 * record goes; the new image, same pid, makes its own).
+		 */
+		if (!ps_cfg.run[0])
+			ps_report_emit(&ps_cfg, 0);
 		ps_live_before_exec();
 	}
 	errno = saved;

@@ -553,8 +553,17 @@ static void collect_one(const struct ps_collect_opts *o, int pid, uint64_t ns, u
 	const char *why;
 	bool named = o->npids > 0;
 
+	/*
+	 * Collecting one run (the wrapper, a unit's ExecStopPost=): a record
+	 * that cannot be read cannot be shown to be the run's, so it is none
+	 * of this collection's business (another build's, another user's).
+	 */
+	bool quiet = o->run && !named;
+
 	if (ps_record_open(&r, pid, ns, &why) < 0) {
-		if (r.fd < 0 && errno == ENOENT) {
+		if (quiet) {
+			/* Not the run's business: see above. */
+		} else if (r.fd < 0 && errno == ENOENT) {
 			/* Gone since the scan (collected by someone else). */
 		} else if (r.fd < 0 && errno == EACCES && geteuid() != 0 && !named && !o->into) {
 			t->others++;
@@ -570,8 +579,10 @@ static void collect_one(const struct ps_collect_opts *o, int pid, uint64_t ns, u
 	if ((why = ps_record_read(&r)) != NULL) {
 		/* r.hdr may hold anything: say it by path. */
 		r.hdr->magic[0] = 0;
-		say(&r, "damaged record: %s; refused and kept", why);
-		t->refused++;
+		if (!quiet) {
+			say(&r, "damaged record: %s; refused and kept", why);
+			t->refused++;
+		}
 		ps_record_close(&r);
 		return;
 	}

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,13 +236,37 @@ const char *ps_record_read(struct ps_record *r)
 	return NULL;
 }
 
+/*
+ * Whether pid has ended but is not yet reaped (state Z in /proc/PID/stat):
+ * a worker that died just as its parent exits is still a zombie when the
+ * wrapper collects, and its record is as final as it will ever be.
+ */
+static bool zombie(int pid)
+{
+	char path[64], buf[512];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* The name may hold anything, ')' too: the state follows the last one. */
+	const char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
 void ps_record_judge(struct ps_record *r, uint64_t my_ns)
 {
 	r->foreign_ns = my_ns == 0 || r->ns != my_ns;
 	/* Gone, or the pid now belongs to another process; judged in our namespace only. */
 	r->dead = !r->foreign_ns &&
 		  ((kill(r->pid, 0) < 0 && errno == ESRCH) ||
-		   (r->hdr->starttime && ps_live_starttime(r->pid) != r->hdr->starttime));
+		   (r->hdr->starttime && ps_live_starttime(r->pid) != r->hdr->starttime) ||
+		   zombie(r->pid));
 }
 
 void ps_record_totals(const struct ps_record *r, struct ps_tstats *out, struct ps_tstats *tmp)
