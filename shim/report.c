@@ -738,3 +738,13 @@ int ps_report_path(char *out, size_t cap, const char *pattern, int pid, const ch
 	ps_buf_str(&b);
 	return b.truncated ? -ENAMETOOLONG : 0;
 }
+
+bool ps_report_path_names_pid(const char *pattern)
+{
+	for (const char *s = pattern; *s; s++)
+		if (*s == '%' && *++s == 'p')
+			return true;
+		else if (!*s)
+			break;
+	return false;
+}

@@ -91,4 +91,7 @@ void ps_report_render_end(struct ps_buf *b, const struct ps_report_data *d);
  */
 int ps_report_path(char *out, size_t cap, const char *pattern, int pid, const char *program);
 
+/* Whether pattern names the pid (%p): each process then makes a file of its own. */
+bool ps_report_path_names_pid(const char *pattern);
+
 #endif

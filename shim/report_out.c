@@ -379,16 +379,6 @@ static int write_fifo(int fd, const struct ps_report_data *d, enum ps_stats_form
 	return r;
 }
 
-/* The pattern names the pid: each process makes its own file. */
-static bool names_pid(const char *pattern)
-{
-	for (const char *s = pattern; *s; s++)
-		if (*s == '%' && *++s == 'p')
-			return true;
-		else if (!*s)
-			break;
-	return false;
-}
 
 static const char *err_name(int r)
 {
@@ -438,7 +428,7 @@ int ps_report_emit(const struct ps_config *cfg, unsigned how)
 		ps_report_ident(&pid, &program);
 		r = ps_report_path(path, sizeof(path), cfg->stats, pid, program);
 		if (r == 0)
-			r = fd = open_report(path, names_pid(cfg->stats), pid, &fifo, &why);
+			r = fd = open_report(path, ps_report_path_names_pid(cfg->stats), pid, &fifo, &why);
 		if (r < 0) {
 			say("cannot write the report to %s: %s%s%s%s", cfg->stats, err_name(r),
 			    why ? " (" : "", why ? why : "", why ? ")" : "");

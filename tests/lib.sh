@@ -102,3 +102,34 @@ http {
 }
 EOF_NGINX
 }
+
+# memory_cgroup NAME BYTES: a memory cgroup limited to BYTES (swap off where
+# it can be), removed at exit; its directory in $PST_CG (write a pid to its
+# cgroup.procs to move a process in).  cgroup v2 where this process's
+# cgroup can have a child with the memory controller, else cgroup v1's
+# memory hierarchy; skips the test (77) without either (no root, no
+# delegation).
+memory_cgroup() {
+	PST_CG=
+	v2=/sys/fs/cgroup
+	own=$(sed -n 's/^0:://p' /proc/self/cgroup)
+	if grep -qw memory "$v2/cgroup.controllers" 2>/dev/null &&
+		mkdir "$v2$own/$1.$$" 2>/dev/null; then
+		PST_CG="$v2$own/$1.$$"
+		if ! echo "$2" >"$PST_CG/memory.max" 2>/dev/null; then
+			rmdir "$PST_CG"
+			skip "cgroup v2: memory.max not writable in a child of $own"
+		fi
+		echo 0 >"$PST_CG/memory.swap.max" 2>/dev/null
+	else
+		v1=/sys/fs/cgroup/memory
+		own=$(sed -n 's/^[0-9]*:\([^:]*,\)\{0,1\}memory\(,[^:]*\)\{0,1\}://p' /proc/self/cgroup)
+		[ -n "$own" ] && [ -d "$v1$own" ] && mkdir "$v1$own/$1.$$" 2>/dev/null ||
+			skip "no cgroup v2 delegation with the memory controller, and no writable cgroup v1 memory hierarchy"
+		PST_CG="$v1$own/$1.$$"
+		echo "$2" >"$PST_CG/memory.limit_in_bytes" ||
+			{ rmdir "$PST_CG"; skip "cgroup v1: limit not writable"; }
+		echo "$2" >"$PST_CG/memory.memsw.limit_in_bytes" 2>/dev/null
+	fi
+	at_exit "rmdir '$PST_CG' 2>/dev/null"
+}

@@ -322,16 +322,6 @@ static int write_as(uid_t uid, const char *path, bool per_process, int pid, cons
 	return e > 0 ? -e : (WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -ECHILD);
 }
 
-/* Whether a report path pattern names the pid (each process its own file). */
-static bool names_pid(const char *pattern)
-{
-	for (const char *s = pattern; *s; s++)
-		if (*s == '%' && *++s == 'p')
-			return true;
-		else if (!*s)
-			break;
-	return false;
-}
 
 static const char *err_name(int r)
 {
@@ -505,7 +495,7 @@ static int deliver(const struct ps_collect_opts *o, const struct ps_record *r, i
 		       "--into DIR writes it; record kept", shown);
 		return -1;
 	}
-	bool per_process = !r->cfg_known || names_pid(r->cfg.stats);
+	bool per_process = !r->cfg_known || ps_report_path_names_pid(r->cfg.stats);
 	uid_t me = geteuid();
 	if (me != 0 && r->owner != me) {
 		say(r, "the record belongs to user %u: run as root to write its report to %s as "
@@ -647,53 +637,16 @@ out:
 	ps_record_close(&r);
 }
 
-struct id {
-	int pid;
-	uint64_t ns;
-};
-
-/* The records in the live directory (visible names only: a hidden one is being made). */
-static int scan(struct id **ids)
-{
-	DIR *dir = opendir(ps_live_dir());
-	struct dirent *e;
-	int n = 0, cap = 16;
-
-	*ids = malloc(sizeof(**ids) * (size_t)cap);
-	if (!dir || !*ids) {
-		if (dir)
-			closedir(dir);
-		return dir ? 0 : -errno;
-	}
-	while ((e = readdir(dir)) != NULL) {
-		int pid, end = 0;
-		unsigned long ns;
-		if (sscanf(e->d_name, "poolshim-%d-%lu.stats%n", &pid, &ns, &end) != 2 || end <= 0 ||
-		    e->d_name[end] != '\0' || pid <= 0)
-			continue;
-		if (n == cap) {
-			struct id *m = realloc(*ids, sizeof(**ids) * (size_t)(cap *= 2));
-			if (!m)
-				break;
-			*ids = m;
-		}
-		(*ids)[n].pid = pid;
-		(*ids)[n++].ns = ns;
-	}
-	closedir(dir);
-	return n;
-}
-
 static int by_pid(const void *a, const void *b)
 {
-	const struct id *x = a, *y = b;
+	const struct ps_record_id *x = a, *y = b;
 	return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
 int ps_collect(const struct ps_collect_opts *o)
 {
 	struct tally t = { 0, 0, 0 };
-	struct id *ids = NULL;
+	struct ps_record_id *ids = NULL;
 	int into_fd = -1;
 
 	who = o->who ? o->who : "poolshim collect";
@@ -714,7 +667,7 @@ int ps_collect(const struct ps_collect_opts *o)
 		}
 	}
 	uint64_t my_ns = ps_live_pidns();
-	int n = scan(&ids);
+	int n = ps_record_scan(&ids);
 	if (n < 0) {
 		fprintf(stderr, "%s: live directory %s: %s\n", who, ps_live_dir(), strerror(-n));
 		free(ids);

@@ -446,42 +446,6 @@ static void say_gone(struct target *t)
 		       t->r.pid, t->r.pid, t->r.path);
 }
 
-struct id {
-	int pid;
-	uint64_t ns;
-};
-
-static int scan_all(struct id **ids)
-{
-	DIR *d = opendir(ps_live_dir());
-	struct dirent *e;
-	int n = 0, cap = 16;
-
-	*ids = malloc(sizeof(**ids) * (size_t)cap);
-	if (!d || !*ids) {
-		if (d)
-			closedir(d);
-		return 0;
-	}
-	while ((e = readdir(d)) != NULL) {
-		int pid, end = 0;
-		unsigned long ns;
-		if (sscanf(e->d_name, "poolshim-%d-%lu.stats%n", &pid, &ns, &end) == 2 &&
-		    end > 0 && e->d_name[end] == '\0' && pid > 0) {
-			if (n == cap) {
-				struct id *m = realloc(*ids, sizeof(**ids) * (size_t)(cap *= 2));
-				if (!m)
-					break;
-				*ids = m;
-			}
-			(*ids)[n].pid = pid;
-			(*ids)[n++].ns = ns;
-		}
-	}
-	closedir(d);
-	return n;
-}
-
 /* The assignments check_config() was given: its lookup for ps_config_load(). */
 static char **check_vars;
 static int check_nvars;
@@ -536,7 +500,7 @@ int main(int argc, char **argv)
 {
 	double interval = 0;
 	long count = -1;
-	struct id *ids = NULL;
+	struct ps_record_id *ids = NULL;
 	int nids = 0;
 
 	if (argc > 1 && !strcmp(argv[1], "--check-config"))
@@ -608,7 +572,9 @@ int main(int argc, char **argv)
 	bool named = nids > 0;
 	if (!named) {
 		free(ids);
-		nids = scan_all(&ids);
+		nids = ps_record_scan(&ids);
+		if (nids < 0)
+			nids = 0;
 		/* With -i, processes that start later are picked up: none yet is fine. */
 		if (nids == 0 && interval <= 0) {
 			fprintf(stderr, "poolshim stat: no process is publishing live statistics in "
@@ -676,8 +642,8 @@ int main(int argc, char **argv)
 	for (long round = 0; count < 0 || round < count; round++) {
 		if (round > 0 && !named) {
 			/* Processes started since: follow them too; drop those that ended. */
-			struct id *more = NULL;
-			int nm = scan_all(&more);
+			struct ps_record_id *more = NULL;
+			int nm = ps_record_scan(&more);
 			for (int j = 0; j < nm; j++) {
 				bool known = false;
 				for (int i = 0; i < ok && !known; i++)

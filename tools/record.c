@@ -9,6 +9,7 @@
  */
 #include "record.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -360,4 +361,36 @@ void ps_record_close(struct ps_record *r)
 	free(r->blocks);
 	memset(r, 0, sizeof(*r));
 	r->fd = -1;
+}
+
+int ps_record_scan(struct ps_record_id **ids)
+{
+	DIR *dir = opendir(ps_live_dir());
+	struct dirent *e;
+	int n = 0, cap = 16;
+
+	*ids = malloc(sizeof(**ids) * (size_t)cap);
+	if (!dir || !*ids) {
+		int err = dir ? ENOMEM : errno;
+		if (dir)
+			closedir(dir);
+		return -err;
+	}
+	while ((e = readdir(dir)) != NULL) {
+		int pid, end = 0;
+		unsigned long ns;
+		if (sscanf(e->d_name, "poolshim-%d-%lu.stats%n", &pid, &ns, &end) != 2 || end <= 0 ||
+		    e->d_name[end] != '\0' || pid <= 0)
+			continue;
+		if (n == cap) {
+			struct ps_record_id *m = realloc(*ids, sizeof(**ids) * (size_t)(cap *= 2));
+			if (!m)
+				break;
+			*ids = m;
+		}
+		(*ids)[n].pid = pid;
+		(*ids)[n++].ns = ns;
+	}
+	closedir(dir);
+	return n;
 }

@@ -110,4 +110,17 @@ void ps_record_close(struct ps_record *r);
  */
 int ps_record_config(const char *text, struct ps_config *cfg);
 
+/* A record's name in the live directory: poolshim-PID-NS.stats. */
+struct ps_record_id {
+	int pid;
+	uint64_t ns;
+};
+
+/*
+ * The records in the live directory (visible names only: a hidden one is
+ * still being made) into *ids (malloc'd, free it even on failure).  Their
+ * count, or -errno when the directory cannot be read.
+ */
+int ps_record_scan(struct ps_record_id **ids);
+
 #endif

@@ -11,27 +11,8 @@ V="$PRELOAD_BIN/oom_victim"
 PS="$PS_TOP_BUILDDIR/poolshim"
 LIMIT=$((96 * 1024 * 1024))
 
-cg=
-v2=/sys/fs/cgroup
-own=$(sed -n 's/^0:://p' /proc/self/cgroup)
-if grep -qw memory "$v2/cgroup.controllers" 2>/dev/null &&
-	mkdir "$v2$own/pst_oom.$$" 2>/dev/null; then
-	cg="$v2$own/pst_oom.$$"
-	if ! echo "$LIMIT" >"$cg/memory.max" 2>/dev/null; then
-		rmdir "$cg"
-		skip "cgroup v2: memory.max not writable in a child of $own"
-	fi
-	echo 0 >"$cg/memory.swap.max" 2>/dev/null
-else
-	v1=/sys/fs/cgroup/memory
-	own=$(sed -n 's/^[0-9]*:\([^:]*,\)\{0,1\}memory\(,[^:]*\)\{0,1\}://p' /proc/self/cgroup)
-	[ -n "$own" ] && [ -d "$v1$own" ] && mkdir "$v1$own/pst_oom.$$" 2>/dev/null ||
-		skip "no cgroup v2 delegation with the memory controller, and no writable cgroup v1 memory hierarchy"
-	cg="$v1$own/pst_oom.$$"
-	echo "$LIMIT" >"$cg/memory.limit_in_bytes" || { rmdir "$cg"; skip "cgroup v1: limit not writable"; }
-	echo "$LIMIT" >"$cg/memory.memsw.limit_in_bytes" 2>/dev/null
-fi
-at_exit "rmdir '$cg' 2>/dev/null"
+memory_cgroup pst_oom "$LIMIT"
+cg=$PST_CG
 
 LIVE="$PST_TMP/live"
 mkdir -p "$LIVE"
