@@ -91,4 +91,26 @@ grep -q "==== end of poolshim report ====" "$PST_TMP/err" || fail "chroot: no re
 "$PS_TOP_BUILDDIR/poolshim" collect --live-dir "$LIVE" >"$PST_TMP/collect" 2>&1
 [ -s "$PST_TMP/collect" ] && fail "chroot: collect wrote a second report: $(head -c 300 "$PST_TMP/collect")"
 empty_soon && pass "no record after chroot and collect" || fail "record left after chroot and collect: $(left)"
+
+# A report path outside the jail (haproxy's workers, chrooted, with
+# POOLSHIM_STATS=/var/log/...): out of the process's reach at its end, so the
+# record keeps it (counters only: the record is out of reach too) and
+# collect writes it there afterwards.
+rm -f "$LIVE"/*
+shim POOLSHIM_LIVE_DIR="$LIVE" POOLSHIM_STATS="$PST_TMP/jailed-%p.json" -- \
+	"$H" chroot "$PST_TMP/jail" >"$PST_TMP/out" 2>"$PST_TMP/err" ||
+	fail "chroot (report path outside): failed: $(head -c 200 "$PST_TMP/err")"
+grep -q "cannot write the report to .*ENOENT" "$PST_TMP/err" &&
+	grep -q "the report is kept in" "$PST_TMP/err" &&
+	pass "chroot: the path out of reach is said, and the report kept" ||
+	fail "chroot (report path outside): $(cat "$PST_TMP/err")"
+ls "$PST_TMP"/jailed-*.json >/dev/null 2>&1 && fail "chroot: a report appeared before collect"
+"$PS_TOP_BUILDDIR/poolshim" collect --live-dir "$LIVE" >"$PST_TMP/collect" 2>&1 ||
+	fail "chroot: collect: $(cat "$PST_TMP/collect")"
+r=$(ls "$PST_TMP"/jailed-*.json 2>/dev/null | head -1)
+pid=${r##*/jailed-}; pid=${pid%.json}
+[ -n "$r" ] && [ "$(json_get "$r" "r['pid']")" = "$pid" ] &&
+	pass "chroot: collect wrote the jailed process's report outside the jail ($r)" ||
+	fail "chroot: no report after collect: $(cat "$PST_TMP/collect")"
+empty_soon && pass "no record after collect" || fail "record left after collect: $(left)"
 finish
