@@ -347,6 +347,10 @@ static void advise_pool_idle(const struct ps_report_data *d, struct advice_list 
 
 	if (!pool_idle(d) || (top >= 0 && (1ULL << top) >= d->pool_min))
 		return;
+	/* Allocations just below the threshold: pool_min already says why, and what to set. */
+	for (int i = 0; i < l->n; i++)
+		if (!strcmp(l->a[i].id, "pool_min"))
+			return;
 	advice_add(l, "pool_idle", "POOLSHIM_POOL_MIN", &m);
 	ps_buf_printf(&m, "the pool served %lu allocations: ",
 		      (unsigned long)d->totals->events[PS_EV_POOL_ALLOC]);

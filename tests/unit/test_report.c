@@ -305,6 +305,13 @@ START_TEST(test_why_nothing)
 	ck_assert_ptr_nonnull(strstr(s, "the pool served 0 allocations"));
 	ck_assert_ptr_null(strstr(s, "proxy_buffers"));
 
+	/* 20 allocations just below the threshold: pool_min says why and what to set, alone */
+	totals.c[PS_CALL_MALLOC][PS_FD_NONE].size_hist[15] = 20;
+	s = render_text(&d);
+	ck_assert_ptr_nonnull(strstr(s, "POOLSHIM_POOL_MIN=16K would pool them"));
+	ck_assert_ptr_null(strstr(s, "the pool served 0 allocations"));
+	totals.c[PS_CALL_MALLOC][PS_FD_NONE].size_hist[15] = 0;
+
 	/* no allocation at all */
 	totals.c[PS_CALL_MALLOC][PS_FD_NONE] = (struct ps_counter){ 0 };
 	s = render_text(&d);
