@@ -49,6 +49,9 @@ pst_tools_scripts += tests/tools/report_plots.sh
 # the live view's pool retain and decay from the record.
 pst_tools_scripts += tests/tools/stat_cli.sh
 
+# man/*: no troff warning at 78 columns.
+pst_tools_scripts += tests/tools/man_warnings.sh
+
 # docs/grafana/poolshim.json asks only for metrics and labels that
 # `poolshim stat --prometheus` prints (and parses, with promtool).
 pst_tools_scripts += tests/tools/grafana_dashboard.sh
