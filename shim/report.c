@@ -435,8 +435,9 @@ static void advise_sendfile(const struct ps_report_data *d, struct advice_list *
 		      "to descriptor, through no buffer of this process: nothing for the pool "
 		      "to serve", (unsigned long)calls, size_text(moved, bytes));
 	if (nginx)
-		ps_buf_puts(&m, "; nginx's default `sendfile on` serves static files this way, and "
-			    "that is cheap already; files read with directio into output_buffers "
+		ps_buf_puts(&m, "; nginx with `sendfile on` (Debian's nginx.conf sets it) serves static "
+			    "files this way, and that is cheap already; files read with directio into "
+			    "output_buffers "
 			    "(sendfile does not apply to them) are where the pool works (4.60x in "
 			    "docs/results.md with directio 1m, output_buffers 2 16m)");
 	ps_buf_str(&m);
