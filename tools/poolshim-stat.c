@@ -68,10 +68,11 @@ static void usage(FILE *f)
 		   "Records of processes that are gone are shown as such and left in place:\n"
 		   "`poolshim collect` writes their reports.  Only your own files are read\n"
 		   "unless --all-users (root reads all).  --prometheus prints the Prometheus text\n"
-		   "exposition format 0.0.4 (not OpenMetrics: no \"# EOF\" line); -c COUNT stops\n"
-		   "-i after COUNT intervals.  --textfile DIR writes it to DIR/poolshim.prom (atomically) for\n"
-		   "node_exporter.  --live-dir DIR (default $POOLSHIM_LIVE_DIR, else /dev/shm) is\n"
-		   "where files are.  (--keep, which kept gone processes' files, is still taken.)\n"
+		   "exposition format 0.0.4 (not OpenMetrics: no \"# EOF\" line); --textfile DIR\n"
+		   "writes it to DIR/poolshim.prom (atomically) for node_exporter.  -c COUNT stops\n"
+		   "-i after COUNT intervals (without -i it is an error).  --live-dir DIR\n"
+		   "(default $POOLSHIM_LIVE_DIR, else /dev/shm) is where files are.  (--keep,\n"
+		   "which kept gone processes' files, is still taken.)\n"
 		   "Exit status: 0 all shown, 1 none shown, 3 some refused, 2 bad usage.\n");
 }
 
