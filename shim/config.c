@@ -391,6 +391,12 @@ static void put_accepted(struct ps_buf *b, const struct option *o)
 	}
 }
 
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && strcasecmp(s + n - k, suffix) == 0;
+}
+
 static void complain(const struct ps_config *cfg, const struct option *o, const char *value,
 		     const char *why)
 {
@@ -400,7 +406,15 @@ static void complain(const struct ps_config *cfg, const struct option *o, const 
 	ps_buf_init(&b, storage, sizeof(storage), -1);
 	put_accepted(&b, o);
 	ps_buf_puts(&b, "); using the default ");
-	put_value(&b, cfg, o, true);
+	/*
+	 * The format's default follows the report path (ps_config_load's
+	 * cross-option rule; POOLSHIM_STATS comes first in the table): name
+	 * the one that will apply, not the table's.
+	 */
+	if (o->offset == OFF(stats_format) && ends_with(cfg->stats, ".json"))
+		ps_buf_puts(&b, "json, as the POOLSHIM_STATS path ends in .json");
+	else
+		put_value(&b, cfg, o, true);
 	ps_log("%s='%s' %s (accepted: %s", o->name, value, why, ps_buf_str(&b));
 }
 
@@ -473,10 +487,13 @@ static const struct option *find_option(const char *name, size_t len)
 	return NULL;
 }
 
-static bool ends_with(const char *s, const char *suffix)
+/* An option whose name differs from name[len] only in case, or NULL. */
+static const struct option *find_option_nocase(const char *name, size_t len)
 {
-	size_t n = strlen(s), k = strlen(suffix);
-	return n >= k && strcasecmp(s + n - k, suffix) == 0;
+	for (size_t i = 0; i < PS_ARRAY_SIZE(options); i++)
+		if (strlen(options[i].name) == len && strncasecmp(options[i].name, name, len) == 0)
+			return &options[i];
+	return NULL;
 }
 
 int ps_config_load(struct ps_config *cfg, const char *(*get)(const char *name), char *const *envp)
@@ -493,11 +510,25 @@ int ps_config_load(struct ps_config *cfg, const char *(*get)(const char *name), 
 	for (char *const *e = envp; e && *e; e++) {
 		const char *eq = strchr(*e, '=');
 		size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
-		if (len < 8 || strncmp(*e, "POOLSHIM", 8) != 0)
+		if (len < 8 || strncasecmp(*e, "POOLSHIM", 8) != 0)
 			continue;
 		if (len > 8 && (*e)[8] != '_')
 			continue;
-		if (!find_option(*e, len)) {
+		if (strncmp(*e, "POOLSHIM", 8) != 0 || !find_option(*e, len)) {
+			/* The environment's names are case-sensitive: poolshim_stats is not read. */
+			const struct option *o = find_option_nocase(*e, len);
+			if (o) {
+				char given[64];   /* as long as the longest option name, or more */
+				size_t n = len < sizeof(given) ? len : sizeof(given) - 1;
+				memcpy(given, *e, n);
+				given[n] = '\0';
+				ps_log("%s ignored: names are case-sensitive, the variable is %s",
+				       given, o->name);
+				problems++;
+				continue;
+			}
+			if (strncmp(*e, "POOLSHIM", 8) != 0)
+				continue;
 			ps_log("unknown variable %s ignored (see poolshim(7) for the POOLSHIM_* names)",
 			       *e);
 			problems++;
@@ -516,10 +547,17 @@ int ps_config_load(struct ps_config *cfg, const char *(*get)(const char *name), 
 		cfg->timing_sample = p;
 	}
 	if (cfg->pool_min > cfg->pool_size) {
-		ps_log("POOLSHIM_POOL_MIN (%lluK) exceeds POOLSHIM_POOL_SIZE (%lluK); "
-		       "no allocation can use the pool",
-		       (unsigned long long)(cfg->pool_min >> 10),
-		       (unsigned long long)(cfg->pool_size >> 10));
+		char min[24], size[24];
+		struct ps_buf mb, sb;
+		ps_buf_init(&mb, min, sizeof(min), -1);
+		ps_buf_init(&sb, size, sizeof(size), -1);
+		put_size_exact(&mb, cfg->pool_min);
+		put_size_exact(&sb, cfg->pool_size);
+		ps_log("POOLSHIM_POOL_MIN=%s is larger than POOLSHIM_POOL_SIZE=%s, so no "
+		       "allocation can use the pool; set POOLSHIM_POOL_MIN to %s or less "
+		       "(the smallest buffer to pool), or POOLSHIM_POOL_SIZE to %s or more "
+		       "(the most memory the pool may hold)",
+		       ps_buf_str(&mb), ps_buf_str(&sb), size, min);
 		problems++;
 	}
 	return problems;

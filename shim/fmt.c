@@ -289,6 +289,8 @@ const char *ps_errno_name(int err)
 		{ EHOSTUNREACH, "EHOSTUNREACH" }, { EALREADY, "EALREADY" },
 		{ EINPROGRESS, "EINPROGRESS" }, { ECANCELED, "ECANCELED" },
 		{ EOVERFLOW, "EOVERFLOW" }, { EDQUOT, "EDQUOT" },
+		/* A report path that is a symbolic link: opened with O_NOFOLLOW. */
+		{ ELOOP, "ELOOP" }, { ENAMETOOLONG, "ENAMETOOLONG" },
 	};
 	for (size_t i = 0; i < PS_ARRAY_SIZE(names); i++)
 		if (names[i].num == err)

@@ -79,12 +79,12 @@ static void put_iso8601(struct ps_buf *b, int64_t t)
  * item names the knob and a value, so a reader can act without knowing
  * the shim's internals.
  */
-#define ADVICE_MAX 8
+#define ADVICE_MAX 10
 
 struct advice {
 	const char *id;
 	const char *variable;
-	char message[320];
+	char message[640];
 	char suggested[48];
 };
 
@@ -282,10 +282,172 @@ static void advise_hugetlb_pays(const struct ps_report_data *d, struct advice_li
 	advice_suggest(l, "hugetlb");
 }
 
+/*
+ * "Why nothing": the pool served next to nothing.  The size histograms say
+ * whether the threshold is why (the largest allocation fell below it), and
+ * for programs known by name, which of their own settings make buffers
+ * large, with what docs/results.md measured once they did.
+ */
+#define ADVICE_IDLE_ALLOCS ADVICE_MIN_ALLOCS   /* pool allocations that count as "little" */
+
+static bool pool_idle(const struct ps_report_data *d)
+{
+	return !d->heap_owner && d->totals->events[PS_EV_POOL_ALLOC] < ADVICE_IDLE_ALLOCS;
+}
+
+/* The highest size bucket any malloc-family call reached, or -1 for none. */
+static int largest_alloc_bucket(const struct ps_report_data *d, uint64_t *count)
+{
+	int top = -1;
+
+	*count = 0;
+	for (int call = PS_CALL_MALLOC; call < PS_CALL_FREE; call++) {
+		if (!row_used(d, call, PS_FD_NONE))
+			continue;
+		const struct ps_counter *c = &d->totals->c[call][PS_FD_NONE];
+		for (int k = PS_SIZE_BUCKETS - 1; k >= 0; k--) {
+			if (!c->size_hist[k])
+				continue;
+			if (k > top) {
+				top = k;
+				*count = 0;
+			}
+			if (k == top)
+				*count += c->size_hist[k];
+			break;
+		}
+	}
+	return top;
+}
+
+/* The programs whose buffer settings the advice knows: by name, or name-suffix ("nginx-debug"). */
+enum known_program { PROG_OTHER, PROG_NGINX, PROG_HAPROXY, PROG_RADOSGW };
+
+static enum known_program known_program(const char *program)
+{
+	static const struct { const char *name; enum known_program p; } known[] = {
+		{ "nginx", PROG_NGINX }, { "haproxy", PROG_HAPROXY }, { "radosgw", PROG_RADOSGW },
+	};
+
+	for (size_t i = 0; program && i < sizeof(known) / sizeof(known[0]); i++) {
+		size_t n = strlen(known[i].name);
+		if (strncmp(program, known[i].name, n) == 0 &&
+		    (program[n] == '\0' || program[n] == '-' || program[n] == '.' || program[n] == '_'))
+			return known[i].p;
+	}
+	return PROG_OTHER;
+}
+
+static void advise_pool_idle(const struct ps_report_data *d, struct advice_list *l)
+{
+	uint64_t count;
+	int top = largest_alloc_bucket(d, &count);
+	char min[SIZE_TEXT], lo[SIZE_TEXT], hi[SIZE_TEXT];
+	struct ps_buf m;
+
+	if (!pool_idle(d) || (top >= 0 && (1ULL << top) >= d->pool_min))
+		return;
+	/* Allocations just below the threshold: pool_min already says why, and what to set. */
+	for (int i = 0; i < l->n; i++)
+		if (!strcmp(l->a[i].id, "pool_min"))
+			return;
+	advice_add(l, "pool_idle", "POOLSHIM_POOL_MIN", &m);
+	ps_buf_printf(&m, "the pool served %lu allocations: ",
+		      (unsigned long)d->totals->events[PS_EV_POOL_ALLOC]);
+	if (top < 0)
+		ps_buf_puts(&m, "this process made no counted allocation");
+	else
+		ps_buf_printf(&m, "the largest allocations this process made were %s-%s "
+			      "(%lu of them)", size_text(lo, 1ULL << top),
+			      size_text(hi, 2ULL << top), (unsigned long)count);
+	ps_buf_printf(&m, ", below POOLSHIM_POOL_MIN=%s, the size from which the pool takes "
+		      "allocations; only a program (or its settings) that allocates buffers "
+		      "of %s or more gives the pool work", size_text(min, d->pool_min), min);
+	ps_buf_str(&m);
+}
+
+static void advise_program(const struct ps_report_data *d, struct advice_list *l)
+{
+	char min[SIZE_TEXT];
+	struct ps_buf m;
+
+	if (!pool_idle(d))
+		return;
+	size_text(min, d->pool_min);
+	switch (known_program(d->program)) {
+	case PROG_NGINX:
+		advice_add(l, "program_settings", "nginx: proxy_buffers", &m);
+		ps_buf_printf(&m, "nginx allocates large buffers only where its settings ask: "
+			      "proxy_buffer_size and proxy_buffers (proxying), output_buffers with "
+			      "directio (files read past the page cache), client_body_buffer_size "
+			      "(request bodies); its defaults (4K or 8K proxy buffers, 2 32k output "
+			      "buffers, 8K or 16K body buffer) stay below POOLSHIM_POOL_MIN=%s.  "
+			      "Measured in docs/results.md (GET 16 MiB): proxy_buffers 16 1m gave "
+			      "2.14x the MiB/s of no shim (1213 -> 0 faults/op); directio 1m with "
+			      "output_buffers 2 16m gave 4.60x (4622 -> 0 faults/op)", min);
+		ps_buf_str(&m);
+		advice_suggest(l, "16 1m");
+		break;
+	case PROG_HAPROXY:
+		advice_add(l, "program_settings", "haproxy: tune.bufsize", &m);
+		ps_buf_printf(&m, "haproxy moves data through its own buffers of tune.bufsize "
+			      "(16K by default), kept in its own pools, below POOLSHIM_POOL_MIN=%s: "
+			      "the pool has nothing to serve, and every socket call still passes the "
+			      "interposer.  Measured in docs/results.md (GET 16 MiB): the shim in "
+			      "haproxy alone ran at 0.83x no shim (1.20 -> 1.60 CPU s/GiB); the 1.91x "
+			      "with the shim everywhere came from the storage node behind it", min);
+		ps_buf_str(&m);
+		break;
+	case PROG_RADOSGW:
+		advice_add(l, "program_settings", "radosgw: rgw_max_chunk_size", &m);
+		ps_buf_printf(&m, "radosgw's large buffers are object data in pieces of "
+			      "rgw_max_chunk_size and rgw_obj_stripe_size (4M each by default); "
+			      "the pool serves them when they are at least POOLSHIM_POOL_MIN=%s and "
+			      "objects that large are read or written.  Measured in docs/results.md: "
+			      "GET 16 MiB 1.24x no shim (4057 -> 2 faults/op), GET 1 MiB 1.22x", min);
+		ps_buf_str(&m);
+		break;
+	case PROG_OTHER:
+		break;
+	}
+}
+
+/* File data the kernel moved between descriptors: no buffer in the process to pool. */
+static void advise_sendfile(const struct ps_report_data *d, struct advice_list *l)
+{
+	uint64_t calls = 0, bytes = 0;
+	char moved[SIZE_TEXT];
+	struct ps_buf m;
+
+	if (!pool_idle(d))
+		return;
+	for (int call = PS_CALL_SENDFILE; call <= PS_CALL_SPLICE; call++)
+		for (int k = 0; k < PS_FD__COUNT; k++)
+			if (row_used(d, call, k)) {
+				calls += d->totals->c[call][k].calls;
+				bytes += d->totals->c[call][k].bytes;
+			}
+	if (!bytes)
+		return;
+	bool nginx = known_program(d->program) == PROG_NGINX;
+	advice_add(l, "sendfile", nginx ? "nginx: sendfile" : "sendfile", &m);
+	ps_buf_printf(&m, "%lu sendfile/splice calls moved %s inside the kernel, from descriptor "
+		      "to descriptor, through no buffer of this process: nothing for the pool "
+		      "to serve", (unsigned long)calls, size_text(moved, bytes));
+	if (nginx)
+		ps_buf_puts(&m, "; nginx with `sendfile on` (Debian's nginx.conf sets it) serves static "
+			    "files this way, and that is cheap already; files read with directio into "
+			    "output_buffers "
+			    "(sendfile does not apply to them) are where the pool works (4.60x in "
+			    "docs/results.md with directio 1m, output_buffers 2 16m)");
+	ps_buf_str(&m);
+}
+
 /* Each rule adds at most one item; the report lists them in this order. */
 static void (*const advisors[])(const struct ps_report_data *d, struct advice_list *l) = {
 	advise_pool_min, advise_unaligned, advise_pool_full,
 	advise_hugetlb_none, advise_thp_disabled, advise_hugetlb_pays,
+	advise_pool_idle, advise_program, advise_sendfile,
 };
 
 static void gather_advice(const struct ps_report_data *d, struct advice_list *l)

@@ -295,6 +295,8 @@ static int open_report(const char *path, bool per_process, int pid, bool *fifo, 
 	if (fd < 0) {
 		if (fd == -ENXIO)
 			*why = "a FIFO with no reader";
+		else if (fd == -ELOOP)
+			*why = "a symbolic link: a report is never written through one; name the file itself";
 		return (int)fd;
 	}
 	if (PS_SYSCALL(SYS_fstat, fd, &st) < 0) {

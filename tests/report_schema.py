@@ -41,7 +41,7 @@ SCHEMA = {
 }
 ADVICE = {"id": str, "message": str, "variable": str, "suggested": (str, type(None))}
 ADVICE_IDS = {"pool_min", "memlock", "unaligned", "pool_full", "hugetlb_none", "thp_disabled",
-              "hugetlb_pays"}
+              "hugetlb_pays", "pool_idle", "program_settings", "sendfile"}
 CALL = {"call": str, "kind": str, "calls": U, "bytes": U, "errors": U, "eagain": U,
         "timed": U, "nsec": U, "estimated": U, "size_hist": list, "lat_hist": list, "errnos": dict}
 MODES = {"hugetlb", "thp", "4k", "mixed", "unused", "unavailable", "foreign"}

@@ -68,9 +68,11 @@ static void usage(FILE *f)
 		   "Records of processes that are gone are shown as such and left in place:\n"
 		   "`poolshim collect` writes their reports.  Only your own files are read\n"
 		   "unless --all-users (root reads all).  --prometheus prints the Prometheus text\n"
-		   "format; --textfile DIR writes it to DIR/poolshim.prom (atomically) for\n"
-		   "node_exporter.  --live-dir DIR (default $POOLSHIM_LIVE_DIR, else /dev/shm) is\n"
-		   "where files are.  (--keep, which kept gone processes' files, is still taken.)\n"
+		   "exposition format 0.0.4 (not OpenMetrics: no \"# EOF\" line); --textfile DIR\n"
+		   "writes it to DIR/poolshim.prom (atomically) for node_exporter.  -c COUNT stops\n"
+		   "-i after COUNT intervals (without -i it is an error).  --live-dir DIR\n"
+		   "(default $POOLSHIM_LIVE_DIR, else /dev/shm) is where files are.  (--keep,\n"
+		   "which kept gone processes' files, is still taken.)\n"
 		   "Exit status: 0 all shown, 1 none shown, 3 some refused, 2 bad usage.\n");
 }
 
@@ -405,6 +407,27 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 		}
 }
 
+/*
+ * Whether a file can be made in dir, by making one and removing it:
+ * access(2) says yes to root even where nothing can be created (/proc,
+ * a read-only mount).  0, or -1 with errno set.
+ */
+static int probe_dir(const char *dir)
+{
+	char tmp[4096];
+
+	if (snprintf(tmp, sizeof(tmp), "%s/.poolshim.prom.XXXXXX", dir) >= (int)sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	int fd = mkstemp(tmp);
+	if (fd < 0)
+		return -1;
+	unlink(tmp);
+	close(fd);
+	return 0;
+}
+
 /* DIR/poolshim.prom replaced whole: a collector never reads half a scrape. */
 static int write_textfile(struct target *t, int n, struct ps_tstats *tot)
 {
@@ -536,7 +559,7 @@ int main(int argc, char **argv)
 			struct stat st;
 			errno = 0;
 			if (stat(opt_textfile, &st) < 0 || !S_ISDIR(st.st_mode) ||
-			    access(opt_textfile, W_OK | X_OK) < 0) {
+			    probe_dir(opt_textfile) < 0) {
 				fprintf(stderr, "poolshim stat: --textfile %s: %s\n", opt_textfile,
 					errno ? strerror(errno) : "not a directory");
 				return 2;
@@ -568,6 +591,11 @@ int main(int argc, char **argv)
 			ids[nids].pid = (int)pid;
 			ids[nids++].ns = my_ns;
 		}
+	}
+	if (count > 0 && interval <= 0) {
+		fprintf(stderr, "poolshim stat: -c COUNT counts the intervals of -i SECONDS; "
+				"give -i too (without -i, stat prints once)\n");
+		return 2;
 	}
 	bool named = nids > 0;
 	if (!named) {

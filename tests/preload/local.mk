@@ -61,6 +61,8 @@ tests_preload_live_rawfork_LDADD = -lpthread
 # The report's advice, metadata and configuration; poolshim report --csv/--diff.
 check_PROGRAMS += tests/preload/advice_helper
 pst_scripts += tests/preload/advice.sh
+# Debian's nginx with sendfile on and default buffers: the report says why the pool did nothing.
+pst_scripts += tests/preload/advice_nginx.sh
 
 # A forwarding malloc wrapper (as tracers preload) for alloc_foreign.sh.
 check_LTLIBRARIES += tests/preload/libfwdwrap.la

@@ -130,4 +130,14 @@ for ext in json txt; do
 		fail "exec chain ($ext): $(head -c 200 "$1"); $(cat "$PST_TMP/err")"
 done
 
+# 10. a symbolic link (issue 37): refused, the target untouched, and the message
+# names ELOOP and the reason, not "error"
+printf 'precious\n' >"$PST_TMP/target"
+ln -s "$PST_TMP/target" "$PST_TMP/sym.json"
+shim "POOLSHIM_STATS=$PST_TMP/sym.json" -- "$H" --count 2 >"$PST_TMP/out" 2>"$PST_TMP/err" || fail "symlink: helper failed"
+[ "$(cat "$PST_TMP/target")" = precious ] &&
+	grep -q "cannot write the report to $PST_TMP/sym.json: ELOOP (a symbolic link: a report is never written through one; name the file itself)" "$PST_TMP/err" &&
+	pass "symbolic link refused, said: $(grep 'cannot write' "$PST_TMP/err" | cut -c1-120)" ||
+	fail "symbolic link: $(cat "$PST_TMP/err") / target: $(head -c 100 "$PST_TMP/target")"
+
 finish

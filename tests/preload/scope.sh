@@ -52,6 +52,12 @@ shim POOLSHIM_PROGRAMS='nginx,' -- cat /dev/null 2>"$PST_TMP/bad2"
 	grep -q "^poolshim\[[0-9]*\] cat: POOLSHIM_PROGRAMS='nginx,' has an empty name; poolshim leaves this and every other program alone" "$PST_TMP/bad2" &&
 	pass "a malformed list is said in one line where it names nobody" ||
 	fail "malformed list, unnamed program: '$(cat "$PST_TMP/bad2")'"
+# With the report off as well (issue 37): the list is still judged and said.
+shim POOLSHIM_PROGRAMS='ngin*' POOLSHIM_STATS=off -- cat /dev/null 2>"$PST_TMP/bad3"
+[ "$(wc -l <"$PST_TMP/bad3")" = 1 ] &&
+	grep -q "^poolshim\[[0-9]*\] cat: POOLSHIM_PROGRAMS='ngin\*' has a character that is not part of a program name" "$PST_TMP/bad3" &&
+	pass "a malformed list is said with POOLSHIM_STATS=off too" ||
+	fail "malformed list, POOLSHIM_STATS=off: '$(cat "$PST_TMP/bad3")'"
 
 # System calls of an unlisted program: no kind the program does not make
 # itself, and no file opened but the libraries the loader maps.

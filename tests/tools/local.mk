@@ -44,6 +44,14 @@ pst_tools_scripts += tests/tools/report_workflow.sh
 # timed calls, no blank panel for a program that only allocates.
 pst_tools_scripts += tests/tools/report_plots.sh
 
+# `poolshim stat`: the Prometheus text format said as such, -c without -i
+# refused, an unwritable --textfile DIR refused at start (as root too),
+# the live view's pool retain and decay from the record.
+pst_tools_scripts += tests/tools/stat_cli.sh
+
+# man/*: no troff warning at 78 columns.
+pst_tools_scripts += tests/tools/man_warnings.sh
+
 # docs/grafana/poolshim.json asks only for metrics and labels that
 # `poolshim stat --prometheus` prints (and parses, with promtool).
 pst_tools_scripts += tests/tools/grafana_dashboard.sh

@@ -217,7 +217,51 @@ START_TEST(test_load_cross_check)
 	const char *env[] = { "POOLSHIM_POOL_MIN=512M", "POOLSHIM_POOL_SIZE=64M", NULL };
 
 	ck_assert_int_eq(load_captured(&cfg, env, msgs, sizeof(msgs)), 1);
-	ck_assert_ptr_nonnull(strstr(msgs, "exceeds POOLSHIM_POOL_SIZE"));
+	/* the values as the user wrote them, and what to do about it */
+	ck_assert_ptr_nonnull(strstr(msgs, "POOLSHIM_POOL_MIN=512M is larger than "
+					   "POOLSHIM_POOL_SIZE=64M, so no allocation can use the pool; "
+					   "set POOLSHIM_POOL_MIN to 64M or less"));
+	ck_assert_ptr_nonnull(strstr(msgs, "or POOLSHIM_POOL_SIZE to 512M or more"));
+	ck_assert_msg(strchr(msgs, '\n') == msgs + strlen(msgs) - 1, "not one line: %s", msgs);
+}
+END_TEST
+
+/* A bad format with a .json report path: the message names the JSON that applies. */
+START_TEST(test_load_bad_format_json_path)
+{
+	struct ps_config cfg;
+	char msgs[4096];
+	const char *env[] = { "POOLSHIM_STATS=/tmp/r.json", "POOLSHIM_STATS_FORMAT=xml", NULL };
+
+	ck_assert_int_eq(load_captured(&cfg, env, msgs, sizeof(msgs)), 1);
+	ck_assert_int_eq(cfg.stats_format, PS_FORMAT_JSON);
+	ck_assert_msg(strstr(msgs, "using the default json, as the POOLSHIM_STATS path ends in .json"),
+		      "%s", msgs);
+	ck_assert_ptr_null(strstr(msgs, "default text"));
+
+	const char *txt[] = { "POOLSHIM_STATS=/tmp/r.txt", "POOLSHIM_STATS_FORMAT=xml", NULL };
+	ck_assert_int_eq(load_captured(&cfg, txt, msgs, sizeof(msgs)), 1);
+	ck_assert_int_eq(cfg.stats_format, PS_FORMAT_TEXT);
+	ck_assert_ptr_nonnull(strstr(msgs, "using the default text"));
+}
+END_TEST
+
+/* A POOLSHIM_* name in the wrong case is not read, and one line says the right spelling. */
+START_TEST(test_load_wrong_case)
+{
+	struct ps_config cfg;
+	char msgs[4096];
+	const char *env[] = { "poolshim_stats=off", "Poolshim_Pool_Min=1M", "poolshimmer=1",
+			      "poolshim_nothing=1", NULL };
+
+	ck_assert_int_eq(load_captured(&cfg, env, msgs, sizeof(msgs)), 2);
+	ck_assert_str_eq(cfg.stats, "stderr");
+	ck_assert_uint_eq(cfg.pool_min, 64 << 10);
+	ck_assert_ptr_nonnull(strstr(msgs, "poolshim_stats ignored: names are case-sensitive, "
+					   "the variable is POOLSHIM_STATS\n"));
+	ck_assert_ptr_nonnull(strstr(msgs, "the variable is POOLSHIM_POOL_MIN\n"));
+	ck_assert_ptr_null(strstr(msgs, "poolshimmer"));
+	ck_assert_ptr_null(strstr(msgs, "poolshim_nothing"));
 }
 END_TEST
 
@@ -280,6 +324,8 @@ Suite *suite_config(void)
 	tcase_add_test(tc, test_load_bad_values);
 	tcase_add_test(tc, test_load_unknown_name);
 	tcase_add_test(tc, test_load_cross_check);
+	tcase_add_test(tc, test_load_bad_format_json_path);
+	tcase_add_test(tc, test_load_wrong_case);
 	tcase_add_test(tc, test_programs_match);
 	tcase_add_test(tc, test_program_clean);
 	suite_add_tcase(s, tc);

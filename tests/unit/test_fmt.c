@@ -97,6 +97,8 @@ START_TEST(test_errno_names)
 {
 	ck_assert_str_eq(ps_errno_name(EAGAIN), "EAGAIN");
 	ck_assert_str_eq(ps_errno_name(EINVAL), "EINVAL");
+	/* a symlinked report path fails with ELOOP (O_NOFOLLOW) */
+	ck_assert_str_eq(ps_errno_name(ELOOP), "ELOOP");
 	ck_assert_ptr_null(ps_errno_name(9999));
 }
 END_TEST

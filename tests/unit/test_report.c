@@ -230,6 +230,111 @@ START_TEST(test_hugetlb_advice)
 }
 END_TEST
 
+/* Text render of d into a static buffer. */
+static const char *render_text(const struct ps_report_data *d)
+{
+	static char storage[32768];
+	struct ps_buf b;
+
+	ps_buf_init(&b, storage, sizeof(storage), -1);
+	ps_report_render(&b, d, PS_FORMAT_TEXT);
+	ck_assert(!b.truncated);
+	return ps_buf_str(&b);
+}
+
+/*
+ * "Why nothing": a pool that served (next to) nothing gets a reason in the
+ * program's terms: the largest allocation against the threshold, the
+ * settings of a program known by name, what sendfile means.  None when the
+ * pool worked, or when the largest allocation reached the threshold.
+ */
+START_TEST(test_why_nothing)
+{
+	struct ps_report_data d;
+	const char *s;
+
+	sample(&d);                       /* 3 pooled, one 1M allocation: the threshold is not why */
+	totals.events[PS_EV_FB_POOL_FULL] = 0;
+	s = render_text(&d);
+	ck_assert_ptr_null(strstr(s, "the pool served"));
+
+	/* a Debian-default nginx: 16K-32K allocations at most, 40 sendfile calls */
+	d.program = "nginx";
+	totals.events[PS_EV_POOL_ALLOC] = 0;
+	memset(totals.c[PS_CALL_MALLOC][PS_FD_NONE].size_hist, 0,
+	       sizeof(totals.c[PS_CALL_MALLOC][PS_FD_NONE].size_hist));
+	totals.c[PS_CALL_MALLOC][PS_FD_NONE].size_hist[10] = 900;
+	totals.c[PS_CALL_MALLOC][PS_FD_NONE].size_hist[14] = 7;
+	totals.c[PS_CALL_SENDFILE][PS_FD_SOCKET].calls = 40;
+	totals.c[PS_CALL_SENDFILE][PS_FD_SOCKET].bytes = 40 << 20;
+	s = render_text(&d);
+	ck_assert_ptr_nonnull(strstr(s, "the pool served 0 allocations: the largest allocations "
+					"this process made were 16K-32K (7 of them), below "
+					"POOLSHIM_POOL_MIN=64K"));
+	ck_assert_ptr_nonnull(strstr(s, "proxy_buffer_size and proxy_buffers"));
+	ck_assert_ptr_nonnull(strstr(s, "output_buffers with directio"));
+	ck_assert_ptr_nonnull(strstr(s, "client_body_buffer_size"));
+	ck_assert_ptr_nonnull(strstr(s, "2.14x"));
+	/* whole, not cut at the message's room */
+	ck_assert_ptr_nonnull(strstr(s, "output_buffers 2 16m gave 4.60x (4622 -> 0 faults/op)\n"));
+	ck_assert_ptr_nonnull(strstr(s, "with directio 1m, output_buffers 2 16m)\n"));
+	ck_assert_ptr_nonnull(strstr(s, "40 sendfile/splice calls moved 40M inside the kernel"));
+	ck_assert_ptr_nonnull(strstr(s, "nginx with `sendfile on` (Debian's nginx.conf sets it)"));
+
+	static char storage[32768];
+	struct ps_buf b;
+	ps_buf_init(&b, storage, sizeof(storage), -1);
+	ps_report_render(&b, &d, PS_FORMAT_JSON);
+	s = ps_buf_str(&b);
+	ck_assert(!b.truncated);
+	ck_assert_ptr_nonnull(strstr(s, "{\"id\":\"pool_idle\","));
+	ck_assert_ptr_nonnull(strstr(s, "\"variable\":\"nginx: proxy_buffers\""));
+	ck_assert_ptr_nonnull(strstr(s, "\"suggested\":\"16 1m\""));
+	ck_assert_ptr_nonnull(strstr(s, "{\"id\":\"sendfile\","));
+
+	d.program = "haproxy";
+	totals.c[PS_CALL_SENDFILE][PS_FD_SOCKET] = (struct ps_counter){ 0 };
+	s = render_text(&d);
+	ck_assert_ptr_nonnull(strstr(s, "tune.bufsize"));
+	ck_assert_ptr_nonnull(strstr(s, "0.83x"));
+	ck_assert_ptr_null(strstr(s, "sendfile/splice"));
+
+	d.program = "radosgw";
+	s = render_text(&d);
+	ck_assert_ptr_nonnull(strstr(s, "rgw_max_chunk_size and rgw_obj_stripe_size"));
+
+	d.program = "nginxish";          /* not a known name: the threshold line only */
+	s = render_text(&d);
+	ck_assert_ptr_nonnull(strstr(s, "the pool served 0 allocations"));
+	ck_assert_ptr_null(strstr(s, "proxy_buffers"));
+
+	/* 20 allocations just below the threshold: pool_min says why and what to set, alone */
+	totals.c[PS_CALL_MALLOC][PS_FD_NONE].size_hist[15] = 20;
+	s = render_text(&d);
+	ck_assert_ptr_nonnull(strstr(s, "POOLSHIM_POOL_MIN=16K would pool them"));
+	ck_assert_ptr_null(strstr(s, "the pool served 0 allocations"));
+	totals.c[PS_CALL_MALLOC][PS_FD_NONE].size_hist[15] = 0;
+
+	/* no allocation at all */
+	totals.c[PS_CALL_MALLOC][PS_FD_NONE] = (struct ps_counter){ 0 };
+	s = render_text(&d);
+	ck_assert_ptr_nonnull(strstr(s, "this process made no counted allocation"));
+
+	/* the largest allocation reached the threshold: the fallbacks say why, not this */
+	totals.c[PS_CALL_MALLOC][PS_FD_NONE].calls = 1;
+	totals.c[PS_CALL_MALLOC][PS_FD_NONE].size_hist[16] = 1;
+	d.program = "nginx";
+	s = render_text(&d);
+	ck_assert_ptr_null(strstr(s, "the pool served"));
+	ck_assert_ptr_nonnull(strstr(s, "proxy_buffers"));   /* the settings still apply */
+
+	/* a pool that worked: nothing to explain */
+	totals.events[PS_EV_POOL_ALLOC] = 500;
+	s = render_text(&d);
+	ck_assert_ptr_null(strstr(s, "proxy_buffers"));
+}
+END_TEST
+
 Suite *suite_report(void)
 {
 	Suite *s = suite_create("report");
@@ -240,6 +345,7 @@ Suite *suite_report(void)
 	tcase_add_test(tc, test_path);
 	tcase_add_test(tc, test_emit);
 	tcase_add_test(tc, test_hugetlb_advice);
+	tcase_add_test(tc, test_why_nothing);
 	suite_add_tcase(s, tc);
 	return s;
 }
