@@ -228,11 +228,8 @@ static void bind_libc(void)
 		bind_from(h, base);
 }
 
-/*
- * free's door (malloc.c) hands a pointer below this straight to the small
- * heap: 0 until start-up ends, then the pool's start or UINTPTR_MAX.
- */
-uintptr_t ps_door_pool_lo;
+/* free's door (malloc.c, alloc.h): every pointer takes the slow path until start-up ends. */
+uintptr_t ps_door_pool_end = UINTPTR_MAX;
 size_t ps_door_exact_min;
 __thread uint32_t ps_alloc_gate = 1;
 /* The gap the gate is counting down, and the calls still counted one by one. */
@@ -277,8 +274,8 @@ static uint32_t alloc_gate_refill(void)
 static void door_see_pool(void)
 {
 	uintptr_t lo = __atomic_load_n(&ps_pool_lo, __ATOMIC_ACQUIRE);
-	if (ps_unlikely(lo < __atomic_load_n(&ps_door_pool_lo, __ATOMIC_RELAXED)))
-		__atomic_store_n(&ps_door_pool_lo, lo, __ATOMIC_RELEASE);
+	if (ps_unlikely(__atomic_load_n(&ps_door_pool_end, __ATOMIC_RELAXED) != lo + ps_pool_span))
+		__atomic_store_n(&ps_door_pool_end, lo + ps_pool_span, __ATOMIC_RELEASE);
 }
 
 /* The private jemalloc's option (set before it initialises: ps_alloc_init). */
@@ -766,7 +763,7 @@ void ps_alloc_gate_quiet(bool quiet)
 void ps_alloc_open_door(bool mine)
 {
 	uintptr_t lo = __atomic_load_n(&ps_pool_lo, __ATOMIC_ACQUIRE);
-	__atomic_store_n(&ps_door_pool_lo, mine && lo ? lo : UINTPTR_MAX, __ATOMIC_RELEASE);
+	__atomic_store_n(&ps_door_pool_end, mine && lo ? lo + ps_pool_span : 0, __ATOMIC_RELEASE);
 }
 
 void *ps_malloc_sampled(size_t size)

@@ -8,7 +8,7 @@
  * malloc, calloc and free, the calls a program makes millions of, are a
  * compare and a jump in the common case (ps_door, heap.h): a small
  * request goes straight to the small heap's malloc or calloc, a pointer
- * below the pool straight to its free, with no errno saved, no atomic and
+ * above the pool's range straight to its free, with no errno saved, no atomic and
  * one thread-local decrement (the counting's sampling).  Everything else
  * takes one indirect jump, to the slow path in alloc.c or to the other
  * allocator's own function; in the slow path
@@ -110,7 +110,7 @@ void *ps_calloc_slow(size_t n, size_t size)
  */
 PS_EXPORT void *realloc(void *p, size_t size)
 {
-	if (ps_likely(size < ps_door_exact_min) && ps_likely((uintptr_t)p < ps_door_pool_lo) &&
+	if (ps_likely(size < ps_door_exact_min) && ps_likely(!ps_door_maybe_pooled(p)) &&
 	    ps_likely(--ps_alloc_gate != 0))
 		return ps_door.small_realloc(p, size);
 	return ps_door.realloc(p, size);
@@ -127,7 +127,7 @@ void *ps_realloc_slow(void *p, size_t size)
 
 PS_EXPORT void free(void *p)
 {
-	if (ps_likely((uintptr_t)p < ps_door_pool_lo))
+	if (ps_likely(!ps_door_maybe_pooled(p)))
 		ps_door.small_free(p);
 	else
 		ps_free_slow(p);
@@ -184,7 +184,9 @@ void *ps_malloc_slow(size_t size)
 }
 
 /*
- * free's slow path: start-up, or a pointer at or above the pool's start.
+ * free's slow path: start-up, or a pointer below the end of the range the
+ * pool may grow to (NULL, the heap of a program not built
+ * position-independent).
  * Only pooled blocks are counted: a free of the small heap's costs no
  * more than glibc's own, wherever its address lies.
  */

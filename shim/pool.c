@@ -1,30 +1,31 @@
 // SPDX-License-Identifier: MIT
 /*
- * Slabs.  On the first slab request the pool reserves one PROT_NONE,
- * MAP_NORESERVE range of address space (twice POOLSHIM_POOL_SIZE, so
- * alignment slack never runs it dry), probes the page kinds and reads the
- * memory cgroup's limit: a program that never makes a pooled allocation
- * pays no syscall and no fault for the pool.  Under a finite RLIMIT_AS the
- * range is not reserved ahead: it starts as one 2 MiB unit at a fixed,
- * randomised hint far above the heap and below the mmap area, and grows
- * upward (MAP_FIXED_NOREPLACE) only as slabs need it, so the pool holds no
- * address space it has not backed; lo never moves, so "is this pooled"
- * stays two compares.  A slab is one extent handed to jemalloc's pool
+ * Slabs.  On the first slab request the pool claims one 2 MiB unit of
+ * PROT_NONE, MAP_NORESERVE address space at a randomised spot between 16
+ * and 32 TiB, far from the program's binary, heap and mmap area, probes the page kinds and reads
+ * the memory cgroup's limit: a program that never makes a pooled
+ * allocation pays no syscall and no fault for the pool.  The range grows
+ * upward (MAP_FIXED_NOREPLACE) only as slabs need it, whatever RLIMIT_AS
+ * is, so the pool never holds address space it has not backed beyond that
+ * first unit, and a limit set later (a shell's `ulimit -v`, a sandboxing
+ * helper) finds what it would without the shim; lo never moves, so "is
+ * this pooled" stays two compares.  A slab is one extent handed to jemalloc's pool
  * arena; slabs are carved back to back in address order, and the range
  * below the highest slab is mapped in place, whole 2 MiB units at a time,
  * with MAP_FIXED: hugetlb pages when the system has them, else anonymous
  * memory advised for THP, else plain 4 KiB pages.
  *
- * Except at first, when no hugepages are tried (POOLSHIM_HUGEPAGES=none,
- * or THP disabled): the first 2 MiB unit of the reserve is a small region
- * where slabs are sized by need (the extent jemalloc needs for the request
- * at hand, not its 2 MiB growth step) and backed in 64 KiB steps.  A short
- * program with one 128 KiB buffer then prefaults 192 KiB, not 2 MiB (512
- * faults).  With hugepages the first unit is one hugepage, one fault, as
- * before.  The first request that does not fit closes the region: slabs
- * continue at the next unit boundary and the rest of it stays reserved and
- * unbacked.
- *
+ * Except at first, unless hugetlb pages are asked for: the first 2 MiB
+ * unit of the reserve is a small region where slabs are sized by need (the
+ * extent jemalloc needs for the request at hand, not its 2 MiB growth
+ * step) and backed in 64 KiB steps of 4 KiB pages, THP or not.  A short
+ * program with one 64 KiB buffer then holds 64 KiB of it, not a whole
+ * hugepage (2 MiB of RSS), and with 4 KiB pages one 128 KiB buffer
+ * prefaults 192 KiB, not 2 MiB (512 faults).  With THP a slab of half a
+ * unit or more does not go there.  The first request that does not fit
+ * closes the region: slabs continue at the next unit boundary and the
+ * rest of it stays reserved and unbacked.
+
  * Footprint.  Only the part of a slab that the request at hand needs is
  * prefaulted (MADV_POPULATE_WRITE), not the rest of jemalloc's growth step
  * (up to 64 MiB), which faults in when a later request first uses it: the
@@ -55,7 +56,6 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,7 +74,7 @@
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
 
-uintptr_t ps_pool_lo, ps_pool_hi;
+uintptr_t ps_pool_lo, ps_pool_hi, ps_pool_span;
 void (*ps_pool_on_change)(void);
 
 #define SMALL_STEP ((size_t)64 << 10)   /* backing step in the small region */
@@ -186,14 +186,6 @@ static void probe_page_kinds(enum ps_hugepages mode)
 		info.thp_reason = PROGRAM_THP_OFF;
 		try_thp = false;
 	}
-}
-
-/* Whether RLIMIT_AS is finite now: the reservation then grows as used. */
-static bool address_space_limited(void)
-{
-	struct rlimit rl;
-
-	return PS_SYSCALL(SYS_prlimit64, 0, RLIMIT_AS, NULL, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
 }
 
 /*
@@ -313,13 +305,13 @@ int ps_pool_init(const struct ps_config *cfg)
 }
 
 /*
- * Under a finite RLIMIT_AS: a 2 MiB aligned spot for lo with room above it
- * for the whole range, in [16 TiB, 32 TiB): far above the program's heap
- * and binaries, far below the top-down mmap area, in one of 256 slots
+ * A 2 MiB aligned spot for lo with room above it for the whole range, in
+ * [16 TiB, 32 TiB): away from the program's binary and heap (a PIE's near
+ * 85 TiB, others' in the first GiB), far below the top-down mmap area, in one of 256 slots
  * picked from the kernel's AT_RANDOM bytes (no syscall).  Reserves the
  * first unit there; 0, or -errno when no slot could be had.
  */
-static int reserve_growing(size_t want, uintptr_t *lo)
+static int reserve_growing(uintptr_t *lo)
 {
 	const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
 	unsigned slot = r ? r[15] : 0;
@@ -337,12 +329,11 @@ static int reserve_growing(size_t want, uintptr_t *lo)
 		else if (errno != EEXIST)
 			return -errno;
 	}
-	(void)want;
 	return -ENOMEM;
 }
 
 /*
- * Under the lock, under a finite RLIMIT_AS: grow the reservation up to end
+ * Under the lock: grow the reservation up to end
  * (a unit boundary).  0, or -errno (the limit, or someone else's mapping
  * just above).
  */
@@ -390,35 +381,25 @@ static int reserve_range(void)
 	}
 	__atomic_store_n(&cfg_retain, info.retain, __ATOMIC_RELEASE);
 
-	uintptr_t lo = 0, hi = 0;
-	if (address_space_limited()) {
-		int r = reserve_growing(want, &lo);
-		if (r < 0)
-			return r;
-		hi = lo + PS_UNIT;
-		info.as_growing = true;
-		info.reserve = PS_UNIT;
-	} else {
-		/* Over-reserve by one unit, then trim to a 2 MiB aligned range. */
-		void *p = mmap(NULL, want + PS_UNIT, PROT_NONE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (p == MAP_FAILED)
-			return -errno;
-		uintptr_t raw = (uintptr_t)p;
-		lo = round_up(raw, PS_UNIT);
-		if (lo > raw)
-			munmap(p, lo - raw);
-		hi = lo + want;
-		if (raw + want + PS_UNIT > hi)
-			munmap((void *)hi, raw + want + PS_UNIT - hi);
-		info.reserve = want;
-	}
+	/*
+	 * Always reserved as used, whatever RLIMIT_AS is now: a limit the
+	 * program (or a shell's `ulimit -v`, or a sandboxing helper) sets
+	 * later counts every mapping, PROT_NONE ones included, and a range
+	 * reserved ahead would use it up.
+	 */
+	uintptr_t lo = 0;
+	int r = reserve_growing(&lo);
+	if (r < 0)
+		return r;
+	uintptr_t hi = lo + PS_UNIT;
+	info.reserve = PS_UNIT;
 
 	range_max = lo + want;
+	ps_pool_span = want;
 	pool_next = lo;
 	backed_end = lo;
 	/* Hugepages, THP included, come in whole units: no small region then. */
-	small_end = try_hugetlb || try_thp ? 0 : lo + PS_UNIT;
+	small_end = try_hugetlb ? 0 : lo + PS_UNIT;
 	/* Readers test hi first (ps_pool_contains): lo must be there before it. */
 	__atomic_store_n(&ps_pool_lo, lo, __ATOMIC_RELEASE);
 	__atomic_store_n(&ps_pool_hi, hi, __ATOMIC_RELEASE);
@@ -545,11 +526,13 @@ static bool place(size_t len, size_t align, size_t need, uintptr_t *start,
 {
 	*start = round_up(pool_next, align);
 	*small = false;
+	/* With THP, a buffer of half a unit or more is better off on hugepages. */
+	size_t small_max = try_thp ? PS_UNIT / 2 : PS_UNIT;
 	if (small_end) {
-		if (need && len > need_bound(need) &&
+		if (need && len > need_bound(need) && need_bound(need) < small_max &&
 		    round_up(pool_next, align) + need_bound(need) <= small_end)
 			return false;
-		if (*start + len <= small_end) {
+		if (*start + len <= small_end && len < small_max) {
 			*small = true;
 			*back_from = backed_end;
 			*back_to = round_up(*start + len, SMALL_STEP);
@@ -606,7 +589,7 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 			fail = PS_FAIL_NO_ADDRESS;
 		else if (back_to > back_from && info.backed + (back_to - back_from) > info.cap)
 			fail = PS_FAIL_POOL_FULL;
-		else if (info.as_growing && reserve_to(round_up(back_to, PS_UNIT)) < 0)
+		else if (reserve_to(round_up(back_to, PS_UNIT)) < 0)
 			fail = PS_FAIL_NO_ADDRESS;
 	}
 
@@ -832,6 +815,6 @@ void ps_pool_reset_for_tests(void)
 	pool_next = backed_end = small_end = 0;
 	prepared = false;
 	prepare_error = 0;
-	ps_pool_lo = ps_pool_hi = 0;
+	ps_pool_lo = ps_pool_hi = ps_pool_span = 0;
 	memset(&info, 0, sizeof(info));
 }

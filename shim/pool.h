@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Slabs: the memory behind pooled allocations.  One virtual range is
- * reserved at the first slab request (under a finite RLIMIT_AS it grows
- * as slabs need it instead); slabs are carved from it in address order,
+ * Slabs: the memory behind pooled allocations.  One virtual range starts
+ * at the first slab request and grows as slabs need it (never reserved
+ * ahead, so an address-space limit set later still works); slabs are carved from it in address order,
  * each backed with hugetlb pages, else THP, else 4 KiB pages, and the part
  * the request at hand needs prefaulted.  A slab's address range stays the
  * pool's, but its free pages go back to the kernel when the pool arena
@@ -52,7 +52,6 @@ struct ps_pool_info {
 	uint64_t decay_ms;               /* POOLSHIM_POOL_DECAY_MS */
 	uint64_t purged;                 /* bytes given back to the kernel */
 	uint64_t purges;                 /* times the pool arena gave memory back */
-	bool as_growing;                 /* RLIMIT_AS finite: reserved as used */
 	uint64_t forks;                  /* fork()s this process made (its atfork handlers ran) */
 };
 
@@ -92,10 +91,13 @@ int ps_pool_prepare(void);
 void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_pool_fail *why);
 
 /*
- * Set when the range is reserved, lo before hi; 0 before.  hi grows (only
- * up, lo never moves) when the reservation grows under a finite RLIMIT_AS.
+ * Set when the range is first reserved, lo before hi; 0 before.  hi grows
+ * (only up, lo never moves) as slabs need more of the range; it never
+ * passes ps_pool_lo + ps_pool_span.
  */
 extern uintptr_t ps_pool_lo, ps_pool_hi;
+/* The most the range may span (lo + span: its end when grown whole); set with lo. */
+extern uintptr_t ps_pool_span;
 
 /*
  * Whether p points into the pool's reserved range.  Lock-free: hi is read

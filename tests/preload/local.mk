@@ -147,3 +147,8 @@ pst_scripts += tests/preload/startup_syscalls.sh tests/preload/report_faults.sh
 # malloc_trim, peak, steady reuse, decay, RLIMIT_AS), in a memory cgroup.
 check_PROGRAMS += tests/preload/footprint
 pst_scripts += tests/preload/footprint.sh tests/preload/footprint_cgroup.sh
+# The address space and RSS the pool holds: a limit set after start, one
+# 16 MiB buffer's VmPeak, one 64 KiB buffer's RSS (with and without the shim).
+check_PROGRAMS += tests/preload/alloc_aslimit
+tests_preload_alloc_aslimit_LDADD = -lpthread
+pst_scripts += tests/preload/alloc_aslimit.sh
