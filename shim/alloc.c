@@ -35,12 +35,16 @@
  *   256 MiB because a server's use falls to nothing between bursts: the
  *   demo's storage nodes (peak 80 MiB, 4 connections of 16 MiB PUTs) were
  *   purged 5-11 times in 6 s under 64 MiB and took 2 faults per request;
- * - time: at the first pooled free after a POOLSHIM_POOL_DECAY_MS window
- *   (10 s, as jemalloc's dirty_decay_ms), if what the pool holds (in use +
- *   that estimate) is more than the window's peak use needed (plus an
- *   eighth, at least 4 MiB), that much was not reused in the window: all
- *   of the free memory goes back.  A loop whose sizes vary reaches its
- *   peak again within the window and keeps its memory;
+ * - time: POOLSHIM_POOL_DECAY_MS (10 s, as jemalloc's dirty_decay_ms) is
+ *   watched in quarters.  Each quarter keeps the lowest that estimate
+ *   fell to in it: memory that stayed free through a quarter.  At the
+ *   first pooled call after a quarter ends, if the estimate stayed above
+ *   4 MiB through each of the last three whole quarters, that much sat
+ *   unused for at least three quarters of the window: all of the free
+ *   memory goes back.  Memory freed at t is gone at the first pooled call
+ *   after t + DECAY_MS at the latest, whatever came before (a burst's peak
+ *   no longer holds it for a second window).  A loop whose sizes vary
+ *   reuses its free memory within a quarter and keeps it;
  * - malloc_trim() gives it all back at once, then trims glibc's heap.
  * A loop that frees and mallocs the same buffers reuses them within the
  * window and under the retention, so it never purges and never faults.
@@ -382,8 +386,10 @@ static extent_hooks_t pool_hooks = {
 static char purge_ctl[32];          /* "arena.N.purge" */
 static int64_t dirty;               /* freed pool bytes not yet reused */
 static int64_t in_use;              /* pooled bytes live */
-static int64_t peak_use;            /* the highest in_use in this window */
-static uint64_t window_end;         /* when the window ends (ns, coarse clock) */
+static uint64_t window_end;         /* when this quarter of the window ends (ns, coarse clock) */
+static int64_t quarter_low;         /* the lowest dirty in this quarter */
+static int64_t past_low[3];         /* ... in each of the last three whole quarters */
+static int rollover;                /* a thread is closing a quarter */
 static int64_t retain_bytes = INT64_MAX;
 static uint64_t decay_ns;           /* 0: no time limit */
 static int purging;
@@ -413,17 +419,68 @@ static void pool_purge(void)
 	__atomic_store_n(&purging, 0, __ATOMIC_RELEASE);
 }
 
+/*
+ * A pooled call at now, which moved the free memory estimate from before
+ * to d: close the quarters that ended, and purge if free
+ * memory stayed above the floor through the last three.  One thread at a
+ * time; the others go on (the counts are estimates anyway).
+ */
+static void decay_tick(uint64_t now, int64_t d, int64_t before)
+{
+	int idle = 0;
+
+	if (!__atomic_compare_exchange_n(&rollover, &idle, 1, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
+		return;
+	uint64_t end = __atomic_load_n(&window_end, __ATOMIC_RELAXED);
+	uint64_t quarter = decay_ns / 4 ? decay_ns / 4 : 1;
+	if (now >= end) {
+		int64_t low = __atomic_load_n(&quarter_low, __ATOMIC_RELAXED);
+		low = before < low ? before : low;
+		/* Quarters with no pooled call in them held what this call found. */
+		uint64_t skipped = (now - end) / quarter;
+		for (uint64_t k = 0; k < 3 && k <= skipped; k++) {
+			past_low[0] = past_low[1];
+			past_low[1] = past_low[2];
+			past_low[2] = k == 0 ? low : before;
+		}
+		__atomic_store_n(&window_end, end + (skipped + 1) * quarter, __ATOMIC_RELAXED);
+		__atomic_store_n(&quarter_low, d, __ATOMIC_RELAXED);
+		int64_t least = past_low[0];
+		least = past_low[1] < least ? past_low[1] : least;
+		least = past_low[2] < least ? past_low[2] : least;
+		if (least > ((int64_t)4 << 20)) {
+			past_low[0] = past_low[1] = past_low[2] = 0;
+			__atomic_store_n(&quarter_low, 0, __ATOMIC_RELAXED);
+			pool_purge();
+		}
+	}
+	__atomic_store_n(&rollover, 0, __ATOMIC_RELEASE);
+}
+
+/* The free memory estimate went from before to d: the quarter's low, and its end. */
+static void decay_note(int64_t d, int64_t before)
+{
+	if (d < __atomic_load_n(&quarter_low, __ATOMIC_RELAXED))
+		__atomic_store_n(&quarter_low, d, __ATOMIC_RELAXED);
+	if (decay_ns == 0)
+		return;
+	uint64_t now = now_ns();
+	if (ps_unlikely(now >= __atomic_load_n(&window_end, __ATOMIC_RELAXED)))
+		decay_tick(now, d, before);
+}
+
 /* A pooled block of n bytes was handed out: free memory reused, if any. */
 static void note_alloc(size_t n)
 {
-	int64_t live = __atomic_add_fetch(&in_use, (int64_t)n, __ATOMIC_RELAXED);
-	if (live > __atomic_load_n(&peak_use, __ATOMIC_RELAXED))
-		__atomic_store_n(&peak_use, live, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&in_use, (int64_t)n, __ATOMIC_RELAXED);
 	int64_t d = __atomic_sub_fetch(&dirty, (int64_t)n, __ATOMIC_RELAXED);
 	if (d < 0) {
 		/* Served from fresh memory (or a purged range): nothing was reused. */
 		__atomic_store_n(&dirty, 0, __ATOMIC_RELAXED);
+		d = 0;
 	}
+	decay_note(d, d + (int64_t)n);
 }
 
 /* A pooled block of n bytes was freed: purge if too much, or for too long, is kept. */
@@ -433,21 +490,10 @@ static void note_free(size_t n)
 	int64_t d = __atomic_add_fetch(&dirty, (int64_t)n, __ATOMIC_RELAXED);
 	if (d > retain_bytes && d > live) {
 		pool_purge();
+		__atomic_store_n(&quarter_low, 0, __ATOMIC_RELAXED);
 		return;
 	}
-	if (decay_ns == 0)
-		return;
-	uint64_t now = now_ns();
-	if (ps_likely(now < __atomic_load_n(&window_end, __ATOMIC_RELAXED)))
-		return;
-	/* A window is over: does the pool hold more than its peak use needed? */
-	int64_t peak = __atomic_load_n(&peak_use, __ATOMIC_RELAXED);
-	int64_t slack = peak / 8 > ((int64_t)4 << 20) ? peak / 8 : ((int64_t)4 << 20);
-	bool stale = d + (live > 0 ? live : 0) > peak + slack;
-	__atomic_store_n(&window_end, now + decay_ns, __ATOMIC_RELAXED);
-	__atomic_store_n(&peak_use, live, __ATOMIC_RELAXED);
-	if (stale)
-		pool_purge();
+	decay_note(d, d - (int64_t)n);
 }
 
 static int arena_ctl_ssize(unsigned arena, const char *leaf, ssize_t value)
@@ -500,7 +546,7 @@ static int make_arena(void)
 	/* The cgroup's limit, read now, may lower what the pool keeps. */
 	ps_pool_prepare();
 	retain_bytes = (int64_t)(ps_pool_retain() > INT64_MAX ? INT64_MAX : ps_pool_retain());
-	window_end = now_ns() + decay_ns;
+	window_end = now_ns() + (decay_ns / 4 ? decay_ns / 4 : 1);
 	return 0;
 }
 

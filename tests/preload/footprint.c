@@ -10,6 +10,11 @@
  *                  warm-up: "faults F" (minor faults in the N rounds)
  *   decay MIB MS   free one written MIB MiB buffer, then three times: sleep
  *                  MS ms, malloc/free 1 MiB: "rss free=K later=K"
+ *   burst N MIB MS N buffers of MIB MiB written, then all freed; then a
+ *                  steady loop (malloc, write, free 1 MiB every ms) for
+ *                  MS * 5/4 ms, then 200 rounds more: "rss free=K
+ *                  window=K faults=F" (VmRSS after the frees and after
+ *                  MS * 5/4 ms, minor faults in the last 200 rounds)
  *   aslimit        malloc 1 MiB, then 2.5 GiB: "aslimit ok" or "aslimit
  *                  ENOMEM" (exit 1)
  */
@@ -107,6 +112,33 @@ int main(int argc, char **argv)
 		printf("rss free=%ld later=%ld\n", after_free, status_kib("VmRSS"));
 		return 0;
 	}
+	if (strcmp(mode, "burst") == 0 && argc == 5) {
+		int n = atoi(argv[2]);
+		size_t size = strtoul(argv[3], NULL, 10) * MiB;
+		long ms = atol(argv[4]);
+		void **bufs = calloc((size_t)n, sizeof(*bufs));
+		for (int i = 0; i < n; i++)
+			bufs[i] = must(size);
+		for (int i = 0; i < n; i++)
+			free(bufs[i]);
+		long after_free = status_kib("VmRSS");
+		struct timespec t0, t;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			free(must(MiB));
+			sleep_ms(1);
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms * 5 / 4);
+		long window = status_kib("VmRSS");
+		long before = minflt();
+		for (int i = 0; i < 200; i++) {
+			free(must(MiB));
+			sleep_ms(1);
+		}
+		printf("rss free=%ld window=%ld faults=%ld\n", after_free, window, minflt() - before);
+		free(bufs);
+		return 0;
+	}
 	if (strcmp(mode, "aslimit") == 0) {
 		void *small = must(MiB);
 		errno = 0;
@@ -120,6 +152,6 @@ int main(int argc, char **argv)
 		free(small);
 		return 0;
 	}
-	fprintf(stderr, "usage: footprint big N MIB | steady MIB N | decay MIB MS | aslimit\n");
+	fprintf(stderr, "usage: footprint big N MIB | steady MIB N | decay MIB MS | burst N MIB MS | aslimit\n");
 	return 2;
 }
