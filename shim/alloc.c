@@ -420,6 +420,40 @@ static void pool_purge(void)
 }
 
 /*
+ * Following the memory cgroup's usage (pool.c found its limit), on the
+ * pooled calls only: the bytes we believe are left below the limit, less
+ * each pooled block and each fallback since the usage was last read.  When
+ * that falls under an eighth of the limit, the usage is read (one open,
+ * read, close); when what is left is under an eighth, or under the request
+ * about to be written, all of the pool's free memory goes back (partly used
+ * THP units too, by the page: pool.c) before the program touches the new
+ * block, rather than the kernel's OOM killer ending it.
+ */
+static int64_t cg_limit;            /* 0: no limit */
+static int64_t cg_headroom;         /* estimate */
+
+static void cgroup_watch(size_t n)
+{
+	if (ps_likely(cg_limit == 0))
+		return;
+	int64_t h = __atomic_sub_fetch(&cg_headroom, (int64_t)n, __ATOMIC_RELAXED);
+	if (ps_likely(h > cg_limit / 8))
+		return;
+	int saved_errno = errno;
+	int64_t used = (int64_t)ps_pool_cgroup_usage();
+	if (used > 0) {
+		h = cg_limit - used;
+		if (h < cg_limit / 8 || h < (int64_t)n) {
+			pool_purge();
+			used = (int64_t)ps_pool_cgroup_usage();
+			h = used > 0 ? cg_limit - used : h;
+		}
+		__atomic_store_n(&cg_headroom, h, __ATOMIC_RELAXED);
+	}
+	errno = saved_errno;
+}
+
+/*
  * A pooled call at now, which moved the free memory estimate from before
  * to d: close the quarters that ended, and purge if free
  * memory stayed above the floor through the last three.  One thread at a
@@ -546,6 +580,12 @@ static int make_arena(void)
 	/* The cgroup's limit, read now, may lower what the pool keeps. */
 	ps_pool_prepare();
 	retain_bytes = (int64_t)(ps_pool_retain() > INT64_MAX ? INT64_MAX : ps_pool_retain());
+	struct ps_pool_info info;
+	ps_pool_get_info(&info);
+	if (info.cgroup_limit && info.cgroup_limit < INT64_MAX) {
+		cg_headroom = 0;   /* read at the first pooled call */
+		cg_limit = (int64_t)info.cgroup_limit;
+	}
 	window_end = now_ns() + (decay_ns / 4 ? decay_ns / 4 : 1);
 	return 0;
 }
@@ -648,11 +688,14 @@ static void *pool_try(size_t size, int extra_flags)
 		ps_stats_event(PS_EV_POOL_ALLOC);
 		ps_stats_pool_used((int64_t)n);
 		note_alloc(n);
+		cgroup_watch(n);
 		ps_callsite_record(PS_SITE_ALLOC, site_call, size, 0);
 		return p;
 	}
 	errno = saved_errno;
 	ps_stats_event(ps_pool_fail_event(hook_fail));
+	/* glibc's heap takes it: it counts against the cgroup's limit all the same. */
+	cgroup_watch(size);
 	return NULL;
 }
 

@@ -38,7 +38,11 @@
  * on whole THP units.  The address range itself is never returned.  The
  * memory cgroup's limit (v2 memory.max, v1 memory.limit_in_bytes, the
  * lowest along the cgroup's path) caps the pool at three quarters of it
- * and what it keeps free at a sixteenth.
+ * and what it keeps free at a sixteenth; the usage file of that cgroup
+ * (memory.current, memory.usage_in_bytes) is read by alloc.c when it
+ * nears the limit, and in such a cgroup purges give back the free pages
+ * of partly used THP units too (the kernel splits them): what is resident
+ * counts there, not the TLB.
  *
  * The lock below is taken by the extent hook, sometimes under jemalloc's
  * grow mutex and sometimes not (near the cap, when the growth step fails,
@@ -90,6 +94,7 @@ static uintptr_t range_max;      /* the most the range may grow to (lo + this) *
 static int prepare_error;        /* and failed with this -errno */
 static size_t cfg_pool_size;
 static uint64_t cfg_retain;
+static bool purge_split;         /* purges give back partly used THP units by the page */
 #ifdef PS_TEST_HOOKS
 static unsigned test_delay_us;   /* PS_TEST_POOL_DELAY_US */
 #else
@@ -188,45 +193,55 @@ static void probe_page_kinds(enum ps_hugepages mode)
 	}
 }
 
-/*
- * The limit in the file dir/leaf, lowered into *limit: a number of bytes,
- * "max" (v2) or a v1 number near 2^63 mean none.
- */
-static void lower_limit(const char *dir, size_t dlen, const char *leaf, uint64_t *limit)
+bool ps_cgroup_parse_value(const char *text, uint64_t *out)
 {
-	char path[PS_PATH_MAX + 64], buf[32];
-	size_t llen = strlen(leaf);
 	uint64_t v;
+	const char *end;
 
-	if (dlen + llen + 1 > sizeof(path))
-		return;
-	memcpy(path, dir, dlen);
-	memcpy(path + dlen, leaf, llen + 1);
-	if (read_small_file(path, buf, sizeof(buf)) <= 0 || !ps_parse_digits(buf, UINT64_MAX, &v))
-		return;
-	if (v < (1ULL << 62) && (*limit == 0 || v < *limit))
-		*limit = v;
+	if (strncmp(text, "max", 3) == 0 && (text[3] == '\0' || text[3] == '\n')) {
+		*out = UINT64_MAX;
+		return true;
+	}
+	if (!(end = ps_parse_digits(text, UINT64_MAX, &v)) || end == text || (*end && *end != '\n'))
+		return false;
+	/* v1 says "no limit" with a page-rounded number near 2^63. */
+	*out = v >= (1ULL << 62) ? UINT64_MAX : v;
+	return true;
 }
 
 /*
- * The memory limit of the cgroup this process is in, as the JVM and Go
- * read it: the lowest memory.max (v2) or memory.limit_in_bytes (v1) from
- * the process's cgroup up to the root of the standard mounts (a cgroup
- * namespace shows its own root there).  0 when there is none.  Read once,
- * at the pool's preparation: a few opens, never at start-up.
+ * The limit in the file dir/leaf: lowered into out (and the usage file
+ * beside it remembered) when it is lower than what out holds.
  */
-static uint64_t cgroup_memory_limit(int *version)
+static void lower_limit(const char *dir, size_t dlen, const char *leaf, const char *usage,
+			int version, struct ps_cgroup *out)
 {
-	char buf[2048], dir[PS_PATH_MAX + 64];
-	const char *v1 = NULL, *v2 = NULL;
-	size_t v1len = 0, v2len = 0;
-	uint64_t limit = 0;
+	char path[sizeof(out->usage_path)], buf[32];
+	size_t llen = strlen(leaf), ulen = strlen(usage);
+	uint64_t v;
 
-	*version = 0;
-	if (read_small_file("/proc/self/cgroup", buf, sizeof(buf)) <= 0)
-		return 0;
+	if (dlen + llen + 1 > sizeof(path) || dlen + ulen + 1 > sizeof(path))
+		return;
+	memcpy(path, dir, dlen);
+	memcpy(path + dlen, leaf, llen + 1);
+	if (read_small_file(path, buf, sizeof(buf)) <= 0 || !ps_cgroup_parse_value(buf, &v) ||
+	    v == UINT64_MAX || (out->limit != 0 && v >= out->limit))
+		return;
+	out->limit = v;
+	out->version = version;
+	memcpy(out->usage_path, dir, dlen);
+	memcpy(out->usage_path + dlen, usage, ulen + 1);
+}
+
+void ps_cgroup_find(const char *root, char *self, struct ps_cgroup *out)
+{
+	char dir[sizeof(out->usage_path)];
+	const char *v1 = NULL, *v2 = NULL;
+	size_t v1len = 0, v2len = 0, rlen = strlen(root);
+
+	memset(out, 0, sizeof(*out));
 	/* Lines "ID:CONTROLLERS:PATH"; v2 is "0::PATH", v1 names "memory". */
-	for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+	for (char *line = self, *nl; line && *line; line = nl ? nl + 1 : NULL) {
 		nl = strchr(line, '\n');
 		if (nl)
 			*nl = '\0';
@@ -250,33 +265,61 @@ static uint64_t cgroup_memory_limit(int *version)
 	}
 
 	/* v1's memory controller, where mounted, is the one that limits. */
-	static const struct { const char *mount, *leaf; int version; } where[] = {
-		{ "/sys/fs/cgroup/memory", "/memory.limit_in_bytes", 1 },
-		{ "/sys/fs/cgroup", "/memory.max", 2 },
-		{ "/sys/fs/cgroup/unified", "/memory.max", 2 },
+	static const struct { const char *mount, *leaf, *usage; int version; } where[] = {
+		{ "/sys/fs/cgroup/memory", "/memory.limit_in_bytes", "/memory.usage_in_bytes", 1 },
+		{ "/sys/fs/cgroup", "/memory.max", "/memory.current", 2 },
+		{ "/sys/fs/cgroup/unified", "/memory.max", "/memory.current", 2 },
 	};
-	for (size_t w = 0; w < PS_ARRAY_SIZE(where) && limit == 0; w++) {
+	for (size_t w = 0; w < PS_ARRAY_SIZE(where) && out->limit == 0; w++) {
 		const char *path = where[w].version == 1 ? v1 : v2;
 		size_t plen = where[w].version == 1 ? v1len : v2len;
-		size_t mlen = strlen(where[w].mount);
+		size_t mlen = rlen + strlen(where[w].mount);
 		if (!path || mlen + plen + 1 > sizeof(dir))
 			continue;
-		memcpy(dir, where[w].mount, mlen);
+		memcpy(dir, root, rlen);
+		memcpy(dir + rlen, where[w].mount, mlen - rlen);
 		memcpy(dir + mlen, path, plen + 1);
 		/* From the process's cgroup up to the mount's root. */
 		for (size_t len = mlen + plen; len >= mlen;) {
 			while (len > mlen && dir[len - 1] == '/')
 				len--;
-			lower_limit(dir, len, where[w].leaf, &limit);
+			lower_limit(dir, len, where[w].leaf, where[w].usage, where[w].version, out);
 			if (len == mlen)
 				break;
 			while (len > mlen && dir[len - 1] != '/')
 				len--;
 		}
-		if (limit)
-			*version = where[w].version;
 	}
-	return limit;
+}
+
+/*
+ * The memory limit of the cgroup this process is in, as the JVM and Go
+ * read it: the lowest memory.max (v2) or memory.limit_in_bytes (v1) from
+ * the process's cgroup up to the root of the standard mounts (a cgroup
+ * namespace shows its own root there).  Read once, at the pool's
+ * preparation: a few opens, never at start-up.
+ */
+static struct ps_cgroup cgroup;
+
+static void cgroup_read_limit(void)
+{
+	char buf[2048];
+
+	if (read_small_file("/proc/self/cgroup", buf, sizeof(buf)) <= 0)
+		memset(&cgroup, 0, sizeof(cgroup));
+	else
+		ps_cgroup_find("", buf, &cgroup);
+}
+
+uint64_t ps_pool_cgroup_usage(void)
+{
+	char buf[32];
+	uint64_t v;
+
+	if (cgroup.limit == 0 || read_small_file(cgroup.usage_path, buf, sizeof(buf)) <= 0 ||
+	    !ps_cgroup_parse_value(buf, &v) || v == UINT64_MAX)
+		return 0;
+	return v;
 }
 
 int ps_pool_init(const struct ps_config *cfg)
@@ -370,7 +413,11 @@ static int reserve_range(void)
 		want = PS_RESERVE_MAX;
 
 	probe_page_kinds(info.requested);
-	info.cgroup_limit = cgroup_memory_limit(&info.cgroup_version);
+	cgroup_read_limit();
+	info.cgroup_limit = cgroup.limit;
+	info.cgroup_version = cgroup.version;
+	/* In a limited cgroup a purge splits partly used THP units too. */
+	purge_split = cgroup.limit != 0;
 	if (info.cgroup_limit) {
 		/* Leave the program a quarter: the pool falls back to glibc's heap beyond. */
 		uint64_t cap = info.cgroup_limit / 4 * 3;
@@ -746,9 +793,14 @@ int ps_pool_purge(void *addr, size_t len)
 		uintptr_t seg_end = uend < end ? uend : end;
 		int kind = (int)__atomic_load_n(&unit_kind[(ubase - lo) >> PS_UNIT_SHIFT],
 						__ATOMIC_RELAXED) - 1;
-		/* THP: whole units only, else the kernel splits the hugepage. */
+		/*
+		 * THP: whole units only, else the kernel splits the hugepage;
+		 * under a cgroup's limit, resident memory counts more than the
+		 * TLB, and a split unit's free pages go back too.
+		 */
 		bool ok = kind == PS_BACK_4K ||
-			  (kind == PS_BACK_THP && u == ubase && seg_end == uend);
+			  (kind == PS_BACK_THP &&
+			   ((u == ubase && seg_end == uend) || __atomic_load_n(&purge_split, __ATOMIC_RELAXED)));
 		if (ok) {
 			if (run_end != u) {
 				all &= give_back(run, run_end);
@@ -815,6 +867,8 @@ void ps_pool_reset_for_tests(void)
 	pool_next = backed_end = small_end = 0;
 	prepared = false;
 	prepare_error = 0;
+	purge_split = false;
+	memset(&cgroup, 0, sizeof(cgroup));
 	ps_pool_lo = ps_pool_hi = ps_pool_span = 0;
 	memset(&info, 0, sizeof(info));
 }

@@ -155,6 +155,37 @@ extern void (*ps_pool_on_change)(void);
  */
 int ps_pool_purge(void *addr, size_t len);
 
+/*
+ * The memory cgroup whose limit is the lowest from the process's cgroup up
+ * to the root: its limit (0: none), version (1 or 2, 0: none) and the file
+ * that says its usage (v1 memory.usage_in_bytes, v2 memory.current).
+ */
+struct ps_cgroup {
+	uint64_t limit;
+	int version;
+	char usage_path[PS_PATH_MAX + 64];
+};
+
+/*
+ * Fill *out for a process whose /proc/PID/cgroup text is self (cut into
+ * lines in place), with the cgroup mounts under root ("" for the real
+ * ones; unit tests pass a directory of their own).  Reads files only.
+ */
+void ps_cgroup_find(const char *root, char *self, struct ps_cgroup *out);
+
+/*
+ * A cgroup memory file's value: bytes, with "max" (v2) or a v1 number of
+ * 2^62 or more (v1's "none") as UINT64_MAX.  false if it is neither.
+ */
+bool ps_cgroup_parse_value(const char *text, uint64_t *out);
+
+/*
+ * What the pool's memory cgroup (the one whose limit it found) uses now,
+ * in bytes: one open, read and close.  0 without a limit or when it
+ * cannot be read.
+ */
+uint64_t ps_pool_cgroup_usage(void);
+
 /* One purge round done (for the report). */
 void ps_pool_count_purge(void);
 

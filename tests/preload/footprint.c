@@ -15,6 +15,11 @@
  *                  MS * 5/4 ms, then 200 rounds more: "rss free=K
  *                  window=K faults=F" (VmRSS after the frees and after
  *                  MS * 5/4 ms, minor faults in the last 200 rounds)
+ *   swing ROUNDS   a live set of 110 MiB swinging, ROUNDS times, from
+ *                  buffers of 1-3 MiB to buffers of 5-9 MiB and back, one
+ *                  buffer replaced at a time, each written whole: "rss
+ *                  peak=K" (VmHWM).  In a 160 MiB memory cgroup glibc
+ *                  peaks at 130 MiB; the shim is OOM-killed (issue 35, open)
  *   aslimit        malloc 1 MiB, then 2.5 GiB: "aslimit ok" or "aslimit
  *                  ENOMEM" (exit 1)
  */
@@ -139,6 +144,47 @@ int main(int argc, char **argv)
 		free(bufs);
 		return 0;
 	}
+	if (strcmp(mode, "swing") == 0 && argc == 3) {
+		int rounds = atoi(argv[2]);
+		enum { MAXB = 256 };
+		static void *buf[MAXB];
+		static size_t len[MAXB];
+		size_t total = 0, target = 110 * MiB;
+		unsigned seed = 12345;
+		int head = 0, n = 0;   /* a ring: the oldest buffer goes first */
+		for (int r = 0; r < 2 * rounds; r++) {
+			size_t lo = r % 2 ? 5 : 1, span = r % 2 ? 5 : 3;
+			/* Replace every buffer of the last phase by one of this phase's. */
+			for (int k = n; k > 0; k--) {
+				seed = seed * 1103515245u + 12345u;
+				size_t want = (lo * MiB) + (seed >> 8) % (span * MiB);
+				while (n > 0 && total + want > target) {
+					free(buf[head]);
+					total -= len[head];
+					head = (head + 1) % MAXB;
+					n--;
+				}
+				int at = (head + n) % MAXB;
+				buf[at] = must(want);
+				len[at] = want;
+				total += want;
+				n++;
+			}
+			if (r == 0)   /* the first phase fills the set */
+				while (n < MAXB) {
+					seed = seed * 1103515245u + 12345u;
+					size_t want = (lo * MiB) + (seed >> 8) % (span * MiB);
+					if (total + want > target)
+						break;
+					buf[(head + n) % MAXB] = must(want);
+					len[(head + n) % MAXB] = want;
+					total += want;
+					n++;
+				}
+		}
+		printf("rss peak=%ld\n", status_kib("VmHWM"));
+		return 0;
+	}
 	if (strcmp(mode, "aslimit") == 0) {
 		void *small = must(MiB);
 		errno = 0;
@@ -152,6 +198,6 @@ int main(int argc, char **argv)
 		free(small);
 		return 0;
 	}
-	fprintf(stderr, "usage: footprint big N MIB | steady MIB N | decay MIB MS | burst N MIB MS | aslimit\n");
+	fprintf(stderr, "usage: footprint big N MIB | steady MIB N | decay MIB MS | burst N MIB MS | swing ROUNDS | aslimit\n");
 	return 2;
 }
