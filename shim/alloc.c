@@ -234,7 +234,10 @@ static void bind_libc(void)
 
 /* free's door (malloc.c, alloc.h): every pointer takes the slow path until start-up ends. */
 uintptr_t ps_door_pool_end = UINTPTR_MAX;
-size_t ps_door_exact_min;
+size_t ps_door_exact_min, ps_door_sample_below;
+static bool count_small;            /* POOLSHIM_COUNT_SMALL */
+static size_t small_below;          /* calls below this are small (ps_alloc_set_small) */
+static bool small_counted;          /* and sampled, else not counted */
 __thread uint32_t ps_alloc_gate = 1;
 /* The gap the gate is counting down, and the calls still counted one by one. */
 static __thread uint32_t alloc_gap = 1;
@@ -641,6 +644,7 @@ int ps_alloc_init(const struct ps_config *cfg)
 	 */
 	je_opt_cache_oblivious = false;
 	pool_min = cfg->pool_min;
+	count_small = cfg->count_small;
 	decay_ns = cfg->pool_decay_ms * 1000000u;
 	__atomic_store_n(&arena_state, ARENA_LAZY, __ATOMIC_RELEASE);
 	return 0;
@@ -783,19 +787,37 @@ static void enter_sampled(enum ps_call call, size_t size)
 
 /*
  * Count a call of size bytes that has no door of its own (reallocarray,
- * the aligned ones): exactly from ps_door_exact_min up, below it one call
- * in about PS_ALLOC_SAMPLE on the same gate as malloc's door, so that a
+ * the aligned ones): exactly from the small size up (ps_alloc_set_small),
+ * below it not at all, or with POOLSHIM_COUNT_SMALL one call in about
+ * PS_ALLOC_SAMPLE on the same gate as malloc's slow path, so that a
  * program's small allocations cost the same whichever call makes them.
  */
 static void enter_small(enum ps_call call, size_t size)
 {
-	if (size >= __atomic_load_n(&ps_door_exact_min, __ATOMIC_RELAXED)) {
+	if (size >= __atomic_load_n(&small_below, __ATOMIC_RELAXED)) {
 		enter(call, size);
 		return;
 	}
 	site_call = call;
-	if (ps_unlikely(--ps_alloc_gate == 0))
+	if (__atomic_load_n(&small_counted, __ATOMIC_RELAXED) && ps_unlikely(--ps_alloc_gate == 0))
 		enter_sampled(call, size);
+}
+
+bool ps_alloc_count_small(void)
+{
+	return count_small;
+}
+
+void ps_alloc_set_small(size_t below, bool counted)
+{
+	__atomic_store_n(&small_counted, counted, __ATOMIC_RELAXED);
+	__atomic_store_n(&small_below, below, __ATOMIC_RELAXED);
+}
+
+size_t ps_alloc_small_uncounted_below(void)
+{
+	return __atomic_load_n(&small_counted, __ATOMIC_RELAXED) ? 0
+	       : __atomic_load_n(&small_below, __ATOMIC_RELAXED);
 }
 
 /*

@@ -99,17 +99,31 @@ static inline bool ps_door_maybe_pooled(const void *p)
 
 /*
  * Sizes below this go through the doors (malloc.c) straight to the small
- * heap, counted one in about PS_ALLOC_SAMPLE when the counters are read:
- * POOLSHIM_POOL_MIN/16 then, POOLSHIM_POOL_MIN when nothing reads them,
- * SIZE_MAX when the heap is not ours, and 0 (all exact, all by the slow
- * paths) until start-up ends.
+ * heap, uncounted: POOLSHIM_POOL_MIN/16 when the counters are read,
+ * POOLSHIM_POOL_MIN when nothing reads them; 0 (all by the jump) when the
+ * heap is not ours, when small calls are counted (POOLSHIM_COUNT_SMALL),
+ * and until start-up ends.
  */
 extern PS_HIDDEN size_t ps_door_exact_min;
+/*
+ * With POOLSHIM_COUNT_SMALL: POOLSHIM_POOL_MIN/16, below which the slow
+ * paths count one call in about PS_ALLOC_SAMPLE; else 0.
+ */
+extern PS_HIDDEN size_t ps_door_sample_below;
+/* POOLSHIM_COUNT_SMALL, as ps_alloc_init() read it. */
+bool ps_alloc_count_small(void);
+/*
+ * The doors' choice, for the rest of the malloc family and the report:
+ * below `below` a call is small; counted (sampled) only if counted.
+ */
+void ps_alloc_set_small(size_t below, bool counted);
+/* The size below which small calls go uncounted, 0 if none do (the report's note). */
+size_t ps_alloc_small_uncounted_below(void);
 
 /*
- * Small allocations until this thread's next counted one: the doors (and
- * the other malloc-family calls below ps_door_exact_min) decrement it and
- * take their slow path at 0.
+ * Small allocations until this thread's next counted one, when they are
+ * counted (POOLSHIM_COUNT_SMALL): the slow paths (and the other
+ * malloc-family calls) decrement it and count at 0.
  */
 extern __thread uint32_t ps_alloc_gate;
 /*

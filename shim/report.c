@@ -627,6 +627,10 @@ void ps_report_render(struct ps_buf *b, const struct ps_report_data *d,
 			     "about %d: %lu of their %lu calls, and those calls' sizes and bytes, are "
 			     "an estimate\n", (unsigned long)(d->pool_min / 16), PS_ALLOC_SAMPLE,
 			     (unsigned long)est, (unsigned long)sampled_calls);
+	if (d->small_uncounted_below)
+		ps_emit_text(e, "note     malloc-family calls below %lu bytes are not counted "
+			     "(POOLSHIM_COUNT_SMALL=on counts them)\n",
+			     (unsigned long)d->small_uncounted_below);
 	if (!e->json) {
 		emit_hist_table(e, d, false);
 		emit_hist_table(e, d, true);
