@@ -24,7 +24,10 @@
  * prefaults 192 KiB, not 2 MiB (512 faults).  With THP a slab of half a
  * unit or more does not go there.  The first request that does not fit
  * closes the region: slabs continue at the next unit boundary and the
- * rest of it stays reserved and unbacked.
+ * rest of it stays reserved and unbacked.  Past it, jemalloc's growth
+ * steps are taken when their tail is within a unit or can hold another
+ * block of the request's size, else declined: a tail no request of that
+ * size can use would hold address space an RLIMIT_AS counts.
 
  * Footprint.  Only the part of a slab that the request at hand needs is
  * prefaulted (MADV_POPULATE_WRITE), not the rest of jemalloc's growth step
@@ -605,6 +608,15 @@ static bool place(size_t len, size_t align, size_t need, uintptr_t *start,
 	 */
 	if (try_thp || try_hugetlb)
 		*start = round_up(pool_next, align > PS_UNIT ? align : PS_UNIT);
+	/*
+	 * A growth step whose tail is more than a unit but cannot hold another
+	 * block of the request's size is declined (jemalloc then asks for the
+	 * extent itself): such tails, never merged across slabs, would hold
+	 * address space that an RLIMIT_AS counts and that no request of that
+	 * size can use.
+	 */
+	if (need && len > need_bound(need) + PS_UNIT && len < 2 * need)
+		return false;
 	*back_from = backed_end;
 	*back_to = round_up(*start + len, PS_UNIT);
 	return true;

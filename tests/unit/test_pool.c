@@ -68,6 +68,16 @@ START_TEST(test_reserved_as_used)
 	memset(b, 1, 16 << 20);
 	ck_assert(ps_pool_contains((char *)end - 1));
 	ck_assert(!ps_pool_contains((char *)end));
+	/*
+	 * A growth step whose tail cannot hold another block of the size
+	 * asked for is declined; one that can, or one within a unit of the
+	 * need, is taken.
+	 */
+	ck_assert_ptr_null(ps_pool_take(24 << 20, 4096, 16 << 20, &zeroed, &why));
+	ck_assert_int_eq(why, PS_FAIL_NONE);
+	ck_assert_uint_eq(ps_pool_hi, end);
+	ck_assert_ptr_nonnull(ps_pool_take(32 << 20, 4096, 16 << 20, &zeroed, &why));
+	ck_assert_ptr_nonnull(ps_pool_take(18 << 20, 4096, 16 << 20, &zeroed, &why));
 }
 END_TEST
 
