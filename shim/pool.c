@@ -98,6 +98,7 @@ static int prepare_error;        /* and failed with this -errno */
 static size_t cfg_pool_size;
 static uint64_t cfg_retain;
 static bool purge_split;         /* purges give back partly used THP units by the page */
+static bool first_small;         /* every slab so far is in the small region */
 #ifdef PS_TEST_HOOKS
 static unsigned test_delay_us;   /* PS_TEST_POOL_DELAY_US */
 #else
@@ -675,6 +676,8 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 				last_backing = backing;
 			info.backed += n;
 			info.backed_by[backing] += n;
+			if (small)
+				info.small_backed += n;
 			for (uintptr_t u = (back_from - ps_pool_lo) >> PS_UNIT_SHIFT,
 				       last = (back_to - 1 - ps_pool_lo) >> PS_UNIT_SHIFT; u <= last; u++)
 				unit_kind[u] = (uint8_t)(backing + 1);
@@ -701,8 +704,10 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 			__atomic_store_n(&unit_slab[u], (uint16_t)(idx + 1), __ATOMIC_RELEASE);
 		__atomic_store_n(&nslabs, idx + 1, __ATOMIC_RELEASE);
 		pool_next = end;
-		if (info.slabs == 0)
+		/* The mode is the first slab's past the small region, if any. */
+		if (info.slabs == 0 || (!small && first_small))
 			info.first_mode = backing;
+		first_small = info.slabs == 0 ? small : first_small && small;
 		info.slabs++;
 	} else {
 		info.failures[fail]++;
@@ -880,6 +885,7 @@ void ps_pool_reset_for_tests(void)
 	prepared = false;
 	prepare_error = 0;
 	purge_split = false;
+	first_small = false;
 	memset(&cgroup, 0, sizeof(cgroup));
 	ps_pool_lo = ps_pool_hi = ps_pool_span = 0;
 	memset(&info, 0, sizeof(info));

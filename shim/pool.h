@@ -43,6 +43,7 @@ struct ps_pool_info {
 	uint64_t slabs;
 	uint64_t backed;                 /* bytes taken from the system */
 	uint64_t backed_by[PS_BACK__COUNT];
+	uint64_t small_backed;           /* of backed_by[4K]: the first unit's small region */
 	uint64_t failures[PS_FAIL__COUNT];
 	uint64_t reserve;                /* bytes of address space reserved */
 	uint64_t cap;                    /* POOLSHIM_POOL_SIZE, lowered to fit the cgroup */

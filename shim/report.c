@@ -26,7 +26,7 @@ static const char *pool_mode(const struct ps_report_data *d)
 		return "unused";
 	int kinds = 0;
 	for (int i = 0; i < PS_BACK__COUNT; i++)
-		kinds += d->pool.backed_by[i] != 0;
+		kinds += d->pool.backed_by[i] > (i == PS_BACK_4K ? d->pool.small_backed : 0);
 	return kinds > 1 ? "mixed" : ps_backing_name(d->pool.first_mode);   /* bounds-checked */
 }
 
