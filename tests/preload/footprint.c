@@ -20,6 +20,9 @@
  *                  buffer replaced at a time, each written whole: "rss
  *                  peak=K" (VmHWM).  In a 160 MiB memory cgroup glibc
  *                  peaks at 130 MiB; the shim is OOM-killed (issue 35, open)
+ *   churn N ROUNDS N live buffers of 1-24 MiB (uniform), each written
+ *                  whole, one replaced at a random slot ROUNDS times: "rss
+ *                  peak=K" (VmHWM), for scripts/bench footprint
  *   aslimit        malloc 1 MiB, then 2.5 GiB: "aslimit ok" or "aslimit
  *                  ENOMEM" (exit 1)
  */
@@ -185,6 +188,25 @@ int main(int argc, char **argv)
 		printf("rss peak=%ld\n", status_kib("VmHWM"));
 		return 0;
 	}
+	if (strcmp(mode, "churn") == 0 && argc == 4) {
+		int n = atoi(argv[2]);
+		long rounds = atol(argv[3]);
+		unsigned seed = 4242;
+		void **bufs = calloc((size_t)n, sizeof(*bufs));
+		for (long r = -n; r < rounds; r++) {
+			seed = seed * 1103515245u + 12345u;
+			int at = r < 0 ? (int)(r + n) : (int)((seed >> 8) % (unsigned)n);
+			seed = seed * 1103515245u + 12345u;
+			size_t want = MiB + (seed >> 4) % (23 * MiB);
+			free(bufs[at]);
+			bufs[at] = must(want);
+		}
+		printf("rss peak=%ld\n", status_kib("VmHWM"));
+		for (int i = 0; i < n; i++)
+			free(bufs[i]);
+		free(bufs);
+		return 0;
+	}
 	if (strcmp(mode, "aslimit") == 0) {
 		void *small = must(MiB);
 		errno = 0;
@@ -198,6 +220,6 @@ int main(int argc, char **argv)
 		free(small);
 		return 0;
 	}
-	fprintf(stderr, "usage: footprint big N MIB | steady MIB N | decay MIB MS | burst N MIB MS | swing ROUNDS | aslimit\n");
+	fprintf(stderr, "usage: footprint big N MIB | steady MIB N | decay MIB MS | burst N MIB MS | swing ROUNDS | churn N ROUNDS | aslimit\n");
 	return 2;
 }
