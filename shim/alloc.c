@@ -512,12 +512,13 @@ static void note_alloc(size_t n)
 {
 	__atomic_add_fetch(&in_use, (int64_t)n, __ATOMIC_RELAXED);
 	int64_t d = __atomic_sub_fetch(&dirty, (int64_t)n, __ATOMIC_RELAXED);
+	int64_t before = d + (int64_t)n;
 	if (d < 0) {
 		/* Served from fresh memory (or a purged range): nothing was reused. */
 		__atomic_store_n(&dirty, 0, __ATOMIC_RELAXED);
 		d = 0;
 	}
-	decay_note(d, d + (int64_t)n);
+	decay_note(d, before);
 }
 
 /* A pooled block of n bytes was freed: purge if too much, or for too long, is kept. */
