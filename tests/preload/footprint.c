@@ -23,6 +23,10 @@
  *   churn N ROUNDS N live buffers of 1-24 MiB (uniform), each written
  *                  whole, one replaced at a random slot ROUNDS times: "rss
  *                  peak=K" (VmHWM), for scripts/bench footprint
+ *   pressure       24 buffers of 4 MiB written, every third freed (32 MiB
+ *                  the pool keeps: less than what is in use), then 4 of
+ *                  16 MiB written: "rss peak=K" (VmHWM).  For a 160 MiB
+ *                  memory cgroup: 128 MiB live at most
  *   aslimit        malloc 1 MiB, then 2.5 GiB: "aslimit ok" or "aslimit
  *                  ENOMEM" (exit 1)
  */
@@ -209,6 +213,22 @@ int main(int argc, char **argv)
 		free(bufs);
 		return 0;
 	}
+	if (strcmp(mode, "pressure") == 0) {
+		void *small[24], *big[4];
+		for (int i = 0; i < 24; i++)
+			small[i] = must(4 * MiB);
+		for (int i = 0; i < 24; i += 3)
+			free(small[i]);
+		for (int i = 0; i < 4; i++)
+			big[i] = must(16 * MiB);
+		printf("rss peak=%ld\n", status_kib("VmHWM"));
+		for (int i = 0; i < 4; i++)
+			free(big[i]);
+		for (int i = 0; i < 24; i++)
+			if (i % 3)
+				free(small[i]);
+		return 0;
+	}
 	if (strcmp(mode, "aslimit") == 0) {
 		void *small = must(MiB);
 		errno = 0;
@@ -222,6 +242,6 @@ int main(int argc, char **argv)
 		free(small);
 		return 0;
 	}
-	fprintf(stderr, "usage: footprint big N MIB | steady MIB N | decay MIB MS | burst N MIB MS | swing ROUNDS | churn N ROUNDS | aslimit\n");
+	fprintf(stderr, "usage: footprint big N MIB | steady MIB N | decay MIB MS | burst N MIB MS | swing ROUNDS | churn N ROUNDS | pressure | aslimit\n");
 	return 2;
 }
