@@ -14,7 +14,11 @@ libjemalloc.so.2, libtcmalloc_minimal.so.4, libmimalloc.so.2), the shim
   and after the trim, and its wall time;
 - allocbench (malloc a log-uniform 64 KiB-16 MiB buffer, fill, scan, free;
   1 thread): GB/s, page faults per operation and peak RSS (the child's
-  ru_maxrss).
+  ru_maxrss);
+- churn: tests/preload/footprint churn 40 N (40 live buffers of 1-24 MiB,
+  one replaced at random N times, --churn-rounds): peak RSS;
+- one buffer: tests/preload/alloc_aslimit first and vmpeak: RSS after one
+  64 KiB buffer, VmPeak with one 16 MiB buffer (KiB).
 
 Runs are interleaved; each number is the median of --repeat runs (3).
 """
@@ -71,12 +75,15 @@ def main():
     ap.add_argument("--shim-lib", default=os.environ.get("POOLSHIM_LIB") or
                     os.path.join(BUILD, ".libs", "libpoolshim.so"))
     ap.add_argument("--baseline-lib", default=os.environ.get("POOLSHIM_BASELINE_LIB"))
+    ap.add_argument("--churn-rounds", type=int, default=600)
     ap.add_argument("--json")
     args = ap.parse_args()
     big = os.path.join(BUILD, "tests", "preload", "footprint")
+    one = os.path.join(BUILD, "tests", "preload", "alloc_aslimit")
     bench = os.path.join(BUILD, "bench", "allocbench")
-    if not os.path.exists(big):
-        subprocess.run(["make", "-s", "-C", BUILD, "tests/preload/footprint"], check=True)
+    for prog in (big, one):
+        if not os.path.exists(prog):
+            subprocess.run(["make", "-s", "-C", BUILD, os.path.relpath(prog, BUILD)], check=True)
     for f in (bench, args.shim_lib):
         if not os.path.exists(f):
             sys.exit(f"bench footprint: {f} not built; run scripts/bootstrap first")
@@ -84,7 +91,8 @@ def main():
                                        args.baseline_lib and os.path.abspath(args.baseline_lib))
             if not e.get("LD_PRELOAD") or os.path.exists(e["LD_PRELOAD"])]
     res = {n: {"peak": [], "free": [], "trim": [], "big_s": [], "gbps": [], "faults": [],
-               "bench_peak": []} for n, _ in cfgs}
+               "bench_peak": [], "churn_peak": [], "one_rss": [], "one_vmpeak": []}
+           for n, _ in cfgs}
     for rep in range(args.repeat):
         for name, env in cfgs:
             print(f"\r[{rep + 1}/{args.repeat}] {name}        ", end="", file=sys.stderr, flush=True)
@@ -101,17 +109,27 @@ def main():
             r["gbps"].append(float(m.group(1)))
             r["faults"].append(float(m.group(2)))
             r["bench_peak"].append(maxrss / 1024)
+            out, _, _ = run([big, "churn", "40", str(args.churn_rounds)], env)
+            r["churn_peak"].append(int(re.search(r"peak=(\d+)", out).group(1)) / 1024)
+            out, _, _ = run([one, "first"], env)
+            r["one_rss"].append(int(out.split()[-1]))
+            out, _, _ = run([one, "vmpeak"], env)
+            r["one_vmpeak"].append(int(out.split()[-1]))
     print(file=sys.stderr)
     med = {n: {k: statistics.median(v) for k, v in r.items()} for n, r in res.items()}
     print("footprint: 16 x 32 MiB written, freed, malloc_trim(0) (RSS MiB; time s); "
           f"allocbench 64K-16M, 1 thread, {args.seconds:g}s; median of {args.repeat}")
     print(f"machine: {os.uname().nodename} {os.uname().release}, {os.cpu_count()} CPUs")
+    print(f"churn: 40 live buffers of 1-24 MiB, {args.churn_rounds} replaced (peak RSS MiB); "
+          "one buffer: RSS after one 64 KiB buffer, VmPeak with one 16 MiB (KiB)")
     print(f"\n{'config':<11}{'peak':>8}{'freed':>8}{'trim':>8}{'time':>7}"
-          f"{'bench GB/s':>12}{'faults/op':>11}{'bench peak':>12}")
+          f"{'bench GB/s':>12}{'faults/op':>11}{'bench peak':>12}{'churn peak':>12}"
+          f"{'64K RSS':>9}{'16M VmPeak':>12}")
     for name, _ in cfgs:
         r = med[name]
         print(f"{name:<11}{r['peak']:8.0f}{r['free']:8.0f}{r['trim']:8.0f}{r['big_s']:7.2f}"
-              f"{r['gbps']:12.2f}{r['faults']:11.1f}{r['bench_peak']:12.0f}")
+              f"{r['gbps']:12.2f}{r['faults']:11.1f}{r['bench_peak']:12.0f}"
+              f"{r['churn_peak']:12.0f}{r['one_rss']:9.0f}{r['one_vmpeak']:12.0f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"bench": "footprint", "runs": res, "median": med}, f, indent=1)

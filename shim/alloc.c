@@ -35,12 +35,16 @@
  *   256 MiB because a server's use falls to nothing between bursts: the
  *   demo's storage nodes (peak 80 MiB, 4 connections of 16 MiB PUTs) were
  *   purged 5-11 times in 6 s under 64 MiB and took 2 faults per request;
- * - time: at the first pooled free after a POOLSHIM_POOL_DECAY_MS window
- *   (10 s, as jemalloc's dirty_decay_ms), if what the pool holds (in use +
- *   that estimate) is more than the window's peak use needed (plus an
- *   eighth, at least 4 MiB), that much was not reused in the window: all
- *   of the free memory goes back.  A loop whose sizes vary reaches its
- *   peak again within the window and keeps its memory;
+ * - time: POOLSHIM_POOL_DECAY_MS (10 s, as jemalloc's dirty_decay_ms) is
+ *   watched in quarters.  Each quarter keeps the lowest that estimate
+ *   fell to in it: memory that stayed free through a quarter.  At the
+ *   first pooled call after a quarter ends, if the estimate stayed above
+ *   4 MiB through each of the last three whole quarters, that much sat
+ *   unused for at least three quarters of the window: all of the free
+ *   memory goes back.  Memory freed at t is gone at the first pooled call
+ *   after t + DECAY_MS at the latest, whatever came before (a burst's peak
+ *   no longer holds it for a second window).  A loop whose sizes vary
+ *   reuses its free memory within a quarter and keeps it;
  * - malloc_trim() gives it all back at once, then trims glibc's heap.
  * A loop that frees and mallocs the same buffers reuses them within the
  * window and under the retention, so it never purges and never faults.
@@ -228,12 +232,12 @@ static void bind_libc(void)
 		bind_from(h, base);
 }
 
-/*
- * free's door (malloc.c) hands a pointer below this straight to the small
- * heap: 0 until start-up ends, then the pool's start or UINTPTR_MAX.
- */
-uintptr_t ps_door_pool_lo;
-size_t ps_door_exact_min;
+/* free's door (malloc.c, alloc.h): every pointer takes the slow path until start-up ends. */
+uintptr_t ps_door_pool_end = UINTPTR_MAX;
+size_t ps_door_exact_min, ps_door_sample_below;
+static bool count_small;            /* POOLSHIM_COUNT_SMALL */
+static size_t small_below;          /* calls below this are small (ps_alloc_set_small) */
+static bool small_counted;          /* and sampled, else not counted */
 __thread uint32_t ps_alloc_gate = 1;
 /* The gap the gate is counting down, and the calls still counted one by one. */
 static __thread uint32_t alloc_gap = 1;
@@ -277,8 +281,8 @@ static uint32_t alloc_gate_refill(void)
 static void door_see_pool(void)
 {
 	uintptr_t lo = __atomic_load_n(&ps_pool_lo, __ATOMIC_ACQUIRE);
-	if (ps_unlikely(lo < __atomic_load_n(&ps_door_pool_lo, __ATOMIC_RELAXED)))
-		__atomic_store_n(&ps_door_pool_lo, lo, __ATOMIC_RELEASE);
+	if (ps_unlikely(__atomic_load_n(&ps_door_pool_end, __ATOMIC_RELAXED) != lo + ps_pool_span))
+		__atomic_store_n(&ps_door_pool_end, lo + ps_pool_span, __ATOMIC_RELEASE);
 }
 
 /* The private jemalloc's option (set before it initialises: ps_alloc_init). */
@@ -385,8 +389,10 @@ static extent_hooks_t pool_hooks = {
 static char purge_ctl[32];          /* "arena.N.purge" */
 static int64_t dirty;               /* freed pool bytes not yet reused */
 static int64_t in_use;              /* pooled bytes live */
-static int64_t peak_use;            /* the highest in_use in this window */
-static uint64_t window_end;         /* when the window ends (ns, coarse clock) */
+static uint64_t window_end;         /* when this quarter of the window ends (ns, coarse clock) */
+static int64_t quarter_low;         /* the lowest dirty in this quarter */
+static int64_t past_low[3];         /* ... in each of the last three whole quarters */
+static int rollover;                /* a thread is closing a quarter */
 static int64_t retain_bytes = INT64_MAX;
 static uint64_t decay_ns;           /* 0: no time limit */
 static int purging;
@@ -416,17 +422,103 @@ static void pool_purge(void)
 	__atomic_store_n(&purging, 0, __ATOMIC_RELEASE);
 }
 
+/*
+ * Following the memory cgroup's usage (pool.c found its limit), on the
+ * pooled calls only: the bytes we believe are left below the limit, less
+ * each pooled block and each fallback since the usage was last read.  When
+ * that falls under an eighth of the limit, the usage is read (one open,
+ * read, close); when what is left is under an eighth, or under the request
+ * about to be written, all of the pool's free memory goes back (partly used
+ * THP units too, by the page: pool.c) before the program touches the new
+ * block, rather than the kernel's OOM killer ending it.
+ */
+static int64_t cg_limit;            /* 0: no limit */
+static int64_t cg_headroom;         /* estimate */
+
+static void cgroup_watch(size_t n)
+{
+	if (ps_likely(cg_limit == 0))
+		return;
+	int64_t h = __atomic_sub_fetch(&cg_headroom, (int64_t)n, __ATOMIC_RELAXED);
+	if (ps_likely(h > cg_limit / 8))
+		return;
+	int saved_errno = errno;
+	int64_t used = (int64_t)ps_pool_cgroup_usage();
+	if (used > 0) {
+		h = cg_limit - used;
+		if (h < cg_limit / 8 || h < (int64_t)n) {
+			pool_purge();
+			used = (int64_t)ps_pool_cgroup_usage();
+			h = used > 0 ? cg_limit - used : h;
+		}
+		__atomic_store_n(&cg_headroom, h, __ATOMIC_RELAXED);
+	}
+	errno = saved_errno;
+}
+
+/*
+ * A pooled call at now, which moved the free memory estimate from before
+ * to d: close the quarters that ended, and purge if free
+ * memory stayed above the floor through the last three.  One thread at a
+ * time; the others go on (the counts are estimates anyway).
+ */
+static void decay_tick(uint64_t now, int64_t d, int64_t before)
+{
+	int idle = 0;
+
+	if (!__atomic_compare_exchange_n(&rollover, &idle, 1, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
+		return;
+	uint64_t end = __atomic_load_n(&window_end, __ATOMIC_RELAXED);
+	uint64_t quarter = decay_ns / 4 ? decay_ns / 4 : 1;
+	if (now >= end) {
+		int64_t low = __atomic_load_n(&quarter_low, __ATOMIC_RELAXED);
+		low = before < low ? before : low;
+		/* Quarters with no pooled call in them held what this call found. */
+		uint64_t skipped = (now - end) / quarter;
+		for (uint64_t k = 0; k < 3 && k <= skipped; k++) {
+			past_low[0] = past_low[1];
+			past_low[1] = past_low[2];
+			past_low[2] = k == 0 ? low : before;
+		}
+		__atomic_store_n(&window_end, end + (skipped + 1) * quarter, __ATOMIC_RELAXED);
+		__atomic_store_n(&quarter_low, d, __ATOMIC_RELAXED);
+		int64_t least = past_low[0];
+		least = past_low[1] < least ? past_low[1] : least;
+		least = past_low[2] < least ? past_low[2] : least;
+		if (least > ((int64_t)4 << 20)) {
+			past_low[0] = past_low[1] = past_low[2] = 0;
+			__atomic_store_n(&quarter_low, 0, __ATOMIC_RELAXED);
+			pool_purge();
+		}
+	}
+	__atomic_store_n(&rollover, 0, __ATOMIC_RELEASE);
+}
+
+/* The free memory estimate went from before to d: the quarter's low, and its end. */
+static void decay_note(int64_t d, int64_t before)
+{
+	if (d < __atomic_load_n(&quarter_low, __ATOMIC_RELAXED))
+		__atomic_store_n(&quarter_low, d, __ATOMIC_RELAXED);
+	if (decay_ns == 0)
+		return;
+	uint64_t now = now_ns();
+	if (ps_unlikely(now >= __atomic_load_n(&window_end, __ATOMIC_RELAXED)))
+		decay_tick(now, d, before);
+}
+
 /* A pooled block of n bytes was handed out: free memory reused, if any. */
 static void note_alloc(size_t n)
 {
-	int64_t live = __atomic_add_fetch(&in_use, (int64_t)n, __ATOMIC_RELAXED);
-	if (live > __atomic_load_n(&peak_use, __ATOMIC_RELAXED))
-		__atomic_store_n(&peak_use, live, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&in_use, (int64_t)n, __ATOMIC_RELAXED);
 	int64_t d = __atomic_sub_fetch(&dirty, (int64_t)n, __ATOMIC_RELAXED);
+	int64_t before = d + (int64_t)n;
 	if (d < 0) {
 		/* Served from fresh memory (or a purged range): nothing was reused. */
 		__atomic_store_n(&dirty, 0, __ATOMIC_RELAXED);
+		d = 0;
 	}
+	decay_note(d, before);
 }
 
 /* A pooled block of n bytes was freed: purge if too much, or for too long, is kept. */
@@ -436,21 +528,10 @@ static void note_free(size_t n)
 	int64_t d = __atomic_add_fetch(&dirty, (int64_t)n, __ATOMIC_RELAXED);
 	if (d > retain_bytes && d > live) {
 		pool_purge();
+		__atomic_store_n(&quarter_low, 0, __ATOMIC_RELAXED);
 		return;
 	}
-	if (decay_ns == 0)
-		return;
-	uint64_t now = now_ns();
-	if (ps_likely(now < __atomic_load_n(&window_end, __ATOMIC_RELAXED)))
-		return;
-	/* A window is over: does the pool hold more than its peak use needed? */
-	int64_t peak = __atomic_load_n(&peak_use, __ATOMIC_RELAXED);
-	int64_t slack = peak / 8 > ((int64_t)4 << 20) ? peak / 8 : ((int64_t)4 << 20);
-	bool stale = d + (live > 0 ? live : 0) > peak + slack;
-	__atomic_store_n(&window_end, now + decay_ns, __ATOMIC_RELAXED);
-	__atomic_store_n(&peak_use, live, __ATOMIC_RELAXED);
-	if (stale)
-		pool_purge();
+	decay_note(d, d - (int64_t)n);
 }
 
 static int arena_ctl_ssize(unsigned arena, const char *leaf, ssize_t value)
@@ -503,7 +584,13 @@ static int make_arena(void)
 	/* The cgroup's limit, read now, may lower what the pool keeps. */
 	ps_pool_prepare();
 	retain_bytes = (int64_t)(ps_pool_retain() > INT64_MAX ? INT64_MAX : ps_pool_retain());
-	window_end = now_ns() + decay_ns;
+	struct ps_pool_info info;
+	ps_pool_get_info(&info);
+	if (info.cgroup_limit && info.cgroup_limit < INT64_MAX) {
+		cg_headroom = 0;   /* read at the first pooled call */
+		cg_limit = (int64_t)info.cgroup_limit;
+	}
+	window_end = now_ns() + (decay_ns / 4 ? decay_ns / 4 : 1);
 	return 0;
 }
 
@@ -558,6 +645,7 @@ int ps_alloc_init(const struct ps_config *cfg)
 	 */
 	je_opt_cache_oblivious = false;
 	pool_min = cfg->pool_min;
+	count_small = cfg->count_small;
 	decay_ns = cfg->pool_decay_ms * 1000000u;
 	__atomic_store_n(&arena_state, ARENA_LAZY, __ATOMIC_RELEASE);
 	return 0;
@@ -605,11 +693,14 @@ static void *pool_try(size_t size, int extra_flags)
 		ps_stats_event(PS_EV_POOL_ALLOC);
 		ps_stats_pool_used((int64_t)n);
 		note_alloc(n);
+		cgroup_watch(n);
 		ps_callsite_record(PS_SITE_ALLOC, site_call, size, 0);
 		return p;
 	}
 	errno = saved_errno;
 	ps_stats_event(ps_pool_fail_event(hook_fail));
+	/* glibc's heap takes it: it counts against the cgroup's limit all the same. */
+	cgroup_watch(size);
 	return NULL;
 }
 
@@ -697,19 +788,37 @@ static void enter_sampled(enum ps_call call, size_t size)
 
 /*
  * Count a call of size bytes that has no door of its own (reallocarray,
- * the aligned ones): exactly from ps_door_exact_min up, below it one call
- * in about PS_ALLOC_SAMPLE on the same gate as malloc's door, so that a
+ * the aligned ones): exactly from the small size up (ps_alloc_set_small),
+ * below it not at all, or with POOLSHIM_COUNT_SMALL one call in about
+ * PS_ALLOC_SAMPLE on the same gate as malloc's slow path, so that a
  * program's small allocations cost the same whichever call makes them.
  */
 static void enter_small(enum ps_call call, size_t size)
 {
-	if (size >= __atomic_load_n(&ps_door_exact_min, __ATOMIC_RELAXED)) {
+	if (size >= __atomic_load_n(&small_below, __ATOMIC_RELAXED)) {
 		enter(call, size);
 		return;
 	}
 	site_call = call;
-	if (ps_unlikely(--ps_alloc_gate == 0))
+	if (__atomic_load_n(&small_counted, __ATOMIC_RELAXED) && ps_unlikely(--ps_alloc_gate == 0))
 		enter_sampled(call, size);
+}
+
+bool ps_alloc_count_small(void)
+{
+	return count_small;
+}
+
+void ps_alloc_set_small(size_t below, bool counted)
+{
+	__atomic_store_n(&small_counted, counted, __ATOMIC_RELAXED);
+	__atomic_store_n(&small_below, below, __ATOMIC_RELAXED);
+}
+
+size_t ps_alloc_small_uncounted_below(void)
+{
+	return __atomic_load_n(&small_counted, __ATOMIC_RELAXED) ? 0
+	       : __atomic_load_n(&small_below, __ATOMIC_RELAXED);
 }
 
 /*
@@ -766,7 +875,7 @@ void ps_alloc_gate_quiet(bool quiet)
 void ps_alloc_open_door(bool mine)
 {
 	uintptr_t lo = __atomic_load_n(&ps_pool_lo, __ATOMIC_ACQUIRE);
-	__atomic_store_n(&ps_door_pool_lo, mine && lo ? lo : UINTPTR_MAX, __ATOMIC_RELEASE);
+	__atomic_store_n(&ps_door_pool_end, mine && lo ? lo + ps_pool_span : 0, __ATOMIC_RELEASE);
 }
 
 void *ps_malloc_sampled(size_t size)

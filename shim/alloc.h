@@ -77,27 +77,53 @@ void ps_free(void *p);
 
 /*
  * What the malloc and free doors (malloc.c) branch on, set once at start
- * and read without ordering.  free hands a pointer below ps_door_pool_lo
- * straight to the small heap's free: the pool's range is one mapping,
- * and until it exists this is UINTPTR_MAX (0 before start, so that the
- * first free starts the shim).  Raised to the pool's start before the
- * first pooled block reaches the program.
+ * and read without ordering.  free hands a pointer below
+ * ps_door_pool_end straight to its slow path, and any other straight to
+ * the small heap's free: one compare.  That is every pointer until
+ * start-up ends (UINTPTR_MAX), so that the first free starts the shim;
+ * then none (0) until the pool's range exists, and from the first pooled
+ * block on, the end of the range the pool may grow to (ps_pool_lo +
+ * ps_pool_span), set before that block reaches the program.  The pool
+ * lies between 16 and 32 TiB (pool.c), below a position-independent
+ * program's heap and the mmap area, where glibc's memory is: only NULL
+ * and the heap of a program linked at a fixed low address go the slow
+ * way without being pooled, and it checks again.
  */
-extern PS_HIDDEN uintptr_t ps_door_pool_lo;
+extern PS_HIDDEN uintptr_t ps_door_pool_end;
+
+/* Whether free's door sends p to the slow path (perhaps pooled, or start-up). */
+static inline bool ps_door_maybe_pooled(const void *p)
+{
+	return (uintptr_t)p < ps_door_pool_end;
+}
 
 /*
  * Sizes below this go through the doors (malloc.c) straight to the small
- * heap, counted one in about PS_ALLOC_SAMPLE when the counters are read:
- * POOLSHIM_POOL_MIN/16 then, POOLSHIM_POOL_MIN when nothing reads them,
- * SIZE_MAX when the heap is not ours, and 0 (all exact, all by the slow
- * paths) until start-up ends.
+ * heap, uncounted: POOLSHIM_POOL_MIN/16 when the counters are read,
+ * POOLSHIM_POOL_MIN when nothing reads them; 0 (all by the jump) when the
+ * heap is not ours, when small calls are counted (POOLSHIM_COUNT_SMALL),
+ * and until start-up ends.
  */
 extern PS_HIDDEN size_t ps_door_exact_min;
+/*
+ * With POOLSHIM_COUNT_SMALL: POOLSHIM_POOL_MIN/16, below which the slow
+ * paths count one call in about PS_ALLOC_SAMPLE; else 0.
+ */
+extern PS_HIDDEN size_t ps_door_sample_below;
+/* POOLSHIM_COUNT_SMALL, as ps_alloc_init() read it. */
+bool ps_alloc_count_small(void);
+/*
+ * The doors' choice, for the rest of the malloc family and the report:
+ * below `below` a call is small; counted (sampled) only if counted.
+ */
+void ps_alloc_set_small(size_t below, bool counted);
+/* The size below which small calls go uncounted, 0 if none do (the report's note). */
+size_t ps_alloc_small_uncounted_below(void);
 
 /*
- * Small allocations until this thread's next counted one: the doors (and
- * the other malloc-family calls below ps_door_exact_min) decrement it and
- * take their slow path at 0.
+ * Small allocations until this thread's next counted one, when they are
+ * counted (POOLSHIM_COUNT_SMALL): the slow paths (and the other
+ * malloc-family calls) decrement it and count at 0.
  */
 extern __thread uint32_t ps_alloc_gate;
 /*
@@ -130,7 +156,7 @@ void ps_alloc_small_heap(struct ps_heap_entries *e, size_t *min);
  * their fast path.  Once, at the end of start-up.
  */
 void ps_alloc_gate_quiet(bool quiet);
-/* Set ps_door_pool_lo for the heap's owner (mine: ours).  At the end of start-up. */
+/* Set free's door for the heap's owner (mine: ours).  At the end of start-up. */
 void ps_alloc_open_door(bool mine);
 /* A small malloc whose gate ran out: counted for the gap it closes. */
 void *ps_malloc_sampled(size_t size);

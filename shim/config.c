@@ -53,6 +53,7 @@ static const struct option options[] = {
 	{ "POOLSHIM_POOL_DECAY_MS", OPT_UINT, OFF(pool_decay_ms), 10000, 0, 3600000, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_HUGEPAGES", OPT_ENUM, OFF(hugepages), PS_HUGE_AUTO, 0, 0, ps_hugepage_names, NULL, SIZE_MAX },
 	{ "POOLSHIM_PREFAULT", OPT_BOOL, OFF(prefault), 1, 0, 0, NULL, NULL, SIZE_MAX },
+	{ "POOLSHIM_COUNT_SMALL", OPT_BOOL, OFF(count_small), 0, 0, 0, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_STATS", OPT_STRING, OFF(stats), 0, 0, 0, NULL, "stderr", SIZE_MAX },
 	{ "POOLSHIM_STATS_FORMAT", OPT_ENUM, OFF(stats_format), PS_FORMAT_TEXT, 0, 0, format_names, NULL, OFF(stats_format_set) },
 	{ "POOLSHIM_VERBOSE", OPT_BOOL, OFF(verbose), 0, 0, 0, NULL, NULL, SIZE_MAX },

@@ -53,6 +53,7 @@ struct ps_config {
 	uint64_t pool_decay_ms;        /* POOLSHIM_POOL_DECAY_MS: 0 = no time limit */
 	enum ps_hugepages hugepages;   /* POOLSHIM_HUGEPAGES */
 	bool prefault;                 /* POOLSHIM_PREFAULT */
+	bool count_small;              /* POOLSHIM_COUNT_SMALL: count calls below POOLSHIM_POOL_MIN/16 */
 	char stats[PS_PATH_MAX];       /* POOLSHIM_STATS: "stderr", "off" or a path */
 	char debuginfo_path[PS_PATH_MAX]; /* POOLSHIM_DEBUGINFO_PATH: elfutils debug-info search path */
 	enum ps_stats_format stats_format;   /* POOLSHIM_STATS_FORMAT */

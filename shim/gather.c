@@ -141,6 +141,7 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch, bool 
 	d->pool_in_use = PS_LOAD(ps_gauges->pool_in_use);
 	d->pool_peak = PS_LOAD(ps_gauges->pool_peak);
 	d->pool_min = ps_cfg.pool_min;
+	d->small_uncounted_below = ps_alloc_small_uncounted_below();
 	if (PS_SYSCALL(SYS_getrusage, RUSAGE_SELF, &ru) == 0) {
 		d->minflt = (uint64_t)ru.ru_minflt;
 		d->majflt = (uint64_t)ru.ru_majflt;

@@ -8,12 +8,12 @@
  * malloc, calloc and free, the calls a program makes millions of, are a
  * compare and a jump in the common case (ps_door, heap.h): a small
  * request goes straight to the small heap's malloc or calloc, a pointer
- * below the pool straight to its free, with no errno saved, no atomic and
- * one thread-local decrement (the counting's sampling).  Everything else
- * takes one indirect jump, to the slow path in alloc.c or to the other
- * allocator's own function; in the slow path
- * the other malloc-family calls are sampled the same way below
- * ps_door_exact_min.
+ * above the pool's range straight to its free, with no errno saved, no
+ * atomic and no thread-local access.  Everything else takes one indirect
+ * jump, to the slow path in alloc.c or to the other allocator's own
+ * function.  Small calls (below POOLSHIM_POOL_MIN/16) are not counted
+ * unless POOLSHIM_COUNT_SMALL=on; then the slow paths count them one in
+ * about PS_ALLOC_SAMPLE, the rest of the malloc family alike (alloc.c).
  */
 #include <malloc.h>
 #include <stdint.h>
@@ -59,19 +59,18 @@ struct ps_door ps_door = {
 };
 
 /*
- * The doors: below ps_door_exact_min, while this thread's sampling
- * countdown has not run out, straight to the small heap; else one
+ * The doors: below ps_door_exact_min straight to the small heap, else one
  * indirect jump, to what start-up chose (ps_door_open): our slow path, or
  * the other allocator's own function when the heap is not ours (then
  * ps_door_exact_min is 0 and every call takes that jump).  One compare,
- * one thread-local decrement, one jump: a second level of doors, chosen
- * per setting, cost every call one more taken indirect jump.  With
- * nothing reading the counters the countdown is set so far ahead that it
- * never runs out in practice (alloc.c's refill).
+ * one jump: by default the small calls below POOLSHIM_POOL_MIN/16 are not
+ * counted (the report says so).  With POOLSHIM_COUNT_SMALL=on
+ * ps_door_exact_min is 0, and the slow path counts them one in about
+ * PS_ALLOC_SAMPLE on a thread-local countdown.
  */
 PS_EXPORT void *malloc(size_t size)
 {
-	if (ps_likely(size < ps_door_exact_min) && ps_likely(--ps_alloc_gate != 0))
+	if (ps_likely(size < ps_door_exact_min))
 		return ps_door.small_malloc(size);
 	return ps_door.malloc(size);
 }
@@ -84,21 +83,23 @@ PS_EXPORT void *malloc(size_t size)
  */
 PS_EXPORT void *calloc(size_t n, size_t size)
 {
-	if (ps_likely(n * size < ps_door_exact_min) && ps_likely(--ps_alloc_gate != 0))
+	if (ps_likely(n * size < ps_door_exact_min))
 		return ps_door.small_calloc(n, size);
 	return ps_door.calloc(n, size);
 }
 
-/* calloc's slow path: start-up, a small request whose gate ran out, the rest. */
+/* calloc's slow path: start-up, a small request when they are counted, the rest. */
 void *ps_calloc_slow(size_t n, size_t size)
 {
 	size_t total;
 
+	if (!__builtin_mul_overflow(n, size, &total) && total < ps_door_sample_below) {
+		if (ps_likely(--ps_alloc_gate != 0))
+			return ps_door.small_calloc(n, size);
+		return ps_calloc_sampled(n, size);
+	}
 	if (ps_unlikely(!ps_heap_mine()))
 		return ps_heap_other_calloc(n, size);
-	if (!__builtin_mul_overflow(n, size, &total) &&
-	    total < __atomic_load_n(&ps_door_exact_min, __ATOMIC_RELAXED))
-		return ps_calloc_sampled(n, size);
 	return ps_calloc(n, size);
 }
 
@@ -110,24 +111,26 @@ void *ps_calloc_slow(size_t n, size_t size)
  */
 PS_EXPORT void *realloc(void *p, size_t size)
 {
-	if (ps_likely(size < ps_door_exact_min) && ps_likely((uintptr_t)p < ps_door_pool_lo) &&
-	    ps_likely(--ps_alloc_gate != 0))
+	if (ps_likely(size < ps_door_exact_min) && ps_likely(!ps_door_maybe_pooled(p)))
 		return ps_door.small_realloc(p, size);
 	return ps_door.realloc(p, size);
 }
 
 void *ps_realloc_slow(void *p, size_t size)
 {
+	if (size < ps_door_sample_below && !ps_pool_contains(p)) {
+		if (ps_likely(--ps_alloc_gate != 0))
+			return ps_door.small_realloc(p, size);
+		return ps_realloc_sampled(p, size);
+	}
 	if (ps_unlikely(!ps_heap_mine()))
 		return ps_heap_other_realloc(p, size);
-	if (size < __atomic_load_n(&ps_door_exact_min, __ATOMIC_RELAXED) && !ps_pool_contains(p))
-		return ps_realloc_sampled(p, size);
 	return ps_realloc(p, size);
 }
 
 PS_EXPORT void free(void *p)
 {
-	if (ps_likely((uintptr_t)p < ps_door_pool_lo))
+	if (ps_likely(!ps_door_maybe_pooled(p)))
 		ps_door.small_free(p);
 	else
 		ps_free_slow(p);
@@ -163,28 +166,39 @@ void ps_door_open(bool mine, bool counted)
 	ps_alloc_open_door(mine);
 	/*
 	 * Quiet: only pooled sizes need the slow path; counted: the advice's
-	 * too; not ours: everything goes to the other allocator by the jump.
+	 * too (exactly, from POOLSHIM_POOL_MIN/16 up); counting the small
+	 * ones (POOLSHIM_COUNT_SMALL): all, the small ones sampled there; not
+	 * ours: everything goes to the other allocator by the jump.
 	 */
-	size_t min = !mine ? 0 : counted ? pool_min / 16 : pool_min;
-	__atomic_store_n(&ps_door_exact_min, min, __ATOMIC_RELEASE);
+	bool sampled = mine && counted && ps_alloc_count_small();
+	size_t below = !mine ? 0 : counted ? pool_min / 16 : pool_min;
+	ps_alloc_set_small(below, sampled);
+	__atomic_store_n(&ps_door_sample_below, sampled ? below : 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&ps_door_exact_min, sampled ? 0 : below, __ATOMIC_RELEASE);
 }
 
 /*
  * malloc's slow path: start-up (the heap's owner is not known yet), a
- * small request whose gate ran out (counted for the gap it closes), or a
- * size the door leaves to ps_malloc.
+ * small request when they are counted (one in about PS_ALLOC_SAMPLE, for
+ * the gap it closes), or a size the door leaves to ps_malloc.
  */
 void *ps_malloc_slow(size_t size)
 {
+	/* Non-zero only once the heap is known to be ours (ps_door_open). */
+	if (size < ps_door_sample_below) {
+		if (ps_likely(--ps_alloc_gate != 0))
+			return ps_door.small_malloc(size);
+		return ps_malloc_sampled(size);
+	}
 	if (ps_unlikely(!ps_heap_mine()))
 		return ps_heap_other_malloc(size);
-	if (size < __atomic_load_n(&ps_door_exact_min, __ATOMIC_RELAXED))
-		return ps_malloc_sampled(size);
 	return ps_malloc(size);
 }
 
 /*
- * free's slow path: start-up, or a pointer at or above the pool's start.
+ * free's slow path: start-up, or a pointer below the end of the range the
+ * pool may grow to (NULL, the heap of a program not built
+ * position-independent).
  * Only pooled blocks are counted: a free of the small heap's costs no
  * more than glibc's own, wherever its address lies.
  */

@@ -1,30 +1,34 @@
 // SPDX-License-Identifier: MIT
 /*
- * Slabs.  On the first slab request the pool reserves one PROT_NONE,
- * MAP_NORESERVE range of address space (twice POOLSHIM_POOL_SIZE, so
- * alignment slack never runs it dry), probes the page kinds and reads the
- * memory cgroup's limit: a program that never makes a pooled allocation
- * pays no syscall and no fault for the pool.  Under a finite RLIMIT_AS the
- * range is not reserved ahead: it starts as one 2 MiB unit at a fixed,
- * randomised hint far above the heap and below the mmap area, and grows
- * upward (MAP_FIXED_NOREPLACE) only as slabs need it, so the pool holds no
- * address space it has not backed; lo never moves, so "is this pooled"
- * stays two compares.  A slab is one extent handed to jemalloc's pool
+ * Slabs.  On the first slab request the pool claims one 2 MiB unit of
+ * PROT_NONE, MAP_NORESERVE address space at a randomised spot between 16
+ * and 32 TiB, far from the program's binary, heap and mmap area, probes the page kinds and reads
+ * the memory cgroup's limit: a program that never makes a pooled
+ * allocation pays no syscall and no fault for the pool.  The range grows
+ * upward (MAP_FIXED_NOREPLACE) only as slabs need it, whatever RLIMIT_AS
+ * is, so the pool never holds address space it has not backed beyond that
+ * first unit, and a limit set later (a shell's `ulimit -v`, a sandboxing
+ * helper) finds what it would without the shim; lo never moves, so "is
+ * this pooled" stays two compares.  A slab is one extent handed to jemalloc's pool
  * arena; slabs are carved back to back in address order, and the range
  * below the highest slab is mapped in place, whole 2 MiB units at a time,
  * with MAP_FIXED: hugetlb pages when the system has them, else anonymous
  * memory advised for THP, else plain 4 KiB pages.
  *
- * Except at first, when no hugepages are tried (POOLSHIM_HUGEPAGES=none,
- * or THP disabled): the first 2 MiB unit of the reserve is a small region
- * where slabs are sized by need (the extent jemalloc needs for the request
- * at hand, not its 2 MiB growth step) and backed in 64 KiB steps.  A short
- * program with one 128 KiB buffer then prefaults 192 KiB, not 2 MiB (512
- * faults).  With hugepages the first unit is one hugepage, one fault, as
- * before.  The first request that does not fit closes the region: slabs
- * continue at the next unit boundary and the rest of it stays reserved and
- * unbacked.
- *
+ * Except at first, unless hugetlb pages are asked for: the first 2 MiB
+ * unit of the reserve is a small region where slabs are sized by need (the
+ * extent jemalloc needs for the request at hand, not its 2 MiB growth
+ * step) and backed in 64 KiB steps of 4 KiB pages, THP or not.  A short
+ * program with one 64 KiB buffer then holds 64 KiB of it, not a whole
+ * hugepage (2 MiB of RSS), and with 4 KiB pages one 128 KiB buffer
+ * prefaults 192 KiB, not 2 MiB (512 faults).  With THP a slab of half a
+ * unit or more does not go there.  The first request that does not fit
+ * closes the region: slabs continue at the next unit boundary and the
+ * rest of it stays reserved and unbacked.  Past it, jemalloc's growth
+ * steps are taken when their tail is within a unit or can hold another
+ * block of the request's size, else declined: a tail no request of that
+ * size can use would hold address space an RLIMIT_AS counts.
+
  * Footprint.  Only the part of a slab that the request at hand needs is
  * prefaulted (MADV_POPULATE_WRITE), not the rest of jemalloc's growth step
  * (up to 64 MiB), which faults in when a later request first uses it: the
@@ -37,7 +41,11 @@
  * on whole THP units.  The address range itself is never returned.  The
  * memory cgroup's limit (v2 memory.max, v1 memory.limit_in_bytes, the
  * lowest along the cgroup's path) caps the pool at three quarters of it
- * and what it keeps free at a sixteenth.
+ * and what it keeps free at a sixteenth; the usage file of that cgroup
+ * (memory.current, memory.usage_in_bytes) is read by alloc.c when it
+ * nears the limit, and in such a cgroup purges give back the free pages
+ * of partly used THP units too (the kernel splits them): what is resident
+ * counts there, not the TLB.
  *
  * The lock below is taken by the extent hook, sometimes under jemalloc's
  * grow mutex and sometimes not (near the cap, when the growth step fails,
@@ -55,7 +63,6 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,7 +81,7 @@
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
 
-uintptr_t ps_pool_lo, ps_pool_hi;
+uintptr_t ps_pool_lo, ps_pool_hi, ps_pool_span;
 void (*ps_pool_on_change)(void);
 
 #define SMALL_STEP ((size_t)64 << 10)   /* backing step in the small region */
@@ -90,6 +97,8 @@ static uintptr_t range_max;      /* the most the range may grow to (lo + this) *
 static int prepare_error;        /* and failed with this -errno */
 static size_t cfg_pool_size;
 static uint64_t cfg_retain;
+static bool purge_split;         /* purges give back partly used THP units by the page */
+static bool first_small;         /* every slab so far is in the small region */
 #ifdef PS_TEST_HOOKS
 static unsigned test_delay_us;   /* PS_TEST_POOL_DELAY_US */
 #else
@@ -188,53 +197,55 @@ static void probe_page_kinds(enum ps_hugepages mode)
 	}
 }
 
-/* Whether RLIMIT_AS is finite now: the reservation then grows as used. */
-static bool address_space_limited(void)
+bool ps_cgroup_parse_value(const char *text, uint64_t *out)
 {
-	struct rlimit rl;
+	uint64_t v;
+	const char *end;
 
-	return PS_SYSCALL(SYS_prlimit64, 0, RLIMIT_AS, NULL, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
+	if (strncmp(text, "max", 3) == 0 && (text[3] == '\0' || text[3] == '\n')) {
+		*out = UINT64_MAX;
+		return true;
+	}
+	if (!(end = ps_parse_digits(text, UINT64_MAX, &v)) || end == text || (*end && *end != '\n'))
+		return false;
+	/* v1 says "no limit" with a page-rounded number near 2^63. */
+	*out = v >= (1ULL << 62) ? UINT64_MAX : v;
+	return true;
 }
 
 /*
- * The limit in the file dir/leaf, lowered into *limit: a number of bytes,
- * "max" (v2) or a v1 number near 2^63 mean none.
+ * The limit in the file dir/leaf: lowered into out (and the usage file
+ * beside it remembered) when it is lower than what out holds.
  */
-static void lower_limit(const char *dir, size_t dlen, const char *leaf, uint64_t *limit)
+static void lower_limit(const char *dir, size_t dlen, const char *leaf, const char *usage,
+			int version, struct ps_cgroup *out)
 {
-	char path[PS_PATH_MAX + 64], buf[32];
-	size_t llen = strlen(leaf);
+	char path[sizeof(out->usage_path)], buf[32];
+	size_t llen = strlen(leaf), ulen = strlen(usage);
 	uint64_t v;
 
-	if (dlen + llen + 1 > sizeof(path))
+	if (dlen + llen + 1 > sizeof(path) || dlen + ulen + 1 > sizeof(path))
 		return;
 	memcpy(path, dir, dlen);
 	memcpy(path + dlen, leaf, llen + 1);
-	if (read_small_file(path, buf, sizeof(buf)) <= 0 || !ps_parse_digits(buf, UINT64_MAX, &v))
+	if (read_small_file(path, buf, sizeof(buf)) <= 0 || !ps_cgroup_parse_value(buf, &v) ||
+	    v == UINT64_MAX || (out->limit != 0 && v >= out->limit))
 		return;
-	if (v < (1ULL << 62) && (*limit == 0 || v < *limit))
-		*limit = v;
+	out->limit = v;
+	out->version = version;
+	memcpy(out->usage_path, dir, dlen);
+	memcpy(out->usage_path + dlen, usage, ulen + 1);
 }
 
-/*
- * The memory limit of the cgroup this process is in, as the JVM and Go
- * read it: the lowest memory.max (v2) or memory.limit_in_bytes (v1) from
- * the process's cgroup up to the root of the standard mounts (a cgroup
- * namespace shows its own root there).  0 when there is none.  Read once,
- * at the pool's preparation: a few opens, never at start-up.
- */
-static uint64_t cgroup_memory_limit(int *version)
+void ps_cgroup_find(const char *root, char *self, struct ps_cgroup *out)
 {
-	char buf[2048], dir[PS_PATH_MAX + 64];
+	char dir[sizeof(out->usage_path)];
 	const char *v1 = NULL, *v2 = NULL;
-	size_t v1len = 0, v2len = 0;
-	uint64_t limit = 0;
+	size_t v1len = 0, v2len = 0, rlen = strlen(root);
 
-	*version = 0;
-	if (read_small_file("/proc/self/cgroup", buf, sizeof(buf)) <= 0)
-		return 0;
+	memset(out, 0, sizeof(*out));
 	/* Lines "ID:CONTROLLERS:PATH"; v2 is "0::PATH", v1 names "memory". */
-	for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+	for (char *line = self, *nl; line && *line; line = nl ? nl + 1 : NULL) {
 		nl = strchr(line, '\n');
 		if (nl)
 			*nl = '\0';
@@ -258,33 +269,61 @@ static uint64_t cgroup_memory_limit(int *version)
 	}
 
 	/* v1's memory controller, where mounted, is the one that limits. */
-	static const struct { const char *mount, *leaf; int version; } where[] = {
-		{ "/sys/fs/cgroup/memory", "/memory.limit_in_bytes", 1 },
-		{ "/sys/fs/cgroup", "/memory.max", 2 },
-		{ "/sys/fs/cgroup/unified", "/memory.max", 2 },
+	static const struct { const char *mount, *leaf, *usage; int version; } where[] = {
+		{ "/sys/fs/cgroup/memory", "/memory.limit_in_bytes", "/memory.usage_in_bytes", 1 },
+		{ "/sys/fs/cgroup", "/memory.max", "/memory.current", 2 },
+		{ "/sys/fs/cgroup/unified", "/memory.max", "/memory.current", 2 },
 	};
-	for (size_t w = 0; w < PS_ARRAY_SIZE(where) && limit == 0; w++) {
+	for (size_t w = 0; w < PS_ARRAY_SIZE(where) && out->limit == 0; w++) {
 		const char *path = where[w].version == 1 ? v1 : v2;
 		size_t plen = where[w].version == 1 ? v1len : v2len;
-		size_t mlen = strlen(where[w].mount);
+		size_t mlen = rlen + strlen(where[w].mount);
 		if (!path || mlen + plen + 1 > sizeof(dir))
 			continue;
-		memcpy(dir, where[w].mount, mlen);
+		memcpy(dir, root, rlen);
+		memcpy(dir + rlen, where[w].mount, mlen - rlen);
 		memcpy(dir + mlen, path, plen + 1);
 		/* From the process's cgroup up to the mount's root. */
 		for (size_t len = mlen + plen; len >= mlen;) {
 			while (len > mlen && dir[len - 1] == '/')
 				len--;
-			lower_limit(dir, len, where[w].leaf, &limit);
+			lower_limit(dir, len, where[w].leaf, where[w].usage, where[w].version, out);
 			if (len == mlen)
 				break;
 			while (len > mlen && dir[len - 1] != '/')
 				len--;
 		}
-		if (limit)
-			*version = where[w].version;
 	}
-	return limit;
+}
+
+/*
+ * The memory limit of the cgroup this process is in, as the JVM and Go
+ * read it: the lowest memory.max (v2) or memory.limit_in_bytes (v1) from
+ * the process's cgroup up to the root of the standard mounts (a cgroup
+ * namespace shows its own root there).  Read once, at the pool's
+ * preparation: a few opens, never at start-up.
+ */
+static struct ps_cgroup cgroup;
+
+static void cgroup_read_limit(void)
+{
+	char buf[2048];
+
+	if (read_small_file("/proc/self/cgroup", buf, sizeof(buf)) <= 0)
+		memset(&cgroup, 0, sizeof(cgroup));
+	else
+		ps_cgroup_find("", buf, &cgroup);
+}
+
+uint64_t ps_pool_cgroup_usage(void)
+{
+	char buf[32];
+	uint64_t v;
+
+	if (cgroup.limit == 0 || read_small_file(cgroup.usage_path, buf, sizeof(buf)) <= 0 ||
+	    !ps_cgroup_parse_value(buf, &v) || v == UINT64_MAX)
+		return 0;
+	return v;
 }
 
 int ps_pool_init(const struct ps_config *cfg)
@@ -313,13 +352,13 @@ int ps_pool_init(const struct ps_config *cfg)
 }
 
 /*
- * Under a finite RLIMIT_AS: a 2 MiB aligned spot for lo with room above it
- * for the whole range, in [16 TiB, 32 TiB): far above the program's heap
- * and binaries, far below the top-down mmap area, in one of 256 slots
+ * A 2 MiB aligned spot for lo with room above it for the whole range, in
+ * [16 TiB, 32 TiB): away from the program's binary and heap (a PIE's near
+ * 85 TiB, others' in the first GiB), far below the top-down mmap area, in one of 256 slots
  * picked from the kernel's AT_RANDOM bytes (no syscall).  Reserves the
  * first unit there; 0, or -errno when no slot could be had.
  */
-static int reserve_growing(size_t want, uintptr_t *lo)
+static int reserve_growing(uintptr_t *lo)
 {
 	const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
 	unsigned slot = r ? r[15] : 0;
@@ -337,12 +376,11 @@ static int reserve_growing(size_t want, uintptr_t *lo)
 		else if (errno != EEXIST)
 			return -errno;
 	}
-	(void)want;
 	return -ENOMEM;
 }
 
 /*
- * Under the lock, under a finite RLIMIT_AS: grow the reservation up to end
+ * Under the lock: grow the reservation up to end
  * (a unit boundary).  0, or -errno (the limit, or someone else's mapping
  * just above).
  */
@@ -379,7 +417,11 @@ static int reserve_range(void)
 		want = PS_RESERVE_MAX;
 
 	probe_page_kinds(info.requested);
-	info.cgroup_limit = cgroup_memory_limit(&info.cgroup_version);
+	cgroup_read_limit();
+	info.cgroup_limit = cgroup.limit;
+	info.cgroup_version = cgroup.version;
+	/* In a limited cgroup a purge splits partly used THP units too. */
+	purge_split = cgroup.limit != 0;
 	if (info.cgroup_limit) {
 		/* Leave the program a quarter: the pool falls back to glibc's heap beyond. */
 		uint64_t cap = info.cgroup_limit / 4 * 3;
@@ -390,35 +432,25 @@ static int reserve_range(void)
 	}
 	__atomic_store_n(&cfg_retain, info.retain, __ATOMIC_RELEASE);
 
-	uintptr_t lo = 0, hi = 0;
-	if (address_space_limited()) {
-		int r = reserve_growing(want, &lo);
-		if (r < 0)
-			return r;
-		hi = lo + PS_UNIT;
-		info.as_growing = true;
-		info.reserve = PS_UNIT;
-	} else {
-		/* Over-reserve by one unit, then trim to a 2 MiB aligned range. */
-		void *p = mmap(NULL, want + PS_UNIT, PROT_NONE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (p == MAP_FAILED)
-			return -errno;
-		uintptr_t raw = (uintptr_t)p;
-		lo = round_up(raw, PS_UNIT);
-		if (lo > raw)
-			munmap(p, lo - raw);
-		hi = lo + want;
-		if (raw + want + PS_UNIT > hi)
-			munmap((void *)hi, raw + want + PS_UNIT - hi);
-		info.reserve = want;
-	}
+	/*
+	 * Always reserved as used, whatever RLIMIT_AS is now: a limit the
+	 * program (or a shell's `ulimit -v`, or a sandboxing helper) sets
+	 * later counts every mapping, PROT_NONE ones included, and a range
+	 * reserved ahead would use it up.
+	 */
+	uintptr_t lo = 0;
+	int r = reserve_growing(&lo);
+	if (r < 0)
+		return r;
+	uintptr_t hi = lo + PS_UNIT;
+	info.reserve = PS_UNIT;
 
 	range_max = lo + want;
+	ps_pool_span = want;
 	pool_next = lo;
 	backed_end = lo;
 	/* Hugepages, THP included, come in whole units: no small region then. */
-	small_end = try_hugetlb || try_thp ? 0 : lo + PS_UNIT;
+	small_end = try_hugetlb ? 0 : lo + PS_UNIT;
 	/* Readers test hi first (ps_pool_contains): lo must be there before it. */
 	__atomic_store_n(&ps_pool_lo, lo, __ATOMIC_RELEASE);
 	__atomic_store_n(&ps_pool_hi, hi, __ATOMIC_RELEASE);
@@ -545,11 +577,13 @@ static bool place(size_t len, size_t align, size_t need, uintptr_t *start,
 {
 	*start = round_up(pool_next, align);
 	*small = false;
+	/* With THP, a buffer of half a unit or more is better off on hugepages. */
+	size_t small_max = try_thp ? PS_UNIT / 2 : PS_UNIT;
 	if (small_end) {
-		if (need && len > need_bound(need) &&
+		if (need && len > need_bound(need) && need_bound(need) < small_max &&
 		    round_up(pool_next, align) + need_bound(need) <= small_end)
 			return false;
-		if (*start + len <= small_end) {
+		if (*start + len <= small_end && len < small_max) {
 			*small = true;
 			*back_from = backed_end;
 			*back_to = round_up(*start + len, SMALL_STEP);
@@ -575,6 +609,15 @@ static bool place(size_t len, size_t align, size_t need, uintptr_t *start,
 	 */
 	if (try_thp || try_hugetlb)
 		*start = round_up(pool_next, align > PS_UNIT ? align : PS_UNIT);
+	/*
+	 * A growth step whose tail is more than a unit but cannot hold another
+	 * block of the request's size is declined (jemalloc then asks for the
+	 * extent itself): such tails, never merged across slabs, would hold
+	 * address space that an RLIMIT_AS counts and that no request of that
+	 * size can use.
+	 */
+	if (need && len > need_bound(need) + PS_UNIT && len < 2 * need)
+		return false;
 	*back_from = backed_end;
 	*back_to = round_up(*start + len, PS_UNIT);
 	return true;
@@ -606,7 +649,7 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 			fail = PS_FAIL_NO_ADDRESS;
 		else if (back_to > back_from && info.backed + (back_to - back_from) > info.cap)
 			fail = PS_FAIL_POOL_FULL;
-		else if (info.as_growing && reserve_to(round_up(back_to, PS_UNIT)) < 0)
+		else if (reserve_to(round_up(back_to, PS_UNIT)) < 0)
 			fail = PS_FAIL_NO_ADDRESS;
 	}
 
@@ -633,6 +676,8 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 				last_backing = backing;
 			info.backed += n;
 			info.backed_by[backing] += n;
+			if (small)
+				info.small_backed += n;
 			for (uintptr_t u = (back_from - ps_pool_lo) >> PS_UNIT_SHIFT,
 				       last = (back_to - 1 - ps_pool_lo) >> PS_UNIT_SHIFT; u <= last; u++)
 				unit_kind[u] = (uint8_t)(backing + 1);
@@ -659,8 +704,10 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 			__atomic_store_n(&unit_slab[u], (uint16_t)(idx + 1), __ATOMIC_RELEASE);
 		__atomic_store_n(&nslabs, idx + 1, __ATOMIC_RELEASE);
 		pool_next = end;
-		if (info.slabs == 0)
+		/* The mode is the first slab's past the small region, if any. */
+		if (info.slabs == 0 || (!small && first_small))
 			info.first_mode = backing;
+		first_small = info.slabs == 0 ? small : first_small && small;
 		info.slabs++;
 	} else {
 		info.failures[fail]++;
@@ -763,9 +810,14 @@ int ps_pool_purge(void *addr, size_t len)
 		uintptr_t seg_end = uend < end ? uend : end;
 		int kind = (int)__atomic_load_n(&unit_kind[(ubase - lo) >> PS_UNIT_SHIFT],
 						__ATOMIC_RELAXED) - 1;
-		/* THP: whole units only, else the kernel splits the hugepage. */
+		/*
+		 * THP: whole units only, else the kernel splits the hugepage;
+		 * under a cgroup's limit, resident memory counts more than the
+		 * TLB, and a split unit's free pages go back too.
+		 */
 		bool ok = kind == PS_BACK_4K ||
-			  (kind == PS_BACK_THP && u == ubase && seg_end == uend);
+			  (kind == PS_BACK_THP &&
+			   ((u == ubase && seg_end == uend) || __atomic_load_n(&purge_split, __ATOMIC_RELAXED)));
 		if (ok) {
 			if (run_end != u) {
 				all &= give_back(run, run_end);
@@ -832,6 +884,9 @@ void ps_pool_reset_for_tests(void)
 	pool_next = backed_end = small_end = 0;
 	prepared = false;
 	prepare_error = 0;
-	ps_pool_lo = ps_pool_hi = 0;
+	purge_split = false;
+	first_small = false;
+	memset(&cgroup, 0, sizeof(cgroup));
+	ps_pool_lo = ps_pool_hi = ps_pool_span = 0;
 	memset(&info, 0, sizeof(info));
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Slabs: the memory behind pooled allocations.  One virtual range is
- * reserved at the first slab request (under a finite RLIMIT_AS it grows
- * as slabs need it instead); slabs are carved from it in address order,
+ * Slabs: the memory behind pooled allocations.  One virtual range starts
+ * at the first slab request and grows as slabs need it (never reserved
+ * ahead, so an address-space limit set later still works); slabs are carved from it in address order,
  * each backed with hugetlb pages, else THP, else 4 KiB pages, and the part
  * the request at hand needs prefaulted.  A slab's address range stays the
  * pool's, but its free pages go back to the kernel when the pool arena
@@ -43,6 +43,7 @@ struct ps_pool_info {
 	uint64_t slabs;
 	uint64_t backed;                 /* bytes taken from the system */
 	uint64_t backed_by[PS_BACK__COUNT];
+	uint64_t small_backed;           /* of backed_by[4K]: the first unit's small region */
 	uint64_t failures[PS_FAIL__COUNT];
 	uint64_t reserve;                /* bytes of address space reserved */
 	uint64_t cap;                    /* POOLSHIM_POOL_SIZE, lowered to fit the cgroup */
@@ -52,7 +53,6 @@ struct ps_pool_info {
 	uint64_t decay_ms;               /* POOLSHIM_POOL_DECAY_MS */
 	uint64_t purged;                 /* bytes given back to the kernel */
 	uint64_t purges;                 /* times the pool arena gave memory back */
-	bool as_growing;                 /* RLIMIT_AS finite: reserved as used */
 	uint64_t forks;                  /* fork()s this process made (its atfork handlers ran) */
 };
 
@@ -92,10 +92,13 @@ int ps_pool_prepare(void);
 void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_pool_fail *why);
 
 /*
- * Set when the range is reserved, lo before hi; 0 before.  hi grows (only
- * up, lo never moves) when the reservation grows under a finite RLIMIT_AS.
+ * Set when the range is first reserved, lo before hi; 0 before.  hi grows
+ * (only up, lo never moves) as slabs need more of the range; it never
+ * passes ps_pool_lo + ps_pool_span.
  */
 extern uintptr_t ps_pool_lo, ps_pool_hi;
+/* The most the range may span (lo + span: its end when grown whole); set with lo. */
+extern uintptr_t ps_pool_span;
 
 /*
  * Whether p points into the pool's reserved range.  Lock-free: hi is read
@@ -152,6 +155,37 @@ extern void (*ps_pool_on_change)(void);
  * I/O on them sees the fresh pages, as it would after its own madvise.
  */
 int ps_pool_purge(void *addr, size_t len);
+
+/*
+ * The memory cgroup whose limit is the lowest from the process's cgroup up
+ * to the root: its limit (0: none), version (1 or 2, 0: none) and the file
+ * that says its usage (v1 memory.usage_in_bytes, v2 memory.current).
+ */
+struct ps_cgroup {
+	uint64_t limit;
+	int version;
+	char usage_path[PS_PATH_MAX + 64];
+};
+
+/*
+ * Fill *out for a process whose /proc/PID/cgroup text is self (cut into
+ * lines in place), with the cgroup mounts under root ("" for the real
+ * ones; unit tests pass a directory of their own).  Reads files only.
+ */
+void ps_cgroup_find(const char *root, char *self, struct ps_cgroup *out);
+
+/*
+ * A cgroup memory file's value: bytes, with "max" (v2) or a v1 number of
+ * 2^62 or more (v1's "none") as UINT64_MAX.  false if it is neither.
+ */
+bool ps_cgroup_parse_value(const char *text, uint64_t *out);
+
+/*
+ * What the pool's memory cgroup (the one whose limit it found) uses now,
+ * in bytes: one open, read and close.  0 without a limit or when it
+ * cannot be read.
+ */
+uint64_t ps_pool_cgroup_usage(void);
 
 /* One purge round done (for the report). */
 void ps_pool_count_purge(void);

@@ -27,7 +27,7 @@ static const char *pool_mode(const struct ps_report_data *d)
 		return "unused";
 	int kinds = 0;
 	for (int i = 0; i < PS_BACK__COUNT; i++)
-		kinds += d->pool.backed_by[i] != 0;
+		kinds += d->pool.backed_by[i] > (i == PS_BACK_4K ? d->pool.small_backed : 0);
 	return kinds > 1 ? "mixed" : ps_backing_name(d->pool.first_mode);   /* bounds-checked */
 }
 
@@ -867,6 +867,10 @@ void ps_report_render(struct ps_buf *b, const struct ps_report_data *d,
 			     "about %d: %lu of their %lu calls, and those calls' sizes and bytes, are "
 			     "an estimate\n", (unsigned long)(d->pool_min / 16), PS_ALLOC_SAMPLE,
 			     (unsigned long)est, (unsigned long)sampled_calls);
+	if (d->small_uncounted_below)
+		ps_emit_text(e, "note     malloc-family calls below %lu bytes are not counted "
+			     "(POOLSHIM_COUNT_SMALL=on counts them)\n",
+			     (unsigned long)d->small_uncounted_below);
 	if (!e->json) {
 		emit_hist_table(e, d, false);
 		emit_hist_table(e, d, true);

@@ -48,6 +48,7 @@ struct ps_report_data {
 	const char *heap_owner;           /* malloc's file when not ours, or NULL */
 	uint64_t pool_in_use, pool_peak;
 	uint64_t pool_min;
+	uint64_t small_uncounted_below;   /* malloc-family calls below this went uncounted (0: none) */
 	uint64_t minflt, majflt;
 	uint64_t utime_us, stime_us;
 	int threads;                      /* the most threads counting at once */

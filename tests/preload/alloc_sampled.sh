@@ -9,12 +9,14 @@
 # allocations with each (1000 of warm-up, then 20,000); every row must
 # report within 5% of that, nearly all of it estimated.  Before, these
 # calls were counted one by one (estimated 0), at 30-60 instructions each.
+# Since issue 35 small calls are counted only with POOLSHIM_COUNT_SMALL=on;
+# by default the text report's note says they were not counted.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 P="$PRELOAD_BIN/alloc_cost"
 N=20000
 MADE=$((N + 1000))
 
-shim "POOLSHIM_STATS=$PST_TMP/r.json" -- "$P" "$N" family >"$PST_TMP/out" 2>&1 ||
+shim POOLSHIM_COUNT_SMALL=on "POOLSHIM_STATS=$PST_TMP/r.json" -- "$P" "$N" family >"$PST_TMP/out" 2>&1 ||
 	{ cat "$PST_TMP/out"; fail "alloc_cost family failed"; finish; }
 python3 "$PS_TOP_SRCDIR/tests/report_schema.py" "$PST_TMP/r.json" || fail "the report breaks its schema"
 for call in calloc reallocarray posix_memalign aligned_alloc memalign valloc pvalloc; do
@@ -29,12 +31,23 @@ for call in calloc reallocarray posix_memalign aligned_alloc memalign valloc pva
 done
 
 # The text report's note names them as a sampled estimate.
-shim POOLSHIM_STATS=stderr -- "$P" "$N" family >/dev/null 2>"$PST_TMP/text" ||
+shim POOLSHIM_COUNT_SMALL=on POOLSHIM_STATS=stderr -- "$P" "$N" family >/dev/null 2>"$PST_TMP/text" ||
 	fail "alloc_cost family failed (text)"
 if grep -q '^note .*malloc-family calls below .* are sampled' "$PST_TMP/text"; then
 	pass "text: the note says they are sampled"
 else
 	fail "text: no sampling note"
 	grep -E '^(note|calloc|valloc)' "$PST_TMP/text"
+fi
+# By default: not counted, and the note says so.
+shim POOLSHIM_STATS=stderr -- "$P" "$N" family >/dev/null 2>"$PST_TMP/text" ||
+	fail "alloc_cost family failed (default)"
+calls=$(awk '$1 == "calloc" && $2 == "-" { print $3 }' "$PST_TMP/text")
+if grep -q '^note .*malloc-family calls below 4096 bytes are not counted' "$PST_TMP/text" &&
+	[ "${calls:-0}" -lt 100 ]; then
+	pass "default: small calls not counted (calloc rows: ${calls:-none}), and the note says so"
+else
+	fail "default: calloc counted ${calls:-none} times, or no note that small calls are not counted"
+	grep -E '^(note|calloc)' "$PST_TMP/text"
 fi
 finish

@@ -10,6 +10,23 @@
  *                  warm-up: "faults F" (minor faults in the N rounds)
  *   decay MIB MS   free one written MIB MiB buffer, then three times: sleep
  *                  MS ms, malloc/free 1 MiB: "rss free=K later=K"
+ *   burst N MIB MS N buffers of MIB MiB written, then all freed; then a
+ *                  steady loop (malloc, write, free 1 MiB every ms) for
+ *                  MS * 5/4 ms and one round more, then 200 more: "rss free=K
+ *                  window=K faults=F" (VmRSS after the frees and after
+ *                  MS * 5/4 ms, minor faults in the last 200 rounds)
+ *   swing ROUNDS   a live set of 110 MiB swinging, ROUNDS times, from
+ *                  buffers of 1-3 MiB to buffers of 5-9 MiB and back, one
+ *                  buffer replaced at a time, each written whole: "rss
+ *                  peak=K" (VmHWM).  In a 160 MiB memory cgroup glibc
+ *                  peaks at 130 MiB; the shim is OOM-killed (issue 35, open)
+ *   churn N ROUNDS N live buffers of 1-24 MiB (uniform), each written
+ *                  whole, one replaced at a random slot ROUNDS times: "rss
+ *                  peak=K" (VmHWM), for scripts/bench footprint
+ *   pressure       24 buffers of 4 MiB written, every third freed (32 MiB
+ *                  the pool keeps: less than what is in use), then 4 of
+ *                  16 MiB written: "rss peak=K" (VmHWM).  For a 160 MiB
+ *                  memory cgroup: 128 MiB live at most
  *   aslimit        malloc 1 MiB, then 2.5 GiB: "aslimit ok" or "aslimit
  *                  ENOMEM" (exit 1)
  */
@@ -107,6 +124,111 @@ int main(int argc, char **argv)
 		printf("rss free=%ld later=%ld\n", after_free, status_kib("VmRSS"));
 		return 0;
 	}
+	if (strcmp(mode, "burst") == 0 && argc == 5) {
+		int n = atoi(argv[2]);
+		size_t size = strtoul(argv[3], NULL, 10) * MiB;
+		long ms = atol(argv[4]);
+		void **bufs = calloc((size_t)n, sizeof(*bufs));
+		for (int i = 0; i < n; i++)
+			bufs[i] = must(size);
+		for (int i = 0; i < n; i++)
+			free(bufs[i]);
+		long after_free = status_kib("VmRSS");
+		struct timespec t0, t;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			free(must(MiB));
+			sleep_ms(1);
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms * 5 / 4);
+		/* The window plus one large call, whatever the scheduler did to the loop. */
+		free(must(MiB));
+		long window = status_kib("VmRSS");
+		long before = minflt();
+		for (int i = 0; i < 200; i++) {
+			free(must(MiB));
+			sleep_ms(1);
+		}
+		printf("rss free=%ld window=%ld faults=%ld\n", after_free, window, minflt() - before);
+		free(bufs);
+		return 0;
+	}
+	if (strcmp(mode, "swing") == 0 && argc == 3) {
+		int rounds = atoi(argv[2]);
+		enum { MAXB = 256 };
+		static void *buf[MAXB];
+		static size_t len[MAXB];
+		size_t total = 0, target = 110 * MiB;
+		unsigned seed = 12345;
+		int head = 0, n = 0;   /* a ring: the oldest buffer goes first */
+		for (int r = 0; r < 2 * rounds; r++) {
+			size_t lo = r % 2 ? 5 : 1, span = r % 2 ? 5 : 3;
+			/* Replace every buffer of the last phase by one of this phase's. */
+			for (int k = n; k > 0; k--) {
+				seed = seed * 1103515245u + 12345u;
+				size_t want = (lo * MiB) + (seed >> 8) % (span * MiB);
+				while (n > 0 && total + want > target) {
+					free(buf[head]);
+					total -= len[head];
+					head = (head + 1) % MAXB;
+					n--;
+				}
+				int at = (head + n) % MAXB;
+				buf[at] = must(want);
+				len[at] = want;
+				total += want;
+				n++;
+			}
+			if (r == 0)   /* the first phase fills the set */
+				while (n < MAXB) {
+					seed = seed * 1103515245u + 12345u;
+					size_t want = (lo * MiB) + (seed >> 8) % (span * MiB);
+					if (total + want > target)
+						break;
+					buf[(head + n) % MAXB] = must(want);
+					len[(head + n) % MAXB] = want;
+					total += want;
+					n++;
+				}
+		}
+		printf("rss peak=%ld\n", status_kib("VmHWM"));
+		return 0;
+	}
+	if (strcmp(mode, "churn") == 0 && argc == 4) {
+		int n = atoi(argv[2]);
+		long rounds = atol(argv[3]);
+		unsigned seed = 4242;
+		void **bufs = calloc((size_t)n, sizeof(*bufs));
+		for (long r = -n; r < rounds; r++) {
+			seed = seed * 1103515245u + 12345u;
+			int at = r < 0 ? (int)(r + n) : (int)((seed >> 8) % (unsigned)n);
+			seed = seed * 1103515245u + 12345u;
+			size_t want = MiB + (seed >> 4) % (23 * MiB);
+			free(bufs[at]);
+			bufs[at] = must(want);
+		}
+		printf("rss peak=%ld\n", status_kib("VmHWM"));
+		for (int i = 0; i < n; i++)
+			free(bufs[i]);
+		free(bufs);
+		return 0;
+	}
+	if (strcmp(mode, "pressure") == 0) {
+		void *small[24], *big[4];
+		for (int i = 0; i < 24; i++)
+			small[i] = must(4 * MiB);
+		for (int i = 0; i < 24; i += 3)
+			free(small[i]);
+		for (int i = 0; i < 4; i++)
+			big[i] = must(16 * MiB);
+		printf("rss peak=%ld\n", status_kib("VmHWM"));
+		for (int i = 0; i < 4; i++)
+			free(big[i]);
+		for (int i = 0; i < 24; i++)
+			if (i % 3)
+				free(small[i]);
+		return 0;
+	}
 	if (strcmp(mode, "aslimit") == 0) {
 		void *small = must(MiB);
 		errno = 0;
@@ -120,6 +242,6 @@ int main(int argc, char **argv)
 		free(small);
 		return 0;
 	}
-	fprintf(stderr, "usage: footprint big N MIB | steady MIB N | decay MIB MS | aslimit\n");
+	fprintf(stderr, "usage: footprint big N MIB | steady MIB N | decay MIB MS | burst N MIB MS | swing ROUNDS | churn N ROUNDS | pressure | aslimit\n");
 	return 2;
 }

@@ -157,3 +157,9 @@ pst_scripts += tests/preload/sig_invisible.sh
 # Issue 34: an OOM-killed process's report, rendered from its record.
 check_PROGRAMS += tests/preload/oom_victim
 pst_scripts += tests/preload/oom_report.sh
+
+# The address space and RSS the pool holds: a limit set after start, one
+# 16 MiB buffer's VmPeak, one 64 KiB buffer's RSS (with and without the shim).
+check_PROGRAMS += tests/preload/alloc_aslimit
+tests_preload_alloc_aslimit_LDADD = -lpthread
+pst_scripts += tests/preload/alloc_aslimit.sh

@@ -5,7 +5,7 @@
 # that the sanitizers check the core's code and not only the tests';
 # libpoolshim.so keeps the plain copy (an ASan runtime cannot be preloaded
 # under a program that was not built with it).
-tests_unit_unit_SOURCES += tests/unit/test_fdinfo.c
+tests_unit_unit_SOURCES += tests/unit/test_fdinfo.c tests/unit/test_cgroup.c
 
 if SANITIZERS
 check_LTLIBRARIES += libpscore_asan.la

@@ -11,6 +11,7 @@ int main(void)
 	srunner_add_suite(sr, suite_fdinfo());
 	srunner_add_suite(sr, suite_fmt());
 	srunner_add_suite(sr, suite_pool());
+	srunner_add_suite(sr, suite_cgroup());
 	srunner_add_suite(sr, suite_report());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

@@ -34,7 +34,9 @@ START_TEST(test_reserve)
 	ck_assert(!ps_pool_within_slab((void *)4096, 1));
 	ck_assert_int_eq(ps_pool_prepare(), 0);
 	ck_assert_uint_eq(ps_pool_lo % PS_UNIT, 0);
-	ck_assert_uint_eq(ps_pool_hi - ps_pool_lo, 128 << 20);
+	/* One unit claimed, room for twice the size: reserved as used. */
+	ck_assert_uint_eq(ps_pool_hi - ps_pool_lo, PS_UNIT);
+	ck_assert_uint_eq(ps_pool_span, 128 << 20);
 	ck_assert(!ps_pool_contains((void *)(ps_pool_lo - 1)));
 	ck_assert(ps_pool_contains((void *)ps_pool_lo));
 	ck_assert(ps_pool_contains((void *)(ps_pool_hi - 1)));
@@ -42,6 +44,40 @@ START_TEST(test_reserve)
 	ck_assert(!ps_pool_contains(NULL));
 	ck_assert_int_eq(ps_pool_nslabs(), 0);
 	ck_assert_int_eq(ps_pool_slab_of((void *)ps_pool_lo), -1);
+}
+END_TEST
+
+/* The range grows with the slabs, never ahead of them. */
+START_TEST(test_reserved_as_used)
+{
+	bool zeroed;
+	enum ps_pool_fail why;
+	struct ps_pool_info info;
+
+	pool_setup(PS_HUGE_NONE, 1 << 30);
+	char *a = ps_pool_take(5 << 20, 4096, 0, &zeroed, &why);
+	ck_assert_ptr_nonnull(a);
+	uintptr_t end = ((uintptr_t)a + (5 << 20) + PS_UNIT - 1) & ~(PS_UNIT - 1);
+	ck_assert_uint_eq(ps_pool_hi, end);
+	ps_pool_get_info(&info);
+	ck_assert_uint_eq(info.reserve, ps_pool_hi - ps_pool_lo);
+	char *b = ps_pool_take(16 << 20, 4096, 0, &zeroed, &why);
+	ck_assert_ptr_nonnull(b);
+	end = ((uintptr_t)b + (16 << 20) + PS_UNIT - 1) & ~(PS_UNIT - 1);
+	ck_assert_uint_eq(ps_pool_hi, end);
+	memset(b, 1, 16 << 20);
+	ck_assert(ps_pool_contains((char *)end - 1));
+	ck_assert(!ps_pool_contains((char *)end));
+	/*
+	 * A growth step whose tail cannot hold another block of the size
+	 * asked for is declined; one that can, or one within a unit of the
+	 * need, is taken.
+	 */
+	ck_assert_ptr_null(ps_pool_take(24 << 20, 4096, 16 << 20, &zeroed, &why));
+	ck_assert_int_eq(why, PS_FAIL_NONE);
+	ck_assert_uint_eq(ps_pool_hi, end);
+	ck_assert_ptr_nonnull(ps_pool_take(32 << 20, 4096, 16 << 20, &zeroed, &why));
+	ck_assert_ptr_nonnull(ps_pool_take(18 << 20, 4096, 16 << 20, &zeroed, &why));
 }
 END_TEST
 
@@ -177,11 +213,20 @@ START_TEST(test_small_first)
 	/* and a growth step is no longer declined */
 	ck_assert_ptr_nonnull(ps_pool_take(2 << 20, 4096, 128 << 10, &zeroed, &why));
 
-	/* With THP the first unit is one hugepage: nothing is declined. */
+	/*
+	 * With THP too: a first small buffer costs its 4 KiB pages, not a
+	 * whole hugepage; the first request too big for the region goes to
+	 * the next unit, which is THP.
+	 */
 	pool_setup(PS_HUGE_THP, 64 << 20);
-	ck_assert_ptr_nonnull(ps_pool_take(2 << 20, 4096, 1 << 20, &zeroed, &why));
+	ck_assert_ptr_null(ps_pool_take(2 << 20, 4096, 64 << 10, &zeroed, &why));
+	char *d = ps_pool_take(64 << 10, 4096, 0, &zeroed, &why);
+	ck_assert_ptr_eq(d, (char *)ps_pool_lo);
 	ps_pool_get_info(&info);
-	ck_assert_uint_eq(info.backed, 2 << 20);
+	ck_assert_uint_eq(info.backed, 64 << 10);
+	ck_assert_uint_eq(info.backed_by[PS_BACK_4K], 64 << 10);
+	char *e = ps_pool_take(4 << 20, 4096, 0, &zeroed, &why);
+	ck_assert_ptr_eq(e, (char *)ps_pool_lo + PS_UNIT);
 }
 END_TEST
 
@@ -285,6 +330,7 @@ Suite *suite_pool(void)
 	TCase *tc = tcase_create("pool");
 
 	tcase_add_test(tc, test_reserve);
+	tcase_add_test(tc, test_reserved_as_used);
 	tcase_add_test(tc, test_take_and_lookup);
 	tcase_add_test(tc, test_cap_and_too_large);
 	tcase_add_test(tc, test_mode_reasons);

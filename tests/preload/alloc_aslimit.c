@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The address space the program sees: what the pool holds of it must be
+ * what it backs, so that an address-space limit (RLIMIT_AS) set before or
+ * after start works as without the shim.  Modes, each printing one line
+ * the script compares with the same program run without the shim:
+ *
+ *   late     one 1 MiB buffer, then RLIMIT_AS = 2 GiB (a sandboxing
+ *            helper's setrlimit), then 20,000 small mallocs, an 8 MiB
+ *            mmap, a thread, a 64 MiB malloc: "late ok" or what failed
+ *   vmpeak   one 16 MiB buffer written: "vmpeak KIB"
+ *   count    16 MiB buffers written until malloc fails (under a limit set
+ *            before start): "count N"
+ *   trim     malloc_trim(0) before anything else: "trim R"
+ *   first    one 64 KiB buffer written: "rss KIB" (VmRSS after it)
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#define MiB (1024UL * 1024)
+
+static long status_kib(const char *key)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	size_t n = strlen(key);
+	long v = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, key, n) == 0 && line[n] == ':') {
+			v = strtol(line + n + 1, NULL, 10);
+			break;
+		}
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static void *thread_main(void *arg)
+{
+	return arg;
+}
+
+static int late(void)
+{
+	char *one = malloc(MiB);
+	if (!one)
+		return printf("late: 1 MiB malloc failed\n"), 1;
+	memset(one, 1, MiB);
+	struct rlimit rl = { 2UL << 30, 2UL << 30 };
+	if (setrlimit(RLIMIT_AS, &rl) != 0)
+		return printf("late: setrlimit: %s\n", strerror(errno)), 1;
+
+	static void *small[20000];
+	int n = 0;
+	for (; n < 20000; n++)
+		if (!(small[n] = malloc(1000)))
+			break;
+	if (n < 20000)
+		return printf("late: small mallocs stopped after %d: %s\n", n, strerror(errno)), 1;
+	void *m = mmap(NULL, 8 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return printf("late: 8 MiB mmap: %s\n", strerror(errno)), 1;
+	pthread_t t;
+	int r = pthread_create(&t, NULL, thread_main, NULL);
+	if (r != 0)
+		return printf("late: pthread_create: %s\n", strerror(r)), 1;
+	pthread_join(t, NULL);
+	char *big = malloc(64 * MiB);
+	if (!big)
+		return printf("late: 64 MiB malloc: %s\n", strerror(errno)), 1;
+	memset(big, 2, 64 * MiB);
+	free(big);
+	munmap(m, 8 * MiB);
+	for (int i = 0; i < n; i++)
+		free(small[i]);
+	free(one);
+	printf("late ok\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+
+	if (strcmp(mode, "trim") == 0) {
+		/* Before anything else: what start-up left in the program's heap. */
+		int r = malloc_trim(0);
+		printf("trim %d\n", r);
+		return 0;
+	}
+	if (strcmp(mode, "late") == 0)
+		return late();
+	if (strcmp(mode, "vmpeak") == 0) {
+		char *p = malloc(16 * MiB);
+		if (!p)
+			return printf("vmpeak: malloc failed\n"), 1;
+		memset(p, 1, 16 * MiB);
+		printf("vmpeak %ld\n", status_kib("VmPeak"));
+		free(p);
+		return 0;
+	}
+	if (strcmp(mode, "first") == 0) {
+		char *p = malloc(64 << 10);
+		if (!p)
+			return printf("first: malloc failed\n"), 1;
+		memset(p, 1, 64 << 10);
+		printf("rss %ld\n", status_kib("VmRSS"));
+		free(p);
+		return 0;
+	}
+	if (strcmp(mode, "count") == 0) {
+		int n = 0;
+		char *p;
+		while (n < 100000 && (p = malloc(16 * MiB))) {
+			memset(p, 1, 16 * MiB);
+			n++;
+		}
+		printf("count %d\n", n);
+		return 0;
+	}
+	fprintf(stderr, "usage: alloc_aslimit late|vmpeak|count|trim|first\n");
+	return 2;
+}
