@@ -163,3 +163,7 @@ pst_scripts += tests/preload/oom_report.sh
 check_PROGRAMS += tests/preload/alloc_aslimit
 tests_preload_alloc_aslimit_LDADD = -lpthread
 pst_scripts += tests/preload/alloc_aslimit.sh
+
+# Issue 35: nothing allocated from the program's heap at start.
+check_PROGRAMS += tests/preload/trim_start
+pst_scripts += tests/preload/trim_start.sh
