@@ -60,6 +60,11 @@ struct ps_live_header {
 	uint64_t pidns;              /* inode of the pid namespace, as in the file name */
 	uint32_t unpublished;        /* threads counting outside the file (full, or no room) */
 	uint32_t threads_peak;       /* the most threads counting at once (0: older writer) */
+	/*
+	 * Appended by issue 36, within the version-2 header (older writers
+	 * leave it zero: no slots): the O_DIRECT router's table (route.c).
+	 */
+	struct ps_route_table routes;
 };
 
 /*

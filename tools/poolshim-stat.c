@@ -105,7 +105,8 @@ static const char *check_header(const struct target *t, const struct ps_live_hea
 		return "header lies: pid or namespace differs from the file name";
 	if ((uint32_t)h->pool.requested > PS_HUGE_NONE ||
 	    (uint32_t)h->pool.first_mode >= PS_BACK__COUNT ||
-	    (uint32_t)h->uring_state > 2)
+	    (uint32_t)h->uring_state > 2 || h->routes.nslots > PS_ROUTE_SLOTS ||
+	    h->routes.mode > PS_URING_ON)
 		return "header lies: a state out of range";
 	return NULL;
 }
@@ -281,6 +282,7 @@ static void show(struct target *t, const struct ps_tstats *counters, const char 
 	d.uring_state = h->uring_state;
 	d.uring_reason = h->uring_reason[0] ? h->uring_reason : NULL;
 	d.uring_rings = h->uring_rings;
+	d.routes = &h->routes;
 
 	fflush(stdout);
 	if (!opt_json) {
