@@ -532,6 +532,11 @@ static void emit_routes(struct ps_emit *e, const struct ps_report_data *d)
 		ps_emit_text(e, " %ss: ", op);
 		ps_emit_kv(e, "op", PS_EMIT_NAME, &op);
 		ps_emit_col(e, "route", 0, PS_EMIT_NAME, &state);
+		const char *chosen = s->chosen >= 1 && s->chosen <= PS_ROUTE__COUNT
+					     ? route_names[s->chosen - 1] : NULL;
+		ps_emit_kv(e, "route_chosen", PS_EMIT_STR, &chosen);
+		if (s->state == PS_ROUTE_STATE_MEASURING && chosen)
+			ps_emit_text(e, " again (%s before)", chosen);
 		ps_emit_line(e, " after %{route_decisions}u measurements (%{route_changes}u changes)",
 			     decisions, changes);
 		ps_emit_object_begin(e, "route_measured");

@@ -299,6 +299,7 @@ static void decide(int i)
 	if (s->last >= 0 && s->last != (int32_t)got)
 		slot->changes++;
 	s->last = (int32_t)got;
+	slot->chosen = (uint32_t)got + 1;
 	__atomic_store_n(&s->since, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->decided_tick, ps_ticks(), __ATOMIC_RELAXED);
 	__atomic_store_n(&slot->state, got == PS_ROUTE_RING ? PS_ROUTE_STATE_RING : PS_ROUTE_STATE_PLAIN,
@@ -328,10 +329,16 @@ void ps_route_test_delay(const struct ps_route_call *rc)
 	}
 	if (rc->route != dear)
 		return;
-	/* CPU time, not wall time: the dear route must cost CPU on a busy machine too. */
+	/*
+	 * 1 ms of CPU time (not wall time: the dear route must cost CPU on a
+	 * busy machine too), then 3 ms asleep, so that it is slower beyond
+	 * the scheduling noise of a loaded machine as well.
+	 */
 	uint64_t until = thread_cpu_ns() + 1000000;
 	while (thread_cpu_ns() < until)
 		;
+	struct timespec nap = { 0, 3000000 };
+	PS_SYSCALL(SYS_nanosleep, &nap, NULL);
 }
 #endif
 

@@ -99,7 +99,7 @@ struct ps_route_slot {
 	uint32_t state;              /* enum ps_route_state */
 	uint32_t decisions;          /* measurements finished */
 	uint32_t changes;            /* decisions that changed the route */
-	uint32_t pad;
+	uint32_t chosen;             /* the last decision: enum ps_route + 1; 0 none yet */
 	struct ps_route_window chose[PS_ROUTE__COUNT];   /* behind the last decision */
 };
 
