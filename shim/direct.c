@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * Routing O_DIRECT calls on pooled buffers to io_uring (direct.h).
+ * Routing O_DIRECT calls on pooled buffers to io_uring (direct.h).  An
+ * eligible call's route is the router's (route.c): measured per device,
+ * the plain call unless the ring was cheaper.  The plain route adds no
+ * system call but on a descriptor's first call in a thread (and every
+ * 256th), when fstat learns its device and F_GETFL checks its kind; the
+ * ring route asks F_GETFL on every call, as before the router.
  *
  * pread, pwrite, preadv and pwritev are cancellation points (pthreads(7)),
  * and the ring's wait is not: glibc sends no SIGCANCEL to a thread in
@@ -63,12 +68,13 @@ static ssize_t ring_done(enum ps_call call, int fd, size_t len, int saved, uint6
 /*
  * The ring route of a call the router sent there: rc's route falls back
  * to plain (PS_NOT_TAKEN) when the descriptor is no longer what the ring
- * may take, or the ring did not take the call.
+ * may take (asked of the kernel unless the caller just did: rc->fresh),
+ * or the ring did not take the call.
  */
 static ssize_t on_ring(struct ps_route_call *rc, enum ps_call call, int fd, const struct iovec *iov,
 		       int n, size_t len, off_t off, bool write)
 {
-	if (!direct_now(fd, write)) {
+	if (!rc->fresh && !direct_now(fd, write)) {
 		rc->slot = -1;          /* not an eligible call after all */
 		return PS_NOT_TAKEN;
 	}
@@ -94,7 +100,19 @@ ssize_t ps_direct_rw(struct ps_route_call *rc, enum ps_call call, int fd, void *
 	rc->slot = -1;
 	if (!ps_uring_eligible(buf, len, off, off != -1))
 		return PS_NOT_TAKEN;
-	if (ps_route_begin(rc, fd, write) == PS_ROUTE_PLAIN)
+	enum ps_route route = ps_route_begin(rc, fd, write);
+	/*
+	 * A descriptor new to this thread's device cache (or due for its
+	 * recheck) is asked of the kernel whatever the route: its kind may
+	 * have been learnt from flags alone (F_SETFL gives a FIFO O_DIRECT),
+	 * and the number reused behind the table's back.  The plain route's
+	 * other calls make no system call of their own.
+	 */
+	if (rc->fresh && !direct_now(fd, write)) {
+		rc->slot = -1;
+		return PS_NOT_TAKEN;
+	}
+	if (route == PS_ROUTE_PLAIN)
 		return PS_NOT_TAKEN;
 	return on_ring(rc, call, fd, &(struct iovec){ buf, len }, 0, len, off, write);
 }
@@ -127,7 +145,12 @@ ssize_t ps_direct_rwv(struct ps_route_call *rc, enum ps_call call, int fd,
 	 * unmeasured is not counted by route: whether it was eligible is not
 	 * known without the copy.
 	 */
-	if (ps_route_begin(rc, fd, write) == PS_ROUTE_PLAIN && !rc->sample) {
+	enum ps_route route = ps_route_begin(rc, fd, write);
+	if (rc->fresh && !direct_now(fd, write)) {      /* as in ps_direct_rw() */
+		rc->slot = -1;
+		return PS_NOT_TAKEN;
+	}
+	if (route == PS_ROUTE_PLAIN && !rc->sample) {
 		rc->slot = -1;
 		return PS_NOT_TAKEN;
 	}

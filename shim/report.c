@@ -281,10 +281,67 @@ static void advise_hugetlb_pays(const struct ps_report_data *d, struct advice_li
 	advice_suggest(l, "hugetlb");
 }
 
+static uint64_t window_mib_s(const struct ps_route_window *w);
+static uint64_t window_cpu_us_gib(const struct ps_route_window *w);
+
+/*
+ * The router (POOLSHIM_URING=auto) chose the same route on every slot it
+ * measured and never changed it, and the calls that measured the other
+ * route cost, at the measured rates, at least 1% of the process's CPU
+ * time and 1 ms: forcing the route would have saved that (a short
+ * process, or few calls per device).
+ */
+static void advise_uring_route(const struct ps_report_data *d, struct advice_list *l)
+{
+	const struct ps_route_table *rt = d->routes;
+	const struct ps_uring_counts *u = &d->totals->uring;
+	int chosen = 0, at = -1;
+	double lost_ns = 0;
+
+	if (!rt || rt->mode != PS_URING_AUTO)
+		return;
+	for (uint32_t i = 0; i < rt->nslots && i < PS_ROUTE_SLOTS; i++) {
+		const struct ps_route_slot *s = &rt->slot[i];
+		if (!s->key || !s->decisions)
+			continue;
+		if (s->changes || (chosen && (int)s->chosen != chosen) || !s->chosen ||
+		    s->chosen > PS_ROUTE__COUNT)
+			return;
+		chosen = (int)s->chosen;
+		int win = chosen - 1, lose = 1 - win;
+		const struct ps_route_window *w = &s->chose[win], *x = &s->chose[lose];
+		if (!w->bytes || !x->bytes)
+			continue;
+		double extra = (double)x->cpu_ns / (double)x->bytes - (double)w->cpu_ns / (double)w->bytes;
+		if (extra > 0)
+			lost_ns += extra * (double)u->route_bytes[i][lose];
+		if (at < 0)
+			at = (int)i;
+	}
+	double cpu_ns = (double)(d->utime_us + d->stime_us) * 1e3;
+	if (!chosen || at < 0 || lost_ns < 1e6 || lost_ns < cpu_ns / 100)
+		return;
+	const struct ps_route_slot *s = &rt->slot[at];
+	int win = chosen - 1;
+	uint64_t cw = window_cpu_us_gib(&s->chose[win]), cl = window_cpu_us_gib(&s->chose[1 - win]);
+	struct ps_buf m;
+	advice_add(l, "uring_route", "POOLSHIM_URING", &m);
+	ps_buf_printf(&m, "every device's O_DIRECT calls went to the %s (%lu.%lu against %lu.%lu ms "
+		      "CPU/GiB the last time it was measured); measuring the %s cost about %lu ms of "
+		      "CPU, %lu%% of this process's: POOLSHIM_URING=%s skips the measurement",
+		      win ? "ring" : "plain call", (unsigned long)(cw / 1000),
+		      (unsigned long)(cw % 1000 / 100), (unsigned long)(cl / 1000),
+		      (unsigned long)(cl % 1000 / 100), win ? "plain call" : "ring",
+		      (unsigned long)(lost_ns / 1e6),
+		      (unsigned long)(cpu_ns > 0 ? lost_ns * 100 / cpu_ns : 0), win ? "on" : "off");
+	ps_buf_str(&m);
+	advice_suggest(l, win ? "on" : "off");
+}
+
 /* Each rule adds at most one item; the report lists them in this order. */
 static void (*const advisors[])(const struct ps_report_data *d, struct advice_list *l) = {
 	advise_pool_min, advise_unaligned, advise_pool_full,
-	advise_hugetlb_none, advise_thp_disabled, advise_hugetlb_pays,
+	advise_hugetlb_none, advise_thp_disabled, advise_hugetlb_pays, advise_uring_route,
 };
 
 static void gather_advice(const struct ps_report_data *d, struct advice_list *l)

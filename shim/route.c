@@ -122,15 +122,17 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* fd's device, from this thread's table or fstat.  false when fstat fails. */
-static bool fd_device(int fd, dev_t *dev)
+/* fd's device, from this thread's table or fstat (*fresh).  false when fstat fails. */
+static bool fd_device(int fd, dev_t *dev, bool *fresh)
 {
 	struct fd_dev *e = &fd_devs[(unsigned)fd % PS_ROUTE_CACHE];
 
+	*fresh = false;
 	if (e->fd_plus1 == fd + 1 && ++e->uses < PS_ROUTE_RECHECK) {
 		*dev = e->dev;
 		return e->ok;
 	}
+	*fresh = true;
 	struct stat st;
 	e->fd_plus1 = fd + 1;
 	e->uses = 0;
@@ -227,7 +229,7 @@ enum ps_route ps_route_begin(struct ps_route_call *rc, int fd, bool write)
 	rc->slot = -1;
 	rc->sample = false;
 	rc->route = mode == PS_URING_ON ? PS_ROUTE_RING : PS_ROUTE_PLAIN;
-	rc->dev_known = fd_device(fd, &rc->dev);
+	rc->dev_known = fd_device(fd, &rc->dev, &rc->fresh);
 	if (!rc->dev_known)
 		return rc->route;
 	rc->slot = slot_of(rc->dev, write);
@@ -242,22 +244,6 @@ enum ps_route ps_route_begin(struct ps_route_call *rc, int fd, bool write)
 		rc->tick0 = ps_ticks();
 	}
 	return rc->route;
-}
-
-enum ps_route ps_route_peek(int fd, bool write)
-{
-	dev_t dev;
-
-	if (mode == PS_URING_ON)
-		return PS_ROUTE_RING;
-	if (!fd_device(fd, &dev))
-		return PS_ROUTE_PLAIN;
-	int i = slot_of(dev, write);
-	if (i < 0)
-		return PS_ROUTE_PLAIN;
-	return __atomic_load_n(&table.slot[i].state, __ATOMIC_RELAXED) == PS_ROUTE_STATE_PLAIN
-		       ? PS_ROUTE_PLAIN
-		       : PS_ROUTE_RING;
 }
 
 void ps_route_fall_back(struct ps_route_call *rc)

@@ -59,22 +59,17 @@ struct ps_route_call {
 	uint64_t cpu0, tick0;
 	dev_t dev;               /* the file's device (its block device for a node) */
 	bool dev_known;          /* fstat answered: dev is right */
+	bool fresh;              /* this call asked fstat (first use, or a recheck) */
 };
 
 /*
  * Choose the route of an eligible call of fd (write for writes): fills
  * *rc and returns its route.  The device is cached per thread and fd
- * (see route.c for why that is safe); the first call on an fd asks fstat.
+ * (see route.c for why that is safe); the first call on an fd asks fstat,
+ * and says so in rc->fresh: the caller then checks the descriptor the way
+ * the ring route does (its kind may have been learnt from flags alone).
  */
 enum ps_route ps_route_begin(struct ps_route_call *rc, int fd, bool write);
-
-/*
- * The route the slot of fd's device takes now, without sampling: for
- * callers that must decide before they know whether the call is eligible
- * (vectored calls: copying the iovec array costs two system calls).
- * PS_ROUTE_RING while the slot is being measured.
- */
-enum ps_route ps_route_peek(int fd, bool write);
 
 /*
  * The call ended with result r (bytes, or -1): count it under its route,

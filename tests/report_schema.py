@@ -43,7 +43,7 @@ SCHEMA = {
 }
 ADVICE = {"id": str, "message": str, "variable": str, "suggested": (str, type(None))}
 ADVICE_IDS = {"pool_min", "memlock", "unaligned", "pool_full", "hugetlb_none", "thp_disabled",
-              "hugetlb_pays"}
+              "hugetlb_pays", "uring_route"}
 CALL = {"call": str, "kind": str, "calls": U, "bytes": U, "errors": U, "eagain": U,
         "timed": U, "nsec": U, "estimated": U, "size_hist": list, "lat_hist": list, "errnos": dict}
 WINDOW = {"samples": U, "bytes": U, "cpu_ns": U, "wall_ns": U, "mib_s": U, "cpu_us_per_gib": U}

@@ -9,7 +9,10 @@
 # 100 pwrites of the same bytes back) return what they return without the
 # shim: the same counts, bytes and file offset.  The shipped library under
 # POOLSHIM_URING=auto, on and off: the same results, the report's route by
-# device (uring.devices) as each mode says.  The file lives on a real disk
+# device (uring.devices) as each mode says.  Where measuring the dear
+# route cost more than 1% of the process's CPU, the advice names
+# POOLSHIM_URING and the value that forces the cheaper route; where it
+# cost little (the shipped library here), no advice.  The file lives on a real disk
 # (/var/tmp, or PST_FIO_DIR).
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 need_test_hooks
@@ -70,12 +73,35 @@ check ring_dear "d['route_chosen'] == 'plain' and d['route_changes'] == 0 and d[
 check ring_dear "d['route_calls']['plain'] > 2 * d['route_calls']['ring']" "ring dearer: most reads plain"
 check ring_dear "d['route_measured']['ring']['cpu_us_per_gib'] > 2 * d['route_measured']['plain']['cpu_us_per_gib']" \
 	"ring dearer: the figures say why"
+v=$(json_get "$PST_TMP/ring_dear.json" "[(a['variable'], a['suggested']) for a in r['advice'] if a['id'] == 'uring_route']")
+[ "$v" = "[('POOLSHIM_URING', 'off')]" ] && pass "ring dearer: the advice names POOLSHIM_URING=off" ||
+	fail "ring dearer: advice $v"
+v=$(json_get "$PST_TMP/auto.json" "[a['id'] for a in r['advice'] if a['id'] == 'uring_route']")
+[ "$v" = "[]" ] && pass "auto: no route advice where measuring cost little" || fail "auto: advice $v"
 run plain_dear "$SHIM_TEST" POOLSHIM_URING_TEST=plain_dear
 check plain_dear "d['route_chosen'] == 'ring' and d['route_changes'] == 0 and d['route_calls']['ring'] > 2 * d['route_calls']['plain']" \
 	"plain dearer: the router sends the reads to the ring"
+v=$(json_get "$PST_TMP/plain_dear.json" "[(a['variable'], a['suggested']) for a in r['advice'] if a['id'] == 'uring_route']")
+[ "$v" = "[('POOLSHIM_URING', 'on')]" ] && pass "plain dearer: the advice names POOLSHIM_URING=on" ||
+	fail "plain dearer: advice $v"
 run dear_swap "$SHIM_TEST" POOLSHIM_URING_TEST=dear_swap
 check dear_swap "d['route_chosen'] == 'ring' and d['route_changes'] >= 1" \
 	"the dear route changes half way: the router follows it to the ring"
+# poolshim stat: the route by device, live, from the process's live file
+mkdir "$PST_TMP/live"
+POOLSHIM_LIVE_DIR="$PST_TMP/live" POOLSHIM_STATS=off LD_PRELOAD="$SHIM" "$P" route "$F" 1000000 \
+	>/dev/null 2>&1 &
+bg=$!
+at_exit "kill $bg 2>/dev/null"
+seen=
+for _ in $(seq 100); do
+	"$PS_TOP_BUILDDIR/tools/poolshim-stat" --live-dir "$PST_TMP/live" "$bg" >"$PST_TMP/stat.out" 2>&1 &&
+		grep -q "^io_uring route [0-9]*:[0-9]* reads: plain\|^io_uring route [0-9]*:[0-9]* reads: ring" \
+			"$PST_TMP/stat.out" && { seen=1; break; }
+	sleep 0.2
+done
+kill "$bg" 2>/dev/null
+[ -n "$seen" ] && pass "poolshim stat: the reads' route, live" || fail "poolshim stat: $(cat "$PST_TMP/stat.out")"
 grep -q "^io_uring route [0-9]*:[0-9]* reads: " "$PST_TMP/dear_swap.out" 2>/dev/null ||
 	POOLSHIM_STATS=stderr POOLSHIM_URING_TEST=dear_swap LD_PRELOAD="$SHIM_TEST" "$P" route "$F" 200 2>&1 >/dev/null |
 	grep -q "^io_uring route [0-9]*:[0-9]* reads: .* after [0-9]* measurements" &&
