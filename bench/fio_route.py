@@ -3,7 +3,7 @@
 """Where does the ring win?  (issue 36)  fio under the shim with
 POOLSHIM_URING=on (every eligible call on io_uring) against
 POOLSHIM_URING=off (the plain call), paired per round, for each case:
-random reads and writes, block sizes, psync (pread/pwrite) and psyncv
+random reads and writes, block sizes, psync (pread/pwrite) and pvsync
 (preadv/pwritev), one job or several threads at once.  Prints, per case,
 the median over the rounds of on's MiB/s and CPU per GiB over off's in the
 same round, and the router's (default) choice from its report.
@@ -27,7 +27,7 @@ import tempfile
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHIM = os.path.join(os.environ.get("PS_TOP_BUILDDIR", TOP), ".libs", "libpoolshim.so")
 CASES = ["randread,128k,psync,1", "randread,1m,psync,1", "randread,16m,psync,1",
-         "randread,1m,psync,4", "randread,1m,psyncv,1",
+         "randread,1m,psync,4", "randread,1m,pvsync,1",
          "randwrite,128k,psync,1", "randwrite,1m,psync,1", "randwrite,1m,psync,4"]
 
 

@@ -29,9 +29,12 @@
 #define PS_ROUTE_REMEASURE_MIN 512
 #define PS_ROUTE_REMEASURE_NS (60ull * 1000000000ull)
 /*
- * A difference in throughput below this share (percent) is taken as no
- * difference whatever the spread says; so is a difference in CPU per byte.
+ * A difference in speed (wall time per byte) below PS_ROUTE_SPEED_PCT
+ * percent is taken as none whatever the spread says, and one within
+ * three standard errors too; a difference in CPU per byte below
+ * PS_ROUTE_NOISE_PCT is none.
  */
+#define PS_ROUTE_SPEED_PCT 5
 #define PS_ROUTE_NOISE_PCT 3
 
 /* The process's table; ps_routes_mirror is its copy in the live file (or NULL). */
@@ -43,8 +46,9 @@ void ps_route_init(const struct ps_config *cfg);
 
 /*
  * The route the measurements w[] call for: pure, for the unit tests.
- * Plain unless the ring is faster beyond the noise, or as fast and
- * cheaper in CPU per byte beyond PS_ROUTE_NOISE_PCT.
+ * The faster where the speeds differ beyond the noise; where they do not
+ * and the noise is narrow (within PS_ROUTE_SPEED_PCT), the ring if it is
+ * cheaper in CPU per byte beyond PS_ROUTE_NOISE_PCT; else plain.
  */
 enum ps_route ps_route_decide(const struct ps_route_window w[PS_ROUTE__COUNT]);
 

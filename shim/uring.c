@@ -49,9 +49,14 @@
  * clone) are noticed on the ring lookup through a MADV_WIPEONFORK page,
  * which reads as zero in any child, so the lookup costs no system call.
  *
+ * Which calls come here at all is the router's (route.c): per device, the
+ * ring only where it measured cheaper than the plain call, unless
+ * POOLSHIM_URING=on.
+ *
  * A read is split into chunks of what the file's block device takes in
  * one request (its queue's max_sectors_kb; a partition's disk), read from
- * sysfs once per device, and never into more chunks than the ring depth
+ * sysfs once per device (the device as the router learnt it: no fstat
+ * per call), and never into more chunks than the ring depth
  * and the device's nr_requests (then the chunks grow).  An explicit
  * POOLSHIM_URING_CHUNK wins, and it is the size where no block queue is
  * found (tmpfs, NFS, btrfs' anonymous devices, no /sys).  The chunk size
