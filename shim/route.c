@@ -45,6 +45,7 @@ struct ps_route_table *ps_routes_mirror;
 /* What the router keeps of a slot besides the published table: never shown. */
 struct slot_run {
 	uint64_t seq;                /* calls while measuring: odd to the ring */
+	uint64_t round_start;        /* seq when the measurement under way began */
 	uint64_t since;              /* calls since the last decision */
 	uint64_t decided_tick;
 	uint32_t deciding;           /* one thread writes a decision */
@@ -213,9 +214,13 @@ static void maybe_remeasure(int i, uint32_t state)
 		if (ps_ticks_to_ns(ps_ticks() - t0) < PS_ROUTE_REMEASURE_NS)
 			return;
 	}
-	__atomic_compare_exchange_n(&table.slot[i].state, &state, PS_ROUTE_STATE_MEASURING, false,
-				    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	if (__atomic_compare_exchange_n(&table.slot[i].state, &state, PS_ROUTE_STATE_MEASURING,
+					false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		__atomic_store_n(&s->round_start, __atomic_load_n(&s->seq, __ATOMIC_RELAXED),
+				 __ATOMIC_RELAXED);
 }
+
+static void decide(int i);
 
 static enum ps_route pick(struct ps_route_call *rc, int i)
 {
@@ -228,10 +233,20 @@ static enum ps_route pick(struct ps_route_call *rc, int i)
 	case PS_ROUTE_STATE_RING:
 		maybe_remeasure(i, state);
 		return state == PS_ROUTE_STATE_RING ? PS_ROUTE_RING : PS_ROUTE_PLAIN;
-	default:
+	default: {
+		uint64_t n = __atomic_fetch_add(&run[i].seq, 1, __ATOMIC_RELAXED);
+		/*
+		 * A route whose calls give no sample (errors, reads at the end
+		 * of the file, writes the ring may not take) would keep the slot
+		 * measuring for ever: after 16 rounds' worth of calls, decide on
+		 * what there is (plain, for a route without samples).
+		 */
+		if (ps_unlikely(n - __atomic_load_n(&run[i].round_start, __ATOMIC_RELAXED) >
+				16 * 2 * PS_ROUTE_SAMPLES))
+			decide(i);
 		rc->sample = true;
-		return __atomic_fetch_add(&run[i].seq, 1, __ATOMIC_RELAXED) & 1 ? PS_ROUTE_RING
-										   : PS_ROUTE_PLAIN;
+		return n & 1 ? PS_ROUTE_RING : PS_ROUTE_PLAIN;
+	}
 	}
 }
 
@@ -298,6 +313,7 @@ static void decide(int i)
 	s->last = (int32_t)got;
 	slot->chosen = (uint32_t)got + 1;
 	__atomic_store_n(&s->since, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->round_start, __atomic_load_n(&s->seq, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
 	__atomic_store_n(&s->decided_tick, ps_ticks(), __ATOMIC_RELAXED);
 	__atomic_store_n(&slot->state, got == PS_ROUTE_RING ? PS_ROUTE_STATE_RING : PS_ROUTE_STATE_PLAIN,
 			 __ATOMIC_RELEASE);
