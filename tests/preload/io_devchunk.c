@@ -19,6 +19,8 @@
  *                            the end and one past it; prints what they
  *                            returned and the file offset afterwards
  *                            (io_route.sh: the router's test)
+ *   io_devchunk pastend FILE N  N preads of 128 KiB past the end of FILE
+ *                            (each returns 0: the router gets no sample)
  *
  * Exits 77 when the directory refuses O_DIRECT.
  */
@@ -132,8 +134,28 @@ static int route_file(const char *path, long calls)
 	return 0;
 }
 
+static int past_end(const char *path, long calls)
+{
+	int fd = open(path, O_RDONLY | O_DIRECT);
+	unsigned char *buf;
+	long zero = 0;
+
+	if (fd < 0)
+		return errno == EINVAL ? 77 : 1;
+	if (posix_memalign((void **)&buf, 4096, RLEN) != 0)
+		return 1;
+	for (long k = 0; k < calls; k++)
+		zero += pread(fd, buf, RLEN, FSIZE + 8192 + k * RLEN) == 0;
+	printf("pastend preads=%ld zero=%ld\n", calls, zero);
+	free(buf);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && strcmp(argv[1], "pastend") == 0)
+		return past_end(argv[2], atol(argv[3]));
 	if (argc == 4 && strcmp(argv[1], "route") == 0)
 		return route_file(argv[2], atol(argv[3]));
 	if (argc == 3 && strcmp(argv[1], "write") == 0)

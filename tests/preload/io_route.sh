@@ -12,7 +12,9 @@
 # device (uring.devices) as each mode says.  Where measuring the dear
 # route cost more than 1% of the process's CPU, the advice names
 # POOLSHIM_URING and the value that forces the cheaper route; where it
-# cost little (the shipped library here), no advice.  The file lives on a real disk
+# cost little (the shipped library here), no advice.  Reads that give the
+# router no sample (past the end of the file) are decided plain after
+# 1024 calls rather than measured for ever.  The file lives on a real disk
 # (/var/tmp, or PST_FIO_DIR).
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 need_test_hooks
@@ -87,6 +89,13 @@ v=$(json_get "$PST_TMP/plain_dear.json" "[(a['variable'], a['suggested']) for a 
 run dear_swap "$SHIM_TEST" POOLSHIM_URING_TEST=dear_swap
 check dear_swap "d['route_chosen'] == 'ring' and d['route_changes'] >= 1" \
 	"the dear route changes half way: the router follows it to the ring"
+# A route that gives no sample (reads past the end return 0) does not keep
+# the slot measuring for ever: decided after 1024 calls, plain.
+POOLSHIM_STATS="$PST_TMP/pastend.json" LD_PRELOAD="$SHIM" "$P" pastend "$F" 1500 >"$PST_TMP/pastend.out" 2>&1
+grep -q "pastend preads=1500 zero=1500" "$PST_TMP/pastend.out" || fail "pastend: $(cat "$PST_TMP/pastend.out")"
+check pastend "d['route_decisions'] >= 1 and d['route_chosen'] == 'plain' and d['route_calls']['ring'] <= 520 and d['route_calls']['plain'] >= 900" \
+	"reads that give no sample: decided plain after 1024 calls"
+
 # poolshim stat: the route by device, live, from the process's live file
 mkdir "$PST_TMP/live"
 POOLSHIM_LIVE_DIR="$PST_TMP/live" POOLSHIM_STATS=off LD_PRELOAD="$SHIM" "$P" route "$F" 1000000 \
