@@ -52,8 +52,9 @@ static bool direct_now(int fd, bool write)
 
 /*
  * The ring's answer r (a result, never PS_NOT_TAKEN) for a call of len
- * bytes started at t0, with the caller's errno saved.  A cancel that came while the call ran takes
- * effect now, the call counted (see the head of this file).
+ * bytes started at t0, with the caller's errno saved.  A cancel that came
+ * while the call ran takes effect now, the call counted (see the head of
+ * this file).
  */
 static ssize_t ring_done(enum ps_call call, int fd, size_t len, int saved, uint64_t t0,
 			 ssize_t r)

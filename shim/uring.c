@@ -667,8 +667,9 @@ static int push_for_test(struct ring *r, unsigned left, bool first)
  */
 static int push(struct ring *r, unsigned left, bool first)
 {
-	int ret = ps_unlikely(test_mode == PS_URING_TEST_SHORT || test_mode == PS_URING_TEST_STUCK) ? push_for_test(r, left, first)
-								 : io_uring_submit_and_wait(&r->ring, left);
+	bool for_test = test_mode == PS_URING_TEST_SHORT || test_mode == PS_URING_TEST_STUCK;
+	int ret = ps_unlikely(for_test) ? push_for_test(r, left, first)
+					: io_uring_submit_and_wait(&r->ring, left);
 	/* Interrupted before taking anything: offer them again, without waiting. */
 	while (ret == -EINTR)
 		ret = io_uring_submit_and_wait(&r->ring, 0);

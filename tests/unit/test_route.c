@@ -9,7 +9,7 @@
 #include "route.h"
 #include "suites.h"
 
-/* n samples of one route, each of mib MiB taking wall_per_mib ns per MiB (+- spread), cpu ns per MiB. */
+/* n samples of 1 MiB each: wall_per_mib ns (+- spread, alternately), cpu_per_mib ns of CPU. */
 static struct ps_route_window window(uint64_t n, uint64_t wall_per_mib, uint64_t spread,
 				     uint64_t cpu_per_mib)
 {
