@@ -106,8 +106,8 @@ enum ps_route ps_route_decide(const struct ps_route_window w[PS_ROUTE__COUNT])
 	 */
 	double diff = mp - mr;       /* > 0: the ring is faster */
 	double se2 = vp / np + vr / nr;
-	double floor = mp * PS_ROUTE_SPEED_PCT / 100.0;
-	if (diff * diff > 9 * se2 && diff * diff > floor * floor)
+	double least = mp * PS_ROUTE_SPEED_PCT / 100.0;
+	if (diff * diff > 9 * se2 && diff * diff > least * least)
 		return diff > 0 ? PS_ROUTE_RING : PS_ROUTE_PLAIN;
 	/*
 	 * No difference the noise cannot explain.  If the noise itself is
@@ -119,7 +119,7 @@ enum ps_route ps_route_decide(const struct ps_route_window w[PS_ROUTE__COUNT])
 	 * load of 20, that chose the ring for writes it ran at 0.6x the
 	 * plain call's speed.  So the plain call, measured again later.
 	 */
-	if (9 * se2 > floor * floor)
+	if (9 * se2 > least * least)
 		return PS_ROUTE_PLAIN;
 	/* As fast, and known to be: the one that costs less CPU per byte, the plain call when close. */
 	double cp = (double)p->cpu_ns / (double)p->bytes, cr = (double)r->cpu_ns / (double)r->bytes;
@@ -370,7 +370,10 @@ void ps_route_end(struct ps_route_call *rc, long r)
 	}
 	if (!rc->sample || r <= 0)
 		return;
-	uint64_t cpu = thread_cpu_ns() - rc->cpu0;
+	uint64_t now = thread_cpu_ns();
+	if (!rc->cpu0 || now < rc->cpu0)
+		return;         /* the clock failed: no sample */
+	uint64_t cpu = now - rc->cpu0;
 	uint64_t wall = ps_ticks_to_ns(ps_ticks() - rc->tick0);
 	uint64_t per_mib = (uint64_t)((double)wall * (double)(1 << 20) / (double)r);
 	if (per_mib > PS_ROUTE_PER_MIB_MAX)
