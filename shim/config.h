@@ -41,7 +41,7 @@ enum ps_uring_test {
 	PS_URING_TEST_KEEPFD,     /* keep ring descriptors, as before Linux 6.3 */
 	PS_URING_TEST_SHORT,      /* the kernel takes one SQE of each wave at first */
 	PS_URING_TEST_STUCK,      /* ... and none after that */
-	PS_URING_TEST_RING_DEAR,  /* the ring route burns 1 ms of CPU and sleeps 3 ms per call */
+	PS_URING_TEST_RING_DEAR,  /* the ring route burns 1 ms of CPU and sleeps 10 ms per call */
 	PS_URING_TEST_PLAIN_DEAR, /* the plain route does */
 	PS_URING_TEST_DEAR_SWAP,  /* the ring does for the first 300 routed calls, then plain */
 };

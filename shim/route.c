@@ -344,13 +344,13 @@ void ps_route_test_delay(const struct ps_route_call *rc)
 		return;
 	/*
 	 * 1 ms of CPU time (not wall time: the dear route must cost CPU on a
-	 * busy machine too), then 3 ms asleep, so that it is slower beyond
+	 * busy machine too), then 10 ms asleep, so that it is slower beyond
 	 * the scheduling noise of a loaded machine as well.
 	 */
 	uint64_t until = thread_cpu_ns() + 1000000;
 	while (thread_cpu_ns() < until)
 		;
-	struct timespec nap = { 0, 3000000 };
+	struct timespec nap = { 0, 10000000 };
 	PS_SYSCALL(SYS_nanosleep, &nap, NULL);
 }
 #endif
