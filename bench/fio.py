@@ -15,6 +15,10 @@ each configuration:
                                              fork child), no shim / the shim
                                              by default / the shim with
                                              POOLSHIM_HUGEPAGES=hugetlb
+  psync-shim-off, psync-shim-on              the shim with POOLSHIM_URING=off
+                                             (the plain route) / on (the ring
+                                             for every pread); the default is
+                                             the router (issue 36)
   thread-none, thread-shim, thread-hugetlb   the same with --thread
   psync-shmhuge                              psync on fio's own hugetlb
                                              buffer (--mem=shmhuge)
@@ -31,9 +35,11 @@ warm-up run; the table shows the median MiB/s
 ratios against uring-qd1 and psync-shmhuge at the same block size (the
 median of each round's ratio: the disk drifts over minutes); for the
 shim, from its JSON reports (POOLSHIM_STATS, one per process): the pool's
-backing, SQEs per io_uring_enter and chunks (SQEs) per pread.  Then the
-targets of issue 29: psync under the shim >= 1.0x uring-qd1 and >= 0.95x
-psync-shmhuge.
+backing, SQEs per io_uring_enter, chunks (SQEs) per pread and the share
+of preads the router sent to the ring.  Then the targets of issue 29:
+psync under the shim >= 1.0x uring-qd1 and >= 0.95x psync-shmhuge; and of
+issue 36: psync-shim (the router) >= 0.98x psync-shim-off's MiB/s, <= 1.03x
+its CPU per GiB, and >= 0.97x uring-qd1's MiB/s.
 
 Hugetlb pages: as root it raises /proc/sys/vm/nr_hugepages to --hugepages
 (default 512) when fewer are free, says so, and puts the old count back at
@@ -61,6 +67,10 @@ SKIP = 77
 FILE_SIZE = 2 << 30
 TARGET_URING = 1.0
 TARGET_SHMHUGE = 0.95
+# issue 36: the router against the plain route and fio's io_uring QD1
+TARGET_ROUTE_MIBS = 0.98
+TARGET_ROUTE_CPU = 1.03
+TARGET_ROUTE_QD1 = 0.97
 
 
 def skip(why):
@@ -92,6 +102,8 @@ def configs(args):
         ("psync-none", ["--ioengine=psync"], {}, False),
         ("psync-shim", ["--ioengine=psync"], shim, True),
         ("psync-hugetlb", ["--ioengine=psync"], huge, True),
+        ("psync-shim-off", ["--ioengine=psync"], dict(shim, POOLSHIM_URING="off"), True),
+        ("psync-shim-on", ["--ioengine=psync"], dict(shim, POOLSHIM_URING="on"), True),
         ("thread-none", ["--ioengine=psync", "--thread"], {}, False),
         ("thread-shim", ["--ioengine=psync", "--thread"], shim, True),
         ("thread-hugetlb", ["--ioengine=psync", "--thread"], huge, True),
@@ -109,6 +121,8 @@ def configs(args):
             sys.exit(f"bench fio: unknown configuration {', '.join(bad)}; known: {', '.join(known)}")
         # The ratios need their references.
         want = set(args.config) | {"uring-qd1", "psync-shmhuge"}
+        if want & {"psync-shim", "psync-shim-on"}:
+            want.add("psync-shim-off")
         all_ = [c for c in all_ if c[0] in want]
     return all_
 
@@ -186,7 +200,7 @@ def lay_out(path):
 def shim_reports(d):
     """Sum of the shim's JSON reports in d: calls, SQEs, enters, backing."""
     out = {"preads": 0, "sqes": 0, "enters": 0, "split": 0, "modes": set(), "hugetlb": 0, "thp": 0,
-           "4k": 0, "rings": 0}
+           "4k": 0, "rings": 0, "route_plain": 0, "route_ring": 0}
     for f in glob.glob(os.path.join(d, "r-*.json")):
         try:
             with open(f) as fh:
@@ -200,6 +214,9 @@ def shim_reports(d):
         out["enters"] += u.get("enters", 0)
         out["split"] += u.get("split_calls", 0)
         out["rings"] += u.get("rings", 0)
+        for dv in u.get("devices", []):
+            out["route_plain"] += dv["route_calls"]["plain"]
+            out["route_ring"] += dv["route_calls"]["ring"]
         if preads:
             p = r.get("pool", {})
             out["modes"].add(p.get("mode", "?"))
@@ -251,7 +268,10 @@ def shim_cell(recs):
     back = "hugetlb" if last["hugetlb"] else "thp" if last["thp"] else "4k" if last["4k"] else "-"
     spe = statistics.median(x["sqes"] / x["enters"] for x in s) if all(x["enters"] for x in s) else 0
     cpc = statistics.median(x["sqes"] / x["preads"] for x in s) if all(x["preads"] for x in s) else 0
-    return f"{back:>8}{spe:>9.2f}{cpc:>9.2f}"
+    routed = [x["route_ring"] / (x["route_ring"] + x["route_plain"]) for x in s
+              if x["route_ring"] + x["route_plain"]]
+    ring = f"{100 * statistics.median(routed):.1f}%" if routed else "-"
+    return f"{back:>8}{spe:>9.2f}{cpc:>9.2f}{ring:>7}"
 
 
 def main(argv=None):
@@ -351,26 +371,36 @@ def report(args, cfgs, sizes, seconds, results, load0, load1, took):
             a, b = results.get((n, bs), []), results.get((ref, bs), [])
             v = [x["mibs"] / y["mibs"] for x, y in zip(a, b) if y["mibs"]]
             return statistics.median(v) if v else 0
+
+        def paired_cpu(n, ref):
+            a, b = results.get((n, bs), []), results.get((ref, bs), [])
+            v = [x["cpu_per_gib"] / y["cpu_per_gib"] for x, y in zip(a, b) if y["cpu_per_gib"]]
+            return statistics.median(v) if v else 0
         print(f"\nbs {size_name(bs):<14}{'MiB/s':>22}{'CPU s/GiB':>11}{'x qd1':>8}"
-              f"{'x shmhuge':>10}{'backing':>8}{'SQE/ent':>9}{'SQE/call':>9}")
+              f"{'x shmhuge':>10}{'x off':>7}{'cpu x off':>10}{'backing':>8}{'SQE/ent':>9}"
+              f"{'SQE/call':>9}{'ring':>7}")
         for n, _, _, _ in cfgs:
             recs = results[(n, bs)]
             v = [r["mibs"] for r in recs]
             cpu = statistics.median(r["cpu_per_gib"] for r in recs)
             cell = f"{med[n]:.0f} [{min(v):.0f}-{max(v):.0f}]"
             xu, xh = paired(n, "uring-qd1"), paired(n, "psync-shmhuge")
-            print(f"{n:<17}{cell:>22}{cpu:>11.4f}{xu:>7.2f}x{xh:>9.2f}x{shim_cell(recs)}")
+            xo, co = paired(n, "psync-shim-off"), paired_cpu(n, "psync-shim-off")
+            print(f"{n:<17}{cell:>22}{cpu:>11.4f}{xu:>7.2f}x{xh:>9.2f}x{xo:>6.2f}x{co:>9.2f}x"
+                  f"{shim_cell(recs)}")
             row = {"config": n, "bs": bs, "mibs": med[n], "mibs_runs": v, "cpu_per_gib": cpu,
                    "cpu_runs": [r["cpu_per_gib"] for r in recs],
-                   "x_uring_qd1": xu or None, "x_psync_shmhuge": xh or None}
+                   "x_uring_qd1": xu or None, "x_psync_shmhuge": xh or None,
+                   "x_shim_off": xo or None, "cpu_x_shim_off": co or None}
             s = [r["shim"] for r in recs if "shim" in r]
             if s:
                 row["shim"] = [dict(x, modes=sorted(x["modes"])) for x in s]
             rows.append(row)
     print("\n(x qd1, x shmhuge: the median over the rounds of MiB/s over uring-qd1's or "
-          "psync-shmhuge's in the same round; CPU s/GiB: fio's usr+sys of the job per GiB read; "
-          "backing, SQE/ent (SQEs per io_uring_enter), SQE/call (SQEs per pread): from the "
-          "shim's reports)")
+          "psync-shmhuge's in the same round; x off, cpu x off: the same against psync-shim-off "
+          "(POOLSHIM_URING=off), of MiB/s and of CPU s/GiB; CPU s/GiB: fio's usr+sys of the job "
+          "per GiB read; backing, SQE/ent (SQEs per io_uring_enter), SQE/call (SQEs per pread), "
+          "ring (share of eligible preads the router sent to the ring): from the shim's reports)")
     print("\ntargets of issue 29 (psync under the shim, by default and with POOLSHIM_HUGEPAGES=hugetlb):")
     targets = []
     for bs in sizes:
@@ -387,6 +417,23 @@ def report(args, cfgs, sizes, seconds, results, load0, load1, took):
                                 "target": want, "met": ok})
                 print(f"  bs {size_name(bs):<4} {n:<15} {x:5.2f}x {ref[2:]:<14} "
                       f"target >= {want:.2f}x  {'met' if ok else 'MISSED'}")
+    print("\ntargets of issue 36 (psync-shim, the router, against the plain route and fio's QD1):")
+    for bs in sizes:
+        med = {r["config"]: r for r in rows if r["bs"] == bs}
+        if "psync-shim" not in med:
+            continue
+        r = med["psync-shim"]
+        for what, x, want, ok in (
+                ("MiB/s x psync-shim-off", r["x_shim_off"], TARGET_ROUTE_MIBS, lambda x, w: x >= w),
+                ("CPU/GiB x psync-shim-off", r["cpu_x_shim_off"], TARGET_ROUTE_CPU, lambda x, w: x <= w),
+                ("MiB/s x uring-qd1", r["x_uring_qd1"], TARGET_ROUTE_QD1, lambda x, w: x >= w)):
+            if x is None:
+                continue
+            met = ok(x, want)
+            targets.append({"config": "psync-shim", "bs": bs, "against": what, "ratio": x,
+                            "target": want, "met": met})
+            print(f"  bs {size_name(bs):<4} {what:<26} {x:5.3f}x  target "
+                  f"{'>=' if want < 1 else '<='} {want:.2f}x  {'met' if met else 'MISSED'}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"bench": "fio", "file": args.file, "seconds": seconds, "repeat": args.repeat,

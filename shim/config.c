@@ -35,9 +35,10 @@ struct option {
 };
 
 static const char *const format_names[] = { "text", "json", NULL };
-static const char *const uring_names[] = { "auto", "off", NULL };
+static const char *const uring_names[] = { "auto", "off", "on", NULL };
 #ifdef PS_TEST_HOOKS
-static const char *const uring_test_names[] = { "none", "keepfd", "short_submit", "stuck_submit", NULL };
+static const char *const uring_test_names[] = { "none", "keepfd", "short_submit", "stuck_submit",
+						     "ring_dear", "plain_dear", "dear_swap", NULL };
 #endif
 
 #define KiB (1024ULL)
@@ -324,7 +325,11 @@ static void put_value(struct ps_buf *b, const struct ps_config *cfg, const struc
 		ps_buf_puts(b, (deflt ? o->def != 0 : *(const bool *)f) ? "on" : "off");
 		break;
 	case OPT_SIZE:
-		put_size_exact(b, deflt ? o->def : *(const uint64_t *)f);
+		/* Not given, the chunk is each device's largest request (uring.c). */
+		if (!deflt && o->offset == OFF(uring_chunk) && !cfg->uring_chunk_set)
+			ps_buf_puts(b, "device");
+		else
+			put_size_exact(b, deflt ? o->def : *(const uint64_t *)f);
 		break;
 	case OPT_UINT:
 		ps_buf_u64(b, deflt ? o->def : *(const uint64_t *)f);
@@ -433,6 +438,9 @@ static int apply(struct ps_config *cfg, const struct option *o, const char *v)
 		break;
 	case OPT_SIZE:
 	case OPT_UINT:
+		/* The chunk's "device" (each device's own size) is its default, said as printed. */
+		if (o->offset == OFF(uring_chunk) && strcasecmp(v, "device") == 0)
+			return 0;
 		r = o->kind == OPT_SIZE ? ps_parse_size(v, o->min, o->max, &n)
 					: ps_parse_uint(v, o->min, o->max, &n);
 		if (r == 0)

@@ -22,8 +22,9 @@ enum ps_stats_format {
 };
 
 enum ps_uring_mode {
-	PS_URING_AUTO,
-	PS_URING_OFF,
+	PS_URING_AUTO,     /* each device's route chosen by measurement (route.c) */
+	PS_URING_OFF,      /* the plain calls only */
+	PS_URING_ON,       /* the ring for every eligible call */
 };
 
 /*
@@ -40,6 +41,9 @@ enum ps_uring_test {
 	PS_URING_TEST_KEEPFD,     /* keep ring descriptors, as before Linux 6.3 */
 	PS_URING_TEST_SHORT,      /* the kernel takes one SQE of each wave at first */
 	PS_URING_TEST_STUCK,      /* ... and none after that */
+	PS_URING_TEST_RING_DEAR,  /* the ring route burns 1 ms of CPU and sleeps 10 ms per call */
+	PS_URING_TEST_PLAIN_DEAR, /* the plain route does */
+	PS_URING_TEST_DEAR_SWAP,  /* the ring does for the first 300 routed calls, then plain */
 };
 
 #define PS_PATH_MAX 512

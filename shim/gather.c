@@ -21,6 +21,7 @@
 #include "heap.h"
 #include "fmt.h"
 #include "sys.h"
+#include "route.h"
 #include "uring.h"
 
 static int64_t start_time = -1;
@@ -152,6 +153,7 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch, bool 
 	d->uring_state = ps_uring_state();
 	d->uring_reason = ps_uring_reason();
 	d->uring_rings = ps_uring_rings();
+	d->routes = ps_routes;
 	d->version = PACKAGE_VERSION;
 	struct utsname un;
 	if (PS_SYSCALL(SYS_uname, &un) == 0) {

@@ -209,10 +209,12 @@ PS_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t n)
 	static __attribute__((noinline)) ssize_t direct_##name(int fd, buf_t buf, size_t n,   \
 							       off_t off, uint64_t t0)        \
 	{                                                                                     \
-		ssize_t r = ps_direct_rw(call, fd, (void *)buf, n, off, write);               \
+		struct ps_route_call rc;                                                      \
+		ssize_t r = ps_direct_rw(&rc, call, fd, (void *)buf, n, off, write);          \
 		if (r != PS_NOT_TAKEN)                                                        \
 			return r;                                                             \
 		r = REAL(name)(fd, buf, n, off);                                              \
+		ps_route_end(&rc, r);                                                         \
 		return ps_io_end(call, fd, n, r, r, t0);                                      \
 	}                                                                                     \
 	static __attribute__((noinline)) ssize_t slow_##name(int fd, buf_t buf, size_t n,     \
@@ -257,13 +259,16 @@ PS_IO_POSITIONAL(pwrite, PS_CALL_PWRITE, true, const void *)
 	{                                                                                     \
 		if (ps_unlikely(!ps_enabled()))                                               \
 			return REAL(name) args;                                               \
+		struct ps_route_call rc = { .slot = -1 };                                     \
 		if ((flags) == 0 && ps_direct_maybe(fd)) {                                    \
-			ssize_t r = ps_direct_rwv(call, fd, iov, n, off, write);              \
+			ssize_t r = ps_direct_rwv(&rc, call, fd, iov, n, off, write);         \
 			if (r != PS_NOT_TAKEN)                                                \
 				return r;                                                     \
 		}                                                                             \
 		uint64_t t0 = ps_io_begin();                                                  \
 		ssize_t r = REAL(name) args;                                                  \
+		if (ps_unlikely(rc.slot >= 0))                                                \
+			ps_route_end(&rc, r);                                                 \
 		ps_io_finish(call, fd, r >= 0 ? ps_iov_bytes(iov, n) : 0, r, r, t0);          \
 		return r;                                                                     \
 	}                                                                                     \

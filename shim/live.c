@@ -38,6 +38,7 @@
 #include "heap.h"
 #include "report_out.h"
 #include "sys.h"
+#include "route.h"
 #include "uring.h"
 
 #include <sys/resource.h>
@@ -395,6 +396,8 @@ static void adopt_file(struct ps_live_header *h, int pid, uint64_t ns)
 	__atomic_store_n(&ps_gauges_mirror, &h->gauges, __ATOMIC_RELEASE);
 	h->threads_peak = (uint32_t)ps_stats_threads_peak();
 	__atomic_store_n(&ps_threads_mirror, &h->threads_peak, __ATOMIC_RELEASE);
+	h->routes = *ps_routes;
+	__atomic_store_n(&ps_routes_mirror, &h->routes, __ATOMIC_RELEASE);
 	live_pid = pid;
 	live_ns = ns;
 	__atomic_store_n(&hdr, h, __ATOMIC_RELEASE);

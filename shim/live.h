@@ -113,6 +113,11 @@ struct ps_live_header {
 	char shim_version[32];
 	char host[65], kernel[65];
 	char config[PS_LIVE_CONFIG]; /* the effective configuration, "NAME=value\n" each */
+	/*
+	 * Appended by issue 36, within the version-3 header (older writers
+	 * leave it zero: no slots): the O_DIRECT router's table (route.c).
+	 */
+	struct ps_route_table routes;
 };
 
 /*

@@ -53,6 +53,7 @@ PS_CORE_SOURCES = \
 	shim/gather.c shim/report_out.c shim/report_out.h \
 	shim/fdinfo.c shim/fdinfo.h \
 	shim/uring.c shim/uring.h \
+	shim/route.c shim/route.h \
 	shim/live.c \
 	shim/callsite.c shim/callsite.h \
 	shim/jemalloc_ps.h

@@ -443,10 +443,67 @@ static void advise_sendfile(const struct ps_report_data *d, struct advice_list *
 	ps_buf_str(&m);
 }
 
+static uint64_t window_mib_s(const struct ps_route_window *w);
+static uint64_t window_cpu_us_gib(const struct ps_route_window *w);
+
+/*
+ * The router (POOLSHIM_URING=auto) chose the same route on every slot it
+ * measured and never changed it, and the calls that measured the other
+ * route cost, at the measured rates, at least 1% of the process's CPU
+ * time and 1 ms: forcing the route would have saved that (a short
+ * process, or few calls per device).
+ */
+static void advise_uring_route(const struct ps_report_data *d, struct advice_list *l)
+{
+	const struct ps_route_table *rt = d->routes;
+	const struct ps_uring_counts *u = &d->totals->uring;
+	int chosen = 0, at = -1;
+	double lost_ns = 0;
+
+	if (!rt || rt->mode != PS_URING_AUTO)
+		return;
+	for (uint32_t i = 0; i < rt->nslots && i < PS_ROUTE_SLOTS; i++) {
+		const struct ps_route_slot *s = &rt->slot[i];
+		if (!s->key || !s->decisions)
+			continue;
+		if (s->changes || (chosen && (int)s->chosen != chosen) || !s->chosen ||
+		    s->chosen > PS_ROUTE__COUNT)
+			return;
+		chosen = (int)s->chosen;
+		int win = chosen - 1, lose = 1 - win;
+		const struct ps_route_window *w = &s->chose[win], *x = &s->chose[lose];
+		if (!w->bytes || !x->bytes)
+			continue;
+		double extra = (double)x->cpu_ns / (double)x->bytes - (double)w->cpu_ns / (double)w->bytes;
+		if (extra > 0)
+			lost_ns += extra * (double)u->route_bytes[i][lose];
+		if (at < 0)
+			at = (int)i;
+	}
+	double cpu_ns = (double)(d->utime_us + d->stime_us) * 1e3;
+	if (!chosen || at < 0 || lost_ns < 1e6 || lost_ns < cpu_ns / 100)
+		return;
+	const struct ps_route_slot *s = &rt->slot[at];
+	int win = chosen - 1;
+	uint64_t cw = window_cpu_us_gib(&s->chose[win]), cl = window_cpu_us_gib(&s->chose[1 - win]);
+	struct ps_buf m;
+	advice_add(l, "uring_route", "POOLSHIM_URING", &m);
+	ps_buf_printf(&m, "every device's O_DIRECT calls went to the %s (%lu.%lu against %lu.%lu ms "
+		      "CPU/GiB the last time it was measured); measuring the %s cost about %lu ms of "
+		      "CPU, %lu%% of this process's: POOLSHIM_URING=%s skips the measurement",
+		      win ? "ring" : "plain call", (unsigned long)(cw / 1000),
+		      (unsigned long)(cw % 1000 / 100), (unsigned long)(cl / 1000),
+		      (unsigned long)(cl % 1000 / 100), win ? "plain call" : "ring",
+		      (unsigned long)(lost_ns / 1e6),
+		      (unsigned long)(cpu_ns > 0 ? lost_ns * 100 / cpu_ns : 0), win ? "on" : "off");
+	ps_buf_str(&m);
+	advice_suggest(l, win ? "on" : "off");
+}
+
 /* Each rule adds at most one item; the report lists them in this order. */
 static void (*const advisors[])(const struct ps_report_data *d, struct advice_list *l) = {
 	advise_pool_min, advise_unaligned, advise_pool_full,
-	advise_hugetlb_none, advise_thp_disabled, advise_hugetlb_pays,
+	advise_hugetlb_none, advise_thp_disabled, advise_hugetlb_pays, advise_uring_route,
 	advise_pool_idle, advise_program, advise_sendfile,
 };
 
@@ -624,6 +681,112 @@ static void emit_process(struct ps_emit *e, const struct ps_report_data *d)
 	ps_emit_object_end(e);
 }
 
+static const char *const route_names[PS_ROUTE__COUNT] = { "plain", "ring" };
+static const char *const route_state_names[] = { "measuring", "plain", "ring", "forced_ring" };
+static const char *const route_mode_names[] = { "auto", "off", "on" };
+
+/* MiB/s and CPU microseconds per GiB of a measurement (0 when it has none). */
+static uint64_t window_mib_s(const struct ps_route_window *w)
+{
+	return w->wall_ns ? (uint64_t)((double)w->bytes * 1e9 / (double)w->wall_ns / 1048576.0) : 0;
+}
+
+static uint64_t window_cpu_us_gib(const struct ps_route_window *w)
+{
+	return w->bytes ? (uint64_t)((double)w->cpu_ns / 1e3 * 1073741824.0 / (double)w->bytes) : 0;
+}
+
+/* "plain 812 MiB/s, 25.4 ms CPU/GiB (32 samples)", and its members. */
+static void emit_route_window(struct ps_emit *e, int r, const struct ps_route_window *w)
+{
+	uint64_t mib_s = window_mib_s(w), cpu = window_cpu_us_gib(w);
+
+	ps_emit_object_begin(e, route_names[r]);
+	ps_emit_kv(e, "samples", PS_EMIT_U64, &w->samples);
+	ps_emit_kv(e, "bytes", PS_EMIT_U64, &w->bytes);
+	ps_emit_kv(e, "cpu_ns", PS_EMIT_U64, &w->cpu_ns);
+	ps_emit_kv(e, "wall_ns", PS_EMIT_U64, &w->wall_ns);
+	ps_emit_kv(e, "mib_s", PS_EMIT_U64, &mib_s);
+	ps_emit_kv(e, "cpu_us_per_gib", PS_EMIT_U64, &cpu);
+	ps_emit_text(e, "%s %lu MiB/s, %lu.%lu ms CPU/GiB (%lu samples)", route_names[r],
+		     (unsigned long)mib_s, (unsigned long)(cpu / 1000), (unsigned long)(cpu % 1000 / 100),
+		     (unsigned long)w->samples);
+	ps_emit_object_end(e);
+}
+
+/*
+ * One line per slot of the router (device and direction): the route its
+ * calls take, the measurement that chose it, and its calls and bytes by
+ * route.  JSON: uring.route_mode and the uring.devices array.
+ */
+static void emit_routes(struct ps_emit *e, const struct ps_report_data *d)
+{
+	const struct ps_route_table *rt = d->routes;
+	const struct ps_uring_counts *u = &d->totals->uring;
+	uint32_t n = rt ? rt->nslots : 0;
+	const char *mode = rt && rt->mode < PS_ARRAY_SIZE(route_mode_names) ? route_mode_names[rt->mode]
+									      : NULL;
+
+	ps_emit_kv(e, "route_mode", PS_EMIT_STR, &mode);
+	ps_emit_array_begin(e, "devices");
+	for (uint32_t i = 0; i < n && i < PS_ROUTE_SLOTS; i++) {
+		const struct ps_route_slot *s = &rt->slot[i];
+		if (!s->key)
+			continue;
+		uint64_t dev = (s->key >> 1) - 1;
+		char name[32];
+		struct ps_buf nb;
+		ps_buf_init(&nb, name, sizeof(name), -1);
+		/* glibc's dev_t encoding, as major(3) and minor(3) read it. */
+		ps_buf_printf(&nb, "%u:%u", (unsigned)(((dev >> 32) & 0xfffff000u) | ((dev >> 8) & 0xfffu)),
+			      (unsigned)(((dev >> 12) & 0xffffff00u) | (dev & 0xffu)));
+		const char *dev_name = ps_buf_str(&nb);
+		const char *op = s->key & 1 ? "write" : "read";
+		const char *state = s->state < PS_ARRAY_SIZE(route_state_names) ? route_state_names[s->state]
+										   : "?";
+		uint64_t decisions = s->decisions, changes = s->changes;
+
+		ps_emit_row_begin(e);
+		ps_emit_text(e, "io_uring route ");
+		ps_emit_col(e, "device", 0, PS_EMIT_STR, &dev_name);
+		ps_emit_text(e, " %ss: ", op);
+		ps_emit_kv(e, "op", PS_EMIT_NAME, &op);
+		ps_emit_col(e, "route", 0, PS_EMIT_NAME, &state);
+		const char *chosen = s->chosen >= 1 && s->chosen <= PS_ROUTE__COUNT
+					     ? route_names[s->chosen - 1] : NULL;
+		ps_emit_kv(e, "route_chosen", PS_EMIT_STR, &chosen);
+		if (s->state == PS_ROUTE_STATE_MEASURING && chosen)
+			ps_emit_text(e, " again (%s before)", chosen);
+		ps_emit_line(e, " after %{route_decisions}u measurements (%{route_changes}u changes)",
+			     decisions, changes);
+		ps_emit_object_begin(e, "route_measured");
+		if (decisions) {
+			ps_emit_text(e, ", the last: ");
+			emit_route_window(e, PS_ROUTE_PLAIN, &s->chose[PS_ROUTE_PLAIN]);
+			ps_emit_text(e, " against ");
+			emit_route_window(e, PS_ROUTE_RING, &s->chose[PS_ROUTE_RING]);
+		}
+		ps_emit_object_end(e);
+		/* "; calls plain 4012 ring 84 (3.9G, 84M bytes)" */
+		ps_emit_text(e, "; calls");
+		ps_emit_object_begin(e, "route_calls");
+		for (int r = 0; r < PS_ROUTE__COUNT; r++) {
+			ps_emit_text(e, " %s ", route_names[r]);
+			ps_emit_col(e, route_names[r], 0, PS_EMIT_U64, &u->route_calls[i][r]);
+		}
+		ps_emit_object_end(e);
+		ps_emit_object_begin(e, "route_bytes");
+		for (int r = 0; r < PS_ROUTE__COUNT; r++) {
+			ps_emit_text(e, r ? ", " : " (");
+			ps_emit_col(e, route_names[r], 0, PS_EMIT_SIZE, &u->route_bytes[i][r]);
+		}
+		ps_emit_object_end(e);
+		ps_emit_text(e, " bytes)");
+		ps_emit_row_end(e);
+	}
+	ps_emit_array_end(e);
+}
+
 static void emit_uring(struct ps_emit *e, const struct ps_report_data *d)
 {
 	const struct ps_uring_counts *u = &d->totals->uring;
@@ -643,6 +806,7 @@ static void emit_uring(struct ps_emit *e, const struct ps_report_data *d)
 		emit_hist(e, "sqes_per_enter", u->sqes_per_enter, PS_SQE_BUCKETS, false);
 	emit_counts(e, "fallbacks", ps_uring_fb_name, u->fallbacks, 0, PS_UFB__COUNT);
 	ps_emit_text(e, "\n");
+	emit_routes(e, d);
 	ps_emit_object_end(e);
 	if (!e->json && u->enters) {
 		ps_emit_text(e, "io_uring SQEs per enter:");

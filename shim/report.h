@@ -55,6 +55,8 @@ struct ps_report_data {
 	int uring_state;                  /* enum ps_uring_state */
 	const char *uring_reason;
 	uint64_t uring_rings;
+	/* The O_DIRECT router's table (route.h), or NULL: a slot's calls by route are in totals. */
+	const struct ps_route_table *routes;
 	/* What makes two reports comparable: where and how the run happened. */
 	const char *version;
 	char host[65], kernel[65];

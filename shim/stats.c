@@ -375,6 +375,11 @@ static void add_block(struct ps_tstats *dst, const struct ps_tstats *src, int si
 		dst->uring.sqes_per_enter[i] += m * PS_LOAD(src->uring.sqes_per_enter[i]);
 	for (int i = 0; i < PS_UFB__COUNT; i++)
 		dst->uring.fallbacks[i] += m * PS_LOAD(src->uring.fallbacks[i]);
+	for (int i = 0; i < PS_ROUTE_SLOTS; i++)
+		for (int r = 0; r < PS_ROUTE__COUNT; r++) {
+			dst->uring.route_calls[i][r] += m * PS_LOAD(src->uring.route_calls[i][r]);
+			dst->uring.route_bytes[i][r] += m * PS_LOAD(src->uring.route_bytes[i][r]);
+		}
 }
 
 void ps_stats_add(struct ps_tstats *dst, const struct ps_tstats *src, int sign)

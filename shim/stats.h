@@ -46,6 +46,14 @@ struct ps_counter {
 
 #define PS_SQE_BUCKETS 10    /* log2 of SQEs per io_uring_enter */
 
+/*
+ * The routes an eligible O_DIRECT call can take (route.c): the plain libc
+ * call or the io_uring ring.  Each (device, direction) the router met has
+ * a slot, at most PS_ROUTE_SLOTS; the counters below are indexed by it.
+ */
+enum ps_route { PS_ROUTE_PLAIN, PS_ROUTE_RING, PS_ROUTE__COUNT };
+#define PS_ROUTE_SLOTS 16
+
 struct ps_uring_counts {
 	uint64_t enters;
 	uint64_t sqes;
@@ -53,6 +61,52 @@ struct ps_uring_counts {
 	uint64_t split_calls;   /* calls split into more than one SQE */
 	uint64_t sqes_per_enter[PS_SQE_BUCKETS];
 	uint64_t fallbacks[PS_UFB__COUNT];
+	/* Eligible O_DIRECT calls and their bytes by route slot and route. */
+	uint64_t route_calls[PS_ROUTE_SLOTS][PS_ROUTE__COUNT];
+	uint64_t route_bytes[PS_ROUTE_SLOTS][PS_ROUTE__COUNT];
+};
+
+/*
+ * What the router measured of one route: sampled calls, their bytes,
+ * thread CPU time and wall time, and for the spread the sum of squares of
+ * each sample's wall time per MiB (wall_per_mib).
+ */
+struct ps_route_window {
+	uint64_t samples;
+	uint64_t bytes;
+	uint64_t cpu_ns;
+	uint64_t wall_ns;
+	uint64_t wall_per_mib;       /* sum over samples of wall ns per MiB */
+	uint64_t wall_per_mib_sq;    /* sum of its squares */
+};
+
+/* Where a slot's calls go now. */
+enum ps_route_state {
+	PS_ROUTE_STATE_MEASURING,    /* alternating, sampling both routes */
+	PS_ROUTE_STATE_PLAIN,
+	PS_ROUTE_STATE_RING,
+	PS_ROUTE_STATE_FORCED,       /* POOLSHIM_URING=on: the ring, never measured */
+};
+
+/*
+ * One slot of the router: a device and a direction, the route its calls
+ * take, and the two measurements behind its last decision.  Process-wide,
+ * published into the live file's header (ps_routes_mirror) as it changes,
+ * so a report rendered from the file says why each route was taken.
+ */
+struct ps_route_slot {
+	uint64_t key;                /* (dev_t + 1) << 1 | 1 for writes; 0: slot free */
+	uint32_t state;              /* enum ps_route_state */
+	uint32_t decisions;          /* measurements finished */
+	uint32_t changes;            /* decisions that changed the route */
+	uint32_t chosen;             /* the last decision: enum ps_route + 1; 0 none yet */
+	struct ps_route_window chose[PS_ROUTE__COUNT];   /* behind the last decision */
+};
+
+struct ps_route_table {
+	uint32_t mode;               /* enum ps_uring_mode (config.h) */
+	uint32_t nslots;             /* slots in use */
+	struct ps_route_slot slot[PS_ROUTE_SLOTS];
 };
 
 struct ps_tstats {

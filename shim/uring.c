@@ -49,9 +49,14 @@
  * clone) are noticed on the ring lookup through a MADV_WIPEONFORK page,
  * which reads as zero in any child, so the lookup costs no system call.
  *
+ * Which calls come here at all is the router's (route.c): per device, the
+ * ring only where it measured cheaper than the plain call, unless
+ * POOLSHIM_URING=on.
+ *
  * A read is split into chunks of what the file's block device takes in
  * one request (its queue's max_sectors_kb; a partition's disk), read from
- * sysfs once per device, and never into more chunks than the ring depth
+ * sysfs once per device (the device as the router learnt it: no fstat
+ * per call), and never into more chunks than the ring depth
  * and the device's nr_requests (then the chunks grow).  An explicit
  * POOLSHIM_URING_CHUNK wins, and it is the size where no block queue is
  * found (tmpfs, NFS, btrfs' anonymous devices, no /sys).  The chunk size
@@ -93,6 +98,7 @@
 #include "compiler.h"
 #include "fmt.h"
 #include "pool.h"
+#include "route.h"
 #include "stats.h"
 #include "sys.h"
 
@@ -157,6 +163,7 @@ void ps_uring_init(const struct ps_config *cfg)
 #ifdef PS_TEST_HOOKS
 	test_mode = cfg->uring_test;
 #endif
+	ps_route_init(cfg);
 	/* The pid and the canary are taken with the first ring (current_pid):
 	 * a process that never does eligible O_DIRECT makes no system call here. */
 	if (!uring_on) {
@@ -603,17 +610,16 @@ static const struct dev_limit *dev_limits_of(dev_t dev)
 }
 
 /*
- * The chunk a read of len bytes on fd is split into: the device's largest
+ * The chunk a read of len bytes is split into: the device's largest
  * request, in at most min(depth, nr_requests) chunks; the configured
- * chunk when it was given or the device is unknown.
+ * chunk when it was given or the device is unknown.  dev_key is the
+ * file's device + 1 as the router found it (0: not known): no fstat here.
  */
-static size_t read_chunk(int fd, size_t len)
+static size_t read_chunk(uint64_t dev_key, size_t len)
 {
-	struct stat st;
-
-	if (chunk_set || len <= PS_DEV_CHUNK_MIN || PS_SYSCALL(SYS_fstat, fd, &st) < 0)
+	if (chunk_set || len <= PS_DEV_CHUNK_MIN || !dev_key)
 		return chunk_len;
-	const struct dev_limit *l = dev_limits_of(S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev);
+	const struct dev_limit *l = dev_limits_of((dev_t)(dev_key - 1));
 	if (!l || !l->max_bytes)
 		return chunk_len;
 	uint64_t chunk = l->max_bytes < PS_DEV_CHUNK_MIN ? PS_DEV_CHUNK_MIN
@@ -661,8 +667,9 @@ static int push_for_test(struct ring *r, unsigned left, bool first)
  */
 static int push(struct ring *r, unsigned left, bool first)
 {
-	int ret = ps_unlikely(test_mode >= PS_URING_TEST_SHORT) ? push_for_test(r, left, first)
-								 : io_uring_submit_and_wait(&r->ring, left);
+	bool for_test = test_mode == PS_URING_TEST_SHORT || test_mode == PS_URING_TEST_STUCK;
+	int ret = ps_unlikely(for_test) ? push_for_test(r, left, first)
+					: io_uring_submit_and_wait(&r->ring, left);
 	/* Interrupted before taking anything: offer them again, without waiting. */
 	while (ret == -EINTR)
 		ret = io_uring_submit_and_wait(&r->ring, 0);
@@ -824,7 +831,7 @@ static void release_ring(void)
 	tls_busy = 0;
 }
 
-static ssize_t rw_claimed(int fd, void *buf, size_t len, off_t off, bool write)
+static ssize_t rw_claimed(int fd, void *buf, size_t len, off_t off, bool write, uint64_t dev_key)
 {
 	struct ring *r = get_ring();
 	if (!r) {
@@ -834,7 +841,7 @@ static ssize_t rw_claimed(int fd, void *buf, size_t len, off_t off, bool write)
 
 	struct piece pc[256];
 	/* A write is one SQE (see the head of this file); len is within one slab. */
-	size_t chunk = write ? len : read_chunk(fd, len);
+	size_t chunk = write ? len : read_chunk(dev_key, len);
 	int n = (int)((len + chunk - 1) / chunk);
 	if (n > (int)PS_ARRAY_SIZE(pc)) {
 		chunk = ((len + PS_ARRAY_SIZE(pc) - 1) / PS_ARRAY_SIZE(pc) + PS_ALIGN - 1) &
@@ -878,27 +885,28 @@ static ssize_t rwv_claimed(int fd, const struct iovec *iov, int iovcnt, off_t of
  * Run a call on this thread's ring, claimed for its duration: one buffer
  * (iovcnt 0, split into chunks) or an array (one SQE per segment).
  */
-static ssize_t on_ring(int fd, const struct iovec *iov, int iovcnt, off_t off, bool write)
+static ssize_t on_ring(int fd, const struct iovec *iov, int iovcnt, off_t off, bool write,
+		       uint64_t dev_key)
 {
 	if (!claim_ring())
 		return PS_NOT_TAKEN;
-	ssize_t ret = iovcnt == 0 ? rw_claimed(fd, iov->iov_base, iov->iov_len, off, write)
+	ssize_t ret = iovcnt == 0 ? rw_claimed(fd, iov->iov_base, iov->iov_len, off, write, dev_key)
 				  : rwv_claimed(fd, iov, iovcnt, off, write);
 	release_ring();
 	return ret;
 }
 
-ssize_t ps_uring_rw(int fd, void *buf, size_t len, off_t off, bool write)
+ssize_t ps_uring_rw(int fd, void *buf, size_t len, off_t off, bool write, uint64_t dev_key)
 {
 	/* Eligible lengths lie within one slab; this bounds the piece arithmetic regardless. */
 	if (len == 0 || len > PS_SLAB_MAX)
 		return PS_NOT_TAKEN;
-	return on_ring(fd, &(struct iovec){ buf, len }, 0, off, write);
+	return on_ring(fd, &(struct iovec){ buf, len }, 0, off, write, dev_key);
 }
 
 ssize_t ps_uring_rwv(int fd, const struct iovec *iov, int iovcnt, off_t off, bool write)
 {
 	if (off < 0 || iovcnt < 1 || iovcnt > 256)
 		return PS_NOT_TAKEN;
-	return on_ring(fd, iov, iovcnt, off, write);
+	return on_ring(fd, iov, iovcnt, off, write, 0);
 }

@@ -44,12 +44,14 @@ bool ps_uring_usable(void);
 #define PS_NOT_TAKEN (-2)
 
 /*
- * Do positional I/O (off >= 0), split into chunks.  write selects writes.
+ * Do positional I/O (off >= 0), split into chunks.  write selects writes;
+ * dev_key is the file's device + 1 (0: unknown), whose largest request
+ * sizes a read's chunks.
  * Returns what pread/pwrite would: bytes, or -1 with errno; PS_NOT_TAKEN
  * when the ring is unavailable, or busy (a call from a signal handler that
  * interrupted this thread's own).
  */
-ssize_t ps_uring_rw(int fd, void *buf, size_t len, off_t off, bool write);
+ssize_t ps_uring_rw(int fd, void *buf, size_t len, off_t off, bool write, uint64_t dev_key);
 
 /*
  * Vectored positional I/O, one SQE per segment.  Same returns as

@@ -32,6 +32,8 @@ SCHEMA = {
         "fixed": U, "split_calls": U, "sqes_per_enter": list,
         "fallbacks": {"setup": U, "register": U, "not_pooled": U, "small": U, "error": U,
                       "protected": U, "nested": U, "unaligned": U},
+        # the O_DIRECT router (issue 36)
+        "route_mode": (str, type(None)), "devices": list,
     },
     "calls": list,
     # version 3: what makes two reports comparable, and advice
@@ -41,9 +43,14 @@ SCHEMA = {
 }
 ADVICE = {"id": str, "message": str, "variable": str, "suggested": (str, type(None))}
 ADVICE_IDS = {"pool_min", "memlock", "unaligned", "pool_full", "hugetlb_none", "thp_disabled",
-              "hugetlb_pays", "pool_idle", "program_settings", "sendfile"}
+              "hugetlb_pays", "pool_idle", "program_settings", "sendfile", "uring_route"}
 CALL = {"call": str, "kind": str, "calls": U, "bytes": U, "errors": U, "eagain": U,
         "timed": U, "nsec": U, "estimated": U, "size_hist": list, "lat_hist": list, "errnos": dict}
+WINDOW = {"samples": U, "bytes": U, "cpu_ns": U, "wall_ns": U, "mib_s": U, "cpu_us_per_gib": U}
+DEVICE = {"device": str, "op": str, "route": str, "route_chosen": (str, type(None)),
+          "route_decisions": U, "route_changes": U, "route_measured": dict,
+          "route_calls": {"plain": U, "ring": U}, "route_bytes": {"plain": U, "ring": U}}
+ROUTE_STATES = {"measuring", "plain", "ring", "forced_ring"}
 MODES = {"hugetlb", "thp", "4k", "mixed", "unused", "unavailable", "foreign"}
 KINDS = {"none", "socket", "file", "direct", "pipe", "other"}
 # The calls whose small sizes are counted by sampling (shim/alloc.h).
@@ -121,7 +128,8 @@ def validate(report):
         # meta, config, advice and uring.fallbacks.unaligned came with version 3.
         schema = {k: v for k, v in schema.items() if k not in ("meta", "config", "advice")}
         fb = {k: v for k, v in SCHEMA["uring"]["fallbacks"].items() if k != "unaligned"}
-        schema["uring"] = dict(SCHEMA["uring"], fallbacks=fb)
+        u = {k: v for k, v in SCHEMA["uring"].items() if k not in ("route_mode", "devices")}
+        schema["uring"] = dict(u, fallbacks=fb)
     check(report, schema, "$", errors)
     if ended is not None:
         report["ended"] = ended
@@ -171,6 +179,16 @@ def validate(report):
         errors.append("uring.sqes_per_enter does not add up to uring.enters")
     if uring["fixed"] > uring["sqes"] or uring["split_calls"] > uring["enters"] + uring["sqes"]:
         errors.append("uring counters inconsistent")
+    for i, dv in enumerate(uring.get("devices", [])):
+        check(dv, DEVICE, f"$.uring.devices[{i}]", errors)
+        if errors:
+            break
+        if dv["op"] not in ("read", "write") or dv["route"] not in ROUTE_STATES or \
+                dv["route_chosen"] not in (None, "plain", "ring"):
+            errors.append(f"$.uring.devices[{i}]: op, route or route_chosen out of range")
+        # the measurement behind the last decision, when there was one
+        want = {"plain": WINDOW, "ring": WINDOW} if dv["route_decisions"] else {}
+        check(dv["route_measured"], want, f"$.uring.devices[{i}].route_measured", errors)
     for i, c in enumerate(report["calls"]):
         check(c, CALL, f"$.calls[{i}]", errors)
         if errors:

@@ -145,7 +145,8 @@ static const char *check_header(struct ps_record *r, const struct ps_live_header
 		return "header lies: pid or namespace differs from the file name";
 	if ((uint32_t)h->pool.requested > PS_HUGE_NONE ||
 	    (uint32_t)h->pool.first_mode >= PS_BACK__COUNT ||
-	    (uint32_t)h->uring_state > 2)
+	    (uint32_t)h->uring_state > 2 || h->routes.nslots > PS_ROUTE_SLOTS ||
+	    h->routes.mode > PS_URING_ON)
 		return "header lies: a state out of range";
 	/* Version 3: how it ended, where the report stands and goes. */
 	if (h->flags & ~(PS_REC_STATUS_KNOWN | PS_REC_CHILD))
@@ -314,6 +315,7 @@ void ps_record_data(const struct ps_record *r, struct ps_report_data *d,
 	d->uring_state = h->uring_state;
 	d->uring_reason = h->uring_reason[0] ? h->uring_reason : NULL;
 	d->uring_rings = h->uring_rings;
+	d->routes = &h->routes;
 	d->version = h->shim_version[0] ? h->shim_version : NULL;
 	memcpy(d->host, h->host, sizeof(d->host));
 	memcpy(d->kernel, h->kernel, sizeof(d->kernel));

@@ -89,6 +89,10 @@ check_PROGRAMS += tests/preload/io_devchunk
 TESTS += tests/preload/io_devchunk.sh
 EXTRA_DIST += tests/preload/io_devchunk.sh
 
+# The O_DIRECT router: one route made dearer, the other chosen, a change followed (issue 36).
+TESTS += tests/preload/io_route.sh
+EXTRA_DIST += tests/preload/io_route.sh
+
 # What the program does to its pooled buffers (MADV_DONTNEED, raw mprotect,
 # munmap), its locked-memory limit as another user, and pthread_cancel in
 # O_DIRECT calls, with and without the shim (issues 25 and 27).

@@ -15,6 +15,7 @@ RUN="$PS_TOP_SRCDIR/tests/run-test.sh"
 # 1. the matrix (each run prints its own Check summary)
 PS_CONFIGS="default:
 uring-off:POOLSHIM_URING=off
+uring-on:POOLSHIM_URING=on
 nohuge:POOLSHIM_HUGEPAGES=none
 chunk64k:POOLSHIM_URING_CHUNK=64K POOLSHIM_URING_DEPTH=2
 thp-chunk3m:POOLSHIM_HUGEPAGES=thp POOLSHIM_URING_CHUNK=3M
@@ -96,7 +97,7 @@ fi
 mkdir "$PST_TMP/fork"
 if [ -n "$limited" ]; then
 	echo "fork check skipped: $limited"
-elif shim CK_FORK=no POOLSHIM_STATS="$PST_TMP/fork/r-%p.json" -- "$PRELOAD_BIN/io_fork" >"$PST_TMP/fork.out" 2>&1; then
+elif shim CK_FORK=no POOLSHIM_URING=on POOLSHIM_STATS="$PST_TMP/fork/r-%p.json" -- "$PRELOAD_BIN/io_fork" >"$PST_TMP/fork.out" 2>&1; then
 	n=$(python3 -c '
 import glob, json, sys
 ok = 0

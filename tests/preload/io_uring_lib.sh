@@ -35,7 +35,9 @@ ucase_in() {
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do vars="$vars $1"; shift; done
 	shift
 	# shellcheck disable=SC2086
-	timeout -s KILL "${UCASE_LIMIT:-30}" env POOLSHIM_LIVE=0 POOLSHIM_STATS=off $vars \
+	# POOLSHIM_URING=on (a case may say off): these are the ring's own
+	# cases, which the router would send half to the plain call.
+	timeout -s KILL "${UCASE_LIMIT:-30}" env POOLSHIM_LIVE=0 POOLSHIM_STATS=off POOLSHIM_URING=on $vars \
 		LD_PRELOAD="$ucase_lib" "$P" "$@" >"$PST_TMP/$name.out" 2>&1
 	rc=$?
 	case $rc in

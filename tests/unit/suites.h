@@ -11,5 +11,6 @@ Suite *suite_fdinfo(void);
 Suite *suite_fmt(void);
 Suite *suite_pool(void);
 Suite *suite_report(void);
+Suite *suite_route(void);
 
 #endif

@@ -167,7 +167,7 @@ START_TEST(test_load_bad_values)
 		{ "POOLSHIM_STATS=", "stderr|off" },
 		{ "POOLSHIM_STATS_FORMAT=xml", "text|json" },
 		{ "POOLSHIM_VERBOSE=loud", "1|0|on|off" },
-		{ "POOLSHIM_URING=sometimes", "auto|off" },
+		{ "POOLSHIM_URING=sometimes", "auto|off|on" },
 		{ "POOLSHIM_URING_MIN=0", "512..1G" },
 		{ "POOLSHIM_URING_CHUNK=1X", "K/M/G" },
 		{ "POOLSHIM_URING_DEPTH=1000", "1..256" },
