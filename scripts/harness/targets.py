@@ -34,9 +34,15 @@ def row_of(rows, scen, cfg):
 
 
 def best_peer(runs, scen, key="mib_s"):
-    """The peer allocator with the highest median in scen, or None."""
-    meds = {c: statistics.median(r[key] for r in rs) for c in PEERS if (rs := of(runs, scen, c))}
-    return max(meds, key=meds.get) if meds else None
+    """The peer allocator with the highest median in scen, over the rounds
+    every peer ran (rounds added later for one peer do not change the
+    choice), or None."""
+    by = {c: rs for c in PEERS if (rs := of(runs, scen, c))}
+    if not by:
+        return None
+    common = set.intersection(*({r["repeat"] for r in rs} for rs in by.values()))
+    meds = {c: statistics.median(r[key] for r in rs if r["repeat"] in common) for c, rs in by.items()}
+    return max(meds, key=meds.get)
 
 
 def judge(runs, scen, cfg, against, target, key="mib_s", higher=True):

@@ -107,5 +107,24 @@ check(any(e["line"].startswith("met") and "no preload" in e["line"] for e in es)
 x, why = hostcost.expected_gain(rows[0], rows[3], host)
 check(x and abs(x - 54000 / (54000 - 8182 * 2.2)) < 1e-6, f"expected gain from the fault price ({why})")
 check(any("(limit)" in e["line"] and "MD5" in e["line"] for e in es), "PUT's limit is MD5")
+
+# The best peer is chosen on the rounds every peer ran: rounds added for
+# one peer later do not switch it.
+rs2 = (runs("s", "tcmalloc", [500, 520, 510, 900, 900]) + runs("s", "jemalloc", [505, 530, 515])
+       + runs("s", "mimalloc", [100, 100, 100]))
+check(targets.best_peer(rs2, "s") == "jemalloc", f"best peer on common rounds ({targets.best_peer(rs2, 's')})")
+
+# The runs a verdict pairs are neighbours: every configuration of a
+# scenario's round runs back to back, in an order rotated each round.
+from harness.scenarios import make_plan
+class Sel:
+    scenarios = ["get-16m", "put-1m"]
+    real_setups, rgw_setups = [], []
+    plan_configs = {"get-16m": ["none", "tcmalloc", "shim"], "put-1m": ["none", "tcmalloc", "shim"]}
+plan = make_plan(2, ["none", "tcmalloc", "shim"], Sel)
+check([(c, s) for _, c, s, r in plan if r == 0][:3] == [("none", "get-16m"), ("tcmalloc", "get-16m"),
+                                                       ("shim", "get-16m")]
+      and [c for _, c, s, r in plan if r == 1][:3] == ["tcmalloc", "shim", "none"],
+      f"configurations innermost, rotated per round ({plan[:6]})")
 sys.exit(1 if fails else 0)
 PY
