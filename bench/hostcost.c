@@ -3,9 +3,10 @@
  * hostcost: what this host charges for the things the pool saves and the
  * things it cannot, measured in a few seconds so that scripts/demo can
  * print them before its runs and explain every gain by them.  It measures
- * a 4 KiB page fault (touching fresh anonymous memory with THP refused), a
- * 2 MiB THP fault (the same with MADV_HUGEPAGE, checked to have faulted
- * whole huge pages), a small system call (getppid), memcpy of 16 MiB
+ * a 4 KiB page fault (mapping fresh anonymous memory with THP refused,
+ * touching each page once and unmapping it: the fault, the zeroing and the
+ * unmap), a 2 MiB THP fault (the same with MADV_HUGEPAGE, checked to have
+ * faulted whole huge pages), a small system call (getppid), memcpy of 16 MiB
  * buffers, and O_DIRECT writes and reads of 1 MiB on a file in --dir (the
  * disk the demo's storage nodes use).  CPU costs are per CPU second of
  * this thread (a loaded machine's waiting does not count), the disk's in
@@ -77,26 +78,29 @@ static char *map_aligned(size_t len, void **base, size_t *maplen)
 
 /*
  * Microseconds of CPU per fault when `len` bytes of fresh memory are
- * touched one byte per `step`, with `advice` applied; *faults_per_touch
- * says how many faults each touch took (1 when every touch faulted one
- * page of `step` bytes).  Negative on mmap failure.
+ * mapped, touched one byte per `step` with `advice` applied, and unmapped
+ * again: the whole life of a page of a fresh buffer, which is what glibc
+ * pays per page of a big buffer it maps and unmaps per request, and what
+ * the pool saves.  *faults_per_touch says how many faults each touch took
+ * (1 when every touch faulted one page of `step` bytes).  Negative on
+ * mmap failure.
  */
 static double fault_us(size_t len, size_t step, int advice, double *faults_per_touch)
 {
 	void *base;
 	size_t maplen;
+	long f0 = minflt_now();
+	double t0 = cpu_now();
 	char *p = map_aligned(len, &base, &maplen);
 	if (!p)
 		return -1;
 	madvise(p, len, advice);
 	size_t touches = len / step;
-	long f0 = minflt_now();
-	double t0 = cpu_now();
 	for (size_t off = 0; off < len; off += step)
 		((volatile char *)p)[off] = 1;
+	munmap(base, maplen);
 	double t = cpu_now() - t0;
 	long faults = minflt_now() - f0;
-	munmap(base, maplen);
 	*faults_per_touch = (double)faults / (double)touches;
 	return faults > 0 ? t / (double)faults * 1e6 : -1;
 }

@@ -105,7 +105,7 @@ def big(runs, rows, host, titles, scenarios, real=False):
         out.append(p99_entry(runs, scen, "shim", title))
         if host:
             x, why = expected_gain(row_of(rows, scen, "none"), row_of(rows, scen, "shim"), host)
-            out.append(info(scen, f"(expected) {title}: " + (f"up to {why}" if x else why)))
+            out.append(info(scen, f"(expected) {title}: {why}"))
             out.append(info(scen, f"(limit)    {title}: {limit(scen, host)}"))
         if of(runs, scen, "baseline"):
             v = judge(runs, scen, "shim", "baseline", 1.0)
