@@ -73,10 +73,14 @@ def lines(host):
     why = host.get("probe_why", "")
     thp = host["fault_thp_us"]
     per4k = f" ({thp / 512:.2f} us per 4 KiB)" if thp else ""
+    worst4k = (f"; worst round {host['fault_4k_max_us']:.2f} us" if host.get("fault_4k_max_us") else "")
+    worst = (f"; worst round {host['fault_thp_max_us']:.0f} us (a huge page the hypervisor had not "
+             "backed yet)" if host.get("fault_thp_max_us") and host["fault_thp_max_us"] > 2 * thp else "")
     return [
         f"4 KiB page fault   {fmt(host['fault_4k_us'], '.2f', 'us')}  (CPU to map, first touch and "
-        "unmap a fresh page: what glibc's fresh big buffers pay per page, what the pool saves)",
-        f"2 MiB THP fault    {fmt(thp, '.0f', 'us')}{per4k}  (THP mode: {host['thp']})"
+        "unmap a fresh page: what glibc's fresh big buffers pay per page, what the pool saves"
+        f"{worst4k})",
+        f"2 MiB THP fault    {fmt(thp, '.0f', 'us')}{per4k}  (THP mode: {host['thp']}{worst})"
         + (f"; {host['fault_thp_us_why']}" if host.get("fault_thp_us_why") else ""),
         f"system call        {fmt(host['syscall_ns'], '.0f', 'ns')}  (getppid: the floor under every "
         "read, write, send, recv)",
