@@ -76,7 +76,7 @@ def more_rounds(args, sel, cluster, result, workdir, outdir, deadline):
     with no preload or the best peer is undecided and its spread wider than
     its margin (targets.undecided), within --more-seconds and up to
     --max-rounds: each a paired round of no preload, that peer and the shim
-    on one scenario, the one with the fewest rounds first."""
+    on one scenario."""
     big = [s for s in sel.scenarios if s not in SMALL_NAMES]
     added = 0
     while True:
@@ -86,7 +86,11 @@ def more_rounds(args, sel, cluster, result, workdir, outdir, deadline):
                 for s, cfgs in targets.undecided(result["runs"], big) if nrounds[s] < args.max_rounds]
         if not todo:
             break
-        scen, cfgs = min(todo, key=lambda t: nrounds[t[0]])
+        # One scenario at a time until it is decided or out of rounds, those
+        # whose rounds all fell on one side first (undecided's order): two
+        # rounds decide one of those, where spreading the budget thin over
+        # every scenario would decide none.
+        scen, cfgs = todo[0]
         per_run = progress.spent / progress.done if progress.done else sum(durations(args, scen)) + 1.5
         if time.monotonic() + per_run * len(cfgs) > deadline:
             break

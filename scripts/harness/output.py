@@ -110,8 +110,10 @@ def print_targets(result, sel, parts, titles):
         return
     print("\n== Verdicts: the shim over the other configuration, paired within each round ==")
     print("met: the whole range at or past the target; MISSED: the whole range short of it; "
-          "otherwise not shown.\nRange: [min-max] of the paired ratios (up to 7 rounds; from 8, "
-          "the order statistics that cover the median with 90%)")
+          "otherwise not shown.\nUnder 5 rounds a range decides only when it also clears the "
+          "target by its own width (3 rounds land on one side by chance 1 time in 4).\n"
+          "Range: [min-max] of the paired ratios (up to 7 rounds; from 8, the order statistics "
+          "that cover the median with 90%)")
     print("\n".join(targets.lines(entries)))
     states = [e["verdict"]["state"] for e in entries if e["verdict"]]
     print(f"\n{states.count('met')} met, {states.count('MISSED')} MISSED, "

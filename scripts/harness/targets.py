@@ -69,15 +69,19 @@ def peer_verdicts(runs, scen):
 
 def undecided(runs, scenarios):
     """The scenarios where another round could decide a comparison of
-    peer_verdicts, with the configurations that round needs."""
-    out = []
+    peer_verdicts, with the configurations that round needs, those whose
+    rounds all fell on one side of the target first (two more rounds
+    decide them), then the rest, each group in the order given."""
+    first, rest = [], []
     for scen in scenarios:
         if not of(runs, scen, "shim") or not of(runs, scen, "none"):
             continue
-        if any(wants_more(v) for _, v in peer_verdicts(runs, scen)):
+        vs = [v for _, v in peer_verdicts(runs, scen) if wants_more(v)]
+        if vs:
             peer = best_peer(runs, scen)
-            out.append((scen, ["none"] + ([peer] if peer else []) + ["shim"]))
-    return out
+            one_side = any("in all" in v["reason"] for v in vs)
+            (first if one_side else rest).append((scen, ["none"] + ([peer] if peer else []) + ["shim"]))
+    return first + rest
 
 
 def p99_entry(runs, scen, cfg, title):
