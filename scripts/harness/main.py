@@ -53,6 +53,7 @@ def run_one(args, cluster, run, text_run, result, workdir, outdir):
     progress.show(f"{kind} {scen} under {cfg}, " + (f"repeat {rep + 1}/{args.repeat}" if rep < args.repeat
                                                     else f"added round {rep + 1}"))
     t0 = time.monotonic()
+    load = os.getloadavg()[0]
     if kind == "demo":
         rec = run_demo(args, cfg, scen, rep, run == text_run, workdir, outdir)
         result["runs"].append(rec)
@@ -63,6 +64,7 @@ def run_one(args, cluster, run, text_run, result, workdir, outdir):
         rec = run_real(args, cfg, scen, rep, workdir, outdir)
         result["real_runs"].append(rec)
     progress.finished(time.monotonic() - t0)
+    rec["load"] = load
     if not rec["ops_s"]:
         say(f"demo: {scen} under {cfg}: no operation completed in the measured "
             f"{durations(args, scen)[0]:g} s; use a longer --seconds or --small-seconds")

@@ -111,9 +111,16 @@ def print_targets(result, sel, parts, titles):
     print("\n== Verdicts: the shim over the other configuration, paired within each round ==")
     print("met: the whole range at or past the target; MISSED: the whole range short of it; "
           "otherwise not shown.\nUnder 5 rounds a range decides only when it also clears the "
-          "target by its own width (3 rounds land on one side by chance 1 time in 4).\n"
+          "target by its own width, and no-harm and p99 comparisons not at all\n(3 rounds land "
+          "on one side by chance 1 time in 4).\n"
           "Range: [min-max] of the paired ratios (up to 7 rounds; from 8, the order statistics "
           "that cover the median with 90%)")
+    loads = [r["load"] for k in ("runs", "real_runs", "rgw_runs") for r in result[k] if "load" in r]
+    if loads:
+        busy = max(loads) > 2 * (os.cpu_count() or 1)
+        print(f"Load average at the start of each run: {min(loads):.1f} to {max(loads):.1f} on "
+              f"{os.cpu_count()} CPUs" + (": the machine was shared and oversubscribed, read every "
+                                          "ratio as indicative" if busy else ""))
     print("\n".join(targets.lines(entries)))
     states = [e["verdict"]["state"] for e in entries if e["verdict"]]
     print(f"\n{states.count('met')} met, {states.count('MISSED')} MISSED, "

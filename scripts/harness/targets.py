@@ -45,8 +45,8 @@ def best_peer(runs, scen, key="mib_s"):
     return max(meds, key=meds.get)
 
 
-def judge(runs, scen, cfg, against, target, key="mib_s", higher=True):
-    return verdict(paired(of(runs, scen, cfg), of(runs, scen, against), key), target, higher)
+def judge(runs, scen, cfg, against, target, key="mib_s", higher=True, strict=False):
+    return verdict(paired(of(runs, scen, cfg), of(runs, scen, against), key), target, higher, strict)
 
 
 def entry(scen, v, label):
@@ -85,7 +85,7 @@ def undecided(runs, scenarios):
 
 
 def p99_entry(runs, scen, cfg, title):
-    v = judge(runs, scen, cfg, "none", P99_LIMIT, key="p99_ms", higher=False)
+    v = judge(runs, scen, cfg, "none", P99_LIMIT, key="p99_ms", higher=False, strict=True)
     who = "shim" if cfg == "shim" else f"{cfg}"
     return entry(scen, v, f"{title}: {who}'s p99 vs no preload")
 
@@ -102,7 +102,7 @@ def big(runs, rows, host, titles, scenarios, real=False):
             out.append(entry(scen, judge(runs, scen, "shim", "none", BIG_TARGET),
                              f"{title}: shim everywhere vs no preload"))
             if of(runs, scen, "shim-proxy"):
-                out.append(entry(scen, judge(runs, scen, "shim-proxy", "none", NO_HARM),
+                out.append(entry(scen, judge(runs, scen, "shim-proxy", "none", NO_HARM, strict=True),
                                  f"{title}: shim in the server only vs no preload (no harm)"))
         else:
             out += [entry(scen, v, f"{title}: {label}") for label, v in peer_verdicts(runs, scen)]
@@ -129,7 +129,7 @@ def small(runs, host, titles, scenarios):
         for cfg in ("shim", "baseline"):
             if of(runs, scen, cfg):
                 who = "shim" if cfg == "shim" else "baseline shim"
-                out.append(entry(scen, judge(runs, scen, cfg, "none", NO_HARM, key="ops_s"),
+                out.append(entry(scen, judge(runs, scen, cfg, "none", NO_HARM, key="ops_s", strict=True),
                                  f"{title}: {who} vs no preload, requests/s (no harm)"))
         if of(runs, scen, "shim"):
             out.append(p99_entry(runs, scen, "shim", title))
@@ -146,7 +146,7 @@ def rgw(runs, titles, scenarios):
         who = "s3proxy and radosgw" if scen.startswith("rgw-proxy-") else "radosgw"
         for cfg, what in (("shim", ""), ("shim-osd", " (and the OSD)"), ("baseline", " (baseline shim)")):
             if of(runs, scen, cfg) and of(runs, scen, "none"):
-                out.append(entry(scen, judge(runs, scen, cfg, "none", NO_HARM),
+                out.append(entry(scen, judge(runs, scen, cfg, "none", NO_HARM, strict=True),
                                  f"{title}: {who} under the shim{what} vs no preload (no harm)"))
     return out
 

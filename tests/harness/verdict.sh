@@ -55,6 +55,14 @@ v = verdict([0.73, 0.72, 0.88, 0.95, 0.90], 0.98)
 check(v["state"] == "MISSED", f"five rounds wholly below are MISSED ({describe(v, 'put-4k')})")
 v = verdict([1.25, 1.62, 1.27], 1.0)
 check(v["state"] == "not shown", "three rounds close above the target are not met either")
+# Strict comparisons (no harm, p99) decide nothing under five rounds: the
+# second full run's nginx 1 KiB read 0.69x [0.55-0.72] at load 25, the
+# first 0.98x [0.98-1.06].
+v = verdict([0.69, 0.55, 0.72], 0.98, strict=True)
+check(v["state"] == "not shown", f"a strict comparison is not MISSED in three rounds ({describe(v, 'nginx-1k')})")
+v = verdict([0.69, 0.55, 0.72, 0.7, 0.8], 0.98, strict=True)
+check(v["state"] == "MISSED", "a strict comparison wholly below in five rounds is MISSED")
+check(verdict([0.69, 0.55, 0.72], 0.98)["state"] == "MISSED", "a plain one clear of the target by its width is")
 
 # Wholly above: met; touching the target from above still met.
 v = verdict([1.41, 1.55, 1.48], 1.0)
