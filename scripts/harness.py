@@ -25,7 +25,8 @@ Verdicts (issue 39) pair the shim's run with the other configuration's run
 of the same round and carry the range of those ratios: met only when the
 whole range is at or past the target, MISSED only when it is all short of
 it, otherwise not shown with the reason (fewer than 3 rounds: not shown;
-under 5, a range decides only when it clears the target by its own width).
+under 5, only when the target is twice as far from the median as the
+nearest round; no-harm and p99 comparisons need 5).
 Targets: every large scenario >= 1.0x no preload and >= the best allocator
 peer, p99 <= 1.10x no preload; small requests, radosgw and the shim in a
 server alone >= 0.98x.  Each large scenario also gets the gain its removed

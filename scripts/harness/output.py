@@ -110,9 +110,9 @@ def print_targets(result, sel, parts, titles):
         return
     print("\n== Verdicts: the shim over the other configuration, paired within each round ==")
     print("met: the whole range at or past the target; MISSED: the whole range short of it; "
-          "otherwise not shown.\nUnder 5 rounds a range decides only when it also clears the "
-          "target by its own width, and no-harm and p99 comparisons not at all\n(3 rounds land "
-          "on one side by chance 1 time in 4).\n"
+          "otherwise not shown.\nUnder 5 rounds a range decides only when the target is twice as "
+          "far from the median as the nearest round is,\nand no-harm and p99 comparisons not at all "
+          "(3 rounds land on one side by chance 1 time in 4).\n"
           "Range: [min-max] of the paired ratios (up to 7 rounds; from 8, the order statistics "
           "that cover the median with 90%)")
     loads = [r["load"] for k in ("runs", "real_runs", "rgw_runs") for r in result[k] if "load" in r]

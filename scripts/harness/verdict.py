@@ -12,8 +12,10 @@ The verdict is "met" only when the whole range is on the right side of the
 target, "MISSED" only when the whole range is on the wrong side, and
 otherwise "not shown", with the reason; fewer than MIN_ROUNDS rounds show
 no spread and decide nothing.  Below SURE_ROUNDS rounds a range on one side
-decides only when it also stands clear of the target by at least its own
-width, and never for a strict comparison (no harm, p99): three rounds fall on the same side of their true median one time in
+decides only when the target is at least twice as far from the median as
+the round nearest the target is (the noise seen on that side would have
+to double to reach it), and never for a strict comparison (no harm, p99):
+three rounds fall on the same side of their true median one time in
 four, and on a shared machine they did (a PUT 4 KiB run read 0.73x
 [0.72-0.88] in three rounds and 1.07x [0.58-2.31] in five, minutes later)."""
 import math
@@ -78,12 +80,15 @@ def verdict(ratios, target, higher=True, strict=False):
     good_side = lo >= target if higher else hi <= target
     bad_side = hi < target if higher else lo > target
     if good_side or bad_side:
-        gap = min(abs(lo - target), abs(hi - target))
-        if n >= SURE_ROUNDS or (gap >= hi - lo and not strict):
+        # The noise seen between the median and the round nearest the
+        # target would have to double to reach the target.
+        near = lo if abs(lo - target) < abs(hi - target) else hi
+        clear = abs(v["med"] - target) >= 2 * abs(v["med"] - near)
+        if n >= SURE_ROUNDS or (clear and not strict):
             v["state"] = MET if good_side else MISSED
         else:
             v["reason"] = (f"{'past' if good_side else 'short of'} {target:g}x in all {n} rounds, but "
-                           + ("" if strict else "by less than the spread; ")
+                           + ("" if strict else "not by twice the spread on that side; ")
                            + f"{SURE_ROUNDS} rounds would decide")
     else:
         at_par = abs(v["med"] - target) < MARGIN * target
