@@ -37,3 +37,9 @@ noinst_PROGRAMS += bench/fixedbench
 bench_fixedbench_SOURCES = bench/fixedbench.c bench/cputime.h
 bench_fixedbench_CFLAGS = $(AM_CFLAGS) $(URING_CFLAGS) -O2
 bench_fixedbench_LDADD = $(URING_LIBS)
+
+# What this host charges for a page fault, a THP fault, a system call, a
+# copy and an O_DIRECT MiB (issue 39): scripts/demo prints it before its runs.
+noinst_PROGRAMS += bench/hostcost
+bench_hostcost_SOURCES = bench/hostcost.c
+bench_hostcost_CFLAGS = $(AM_CFLAGS) -O2

@@ -4,16 +4,37 @@
 configuration, measured side by side.
 
   scripts/demo [--quick] [--scenario S,...] [--small | --no-small] [--config C,...]
-               [--repeat N] [--seconds S] [--small-seconds S] [--concurrency N]
+               [--repeat N] [--more-seconds S] [--max-rounds N]
+               [--seconds S] [--small-seconds S] [--concurrency N]
                [--shim-lib PATH] [--baseline-lib PATH] [--out DIR] [--port P]
                [--real | --no-real] [--rgw] [--shim-osd] [--alloc | --no-alloc]
 
-For every repeat, configuration and scenario (interleaved: repeat 1 of every
-configuration, then repeat 2, ...) it starts two storaged nodes and an
+For every repeat, scenario and configuration (interleaved: repeat 1 of every
+scenario, each under every configuration back to back in an order rotated
+each round, then repeat 2, ...) it starts two storaged nodes and an
 s3proxy on loopback ports under that configuration, runs loadgen (also under
 it) with --verify, samples /proc/PID/stat of the servers (page faults, CPU)
 and, for the shim, its live counters (tools/poolshim-stat), then stops
 everything.  Rates are taken over loadgen's measured window only.
+
+First it measures and prints this host's costs (bench/hostcost: a 4 KiB
+page fault, a 2 MiB THP fault, a system call, memcpy, MD5, the disk's
+O_DIRECT MiB/s): what the pool can save here, and what it cannot.
+
+Verdicts (issue 39) pair the shim's run with the other configuration's run
+of the same round and carry the range of those ratios: met only when the
+whole range is at or past the target, MISSED only when it is all short of
+it, otherwise not shown with the reason (fewer than 3 rounds: not shown;
+under 5, only when the target is twice as far from the median as the
+nearest round; no-harm and p99 comparisons need 5).
+Targets: every large scenario >= 1.0x no preload and >= the best allocator
+peer, p99 <= 1.10x no preload; small requests, radosgw and the shim in a
+server alone >= 0.98x.  Each large scenario also gets the gain its removed
+faults explain at this host's fault price, and the limit it runs into
+(copies, MD5, the disk) with its figure.  After the planned repeats,
+comparisons that more rounds could decide get paired rounds (no preload,
+the best peer, the shim) for up to --more-seconds (default 60, --quick 0),
+at most --max-rounds (8) per scenario.
 
 Prints a table (median [min-max] over the repeats), writes results.json and
 PNG plots (gnuplot) into the results directory, and prints the shim's text
@@ -68,7 +89,10 @@ data errors), 2 usage or a missing dependency.
 #   real       nginx, haproxy and wrk (--real)
 #   rgw        radosgw on a one-node Ceph cluster, and its shim report
 #   symbolize  naming a live process's frames (eu-addr2line)
-#   summary    runs into rows, and the issues' targets
+#   hostcost   the host's costs (bench/hostcost), the expected gain, the limits
+#   summary    runs into rows (medians and spreads)
+#   verdict    paired ratios, their range, met / MISSED / not shown (pure)
+#   targets    the targets, judged by verdict
 #   tables     the printed and Markdown tables
 #   plot       the gnuplot charts
 #   output     after the runs: tables, targets, plots, results files, reports

@@ -41,6 +41,12 @@ def parser(description):
     ap.add_argument("--baseline-lib", help="a second libpoolshim.so (e.g. the previous build), "
                     "run as configuration 'baseline' (default: POOLSHIM_BASELINE_LIB)")
     ap.add_argument("--repeat", type=int, help="interleaved repeats (default 3, --quick 1)")
+    ap.add_argument("--more-seconds", type=float,
+                    help="after the planned repeats, add paired rounds (no preload, the best peer, "
+                    "the shim) of a scenario whose verdict is undecided, for up to this many seconds "
+                    "(default 60, --quick 0)")
+    ap.add_argument("--max-rounds", type=int, default=8,
+                    help="no scenario gets more rounds than this from --more-seconds (default 8)")
     ap.add_argument("--seconds", type=float, help="measured seconds per run (default 2, --quick 1)")
     ap.add_argument("--warmup", type=float, help="unmeasured warm-up per run (default 0.5, --quick 0.3)")
     ap.add_argument("--small-seconds", type=float,
@@ -70,6 +76,8 @@ def set_defaults(args):
     """The defaults that depend on --quick."""
     args.repeat = args.repeat or (1 if args.quick else 3)
     args.seconds = args.seconds or (1.0 if args.quick else 2.0)
+    if args.more_seconds is None:
+        args.more_seconds = 0.0 if args.quick else 60.0
     args.warmup = args.warmup if args.warmup is not None else (0.3 if args.quick else 0.5)
     args.small_seconds = args.small_seconds or (0.5 if args.quick else 1.0)
     args.small_warmup = (args.small_warmup if args.small_warmup is not None
@@ -79,8 +87,10 @@ def set_defaults(args):
 def check_args(ap, args):
     """Values and combinations the parser cannot check itself (ap.error)."""
     if (args.repeat < 1 or args.seconds <= 0 or args.warmup < 0 or args.concurrency < 1
-            or args.small_seconds <= 0 or args.small_warmup < 0):
-        ap.error("--repeat, --seconds, --small-seconds and --concurrency must be positive")
+            or args.small_seconds <= 0 or args.small_warmup < 0 or args.more_seconds < 0
+            or args.max_rounds < 1):
+        ap.error("--repeat, --seconds, --small-seconds, --concurrency and --max-rounds must be "
+                 "positive, --more-seconds not negative")
     if not 0 <= args.port < 65536:
         ap.error("--port wants 0..65535")
     if args.small and args.no_small:

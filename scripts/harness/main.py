@@ -10,13 +10,14 @@ import sys
 import tempfile
 import time
 
-from . import cli, output, settings
+from . import cli, hostcost, output, settings, targets
 from .machine import lib_line, machine
 from .messages import Fail, progress, say
 from .procs import Proc
 from .real import run_real
 from .rgw import RgwCluster, rgw_report, run_rgw
-from .scenarios import durations, make_plan, seconds_per_run, text_report_run, titles
+from .scenarios import (SMALL_NAMES, durations, make_plan, seconds_per_run, text_report_run,
+                        titles)
 from .stack import run_demo
 
 
@@ -29,7 +30,8 @@ def new_result(args, sel, libs):
     return {"harness": "poolshim demo", "version": 2, "machine": machine(),
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "settings": {"repeat": args.repeat, "seconds": args.seconds, "warmup": args.warmup,
-                         "small_seconds": args.small_seconds, "small_warmup": args.small_warmup,
+                         "small_seconds": args.small_seconds,
+                         "more_seconds": args.more_seconds, "max_rounds": args.max_rounds, "small_warmup": args.small_warmup,
                          "concurrency": args.concurrency, "scenarios": sel.scenarios,
                          "real_setups": sel.real_setups, "rgw_setups": sel.rgw_setups,
                          "scenario_configs": sel.plan_configs,
@@ -48,8 +50,10 @@ def run_one(args, cluster, run, text_run, result, workdir, outdir):
     if kind == "rgw" and cluster.state == "skipped":
         progress.finished(0)
         return
-    progress.show(f"{kind} {scen} under {cfg}, repeat {rep + 1}/{args.repeat}")
+    progress.show(f"{kind} {scen} under {cfg}, " + (f"repeat {rep + 1}/{args.repeat}" if rep < args.repeat
+                                                    else f"added round {rep + 1}"))
     t0 = time.monotonic()
+    load = os.getloadavg()[0]
     if kind == "demo":
         rec = run_demo(args, cfg, scen, rep, run == text_run, workdir, outdir)
         result["runs"].append(rec)
@@ -60,12 +64,46 @@ def run_one(args, cluster, run, text_run, result, workdir, outdir):
         rec = run_real(args, cfg, scen, rep, workdir, outdir)
         result["real_runs"].append(rec)
     progress.finished(time.monotonic() - t0)
+    rec["load"] = load
     if not rec["ops_s"]:
         say(f"demo: {scen} under {cfg}: no operation completed in the measured "
             f"{durations(args, scen)[0]:g} s; use a longer --seconds or --small-seconds")
     if rec["mismatches"] or rec["errors"]:
         say(f"demo: {scen} under {cfg}: data errors {rec['mismatches']}, "
             f"failed operations {rec['errors']}")
+
+
+def more_rounds(args, sel, cluster, result, workdir, outdir, deadline):
+    """Rounds added after the plan (issue 39) while a comparison of the shim
+    with no preload or the best peer is undecided and its spread wider than
+    its margin (targets.undecided), within --more-seconds and up to
+    --max-rounds: each a paired round of no preload, that peer and the shim
+    on one scenario."""
+    big = [s for s in sel.scenarios if s not in SMALL_NAMES]
+    added = 0
+    while True:
+        nrounds = {s: max((r["repeat"] for r in result["runs"] if r["scenario"] == s), default=0)
+                   for s in big}
+        todo = [(s, [c for c in cfgs if c in sel.configs])
+                for s, cfgs in targets.undecided(result["runs"], big) if nrounds[s] < args.max_rounds]
+        if not todo:
+            break
+        # One scenario at a time until it is decided or out of rounds, those
+        # whose rounds all fell on one side first (undecided's order): two
+        # rounds decide one of those, where spreading the budget thin over
+        # every scenario would decide none.
+        scen, cfgs = todo[0]
+        per_run = progress.spent / progress.done if progress.done else sum(durations(args, scen)) + 1.5
+        if time.monotonic() + per_run * len(cfgs) > deadline:
+            break
+        if not added:
+            say(f"demo: adding rounds where a verdict is undecided (up to {args.more_seconds:g} s)")
+        progress.total += len(cfgs)
+        for cfg in cfgs:
+            run_one(args, cluster, ("demo", cfg, scen, nrounds[scen]), None, result, workdir, outdir)
+        added += 1
+    if added:
+        say(f"demo: {added} round(s) added")
 
 
 def run_plan(args, sel, plan, text_run, result, workdir, outdir):
@@ -80,8 +118,14 @@ def run_plan(args, sel, plan, text_run, result, workdir, outdir):
     try:
         progress.plan(len(plan), seconds_per_run(args, plan))
         say(f"demo: {len(plan)} runs; results in {outdir}")
+        t_demo = None
         for run in plan:
+            if run[0] != "demo" and t_demo is None:
+                t_demo = time.monotonic()
+                more_rounds(args, sel, cluster, result, workdir, outdir, t_demo + args.more_seconds)
             run_one(args, cluster, run, text_run, result, workdir, outdir)
+        if t_demo is None:
+            more_rounds(args, sel, cluster, result, workdir, outdir, time.monotonic() + args.more_seconds)
         if cluster.state == "up" and any(r["config"] == "shim" for r in result["rgw_runs"]):
             progress.clear()
             say("demo: radosgw's report: a shimmed radosgw with POOLSHIM_BACKTRACE=8 (not measured)")
@@ -111,7 +155,7 @@ def report(args, sel, result, libs, text_run, rgw_txt, failed, outdir):
     parts = output.Parts(sel)
     hdr, small_hdr = output.headers(args, result["machine"], libs, settings.BASELINE)
     output.summarize_and_print(args, result, sel, parts, names, hdr, small_hdr)
-    output.print_targets(result)
+    output.print_targets(result, sel, parts, names)
     made = output.draw_plots(result, sel, parts, names, outdir)
     output.write_results(result, names, hdr, small_hdr, outdir)
     txt = None if failed else output.print_reports(text_run, rgw_txt, names, outdir)
@@ -154,6 +198,11 @@ def main(description):
     if settings.BASELINE:
         libs["baseline"] = lib_line(settings.BASELINE)
     result = new_result(args, sel, libs)
+    if sel.scenarios or sel.real_setups:
+        print("== This host's costs (bench/hostcost; what the pool saves, and what it cannot) ==",
+              flush=True)
+        result["host"] = hostcost.measure(workdir)
+        print("\n".join(hostcost.lines(result["host"])) + "\n", flush=True)
     t_start = time.monotonic()
     plan = make_plan(args.repeat, sel.configs, sel)
     text_run = text_report_run(args.repeat, sel.configs, sel.scenarios)

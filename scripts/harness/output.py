@@ -7,7 +7,8 @@ import sys
 
 from .plot import plots
 from .scenarios import REAL_CONFIGS, RGW_CONFIGS, SMALL_CONFIGS, SMALL_NAMES
-from .summary import rgw_targets, small_targets, summarize, targets
+from . import targets
+from .summary import summarize
 from .tables import markdown, print_small_table, print_table, small_markdown
 
 # The two radosgw tables: title, which rows, the per-process columns' labels
@@ -93,13 +94,37 @@ def summarize_and_print(args, result, sel, parts, titles, hdr, small_hdr):
         print_rgw_tables(result, titles, hdr, sel.rgw_configs)
 
 
-def print_targets(result):
-    result["targets"] = (targets(result["summary"], result["real_summary"])
-                         + small_targets(result["small_summary"])
-                         + rgw_targets(result["rgw_summary"]))
-    if result["targets"]:
-        print("\n== Targets (issues 6, 11 and 16) ==")
-        print("\n".join(result["targets"]))
+def print_targets(result, sel, parts, titles):
+    """The verdicts (targets.py): paired per round, each with its range;
+    for each large scenario what this host's fault price explains and the
+    limit it runs into."""
+    host = result.get("host")
+    entries = (targets.big(result["runs"], result["summary"], host, titles, parts.big_demo)
+               + targets.big(result["real_runs"], result["real_summary"], host, titles,
+                             parts.big_real, real=True)
+               + targets.small(result["runs"] + result["real_runs"], host, titles, parts.small_all)
+               + targets.rgw(result["rgw_runs"], titles, sel.rgw_setups))
+    result["verdicts"] = entries
+    result["targets"] = [e["line"] for e in entries]
+    if not entries:
+        return
+    print("\n== Verdicts: the shim over the other configuration, paired within each round ==")
+    print("met: the whole range at or past the target; MISSED: the whole range short of it; "
+          "otherwise not shown.\nUnder 5 rounds a range decides only when the target is twice as "
+          "far from the median as the nearest round is,\nand no-harm and p99 comparisons not at all "
+          "(3 rounds land on one side by chance 1 time in 4).\n"
+          "Range: [min-max] of the paired ratios (up to 7 rounds; from 8, the order statistics "
+          "that cover the median with 90%)")
+    loads = [r["load"] for k in ("runs", "real_runs", "rgw_runs") for r in result[k] if "load" in r]
+    if loads:
+        busy = max(loads) > 2 * (os.cpu_count() or 1)
+        print(f"Load average at the start of each run: {min(loads):.1f} to {max(loads):.1f} on "
+              f"{os.cpu_count()} CPUs" + (": the machine was shared and oversubscribed, read every "
+                                          "ratio as indicative" if busy else ""))
+    print("\n".join(targets.lines(entries)))
+    states = [e["verdict"]["state"] for e in entries if e["verdict"]]
+    print(f"\n{states.count('met')} met, {states.count('MISSED')} MISSED, "
+          f"{states.count('not shown')} not shown")
 
 
 def draw_plots(result, sel, parts, titles, outdir):

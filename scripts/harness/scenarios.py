@@ -100,18 +100,24 @@ def titles():
 
 def make_plan(repeat, configs, sel):
     """The runs, (kind, config, scenario, repeat index), interleaved: repeat
-    1 of every configuration and scenario, then repeat 2, ...; the demo
-    stack first, then the real programs, then radosgw (one radosgw per
-    configuration and repeat runs all the radosgw setups)."""
+    1 of every scenario under every configuration, then repeat 2, ...; the
+    demo stack first, then the real programs (likewise), then radosgw (one
+    radosgw per configuration and repeat runs all the radosgw setups)."""
     plan = []
     for rep in range(repeat):
-        for cfg in configs:
-            for scen in sel.scenarios:
+        # Configurations innermost, so that the runs a verdict pairs (one
+        # round of one scenario) are seconds apart rather than minutes, and
+        # in an order rotated each round, so that none always follows the
+        # same neighbour.
+        turn = configs[rep % len(configs):] + configs[:rep % len(configs)]
+        for scen in sel.scenarios:
+            for cfg in turn:
                 if cfg in sel.plan_configs[scen]:
                     plan.append(("demo", cfg, scen, rep))
     for rep in range(repeat):
-        for cfg in REAL_CONFIGS:
-            for setup in sel.real_setups:
+        turn = REAL_CONFIGS[rep % len(REAL_CONFIGS):] + REAL_CONFIGS[:rep % len(REAL_CONFIGS)]
+        for setup in sel.real_setups:
+            for cfg in turn:
                 if cfg in sel.plan_configs[setup]:
                     plan.append(("real", cfg, setup, rep))
     for rep in range(repeat):

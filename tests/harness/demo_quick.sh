@@ -1,9 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# scripts/demo --quick once: every configuration produced results (the small
-# GET 4 KiB scenario under none and shim), loadgen's verify mode found no
-# data errors and no failed operation, and the shim's reports were written
-# and follow docs/report-schema.md.
+# scripts/demo --quick once: the host's costs measured and printed first,
+# every configuration produced results (the small GET 4 KiB scenario under
+# none and shim), loadgen's verify mode found no data errors and no failed
+# operation, the shim's reports were written and follow
+# docs/report-schema.md, and every scenario has its verdicts, none of them
+# decided by the single round --quick runs.
 set -u
 # The build's own shim, whatever the caller compares it with.
 unset POOLSHIM_LIB POOLSHIM_BASELINE_LIB
@@ -26,15 +28,17 @@ trap 'exit 130' INT TERM HUP
 
 # No hugetlb pages here: tests running in parallel (tests/preload/hugepages.sh)
 # set nr_hugepages themselves and need the free pages they reserve.
-DEMO_HUGEPAGES=0 POOLSHIM_HUGEPAGES=thp "$PS_TOP_SRCDIR/scripts/demo" --quick --out "$out/results"
+DEMO_HUGEPAGES=0 POOLSHIM_HUGEPAGES=thp "$PS_TOP_SRCDIR/scripts/demo" --quick --out "$out/results" \
+	> "$out/stdout"
 rc=$?
+cat "$out/stdout"
 if [ $rc -ne 0 ]; then
 	echo "FAIL: scripts/demo --quick exited with status $rc"
 	exit 1
 fi
-$PYTHON - "$out/results" "$PS_TOP_SRCDIR/tests/report_schema.py" <<'PY'
+$PYTHON - "$out/results" "$PS_TOP_SRCDIR/tests/report_schema.py" "$out/stdout" <<'PY'
 import glob, json, os, subprocess, sys
-out, schema = sys.argv[1], sys.argv[2]
+out, schema, stdout = sys.argv[1], sys.argv[2], open(sys.argv[3]).read()
 res = json.load(open(os.path.join(out, "results.json")))
 fails = []
 def check(ok, what):
@@ -53,8 +57,22 @@ for s in scenarios:
         rows = [r for r in summary if r["config"] == c and r["scenario"] == s]
         check(rows and rows[0]["ops_s"] > 0 and rows[0]["mib_s"] > 0,
               f"{s} under {c}: results ({rows[0]['ops_s']:.0f} ops/s)" if rows else f"{s} under {c}: results")
-check(any(t.endswith(")") and "get-4k, shim: no regression" in t for t in res["targets"]),
-      "the small scenario's target row is printed")
+host = res.get("host", {})
+check(all((host.get(k) or 0) > 0 for k in ("fault_4k_us", "syscall_ns", "memcpy_gbs", "md5_mibs")),
+      f"the host's costs measured ({', '.join(f'{k} {v}' for k, v in host.items())})")
+at = stdout.find("This host's costs")
+check(0 <= at < stdout.find("== The demo S3 stack") and "4 KiB page fault" in stdout[at:],
+      "the host's costs are printed first")
+check(any("GET 4 KiB: shim vs no preload, requests/s" in t for t in res["targets"]),
+      "the small scenario's verdict is printed")
+verdicts = [e for e in res["verdicts"] if e["verdict"]]
+for s in scenarios:
+    title = [e for e in verdicts if e["scenario"] == s]
+    check(title, f"{s}: verdicts printed ({len(title)})")
+check(verdicts and all(e["verdict"]["state"] == "not shown" for e in verdicts),
+      "one round decides no verdict")
+check(all(any(e["scenario"] == s and e["line"].startswith("(limit)") for e in res["verdicts"])
+          for s in scenarios if not s.endswith("-4k")), "every large scenario states its limit")
 runs = res["runs"]
 check(all(r["mismatches"] == 0 for r in runs), "verify: no data mismatch in any run")
 check(all(not r["errors"] for r in runs), "no failed operation in any run")
