@@ -121,11 +121,13 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 	/*
 	 * Under POOLSHIM_PROGRAMS the named program's helper runs (`nginx -t`,
 	 * `nginx -s reload`, the parent that only daemonizes) are the noise:
-	 * a process of it that did no work worth a report writes none.
-	 * Without the list every process reports, however little it did, so
-	 * that a first try says something (and why the pool did nothing).
+	 * a process started as the program (not a fork child, which has its
+	 * own rule above, so nginx's master keeps its report) that did no work
+	 * worth a report writes none.  Without the list every process reports,
+	 * however little it did, so that a first try says something (and why
+	 * the pool did nothing).
 	 */
-	if (due && ps_cfg.programs[0] && !child_worked(true)) {
+	if (due && ps_cfg.programs[0] && pid == ps_start_pid && !child_worked(true)) {
 		due = false;
 		if (ps_cfg.verbose)
 			ps_report_say("no report: less than %u calls and %u KiB of work, and "
