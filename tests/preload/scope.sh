@@ -30,6 +30,14 @@ grep -q "^poolshim\[[0-9]*\] cat: no report: less than 64 calls and 1024 KiB of 
 	! grep -q '^==== poolshim report' "$PST_TMP/idlev" &&
 	pass "verbose mode says why a listed program's idle run has no report" ||
 	fail "idle listed cat, verbose: $(grep -v '^POOLSHIM' "$PST_TMP/idlev" | tail -3)"
+# Its fork child that ends with exit() keeps its report, however little it
+# did (as nginx's master, forked by the parent that daemonizes, does).
+shim POOLSHIM_PROGRAMS=bash -- bash -c '(cat /dev/null; exit 3); echo "$$"' \
+	>"$PST_TMP/fk.pid" 2>"$PST_TMP/fk"
+n=$(grep -c '^==== poolshim report' "$PST_TMP/fk")
+[ "$n" = 1 ] && ! grep -q "^==== poolshim report: pid $(cat "$PST_TMP/fk.pid") " "$PST_TMP/fk" &&
+	pass "under the list a forked child's exit still reports; the idle parent does not" ||
+	fail "bash subshell under the list: $n reports, parent $(cat "$PST_TMP/fk.pid"): $(grep '^====' "$PST_TMP/fk")"
 shim -- cat /dev/null 2>"$PST_TMP/idle0"
 grep -q "^==== poolshim report: pid [0-9]* (cat) ====" "$PST_TMP/idle0" &&
 	pass "without POOLSHIM_PROGRAMS an idle run still reports" ||
