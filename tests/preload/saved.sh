@@ -7,7 +7,8 @@
 # static 128 KiB threshold) as mmap+munmap, 256 faults each.  32 MiB
 # buffers are mapped by glibc whatever its threshold: both figures agree.
 # Buffers all live at once each take the pool past its peak.  A record
-# left by SIGKILL, rendered by `poolshim collect`, says the same.
+# left by SIGKILL, rendered by `poolshim collect`, says the same, and
+# `poolshim report` sums it over processes.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 H="$PRELOAD_BIN/advice_helper"
 SCHEMA="$PS_TOP_SRCDIR/tests/report_schema.py"
@@ -32,6 +33,13 @@ got=$(json_get "$PST_TMP/big.json" "[r['saved'][k] for k in ('allocations', 'reu
 shim "POOLSHIM_STATS=$PST_TMP/live.json" -- "$H" alloc 20 1048576 >/dev/null || fail "helper (alloc)"
 got=$(json_get "$PST_TMP/live.json" "[r['saved'][k] for k in ('allocations', 'reused', 'fresh')]")
 [ "$got" = "[20, 0, 20]" ] && pass "buffers live at once are all fresh" || fail "saved (alloc): $got"
+
+# `poolshim report` says it, and sums it over the reports it merges.
+python3 "$PS_TOP_SRCDIR/scripts/poolshim-report.py" "$PST_TMP/big.json" "$PST_TMP/live.json" \
+	>"$PST_TMP/merged" 2>&1
+grep -q "^saved    24 pooled allocations: 3 on memory the pool held, 21 past its peak; .* (sum over processes)\$" \
+	"$PST_TMP/merged" && pass "poolshim report sums it" ||
+	fail "merged saved line: $(grep '^saved' "$PST_TMP/merged") $(head -3 "$PST_TMP/merged")"
 
 # A record left behind: collect renders the same line from the counters.
 L="$PST_TMP/rec"
