@@ -307,6 +307,8 @@ class Group:
         self.sites = {}  # (kind, call, frames) -> {count, bytes, nsec}
         self.advice = []  # (pid, program, advice item), every process's own
         self.sampled_below = {}  # malloc-family size counted by sampling -> processes
+        self.saved = {}  # the reports' "saved" objects, summed (those that have one)
+        self.saved_from = 0
 
     def add(self, path, r):
         self.members.append((path, r["pid"], r["program"]))
@@ -331,6 +333,9 @@ class Group:
                 self.process[n] += r["process"][n]
         for item in r.get("advice") or ():
             self.advice.append((r["pid"], r["program"], item))
+        if isinstance(r.get("saved"), dict):
+            add_counts(self.saved, r["saved"])
+            self.saved_from += 1
         add_counts(self.sampled_below, {sampled_below(r): 1})
         u = r["uring"]
         for n in self.uring:
@@ -488,6 +493,14 @@ def render(g, out, exact, top):
       f"cap {bytes_cell(p['cap'])}, threshold {tally({size(t): c for t, c in g.thresholds.items()})}\n")
     w(f"pool     {p['allocations']} allocations served, {p['frees']} freed; fallbacks to glibc's "
       "heap:" + "".join(f" {k} {v}" for k, v in g.pool_fallbacks.items()) + "\n")
+    sv = g.saved
+    if g.saved_from:
+        of = f" ({g.saved_from} of {n} reports have it)" if g.saved_from < n else ""
+        w(f"saved    {sv['allocations']} pooled allocations: {sv['reused']} on memory the pool "
+          f"held, {sv['fresh']} past its peak; it took {bytes_cell(sv['taken'])} from the kernel "
+          f"in {sv['pages']} pages; glibc would have needed (estimate) {sv['glibc_mmaps_min']}-"
+          f"{sv['glibc_mmaps_max']} mmap+munmap pairs and {sv['glibc_faults_min']}-"
+          f"{sv['glibc_faults_max']} page faults{sumof}{of}\n")
     for (kind, why), c in g.reasons.items():
         what = "hugetlb" if kind == "hugetlb" else "THP"
         w(f"pool     {what} not used: {why}" + (f" ({c} processes)" if n > 1 else "") + "\n")

@@ -42,7 +42,7 @@ static int exit_status;           /* what exit() was called with */
 static int exit_status_known;
 
 /*
- * Whether a fork child did work of its own worth a report: fio's job
+ * Whether a process did work of its own worth a report: fio's job
  * processes and prefork servers' workers do all the I/O and end with
  * _exit() or a signal, while a child that only failed an exec, or ran a
  * few calls before _exit, would add noise.  The child's counters start at
@@ -50,11 +50,11 @@ static int exit_status_known;
  * counted I/O calls and pooled allocations, or the bytes they moved.
  * `poolshim collect` applies the same rule to a record left behind.
  */
-static bool child_worked(void)
+static bool child_worked(bool if_unknown)
 {
 	struct ps_tstats *s = ps_report_scratch_get();
 	if (!s)
-		return false;
+		return if_unknown;
 	struct ps_rows rows;
 	ps_report_scratch_fill(s, &rows);
 	bool worked = ps_stats_worked(s, &rows);
@@ -65,7 +65,7 @@ static bool child_worked(void)
 bool ps_report_due(void)
 {
 	int pid = (int)PS_SYSCALL(SYS_getpid);
-	return pid == ps_pid && (pid == ps_start_pid || child_worked());
+	return pid == ps_pid && (pid == ps_start_pid || child_worked(false));
 }
 
 void ps_end_exit_status(int status)
@@ -118,6 +118,22 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 	int pid = (int)PS_SYSCALL(SYS_getpid);
 	bool due = (how & PS_END_BY_EXIT) ? pid == ps_pid : ps_report_due();
 	how &= ~PS_END_BY_EXIT;
+	/*
+	 * Under POOLSHIM_PROGRAMS the named program's helper runs (`nginx -t`,
+	 * `nginx -s reload`, the parent that only daemonizes) are the noise:
+	 * a process started as the program (not a fork child, which has its
+	 * own rule above, so nginx's master keeps its report) that did no work
+	 * worth a report writes none.  Without the list every process reports,
+	 * however little it did, so that a first try says something (and why
+	 * the pool did nothing).
+	 */
+	if (due && ps_cfg.programs[0] && pid == ps_start_pid && !child_worked(true)) {
+		due = false;
+		if (ps_cfg.verbose)
+			ps_report_say("no report: less than %u calls and %u KiB of work, and "
+				      "POOLSHIM_PROGRAMS is set", (unsigned)PS_WORK_CALLS,
+				      (unsigned)(PS_WORK_BYTES >> 10));
+	}
 	if (!due) {
 		/* A vfork child (the record is its parent's) or a fork child with no work of its own. */
 		if (pid == ps_pid && !__atomic_exchange_n(&ended, 1, __ATOMIC_ACQ_REL))

@@ -50,6 +50,7 @@
 #define PS_ALLOC_EVENTS(X, FB)                                             \
 	X(POOL_ALLOC, "pool_alloc")                                        \
 	X(POOL_FREE, "pool_free")                                          \
+	X(POOL_FRESH, "pool_fresh")   /* took the pool past its peak */   \
 	X(MALLOC_ESTIMATED, "malloc_estimated")                            \
 	X(CALLOC_ESTIMATED, "calloc_estimated")                            \
 	X(REALLOC_ESTIMATED, "realloc_estimated")                          \

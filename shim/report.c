@@ -672,6 +672,71 @@ static void emit_pool(struct ps_emit *e, const struct ps_report_data *d)
 	ps_emit_object_end(e);
 }
 
+/*
+ * What the pool saved, from the counts alone (so a report rendered by
+ * `poolshim collect` or `poolshim stat` says the same).  Exact: the pooled
+ * allocations, those that took the pool past its peak (fresh memory) and
+ * those that did not (memory it already held), and the pages the pool took
+ * from the kernel.  Estimated, by the rule in poolshim(7) THE REPORT: what
+ * glibc would have needed for allocations of those sizes.  glibc mmaps a
+ * block at or above its mmap threshold and unmaps it at free; the threshold
+ * starts at 128 KiB and, unless set, rises to the size of each mapped block
+ * freed, up to 32 MiB.  So at most every allocating call of 128 KiB or more
+ * is an mmap and a munmap, and at least every one of 32 MiB or more is;
+ * each maps fresh pages, faulted in as written (all of them, assumed),
+ * sizes taken at their histogram bucket's lower bound, and the counts
+ * capped at the pool's allocations (the histograms hold glibc's fallbacks
+ * too).
+ */
+#define SAVED_STATIC_MIN ((uint64_t)128 << 10)  /* glibc's M_MMAP_THRESHOLD default */
+#define SAVED_DYNAMIC_MAX ((uint64_t)32 << 20)  /* its dynamic ceiling on 64-bit */
+
+static void glibc_would(const struct ps_tstats *t, uint64_t from, uint64_t cap,
+			uint64_t *maps, uint64_t *faults)
+{
+	uint64_t n = 0;
+	unsigned __int128 bytes = 0;
+	for (int call = 0; call < PS_CALL__COUNT; call++) {
+		if (ps_call_estimate_event((enum ps_call)call) == PS_EV__COUNT)
+			continue;
+		const uint64_t *h = t->c[call][PS_FD_NONE].size_hist;
+		for (unsigned k = 0; k < PS_SIZE_SLOTS; k++)
+			if (h[k] && ((uint64_t)1 << k) >= from) {
+				n += h[k];
+				bytes += (unsigned __int128)h[k] << k;
+			}
+	}
+	if (n > cap) {
+		bytes = bytes * cap / n;
+		n = cap;
+	}
+	*maps = n;
+	*faults = (uint64_t)(bytes >> 12);
+}
+
+static void emit_saved(struct ps_emit *e, const struct ps_report_data *d)
+{
+	const struct ps_tstats *t = d->totals;
+	const struct ps_pool_info *p = &d->pool;
+	uint64_t allocs = t->events[PS_EV_POOL_ALLOC];
+	uint64_t fresh = t->events[PS_EV_POOL_FRESH] < allocs ? t->events[PS_EV_POOL_FRESH] : allocs;
+	uint64_t reused = allocs - fresh;
+	uint64_t pages = (p->backed_by[PS_BACK_HUGETLB] + p->backed_by[PS_BACK_THP]) / ((uint64_t)2 << 20) +
+			 p->backed_by[PS_BACK_4K] / 4096;
+	uint64_t lo_maps, lo_faults, hi_maps, hi_faults;
+
+	glibc_would(t, SAVED_DYNAMIC_MAX, allocs, &lo_maps, &lo_faults);
+	glibc_would(t, SAVED_STATIC_MIN, allocs, &hi_maps, &hi_faults);
+	ps_emit_object_begin(e, "saved");
+	ps_emit_line(e, "saved    %{allocations}u pooled allocations: %{reused}u on memory the pool "
+		     "held, %{fresh}u past its peak; it took %{taken}z from the kernel in "
+		     "%{pages}u pages; glibc would have needed (estimate) %{glibc_mmaps_min}u-"
+		     "%{glibc_mmaps_max}u mmap+munmap pairs and %{glibc_faults_min}u-"
+		     "%{glibc_faults_max}u page faults\n", allocs, reused, fresh, p->backed, pages,
+		     lo_maps, hi_maps, lo_faults, hi_faults);
+	ps_emit_object_end(e);
+}
+
 static void emit_process(struct ps_emit *e, const struct ps_report_data *d)
 {
 	ps_emit_object_begin(e, "process");
@@ -1000,6 +1065,7 @@ void ps_report_render(struct ps_buf *b, const struct ps_report_data *d,
 	ps_emit_kv(e, "program", PS_EMIT_STR, &d->program);
 	emit_end(e, d);
 	emit_pool(e, d);
+	emit_saved(e, d);
 	/* Text puts the run's metadata under the pool lines, JSON at the end. */
 	if (!e->json)
 		emit_meta(e, d);

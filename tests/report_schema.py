@@ -86,6 +86,12 @@ FRAME3 = dict(FRAME, path=OPT_STR, build_id=OPT_STR, rel=U, file=OPT_STR,
               line=(int, type(None)))
 
 
+# What the pool saved: in reports from the shim that has pool_fresh (issue 37)
+# on; optional so that older version 3 reports still read.
+SAVED = {"allocations": U, "reused": U, "fresh": U, "taken": U, "pages": U,
+         "glibc_mmaps_min": U, "glibc_mmaps_max": U,
+         "glibc_faults_min": U, "glibc_faults_max": U}
+
 # How the process ended: only in a report rendered after it (poolshim collect, the wrapper).
 ENDED = {"how": str, "status": (int, type(None)), "signal": (str, type(None)),
          "usage_as_of": (str, type(None)), "rendered_by": (str, type(None))}
@@ -104,6 +110,12 @@ def validate(report):
     sites = report.pop("callsites", None)
     sample = report.pop("callsite_sample", None)
     ended = report.pop("ended", None)
+    saved = report.pop("saved", None)
+    if saved is not None:
+        if not isinstance(saved, dict):
+            errors.append("$.saved: not an object")
+        else:
+            check(saved, SAVED, "$.saved", errors)
     if ended is not None:
         if not isinstance(ended, dict):
             errors.append("$.ended: not an object")
@@ -145,6 +157,8 @@ def validate(report):
             for j, f in enumerate(s.get("frames", [])):
                 check(f, FRAME3 if report.get("version", 0) >= 3 else FRAME,
                       f"$.callsites[{i}].frames[{j}]", errors)
+    if saved is not None:
+        report["saved"] = saved
     if snapshot:
         report["timestamp"] = stamp
     if errors:
@@ -172,6 +186,15 @@ def validate(report):
     # may free blocks its parent allocated.
     if pool["peak"] < pool["in_use"]:
         errors.append("pool.peak below pool.in_use")
+    if saved is not None:
+        if saved["allocations"] != pool["allocations"] or \
+                saved["reused"] + saved["fresh"] != saved["allocations"]:
+            errors.append("saved: reused + fresh is not pool.allocations")
+        if saved["taken"] != pool["backed"]:
+            errors.append("saved.taken is not pool.backed")
+        if not (saved["glibc_mmaps_min"] <= saved["glibc_mmaps_max"] <= saved["allocations"]) or \
+                saved["glibc_faults_min"] > saved["glibc_faults_max"]:
+            errors.append("saved: glibc estimates out of order")
     uring = report["uring"]
     if uring["state"] not in ("ok", "off", "unavailable"):
         errors.append(f"uring.state {uring['state']}")

@@ -11,10 +11,14 @@
  *   unaligned FILE     the same, but the preads start 512 bytes into the
  *                      file (not 4 KiB aligned; the kernel may refuse them)
  *   forked FILE        fork a child that exits at once, then as direct
+ *   loop COUNT SIZE [kill]  malloc, touch and free one buffer of SIZE
+ *                      bytes COUNT times (the pool's reuse, saved.sh);
+ *                      with kill, end by SIGKILL (a record left behind)
  * Prints "advice_helper ok" on success.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +69,22 @@ static int direct_mode(const char *path, long skew)
 	return 0;
 }
 
+static int loop_mode(long count, long size, int kill_self)
+{
+	for (long i = 0; i < count; i++) {
+		char *p = malloc((size_t)size);
+		if (!p)
+			return 1;
+		memset(p, (int)i, (size_t)size);
+		/* the buffer escapes, so the compiler keeps the malloc */
+		__asm__ volatile("" : : "r"(p) : "memory");
+		free(p);
+	}
+	if (kill_self)
+		raise(SIGKILL);
+	return 0;
+}
+
 static int forked_mode(const char *path)
 {
 	pid_t pid = fork();
@@ -89,8 +109,12 @@ int main(int argc, char **argv)
 		r = direct_mode(argv[2], 512);
 	else if (argc == 3 && strcmp(argv[1], "forked") == 0)
 		r = forked_mode(argv[2]);
+	else if ((argc == 4 || (argc == 5 && strcmp(argv[4], "kill") == 0)) &&
+		 strcmp(argv[1], "loop") == 0)
+		r = loop_mode(atol(argv[2]), atol(argv[3]), argc == 5);
 	else
-		fprintf(stderr, "usage: advice_helper alloc COUNT SIZE | direct FILE | unaligned FILE | forked FILE\n");
+		fprintf(stderr, "usage: advice_helper alloc COUNT SIZE | direct FILE | unaligned FILE | forked FILE | "
+			"loop COUNT SIZE [kill]\n");
 	if (r == 0)
 		printf("advice_helper ok\n");
 	return r;

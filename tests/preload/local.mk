@@ -61,6 +61,8 @@ tests_preload_live_rawfork_LDADD = -lpthread
 # The report's advice, metadata and configuration; poolshim report --csv/--diff.
 check_PROGRAMS += tests/preload/advice_helper
 pst_scripts += tests/preload/advice.sh
+# What the pool saved: the report's saved line and object, from a record too.
+pst_scripts += tests/preload/saved.sh
 # Debian's nginx with sendfile on and default buffers: the report says why the pool did nothing.
 pst_scripts += tests/preload/advice_nginx.sh
 

@@ -13,9 +13,35 @@ PST_LIVE_DIR=default
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 
 # A listed program is shimmed: its report names it.
-shim POOLSHIM_PROGRAMS=haproxy,cat -- cat /dev/null 2>"$PST_TMP/on"
+head -c 2097152 /dev/zero >"$PST_TMP/2m"
+shim POOLSHIM_PROGRAMS=haproxy,cat -- cat "$PST_TMP/2m" 2>"$PST_TMP/on" >/dev/null
 grep -q "^==== poolshim report: pid [0-9]* (cat) ====" "$PST_TMP/on" &&
 	pass "a listed program is shimmed" || fail "no report from a listed cat: $(head -3 "$PST_TMP/on")"
+
+# A run of a listed program that did no work worth a report (`nginx -t`,
+# `nginx -s reload`) writes none and leaves no live file; verbose says
+# why.  Without the list the same run reports: a first try says something.
+shim POOLSHIM_PROGRAMS=haproxy,cat POOLSHIM_LIVE_DIR="$PST_TMP" -- cat /dev/null 2>"$PST_TMP/idle"
+[ ! -s "$PST_TMP/idle" ] && ! ls "$PST_TMP"/poolshim* >/dev/null 2>&1 &&
+	pass "a listed program's run with no work writes no report" ||
+	fail "idle listed cat: '$(head -3 "$PST_TMP/idle")' $(ls "$PST_TMP"/poolshim* 2>/dev/null)"
+shim POOLSHIM_PROGRAMS=cat POOLSHIM_VERBOSE=on -- cat /dev/null 2>"$PST_TMP/idlev"
+grep -q "^poolshim\[[0-9]*\] cat: no report: less than 64 calls and 1024 KiB of work, and POOLSHIM_PROGRAMS is set\$" "$PST_TMP/idlev" &&
+	! grep -q '^==== poolshim report' "$PST_TMP/idlev" &&
+	pass "verbose mode says why a listed program's idle run has no report" ||
+	fail "idle listed cat, verbose: $(grep -v '^POOLSHIM' "$PST_TMP/idlev" | tail -3)"
+# Its fork child that ends with exit() keeps its report, however little it
+# did (as nginx's master, forked by the parent that daemonizes, does).
+shim POOLSHIM_PROGRAMS=bash -- bash -c '(cat /dev/null; exit 3); echo "$$"' \
+	>"$PST_TMP/fk.pid" 2>"$PST_TMP/fk"
+n=$(grep -c '^==== poolshim report' "$PST_TMP/fk")
+[ "$n" = 1 ] && ! grep -q "^==== poolshim report: pid $(cat "$PST_TMP/fk.pid") " "$PST_TMP/fk" &&
+	pass "under the list a forked child's exit still reports; the idle parent does not" ||
+	fail "bash subshell under the list: $n reports, parent $(cat "$PST_TMP/fk.pid"): $(grep '^====' "$PST_TMP/fk")"
+shim -- cat /dev/null 2>"$PST_TMP/idle0"
+grep -q "^==== poolshim report: pid [0-9]* (cat) ====" "$PST_TMP/idle0" &&
+	pass "without POOLSHIM_PROGRAMS an idle run still reports" ||
+	fail "idle cat without the list: $(head -3 "$PST_TMP/idle0")"
 
 # An unlisted one: nothing on stderr, no live file; verbose says why.
 shim POOLSHIM_PROGRAMS=nginx,haproxy -- sh -c 'ls /dev/shm/poolshim* 2>/dev/null | grep -c "\.$$\$"; true' \
@@ -29,7 +55,10 @@ grep -q "^poolshim\[[0-9]*\] cat: left alone on purpose: POOLSHIM_PROGRAMS='ngin
 	pass "verbose mode says the program was left alone" || fail "verbose unlisted: $(cat "$PST_TMP/v")"
 
 # A listed parent's unlisted child is left alone; a listed child is not.
-shim POOLSHIM_PROGRAMS=bash -- bash -c 'cat /dev/null; true' 2>"$PST_TMP/kid"
+# (bash reads 2 MiB itself, work enough for a report under the list.)
+tr '\0' a <"$PST_TMP/2m" >"$PST_TMP/2ma"
+shim POOLSHIM_PROGRAMS=bash -- bash -c 'cat /dev/null; read -r -N 2097152 v <"$1"' bash "$PST_TMP/2ma" \
+	2>"$PST_TMP/kid"
 # (bash's forked child reports as bash when it execs cat: that part was listed.)
 ! grep -q '(cat) ====' "$PST_TMP/kid" && grep -q '(bash) ====' "$PST_TMP/kid" &&
 	pass "an unlisted exec'd child of a listed parent is left alone" ||
