@@ -685,8 +685,8 @@ static void emit_pool(struct ps_emit *e, const struct ps_report_data *d)
  * is an mmap and a munmap, and at least every one of 32 MiB or more is;
  * each maps fresh pages, faulted in as written (all of them, assumed),
  * sizes taken at their histogram bucket's lower bound, and the counts
- * capped at the pool's allocations (the histograms hold glibc's fallbacks
- * too).
+ * capped at the pool's allocations, the largest first (the histograms hold
+ * glibc's fallbacks too).
  */
 #define SAVED_STATIC_MIN ((uint64_t)128 << 10)  /* glibc's M_MMAP_THRESHOLD default */
 #define SAVED_DYNAMIC_MAX ((uint64_t)32 << 20)  /* its dynamic ceiling on 64-bit */
@@ -696,19 +696,23 @@ static void glibc_would(const struct ps_tstats *t, uint64_t from, uint64_t cap,
 {
 	uint64_t n = 0;
 	unsigned __int128 bytes = 0;
-	for (int call = 0; call < PS_CALL__COUNT; call++) {
-		if (ps_call_estimate_event((enum ps_call)call) == PS_EV__COUNT)
-			continue;
-		const uint64_t *h = t->c[call][PS_FD_NONE].size_hist;
-		for (unsigned k = 0; k < PS_SIZE_SLOTS; k++)
-			if (h[k] && ((uint64_t)1 << k) >= from) {
-				n += h[k];
-				bytes += (unsigned __int128)h[k] << k;
-			}
-	}
-	if (n > cap) {
-		bytes = bytes * cap / n;
-		n = cap;
+
+	/*
+	 * Largest sizes first, up to the cap: the wider estimate (from 128 KiB)
+	 * then always holds the narrower one (from 32 MiB), and neither bound
+	 * can cross the other.
+	 */
+	for (int k = PS_SIZE_SLOTS - 1; k >= 0 && n < cap; k--) {
+		if (((uint64_t)1 << k) < from)
+			break;
+		uint64_t in = 0;
+		for (int call = 0; call < PS_CALL__COUNT; call++)
+			if (ps_call_estimate_event((enum ps_call)call) != PS_EV__COUNT)
+				in += t->c[call][PS_FD_NONE].size_hist[k];
+		if (in > cap - n)
+			in = cap - n;
+		n += in;
+		bytes += (unsigned __int128)in << k;
 	}
 	*maps = n;
 	*faults = (uint64_t)(bytes >> 12);
@@ -1021,7 +1025,7 @@ static void emit_end(struct ps_emit *e, const struct ps_report_data *d)
 			     d->end_core ? ", core dumped" : "");
 		break;
 	default:
-		ps_emit_text(e, "no exit seen: killed (SIGKILL, the OOM killer) or crashed");
+		ps_emit_text(e, "no exit seen: ended by a signal (TERM or KILL left at their default, the OOM killer, a crash)");
 		if (as_of)
 			ps_emit_text(e, "; page faults and CPU time as of %s", as_of);
 		break;

@@ -50,7 +50,7 @@ grep -q "==== poolshim report: pid $p1 (dd) ====" "$PST_TMP/out" && pass "dd's r
 grep -Eq "^read +other +[1-9][0-9]{3,}" "$PST_TMP/out" &&
 	grep -Eq "^write +other +[1-9][0-9]{3,}" "$PST_TMP/out" && pass "with dd's read and write counts" ||
 	fail "counts missing: $(grep -E '^(read|write) ' "$PST_TMP/out")"
-grep -q "^ended    no exit seen: killed (SIGKILL, the OOM killer) or crashed" "$PST_TMP/out" &&
+grep -q "^ended    no exit seen: ended by a signal (TERM or KILL left at their default, the OOM killer, a crash)" "$PST_TMP/out" &&
 	pass "the report says it saw no exit" || fail "no ended line: $(grep ended "$PST_TMP/out")"
 ls "$L"/poolshim-"$p1"-*.stats >/dev/null 2>&1 && fail "the record is still there" ||
 	pass "the record is removed"
