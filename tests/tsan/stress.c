@@ -354,7 +354,7 @@ static ssize_t do_rw(enum ps_call call, void *buf, size_t len, off_t off, bool w
 
 	if (ps_fd_kind(io_fd) == PS_FD_DIRECT && ps_uring_eligible(buf, len, off, true) &&
 	    ps_fd_is_direct_now(io_fd, write))
-		r = ps_uring_rw(io_fd, buf, len, off, write);
+		r = ps_uring_rw(io_fd, buf, len, off, write, 0);
 	if (r == -2) {
 		r = write ? pwrite(io_fd, buf, len, off) : pread(io_fd, buf, len, off);
 		t->plain++;
