@@ -358,13 +358,26 @@ int ps_pool_init(const struct ps_config *cfg)
  * picked from the kernel's AT_RANDOM bytes (no syscall).  Reserves the
  * first unit there; 0, or -errno when no slot could be had.
  */
+#ifdef __SANITIZE_THREAD__
+/*
+ * ThreadSanitizer keeps its shadow memory over [16 TiB, 32 TiB) and refuses
+ * mappings there: its build of the core (tests/tsan) puts the range in
+ * TSan's high application region, below the mmap area.
+ */
+#define RANGE_BASE ((uintptr_t)0x7e8000000000)
+#define RANGE_SLOTS 16u
+#else
+#define RANGE_BASE ((uintptr_t)16 << 40)
+#define RANGE_SLOTS 256u
+#endif
+
 static int reserve_growing(uintptr_t *lo)
 {
 	const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
-	unsigned slot = r ? r[15] : 0;
+	unsigned slot = (r ? r[15] : 0) % RANGE_SLOTS;
 
-	for (int tries = 0; tries < 8; tries++, slot = (slot + 37) & 255) {
-		uintptr_t at = ((uintptr_t)16 << 40) + (uintptr_t)slot * ((uintptr_t)64 << 30);
+	for (int tries = 0; tries < 8; tries++, slot = (slot + 37) % RANGE_SLOTS) {
+		uintptr_t at = RANGE_BASE + (uintptr_t)slot * ((uintptr_t)64 << 30);
 		void *p = mmap((void *)at, PS_UNIT, PROT_NONE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
 		if (p == (void *)at) {
