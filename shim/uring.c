@@ -194,12 +194,15 @@ static void make_canary(void)
  */
 static int current_pid(void)
 {
-	if (ps_likely(fork_canary != NULL && __atomic_load_n(fork_canary, __ATOMIC_RELAXED)))
+	/* Acquire: the page's first write, made before another thread published it, is seen. */
+	volatile int *canary = __atomic_load_n(&fork_canary, __ATOMIC_ACQUIRE);
+
+	if (ps_likely(canary != NULL && __atomic_load_n(canary, __ATOMIC_RELAXED)))
 		return __atomic_load_n(&process_pid, __ATOMIC_RELAXED);
 	int pid = (int)PS_SYSCALL(SYS_getpid);
 	__atomic_store_n(&process_pid, pid, __ATOMIC_RELAXED);
-	if (fork_canary)
-		__atomic_store_n(fork_canary, 1, __ATOMIC_RELAXED);
+	if (canary)
+		__atomic_store_n(canary, 1, __ATOMIC_RELAXED);
 	else if (!canary_unavailable)
 		make_canary();
 	return pid;
@@ -382,8 +385,9 @@ void ps_uring_thread_exit(void)
 void ps_uring_after_fork_child(void)
 {
 	__atomic_store_n(&process_pid, (int)PS_SYSCALL(SYS_getpid), __ATOMIC_RELAXED);
-	if (fork_canary)
-		__atomic_store_n(fork_canary, 1, __ATOMIC_RELAXED);
+	int *canary = __atomic_load_n(&fork_canary, __ATOMIC_ACQUIRE);
+	if (canary)
+		__atomic_store_n(canary, 1, __ATOMIC_RELAXED);
 	/*
 	 * The forking thread's ring belongs to the parent.  If fork() came
 	 * from a signal handler in the middle of this thread's I/O, the
