@@ -68,12 +68,6 @@ bool ps_report_due(void)
 	return pid == ps_pid && (pid == ps_start_pid || child_worked(false));
 }
 
-void ps_end_exit_status(int status)
-{
-	exit_status = status;
-	__atomic_store_n(&exit_status_known, 1, __ATOMIC_RELEASE);
-}
-
 /*
  * The report could not go where it should: keep it in the record, making
  * the record now if the process had none yet (a short program whose
@@ -182,15 +176,11 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 	errno = saved_errno;
 }
 
-void ps_end_now(void)
-{
-	ps_end(PS_END_EXIT, 0, false, PS_REPORT_IN_SIGNAL);
-}
-
 /* Exported for the status: the destructor that follows does not learn it. */
 PS_EXPORT void exit(int status)
 {
-	ps_end_exit_status(status);
+	exit_status = status;
+	__atomic_store_n(&exit_status_known, 1, __ATOMIC_RELEASE);
 	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) == PS_STATE_ON)
 		ps_report_exit_begins();
 	REAL(exit)(status);

@@ -24,10 +24,4 @@ extern int ps_start_pid;
 #define PS_END_BY_EXIT (1u << 16)
 void ps_end(int end, int status, bool status_known, unsigned how);
 
-/* ps_end() for an exit whose status is not known here (a dump signal's default). */
-void ps_end_now(void);
-
-/* exit() was called with status: the destructor's ps_end() reports it. */
-void ps_end_exit_status(int status);
-
 #endif

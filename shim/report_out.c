@@ -213,7 +213,6 @@ static void pipe_guard_off(struct pipe_guard *g)
 }
 
 /* One line for the user where stderr_fd() allows it, else to the system log; a few per process at most. */
-#define say ps_report_say
 void ps_report_say(const char *fmt, ...)
 {
 	static int said;
@@ -432,7 +431,7 @@ int ps_report_emit(const struct ps_config *cfg, unsigned how)
 		if (r == 0)
 			r = fd = open_report(path, ps_report_path_names_pid(cfg->stats), pid, &fifo, &why);
 		if (r < 0) {
-			say("cannot write the report to %s: %s%s%s%s", cfg->stats, err_name(r),
+			ps_report_say("cannot write the report to %s: %s%s%s%s", cfg->stats, err_name(r),
 			    why ? " (" : "", why ? why : "", why ? ")" : "");
 			errno = saved_errno;
 			return r;
@@ -449,7 +448,7 @@ int ps_report_emit(const struct ps_config *cfg, unsigned how)
 	if (!to_stderr) {
 		ps_sys_close(fd);
 		if (r < 0)
-			say("cannot write the report to %s: %s%s", cfg->stats, err_name(r),
+			ps_report_say("cannot write the report to %s: %s%s", cfg->stats, err_name(r),
 			    r == -ETIMEDOUT ? " (the reader stopped reading)" :
 			    r == -EPIPE ? " (the reader went away)" : "");
 	}
