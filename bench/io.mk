@@ -26,6 +26,11 @@ noinst_PROGRAMS += bench/allocthreads
 bench_allocthreads_SOURCES = bench/allocthreads.c bench/cputime.h
 bench_allocthreads_CFLAGS = $(AM_CFLAGS) -O2
 bench_allocthreads_LDADD = -lpthread
+# The floor any malloc interposer pays, run beside the shim by the same command.
+noinst_LTLIBRARIES += bench/libdoorfloor.la
+bench_libdoorfloor_la_SOURCES = bench/doorfloor.c
+bench_libdoorfloor_la_CFLAGS = $(AM_CFLAGS) -O2
+bench_libdoorfloor_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 
 # Exit time with 10,000 distinct call sites (issue 13): bench/callsites.py, run by hand.
 EXTRA_DIST += bench/callsites.py
