@@ -99,9 +99,21 @@ __attribute__((noinline)) uint64_t ps_io_gate_slow(void)
 	return ps_io_timing ? ps_ticks() : 0;
 }
 
-/* The kind a failed call counts under; EBADF is not worth a probe. */
+/*
+ * The kind a failed call counts under; EBADF is not worth a probe.
+ * ESPIPE on what open's path and flags said was a file (a FIFO opened by
+ * path, perhaps with O_DIRECT set by F_SETFL) says the guess was wrong:
+ * look once, so this call and the ones after count under the real kind
+ * whether or not the io_uring check (which probes too) ever ran.
+ */
 static enum ps_fdkind failed_kind(int fd, int err)
 {
+	if (err == ESPIPE) {
+		uint8_t v = ps_fd_entry(fd);
+		enum ps_fdkind k = (enum ps_fdkind)(v & PS_FD_KIND_MASK);
+		if ((k == PS_FD_FILE || k == PS_FD_DIRECT) && !(v & PS_FD_CHECKED))
+			return ps_fd_kind_slow(fd);
+	}
 	if (err != EBADF)
 		return ps_fd_kind(fd);
 	enum ps_fdkind k = ps_fd_peek(fd);

@@ -80,6 +80,7 @@ setfl-direct-on direct
 setfl-direct-off file
 setfl-pipe pipe
 fifo-setfl-direct pipe
+fifo-setfl-direct-nouring pipe
 inherited socket
 scm-rights pipe
 scm-rights-mmsg pipe
@@ -88,7 +89,13 @@ reuse-memfd file"
 echo "$ways" | while read -r way kind; do
 	d="$PST_TMP/$way"
 	mkdir -p "$d"
-	shim POOLSHIM_STATS="$d/r.json" -- "$PRELOAD_BIN/io_kinds" "$way" "$d" >"$d/out" 2>&1
+	# A -nouring way is the same way with io_uring off: its eligibility
+	# check must not be what corrects a wrong kind.
+	case $way in
+	*-nouring) u=off; w=${way%-nouring} ;;
+	*) u=auto; w=$way ;;
+	esac
+	shim POOLSHIM_URING=$u POOLSHIM_STATS="$d/r.json" -- "$PRELOAD_BIN/io_kinds" "$w" "$d" >"$d/out" 2>&1
 	echo "$way $kind $?"
 done >"$PST_TMP/ways"
 # One interpreter for every report: each writev row must be the expected kind.
