@@ -871,18 +871,21 @@ def saved_panel(g):
     sv = g.saved
     if not g.saved_from or not sv.get("allocations"):
         return None
-    rows = [("reused allocations", sv["reused"], sv["reused"]),
-            ("fresh allocations", sv["fresh"], sv["fresh"]),
-            ("pool pages taken", sv["pages"], sv["pages"]),
-            ("glibc mmap+munmap (est.)", sv["glibc_mmaps_min"], sv["glibc_mmaps_max"]),
-            ("glibc page faults (est.)", sv["glibc_faults_min"], sv["glibc_faults_max"])]
+    # Short labels: the axis turns them, and the title says what they are.
+    rows = [("reused", sv["reused"], sv["reused"]),
+            ("fresh", sv["fresh"], sv["fresh"]),
+            ("pool pages", sv["pages"], sv["pages"]),
+            ("glibc mmaps ~", sv["glibc_mmaps_min"], sv["glibc_mmaps_max"]),
+            ("glibc faults ~", sv["glibc_faults_min"], sv["glibc_faults_max"])]
     top = max(hi for _, _, hi in rows)
     data = [(lab, lo, hi, str(hi) if lo == hi else f"{lo}-{hi}", max(hi, 1)) for lab, lo, hi in rows]
     block = "$saved << EOD\n" + "".join(f"{gp_str(lab)} {lo} {hi} {gp_str(t)} {y}\n"
                                         for lab, lo, hi, t, y in data) + "EOD\n"
-    return (block + "set title " + gp_str("what the pool saved: its allocations and pages, "
-                                          "and what glibc would have needed (estimate: dark "
-                                          "the lower figure, light the upper)") + "\n"
+    title = (gp_str("what the pool saved: allocations on memory it held (reused) or new to "
+                    "it (fresh), pages it took") + ' . "\\n" . ' +
+             gp_str("~ glibc's mmap+munmap pairs and page faults without the pool "
+                    "(estimate; dark: low, light: high)"))
+    return (block + f"set title {title}\n"
             "unset xlabel\nset ylabel \"count (log scale)\"\n"
             f"set xrange [-0.6:{len(rows) - 0.4}]\n" + BAR_STYLE +
             f"set logscale y\nset yrange [0.8:{top * 8 if top else 10}]\n"
