@@ -471,8 +471,9 @@ static void advise_pool_off(const struct ps_report_data *d, struct advice_list *
 	}
 	advice_add(l, "pool_off", "POOLSHIM_POOL", &m);
 	ps_buf_printf(&m, "the pool was off (POOLSHIM_POOL=off): every allocation went to the "
-		      "program's own heap, as without the shim, and every call was counted as "
-		      "with the pool; %s%lu allocating calls were of POOLSHIM_POOL_MIN=%s or more, "
+		      "program's own heap, as without the shim, and the calls were counted as "
+		      "with the pool (free only for pooled blocks: none here); %s%lu allocating "
+		      "calls were of POOLSHIM_POOL_MIN=%s or more, "
 		      "which the pool would serve.  This report is a baseline: run the same work "
 		      "with the pool on and compare with `poolshim report --diff THIS NEW`",
 		      d->pool_min & (d->pool_min - 1) ? "at least " : "", (unsigned long)large,
