@@ -85,7 +85,8 @@
 
 /* The pool arena's life: made on first use, by whichever thread gets there. */
 enum arena_state {
-	ARENA_NONE,       /* ps_alloc_init() not called, or the pool is off */
+	ARENA_NONE,       /* ps_alloc_init() not called, or the pool could not be set up */
+	ARENA_OFF,        /* POOLSHIM_POOL=off: counted as with the pool, none made */
 	ARENA_LAZY,       /* to be made by the first pooled request */
 	ARENA_MAKING,     /* a thread is making it; others use glibc's heap */
 	ARENA_READY,
@@ -626,6 +627,18 @@ int ps_alloc_init(const struct ps_config *cfg)
 	bind_libc();
 	if ((r = ps_pool_init(cfg)) < 0)
 		return r;
+	pool_min = cfg->pool_min;
+	count_small = cfg->count_small;
+	/*
+	 * POOLSHIM_POOL=off, the baseline run: every block goes to the
+	 * program's heap, as without the shim, and every call is counted as
+	 * with the pool (the doors' thresholds follow pool_min).  No range is
+	 * reserved, jemalloc never starts, no arena is made (pool_try).
+	 */
+	if (!cfg->pool) {
+		__atomic_store_n(&arena_state, ARENA_OFF, __ATOMIC_RELEASE);
+		return 0;
+	}
 	/*
 	 * jemalloc initialises with the arena, on the first pooled request: its
 	 * set-up (some 20 system calls, 8 MiB of reservations, /proc and /sys
@@ -644,8 +657,6 @@ int ps_alloc_init(const struct ps_config *cfg)
 	 * and up, and streamed through.
 	 */
 	je_opt_cache_oblivious = false;
-	pool_min = cfg->pool_min;
-	count_small = cfg->count_small;
 	decay_ns = cfg->pool_decay_ms * 1000000u;
 	__atomic_store_n(&arena_state, ARENA_LAZY, __ATOMIC_RELEASE);
 	return 0;
@@ -654,7 +665,7 @@ int ps_alloc_init(const struct ps_config *cfg)
 bool ps_alloc_pool_ready(void)
 {
 	int s = __atomic_load_n(&arena_state, __ATOMIC_ACQUIRE);
-	return s != ARENA_NONE && s != ARENA_FAILED;
+	return s != ARENA_NONE && s != ARENA_FAILED && s != ARENA_OFF;
 }
 
 void ps_alloc_after_fork_child(void)
@@ -672,15 +683,43 @@ void ps_alloc_after_fork_child(void)
 }
 
 /*
+ * A request the pool would have served, with the pool off: no fallback (the
+ * pool was not asked).  The first one is where a pooled run takes its
+ * first slab and makes its live record (ps_pool_on_change): so does this
+ * run, for `poolshim stat` and `poolshim collect` to see it alike.
+ */
+static void pool_off_large(void)
+{
+	static int seen;
+
+	if (ps_likely(__atomic_load_n(&seen, __ATOMIC_RELAXED)) ||
+	    __atomic_exchange_n(&seen, 1, __ATOMIC_ACQ_REL))
+		return;
+	void (*changed)(void) = ps_pool_on_change;
+	if (changed) {
+		int saved_errno = errno;
+		changed();
+		errno = saved_errno;
+	}
+}
+
+/*
  * Try the pool for a large request.  NULL (errno preserved) means "use
  * glibc's heap", with the reason counted.
  */
 static void *pool_try(size_t size, int extra_flags)
 {
-	if (ps_unlikely(__atomic_load_n(&arena_state, __ATOMIC_ACQUIRE) != ARENA_READY) &&
-	    !arena_usable()) {
-		ps_stats_event(PS_EV_FB_NOT_READY);
-		return NULL;
+	int s = __atomic_load_n(&arena_state, __ATOMIC_ACQUIRE);
+
+	if (ps_unlikely(s != ARENA_READY)) {
+		if (s == ARENA_OFF) {
+			pool_off_large();
+			return NULL;
+		}
+		if (!arena_usable()) {
+			ps_stats_event(PS_EV_FB_NOT_READY);
+			return NULL;
+		}
 	}
 	int saved_errno = errno;
 	hook_fail = PS_FAIL_NONE;

@@ -31,7 +31,9 @@ extern void *__libc_memalign(size_t, size_t);
 /*
  * Set up the pool from cfg and initialise jemalloc; the pool arena itself is
  * made by the first pooled request.  Call once; before it returns (or when
- * it fails) every allocation goes to glibc's heap.  0 or -errno.
+ * it fails) every allocation goes to glibc's heap.  With cfg->pool off
+ * (POOLSHIM_POOL=off) it always does, counted as with the pool.
+ * 0 or -errno.
  */
 int ps_alloc_init(const struct ps_config *cfg);
 

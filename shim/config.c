@@ -48,6 +48,8 @@ static const char *const uring_test_names[] = { "none", "keepfd", "short_submit"
 
 static const struct option options[] = {
 	{ "POOLSHIM", OPT_BOOL, OFF(enabled), 1, 0, 0, NULL, NULL, SIZE_MAX },
+	/* off: the baseline run, counted as with the pool, every block in the program's heap. */
+	{ "POOLSHIM_POOL", OPT_BOOL, OFF(pool), 1, 0, 0, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_POOL_MIN", OPT_SIZE, OFF(pool_min), 64 * KiB, 4 * KiB, 1 * GiB, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_POOL_SIZE", OPT_SIZE, OFF(pool_size), 4 * GiB, 2 * MiB, 32 * GiB, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_POOL_RETAIN", OPT_SIZE, OFF(pool_retain), 256 * MiB, 0, 32 * GiB, NULL, NULL, SIZE_MAX },

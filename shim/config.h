@@ -51,6 +51,7 @@ enum ps_uring_test {
 
 struct ps_config {
 	bool enabled;                  /* POOLSHIM */
+	bool pool;                     /* POOLSHIM_POOL: off counts every call and pools nothing */
 	uint64_t pool_min;             /* POOLSHIM_POOL_MIN */
 	uint64_t pool_size;            /* POOLSHIM_POOL_SIZE */
 	uint64_t pool_retain;          /* POOLSHIM_POOL_RETAIN: free pool bytes kept */

@@ -57,7 +57,7 @@ static bool child_worked(bool if_unknown)
 		return if_unknown;
 	struct ps_rows rows;
 	ps_report_scratch_fill(s, &rows);
-	bool worked = ps_stats_worked(s, &rows);
+	bool worked = ps_stats_worked(s, &rows, ps_cfg.pool ? 0 : ps_cfg.pool_min);
 	ps_report_scratch_put(s);
 	return worked;
 }

@@ -136,6 +136,7 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch, bool 
 	d->rows_known = true;
 	d->totals = scratch;
 	d->pool_ready = ps_alloc_pool_ready();
+	d->pool_off = !ps_cfg.pool;
 	if (__atomic_load_n(&ps_heap, __ATOMIC_ACQUIRE) == PS_HEAP_OTHER)
 		d->heap_owner = ps_heap_owner ? ps_heap_owner : "?";
 	ps_pool_get_info(&d->pool);

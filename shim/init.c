@@ -188,6 +188,14 @@ static void verbose_banner(void)
 	ps_buf_log_prefix(&b);
 	ps_buf_puts(&b, "effective configuration:\n");
 	ps_config_print(&ps_cfg, &b);
+	if (!ps_cfg.pool) {
+		/* Nothing to reserve or probe: the baseline leaves the heap as it is. */
+		ps_buf_log_prefix(&b);
+		ps_buf_puts(&b, "pool off (POOLSHIM_POOL=off): every allocation goes to the "
+			    "program's heap, counted as with the pool\n");
+		ps_buf_flush(&b);
+		return;
+	}
 	/* Verbose only: reserve and probe now, so the reasons below are known. */
 	ps_pool_prepare();
 	ps_pool_get_info(&info);

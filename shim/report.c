@@ -19,6 +19,9 @@
 
 static const char *pool_mode(const struct ps_report_data *d)
 {
+	/* Asked for by the user (POOLSHIM_POOL=off): said before whose heap it is. */
+	if (d->pool_off)
+		return "off";
 	if (d->heap_owner)
 		return "foreign";
 	if (!d->pool_ready)
@@ -167,7 +170,7 @@ static void advise_pool_min(const struct ps_report_data *d, struct advice_list *
 			}
 		}
 	}
-	if (!d->heap_owner && below >= ADVICE_MIN_ALLOCS && below > at_or_above) {
+	if (!d->heap_owner && !d->pool_off && below >= ADVICE_MIN_ALLOCS && below > at_or_above) {
 		char lo[SIZE_TEXT], min[SIZE_TEXT];
 		advice_add(l, "pool_min", "POOLSHIM_POOL_MIN", &m);
 		ps_buf_printf(&m, "%lu of %lu large-looking allocations were %s or more but below "
@@ -292,7 +295,9 @@ static void advise_hugetlb_pays(const struct ps_report_data *d, struct advice_li
 
 static bool pool_idle(const struct ps_report_data *d)
 {
-	return !d->heap_owner && d->totals->events[PS_EV_POOL_ALLOC] < ADVICE_IDLE_ALLOCS;
+	/* With the pool off it served nothing on purpose: pool_off says so. */
+	return !d->heap_owner && !d->pool_off &&
+	       d->totals->events[PS_EV_POOL_ALLOC] < ADVICE_IDLE_ALLOCS;
 }
 
 /* The highest size bucket any malloc-family call reached, or -1 for none. */
@@ -443,6 +448,40 @@ static void advise_sendfile(const struct ps_report_data *d, struct advice_list *
 	ps_buf_str(&m);
 }
 
+/*
+ * POOLSHIM_POOL=off: the run is a baseline.  Say so, instead of why the
+ * pool did nothing, with what the pool would have had to serve: the
+ * allocating calls at or above the threshold (exact; from the bucket at
+ * or above it, so "at least" when the threshold is not a power of two).
+ */
+static void advise_pool_off(const struct ps_report_data *d, struct advice_list *l)
+{
+	uint64_t large = 0;
+	char min[SIZE_TEXT];
+	struct ps_buf m;
+
+	if (!d->pool_off)
+		return;
+	for (int call = PS_CALL_MALLOC; call < PS_CALL_FREE; call++) {
+		if (!row_used(d, call, PS_FD_NONE))
+			continue;
+		for (int k = 0; k < PS_SIZE_BUCKETS; k++)
+			if ((1ULL << k) >= d->pool_min)
+				large += d->totals->c[call][PS_FD_NONE].size_hist[k];
+	}
+	advice_add(l, "pool_off", "POOLSHIM_POOL", &m);
+	ps_buf_printf(&m, "the pool was off (POOLSHIM_POOL=off): every allocation went to the "
+		      "program's own heap, as without the shim, and the calls were counted as "
+		      "with the pool (free only for pooled blocks: none here); %s%lu allocating "
+		      "calls were of POOLSHIM_POOL_MIN=%s or more, "
+		      "which the pool would serve.  This report is a baseline: run the same work "
+		      "with the pool on and compare with `poolshim report --diff THIS NEW`",
+		      d->pool_min & (d->pool_min - 1) ? "at least " : "", (unsigned long)large,
+		      size_text(min, d->pool_min));
+	ps_buf_str(&m);
+	advice_suggest(l, "on");
+}
+
 static uint64_t window_mib_s(const struct ps_route_window *w);
 static uint64_t window_cpu_us_gib(const struct ps_route_window *w);
 
@@ -502,7 +541,7 @@ static void advise_uring_route(const struct ps_report_data *d, struct advice_lis
 
 /* Each rule adds at most one item; the report lists them in this order. */
 static void (*const advisors[])(const struct ps_report_data *d, struct advice_list *l) = {
-	advise_pool_min, advise_unaligned, advise_pool_full,
+	advise_pool_off, advise_pool_min, advise_unaligned, advise_pool_full,
 	advise_hugetlb_none, advise_thp_disabled, advise_hugetlb_pays, advise_uring_route,
 	advise_pool_idle, advise_program, advise_sendfile,
 };
@@ -731,6 +770,15 @@ static void emit_saved(struct ps_emit *e, const struct ps_report_data *d)
 
 	glibc_would(t, SAVED_DYNAMIC_MAX, allocs, &lo_maps, &lo_faults);
 	glibc_would(t, SAVED_STATIC_MIN, allocs, &hi_maps, &hi_faults);
+	/*
+	 * The pool off: nothing saved, on purpose.  The JSON keeps its members
+	 * (all 0); the text says why, as a zero line would not.
+	 */
+	if (d->pool_off && !e->json) {
+		ps_emit_text(e, "saved    nothing: the pool was off (POOLSHIM_POOL=off), every "
+			     "allocation went to the program's heap\n");
+		return;
+	}
 	ps_emit_object_begin(e, "saved");
 	ps_emit_line(e, "saved    %{allocations}u pooled allocations: %{reused}u on memory the pool "
 		     "held, %{fresh}u past its peak; it took %{taken}z from the kernel in "

@@ -45,6 +45,7 @@ struct ps_report_data {
 	struct ps_rows rows;
 	struct ps_pool_info pool;
 	bool pool_ready;
+	bool pool_off;                    /* POOLSHIM_POOL=off: counted, nothing pooled (mode "off") */
 	const char *heap_owner;           /* malloc's file when not ours, or NULL */
 	uint64_t pool_in_use, pool_peak;
 	uint64_t pool_min;

@@ -479,9 +479,17 @@ uint64_t ps_ticks_to_ns(uint64_t ticks)
 	return (uint64_t)((double)ticks * rate);
 }
 
-bool ps_stats_worked(const struct ps_tstats *s, const struct ps_rows *rows)
+bool ps_stats_worked(const struct ps_tstats *s, const struct ps_rows *rows, uint64_t unpooled_min)
 {
 	uint64_t calls = s->events[PS_EV_POOL_ALLOC], bytes = 0;
+
+	for (int call = PS_CALL_MALLOC; unpooled_min && call < PS_CALL_FREE; call++) {
+		if (rows && !rows->used[call][PS_FD_NONE])
+			continue;
+		for (int k = 0; k < PS_SIZE_BUCKETS; k++)
+			if ((1ULL << k) >= unpooled_min)
+				calls += s->c[call][PS_FD_NONE].size_hist[k];
+	}
 
 	for (int call = PS_CALL_READ; call < PS_CALL__COUNT; call++)
 		for (int k = 0; k < PS_FD__COUNT; k++) {

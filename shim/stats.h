@@ -294,12 +294,16 @@ void ps_stats_merge_zeroed(struct ps_tstats *out, struct ps_rows *rows);
  * Whether the counters in s (rows: its rows with calls, or NULL to look at
  * every row) show work worth a report of its own: at least
  * PS_WORK_CALLS counted I/O calls and pooled allocations, or
- * PS_WORK_BYTES moved.  The rule for a fork child at its end, and for
- * `poolshim collect` before it renders a record left behind.  Pure.
+ * PS_WORK_BYTES moved.  With the pool off (POOLSHIM_POOL=off) unpooled_min
+ * is POOLSHIM_POOL_MIN, and the allocating calls from that size up count
+ * as the pooled allocations they would have been, so that the baseline
+ * reports where a pooled run does; else 0.  The rule for a fork child at
+ * its end, and for `poolshim collect` before it renders a record left
+ * behind.  Pure.
  */
 #define PS_WORK_CALLS 64
 #define PS_WORK_BYTES (1u << 20)
-bool ps_stats_worked(const struct ps_tstats *s, const struct ps_rows *rows);
+bool ps_stats_worked(const struct ps_tstats *s, const struct ps_rows *rows, uint64_t unpooled_min);
 
 /* Number of blocks ever created. */
 int ps_stats_blocks(void);

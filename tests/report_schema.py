@@ -43,7 +43,8 @@ SCHEMA = {
 }
 ADVICE = {"id": str, "message": str, "variable": str, "suggested": (str, type(None))}
 ADVICE_IDS = {"pool_min", "memlock", "unaligned", "pool_full", "hugetlb_none", "thp_disabled",
-              "hugetlb_pays", "pool_idle", "program_settings", "sendfile", "uring_route"}
+              "hugetlb_pays", "pool_idle", "program_settings", "sendfile", "uring_route",
+              "pool_off"}
 CALL = {"call": str, "kind": str, "calls": U, "bytes": U, "errors": U, "eagain": U,
         "timed": U, "nsec": U, "estimated": U, "size_hist": list, "lat_hist": list, "errnos": dict}
 WINDOW = {"samples": U, "bytes": U, "cpu_ns": U, "wall_ns": U, "mib_s": U, "cpu_us_per_gib": U}
@@ -51,7 +52,7 @@ DEVICE = {"device": str, "op": str, "route": str, "route_chosen": (str, type(Non
           "route_decisions": U, "route_changes": U, "route_measured": dict,
           "route_calls": {"plain": U, "ring": U}, "route_bytes": {"plain": U, "ring": U}}
 ROUTE_STATES = {"measuring", "plain", "ring", "forced_ring"}
-MODES = {"hugetlb", "thp", "4k", "mixed", "unused", "unavailable", "foreign"}
+MODES = {"hugetlb", "thp", "4k", "mixed", "unused", "unavailable", "foreign", "off"}
 KINDS = {"none", "socket", "file", "direct", "pipe", "other"}
 # The calls whose small sizes are counted by sampling (shim/alloc.h).
 SAMPLED = {"malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc",
@@ -180,6 +181,9 @@ def validate(report):
     pool = report["pool"]
     if pool["mode"] not in MODES:
         errors.append(f"pool.mode {pool['mode']}")
+    # POOLSHIM_POOL=off (issue 37): counted, nothing pooled, no slab taken.
+    if pool["mode"] == "off" and (pool["allocations"] or pool["slabs"] or pool["backed"]):
+        errors.append("pool.mode off with pooled allocations or slabs")
     if sum(pool["backed_by"].values()) != pool["backed"]:
         errors.append("pool.backed_by does not add up to pool.backed")
     # No frees-versus-allocations check: a fork child counts from zero and

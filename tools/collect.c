@@ -606,7 +606,8 @@ static void collect_one(const struct ps_collect_opts *o, int pid, uint64_t ns, u
 	}
 	ps_record_totals(&r, tot, tmp);
 	free(tmp);
-	if (h->report == PS_REC_PENDING && (h->flags & PS_REC_CHILD) && !ps_stats_worked(tot, NULL)) {
+	if (h->report == PS_REC_PENDING && (h->flags & PS_REC_CHILD) &&
+	    !ps_stats_worked(tot, NULL, r.cfg_known && !r.cfg.pool ? r.cfg.pool_min : 0)) {
 		/* A fork child with no work of its own: the shim's rule, no report. */
 		forget(o, &r);
 		free(tot);

@@ -359,6 +359,7 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 		{ "poolshim_threads", "The most threads counting at once." },
 		{ "poolshim_uring_rings", "io_uring rings set up." },
 		{ "poolshim_process_gone", "1 when the process is gone (file left behind)." },
+		{ "poolshim_pool_on", "0 with POOLSHIM_POOL=off (a baseline: counted, nothing pooled), else 1." },
 	};
 	for (size_t m = 0; m < sizeof(g) / sizeof(g[0]); m++) {
 		prom_family(f, g[m].name, "gauge", g[m].help);
@@ -369,7 +370,7 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 			uint64_t v[] = { h->gauges.pool_in_use, h->gauges.pool_peak, h->pool.backed,
 					 h->pool.cap, h->pool_min,
 					 h->threads_peak ? h->threads_peak : t[i].r.nblocks, h->uring_rings,
-					 t[i].r.dead };
+					 t[i].r.dead, !(t[i].r.cfg_known && !t[i].r.cfg.pool) };
 			fprintf(f, "%s{", g[m].name);
 			prom_id(f, &t[i]);
 			fprintf(f, "} %llu\n", (unsigned long long)v[m]);

@@ -291,6 +291,8 @@ void ps_record_data(const struct ps_record *r, struct ps_report_data *d,
 	d->program = h->program;
 	d->totals = counters;
 	d->pool_ready = h->pool_ready;
+	/* The header has no word for it: the configuration says it. */
+	d->pool_off = r->cfg_known && !r->cfg.pool;
 	d->heap_owner = h->heap_owner[0] ? h->heap_owner : NULL;
 	d->pool.requested = (enum ps_hugepages)h->pool.requested;
 	d->pool.first_mode = (enum ps_backing)h->pool.first_mode;

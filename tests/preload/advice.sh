@@ -65,7 +65,7 @@ got=$(json_get "$PST_TMP/fixed.json" "' '.join(sorted(r['config']))")
 [ "$(json_get "$PST_TMP/fixed.json" "r['config']['POOLSHIM_POOL_MIN'], r['config']['POOLSHIM_STATS_FORMAT']")" = "('32K', 'json')" ] &&
 	pass "config values after parsing" || fail "config values: $(json_get "$PST_TMP/fixed.json" "r['config']")"
 grep -q "^run      poolshim .*; host $(uname -n); kernel $(uname -r); started 20" "$PST_TMP/small.txt" &&
-	grep -q "^config   POOLSHIM=on POOLSHIM_POOL_MIN=64K" "$PST_TMP/small.txt" && pass "text metadata" ||
+	grep -q "^config   POOLSHIM=on POOLSHIM_POOL=on POOLSHIM_POOL_MIN=64K" "$PST_TMP/small.txt" && pass "text metadata" ||
 	fail "text metadata: $(grep -E '^(run|config)' "$PST_TMP/small.txt")"
 
 # 4. --csv and --diff

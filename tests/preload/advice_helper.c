@@ -14,6 +14,10 @@
  *   loop COUNT SIZE [kill]  malloc, touch and free one buffer of SIZE
  *                      bytes COUNT times (the pool's reuse, saved.sh);
  *                      with kill, end by SIGKILL (a record left behind)
+ *   maps COUNT SIZE    as alloc, but with the buffers live, copy
+ *                      /proc/self/maps to stdout (pool_off.sh: no pool range)
+ *   forkloop COUNT SIZE  a fork child runs loop COUNT SIZE and ends with
+ *                      _exit(0) (a child whose work is its allocations)
  * Prints "advice_helper ok" on success.
  */
 #include <errno.h>
@@ -85,6 +89,43 @@ static int loop_mode(long count, long size, int kill_self)
 	return 0;
 }
 
+static int maps_mode(long count, long size)
+{
+	char **v = calloc((size_t)count, sizeof(*v));
+	char buf[4096];
+	ssize_t n;
+	int fd, r = 0;
+
+	for (long i = 0; v && i < count; i++) {
+		v[i] = malloc((size_t)size);
+		if (!v[i])
+			return 1;
+		memset(v[i], (int)i, (size_t)size);
+	}
+	if (!v || (fd = open("/proc/self/maps", O_RDONLY)) < 0)
+		return 1;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		if (fwrite(buf, 1, (size_t)n, stdout) != (size_t)n)
+			r = 1;
+	close(fd);
+	for (long i = 0; i < count; i++)
+		free(v[i]);
+	free(v);
+	return n < 0 ? 1 : r;
+}
+
+static int forkloop_mode(long count, long size)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0)
+		_exit(loop_mode(count, size, 0));
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return 1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
 static int forked_mode(const char *path)
 {
 	pid_t pid = fork();
@@ -103,6 +144,10 @@ int main(int argc, char **argv)
 
 	if (argc == 4 && strcmp(argv[1], "alloc") == 0)
 		r = alloc_mode(atol(argv[2]), atol(argv[3]));
+	else if (argc == 4 && strcmp(argv[1], "forkloop") == 0)
+		r = forkloop_mode(atol(argv[2]), atol(argv[3]));
+	else if (argc == 4 && strcmp(argv[1], "maps") == 0)
+		r = maps_mode(atol(argv[2]), atol(argv[3]));
 	else if (argc == 3 && strcmp(argv[1], "direct") == 0)
 		r = direct_mode(argv[2], 0);
 	else if (argc == 3 && strcmp(argv[1], "unaligned") == 0)
@@ -114,7 +159,7 @@ int main(int argc, char **argv)
 		r = loop_mode(atol(argv[2]), atol(argv[3]), argc == 5);
 	else
 		fprintf(stderr, "usage: advice_helper alloc COUNT SIZE | direct FILE | unaligned FILE | forked FILE | "
-			"loop COUNT SIZE [kill]\n");
+			"loop COUNT SIZE [kill] | maps COUNT SIZE | forkloop COUNT SIZE\n");
 	if (r == 0)
 		printf("advice_helper ok\n");
 	return r;

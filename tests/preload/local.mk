@@ -63,6 +63,9 @@ check_PROGRAMS += tests/preload/advice_helper
 pst_scripts += tests/preload/advice.sh
 # What the pool saved: the report's saved line and object, from a record too.
 pst_scripts += tests/preload/saved.sh
+# POOLSHIM_POOL=off: every call counted, nothing pooled, the allocations'
+# system calls as without the shim; the report's mode off everywhere.
+pst_scripts += tests/preload/pool_off.sh
 # Debian's nginx with sendfile on and default buffers: the report says why the pool did nothing.
 pst_scripts += tests/preload/advice_nginx.sh
 

@@ -43,6 +43,9 @@ pst_tools_scripts += tests/tools/report_workflow.sh
 # --plot: labels of equal bars, call-site labels, latency only from enough
 # timed calls, no blank panel for a program that only allocates.
 pst_tools_scripts += tests/tools/report_plots.sh
+# What the pool saved, merged: summed in --json too, said when the pool was
+# off everywhere, and drawn by --plot.
+pst_tools_scripts += tests/tools/report_saved.sh
 
 # `poolshim stat`: the Prometheus text format said as such, -c without -i
 # refused, an unwritable --textfile DIR refused at start (as root too),

@@ -104,6 +104,7 @@ START_TEST(test_load_defaults)
 	ck_assert_int_eq(load_captured(&cfg, env, msgs, sizeof(msgs)), 0);
 	ck_assert_str_eq(msgs, "");
 	ck_assert(cfg.enabled);
+	ck_assert(cfg.pool);
 	ck_assert_uint_eq(cfg.pool_min, 64 << 10);
 	ck_assert_uint_eq(cfg.pool_size, 4ULL << 30);
 	ck_assert_int_eq(cfg.hugepages, PS_HUGE_AUTO);
@@ -125,7 +126,7 @@ START_TEST(test_load_values)
 		"POOLSHIM=on", "POOLSHIM_POOL_MIN=1M", "POOLSHIM_POOL_SIZE=256M",
 		"POOLSHIM_HUGEPAGES=THP", "POOLSHIM_PREFAULT=no",
 		"POOLSHIM_STATS=/tmp/r-%p.json", "POOLSHIM_VERBOSE=yes",
-		"POOLSHIM_URING_DEPTH=32", NULL,
+		"POOLSHIM_URING_DEPTH=32", "POOLSHIM_POOL=off", NULL,
 	};
 
 	ck_assert_int_eq(load_captured(&cfg, env, msgs, sizeof(msgs)), 0);
@@ -139,6 +140,7 @@ START_TEST(test_load_values)
 	ck_assert_int_eq(cfg.stats_format, PS_FORMAT_JSON);
 	ck_assert(cfg.verbose);
 	ck_assert_uint_eq(cfg.uring_depth, 32);
+	ck_assert(!cfg.pool);
 }
 END_TEST
 
@@ -158,6 +160,7 @@ START_TEST(test_load_bad_values)
 {
 	static const struct { const char *env; const char *accepted; } cases[] = {
 		{ "POOLSHIM=maybe", "1|0|on|off" },
+		{ "POOLSHIM_POOL=sometimes", "1|0|on|off" },
 		{ "POOLSHIM_POOL_MIN=12Q", "K/M/G" },
 		{ "POOLSHIM_POOL_MIN=1", "4K..1G" },
 		{ "POOLSHIM_POOL_SIZE=-5", "2M..32G" },

@@ -335,6 +335,52 @@ START_TEST(test_why_nothing)
 }
 END_TEST
 
+/*
+ * POOLSHIM_POOL=off: mode off, nothing saved, and the advice says the run
+ * is a baseline (with the calls the pool would serve), not why the pool
+ * did nothing, even for a program whose settings the advice knows.
+ */
+START_TEST(test_pool_off)
+{
+	struct ps_report_data d;
+	const char *s;
+
+	sample(&d);
+	d.pool_off = true;
+	d.pool_ready = false;
+	d.pool.slabs = 0;
+	d.pool.backed = d.pool.backed_by[PS_BACK_HUGETLB] = 0;
+	d.pool_in_use = d.pool_peak = 0;
+	totals.events[PS_EV_POOL_ALLOC] = 0;
+	totals.events[PS_EV_FB_POOL_FULL] = 0;
+	totals.c[PS_CALL_SENDFILE][PS_FD_SOCKET].calls = 40;
+	totals.c[PS_CALL_SENDFILE][PS_FD_SOCKET].bytes = 40 << 20;
+	d.program = "nginx";
+	s = render_text(&d);
+	ck_assert_ptr_nonnull(strstr(s, "pool     mode off (requested auto); 0 slabs"));
+	ck_assert_ptr_nonnull(strstr(s, "\nsaved    nothing: the pool was off (POOLSHIM_POOL=off)"));
+	ck_assert_ptr_nonnull(strstr(s, "  - the pool was off (POOLSHIM_POOL=off): every allocation "
+					"went to the program's own heap"));
+	/* the sample's two 64K mallocs and its 1M one */
+	ck_assert_ptr_nonnull(strstr(s, "; 3 allocating calls were of POOLSHIM_POOL_MIN=64K or more"));
+	ck_assert_ptr_null(strstr(s, "the pool served"));
+	ck_assert_ptr_null(strstr(s, "proxy_buffers"));
+	ck_assert_ptr_null(strstr(s, "sendfile/splice"));
+
+	static char storage[32768];
+	struct ps_buf b;
+	ps_buf_init(&b, storage, sizeof(storage), -1);
+	ps_report_render(&b, &d, PS_FORMAT_JSON);
+	s = ps_buf_str(&b);
+	ck_assert(!b.truncated);
+	ck_assert_ptr_nonnull(strstr(s, "\"pool\":{\"mode\":\"off\","));
+	ck_assert_ptr_nonnull(strstr(s, "\"saved\":{\"allocations\":0,\"reused\":0,\"fresh\":0,"));
+	ck_assert_ptr_nonnull(strstr(s, "{\"id\":\"pool_off\","));
+	ck_assert_ptr_nonnull(strstr(s, "\"variable\":\"POOLSHIM_POOL\",\"suggested\":\"on\""));
+	ck_assert_ptr_null(strstr(s, "pool_idle"));
+}
+END_TEST
+
 Suite *suite_report(void)
 {
 	Suite *s = suite_create("report");
@@ -346,6 +392,7 @@ Suite *suite_report(void)
 	tcase_add_test(tc, test_emit);
 	tcase_add_test(tc, test_hugetlb_advice);
 	tcase_add_test(tc, test_why_nothing);
+	tcase_add_test(tc, test_pool_off);
 	suite_add_tcase(s, tc);
 	return s;
 }
