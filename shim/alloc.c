@@ -398,6 +398,7 @@ static extent_hooks_t pool_hooks = {
  */
 static char purge_ctl[32];          /* "arena.N.purge" */
 static int64_t dirty;               /* freed pool bytes not yet reused */
+static int64_t freed_since_purge;   /* pool bytes freed since the last purge (not lowered by reuse) */
 static int64_t in_use;              /* pooled bytes live */
 static uint64_t window_end;         /* when this quarter of the window ends (ns, coarse clock) */
 static int64_t quarter_low;         /* the lowest dirty in this quarter */
@@ -426,6 +427,7 @@ static void pool_purge(void)
 		return;
 	int saved_errno = errno;
 	__atomic_store_n(&dirty, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&freed_since_purge, 0, __ATOMIC_RELAXED);
 	psje_mallctl(purge_ctl, NULL, NULL, NULL, 0);
 	ps_pool_count_purge();
 	errno = saved_errno;
@@ -534,6 +536,7 @@ static void note_alloc(size_t n)
 /* A pooled block of n bytes was freed: purge if too much, or for too long, is kept. */
 static void note_free(size_t n)
 {
+	__atomic_add_fetch(&freed_since_purge, (int64_t)n, __ATOMIC_RELAXED);
 	int64_t live = __atomic_sub_fetch(&in_use, (int64_t)n, __ATOMIC_RELAXED);
 	int64_t d = __atomic_add_fetch(&dirty, (int64_t)n, __ATOMIC_RELAXED);
 	if (d > retain_bytes && d > live) {
@@ -702,13 +705,15 @@ static void *pool_try(size_t size, int extra_flags)
 	hook_need = size;
 	void *p = psje_mallocx(size, pool_flags | extra_flags);
 	if (ps_unlikely(p == NULL) && hook_fail == PS_FAIL_POOL_FULL &&
-	    __atomic_load_n(&dirty, __ATOMIC_RELAXED) > 0) {
+	    __atomic_load_n(&freed_since_purge, __ATOMIC_RELAXED) > 0) {
 		/*
 		 * At the cap with free memory kept: give it back and try again.
 		 * The purged blocks, merged, may hold the request, and what
 		 * is resident no longer counts them.  Before, the request went
 		 * to glibc's heap while the pool sat on its free memory: two
-		 * heaps' free memory under one limit.
+		 * heaps' free memory under one limit.  (Not by the dirty
+		 * estimate, which fresh slabs lower too: anything freed since
+		 * the last purge may still be held.)
 		 */
 		pool_purge();
 		hook_fail = PS_FAIL_NONE;
