@@ -12,9 +12,18 @@
  *
  * The pool arena is created with jemalloc's default hooks (so its metadata
  * stays out of the pool) and then switched to the hooks below, which take
- * slabs from pool.c, never unmap or decommit them, and never merge extents
- * across slabs (so every pooled buffer lies inside one future io_uring
- * registered buffer).  Their purge hook gives free pages back to the kernel
+ * slabs from pool.c, never unmap or decommit them, and let jemalloc split
+ * and merge extents freely, across slabs too: slabs are carved back to
+ * back, so free blocks on either side of a slab border are one range of
+ * memory, and freed small blocks can serve a larger request.  (Nothing is
+ * registered with io_uring any more, which is what a buffer spanning
+ * slabs used to break.)  jemalloc's "retain" is off in our copy for that:
+ * with it, jemalloc 5.3 never merges an extent with the one below it when
+ * the hook returned them separately (its head check, whatever the merge
+ * hook says), and asks the hook for growth steps well above the request,
+ * whose tails only the same slab could use.  Without it, the hook is asked
+ * for exactly the extent a request needs, and everything the pool holds
+ * merges.  Their purge hook gives free pages back to the kernel
  * (ps_pool_purge).
  *
  * When to purge is decided here, not by jemalloc's decay: its dirty and
@@ -286,8 +295,10 @@ static void door_see_pool(void)
 		__atomic_store_n(&ps_door_pool_end, lo + ps_pool_span, __ATOMIC_RELEASE);
 }
 
-/* The private jemalloc's option (set before it initialises: ps_alloc_init). */
+/* The private jemalloc's options (set before it initialises: ps_alloc_init). */
 extern bool je_opt_cache_oblivious;
+extern bool je_opt_retain;
+extern size_t je_opt_lg_extent_max_active_fit;
 
 /* The interposed call in progress, for call-site records. */
 static __thread enum ps_call site_call;
@@ -295,9 +306,8 @@ static __thread enum ps_call site_call;
 /* Why the last slab request on this thread failed (set by the hook). */
 static __thread enum ps_pool_fail hook_fail;
 /*
- * The pooled request in progress on this thread, for the hook: while the
- * pool is small, pool.c declines jemalloc's growth step once, and jemalloc
- * asks again for the extent this request needs.  0 once declined.
+ * The pooled request in progress on this thread, for the hook: what of a
+ * new slab to prefault (the rest of its size class faults in when used).
  */
 static __thread size_t hook_need;
 
@@ -310,13 +320,9 @@ static void *hook_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t a
 	/* Growing in place would mean backing a range we did not choose. */
 	if (new_addr != NULL)
 		return NULL;
-	size_t need = hook_need;
-	void *p = ps_pool_take(size, alignment, need, &zeroed, &why);
+	void *p = ps_pool_take(size, alignment, hook_need, &zeroed, &why);
 	if (!p) {
-		if (why == PS_FAIL_NONE)
-			hook_need = 0;   /* declined: take whatever comes next */
-		else
-			hook_fail = why;
+		hook_fail = why;
 		return NULL;
 	}
 	*zero = zeroed;
@@ -365,10 +371,14 @@ static bool hook_split(extent_hooks_t *h, void *addr, size_t size, size_t size_a
 	return false;
 }
 
+/*
+ * jemalloc merges only neighbours (a's end is b's start), so the two are
+ * one range of pool memory, backed and read-write: always allowed.
+ */
 static bool hook_merge(extent_hooks_t *h, void *addr_a, size_t size_a, void *addr_b,
 		       size_t size_b, bool committed, unsigned arena_ind)
 {
-	return ps_pool_slab_of(addr_a) != ps_pool_slab_of(addr_b);
+	return false;
 }
 
 static extent_hooks_t pool_hooks = {
@@ -389,6 +399,7 @@ static extent_hooks_t pool_hooks = {
  */
 static char purge_ctl[32];          /* "arena.N.purge" */
 static int64_t dirty;               /* freed pool bytes not yet reused */
+static int64_t freed_since_purge;   /* pool bytes freed since the last purge (not lowered by reuse) */
 static int64_t in_use;              /* pooled bytes live */
 static uint64_t window_end;         /* when this quarter of the window ends (ns, coarse clock) */
 static int64_t quarter_low;         /* the lowest dirty in this quarter */
@@ -417,6 +428,7 @@ static void pool_purge(void)
 		return;
 	int saved_errno = errno;
 	__atomic_store_n(&dirty, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&freed_since_purge, 0, __ATOMIC_RELAXED);
 	psje_mallctl(purge_ctl, NULL, NULL, NULL, 0);
 	ps_pool_count_purge();
 	errno = saved_errno;
@@ -525,6 +537,7 @@ static void note_alloc(size_t n)
 /* A pooled block of n bytes was freed: purge if too much, or for too long, is kept. */
 static void note_free(size_t n)
 {
+	__atomic_add_fetch(&freed_since_purge, (int64_t)n, __ATOMIC_RELAXED);
 	int64_t live = __atomic_sub_fetch(&in_use, (int64_t)n, __ATOMIC_RELAXED);
 	int64_t d = __atomic_add_fetch(&dirty, (int64_t)n, __ATOMIC_RELAXED);
 	if (d > retain_bytes && d > live) {
@@ -568,12 +581,6 @@ static int make_arena(void)
 	if (arena_ctl_ssize(arena, "dirty_decay_ms", -1) != 0 ||
 	    arena_ctl_ssize(arena, "muzzy_decay_ms", -1) != 0)
 		return -EINVAL;
-	/* Grow the arena in steps of at most 64 MiB so slabs track demand. */
-	size_t grow = (size_t)64 << 20;
-	ps_buf_init(&b, name, sizeof(name), -1);
-	ps_buf_printf(&b, "arena.%u.retain_grow_limit", arena);
-	psje_mallctl(ps_buf_str(&b), NULL, NULL, &grow, sizeof(grow));
-
 	ps_buf_init(&b, name, sizeof(name), -1);
 	ps_buf_printf(&b, "arena.%u.extent_hooks", arena);
 	if (psje_mallctl(ps_buf_str(&b), NULL, NULL, &hooks, sizeof(hooks)) != 0)
@@ -657,6 +664,17 @@ int ps_alloc_init(const struct ps_config *cfg)
 	 * and up, and streamed through.
 	 */
 	je_opt_cache_oblivious = false;
+	/* Extents that merge across slabs, exactly the size asked: see the head of this file. */
+	je_opt_retain = false;
+	/*
+	 * First fit over every free extent, however much larger than the
+	 * request (jemalloc skips free extents over 64 times the request's
+	 * size, so that small blocks do not split a large one it may want
+	 * whole later).  A swinging live set frees its large buffers into one
+	 * merged range well over 64 times a 1 MiB request: skipped, it made
+	 * the pool take new slabs above while the range sat free below.
+	 */
+	je_opt_lg_extent_max_active_fit = 63;
 	decay_ns = cfg->pool_decay_ms * 1000000u;
 	__atomic_store_n(&arena_state, ARENA_LAZY, __ATOMIC_RELEASE);
 	return 0;
@@ -725,6 +743,21 @@ static void *pool_try(size_t size, int extra_flags)
 	hook_fail = PS_FAIL_NONE;
 	hook_need = size;
 	void *p = psje_mallocx(size, pool_flags | extra_flags);
+	if (ps_unlikely(p == NULL) && hook_fail == PS_FAIL_POOL_FULL &&
+	    __atomic_load_n(&freed_since_purge, __ATOMIC_RELAXED) > 0) {
+		/*
+		 * At the cap with free memory kept: give it back and try again.
+		 * The purged blocks, merged, may hold the request, and what
+		 * is resident no longer counts them.  Before, the request went
+		 * to glibc's heap while the pool sat on its free memory: two
+		 * heaps' free memory under one limit.  (Not by the dirty
+		 * estimate, which fresh slabs lower too: anything freed since
+		 * the last purge may still be held.)
+		 */
+		pool_purge();
+		hook_fail = PS_FAIL_NONE;
+		p = psje_mallocx(size, pool_flags | extra_flags);
+	}
 	hook_need = 0;
 	if (ps_likely(p != NULL)) {
 		door_see_pool();

@@ -102,7 +102,7 @@ enum ps_fdkind {
 	PS_FD__COUNT
 };
 
-/* PS_FAIL_NONE: no failure (or the pool declined a growth step). */
+/* PS_FAIL_NONE: no failure. */
 enum ps_pool_fail {
 	PS_FAIL_NONE,
 #define PS_X(id, name) PS_FAIL_##id,

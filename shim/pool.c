@@ -10,10 +10,20 @@
  * first unit, and a limit set later (a shell's `ulimit -v`, a sandboxing
  * helper) finds what it would without the shim; lo never moves, so "is
  * this pooled" stays two compares.  A slab is one extent handed to jemalloc's pool
- * arena; slabs are carved back to back in address order, and the range
- * below the highest slab is mapped in place, whole 2 MiB units at a time,
- * with MAP_FIXED: hugetlb pages when the system has them, else anonymous
- * memory advised for THP, else plain 4 KiB pages.
+ * arena, of exactly the size it asks for (alloc.c turns jemalloc's
+ * retained growth steps off); slabs are carved back to back in address
+ * order, hugepage ones too (a unit may hold the end of one slab and the
+ * start of the next), and the range below the highest slab is mapped in
+ * place, whole 2 MiB units at a time, with MAP_FIXED: hugetlb pages when
+ * the system has them, else anonymous memory advised for THP, else plain
+ * 4 KiB pages.  Back-to-back slabs form runs of gapless memory, which the
+ * pool arena treats as one: it merges free extents across slab borders,
+ * so that freed small blocks can serve a larger request, and a block may
+ * span slabs.  A run ends only where alignment or the small region's end
+ * leaves a gap; each slab records its run's first slab, so that whether a
+ * range is pool memory without a hole (ps_pool_within_slabs, for
+ * io_uring) stays two lookups, and protection marks are read over every
+ * slab a range touches (ps_pool_range_protected).
  *
  * Except at first, unless hugetlb pages are asked for: the first 2 MiB
  * unit of the reserve is a small region where slabs are sized by need (the
@@ -24,15 +34,17 @@
  * prefaults 192 KiB, not 2 MiB (512 faults).  With THP a slab of half a
  * unit or more does not go there.  The first request that does not fit
  * closes the region: slabs continue at the next unit boundary and the
- * rest of it stays reserved and unbacked.  Past it, jemalloc's growth
- * steps are taken when their tail is within a unit or can hold another
- * block of the request's size, else declined: a tail no request of that
- * size can use would hold address space an RLIMIT_AS counts.
-
+ * rest of it stays reserved and unbacked.
+ *
  * Footprint.  Only the part of a slab that the request at hand needs is
- * prefaulted (MADV_POPULATE_WRITE), not the rest of jemalloc's growth step
- * (up to 64 MiB), which faults in when a later request first uses it: the
- * pool's resident memory follows what was allocated.  hugetlb slabs are
+ * prefaulted (MADV_POPULATE_WRITE), not the rest of the size class
+ * jemalloc rounds it to, which faults in when a later request first uses
+ * it: the pool's resident memory follows what was allocated.  The cap
+ * (POOLSHIM_POOL_SIZE, or seven eighths of the cgroup's limit) bounds
+ * what the pool holds resident, not what it has mapped: purged memory
+ * does not count, so a pool whose freed blocks went back to the kernel
+ * can take new slabs.  It is measured (mincore over the backed range)
+ * only when the mapped size would pass the cap.  hugetlb slabs are
  * reserved and populated whole at mmap, so that a shortage shows up here,
  * where we can fall back, and never as a SIGBUS in the middle of a
  * request.  Free memory goes back to the kernel when the pool arena purges
@@ -40,18 +52,17 @@
  * malloc_trim), through ps_pool_purge(): MADV_DONTNEED on 4 KiB units and
  * on whole THP units.  The address range itself is never returned.  The
  * memory cgroup's limit (v2 memory.max, v1 memory.limit_in_bytes, the
- * lowest along the cgroup's path) caps the pool at three quarters of it
+ * lowest along the cgroup's path) caps the pool at seven eighths of it
  * and what it keeps free at a sixteenth; the usage file of that cgroup
  * (memory.current, memory.usage_in_bytes) is read by alloc.c when it
  * nears the limit, and in such a cgroup purges give back the free pages
  * of partly used THP units too (the kernel splits them): what is resident
  * counts there, not the TLB.
  *
- * The lock below is taken by the extent hook, sometimes under jemalloc's
- * grow mutex and sometimes not (near the cap, when the growth step fails,
- * jemalloc asks again for the exact size without that mutex).  So it has
- * fork handlers of its own (ps_pool_atfork_*), which must run inside
- * jemalloc's: see init.c for the order.  ps_pool_purge() does not take it.
+ * The lock below is taken by the extent hook, under whichever of
+ * jemalloc's mutexes it holds then.  So it has fork handlers of its own
+ * (ps_pool_atfork_*), which must run inside jemalloc's: see init.c for the
+ * order.  ps_pool_purge() does not take it.
  */
 #include "pool.h"
 
@@ -436,8 +447,15 @@ static int reserve_range(void)
 	/* In a limited cgroup a purge splits partly used THP units too. */
 	purge_split = cgroup.limit != 0;
 	if (info.cgroup_limit) {
-		/* Leave the program a quarter: the pool falls back to glibc's heap beyond. */
-		uint64_t cap = info.cgroup_limit / 4 * 3;
+		/*
+		 * Leave the program an eighth: near the limit alloc.c gives the
+		 * pool's free memory back first (cgroup_watch), and past the cap
+		 * glibc's heap serves.  It was three quarters when the cap
+		 * counted mapped memory; counted resident, that turned a live set
+		 * of 110 MiB in 160 MiB (124 MiB in size classes) away to glibc,
+		 * whose heap then held its own free memory beside the pool's.
+		 */
+		uint64_t cap = info.cgroup_limit / 8 * 7;
 		if (cap < info.cap)
 			info.cap = cap < PS_UNIT ? PS_UNIT : cap;
 		if (info.cgroup_limit / 16 < info.retain)
@@ -571,38 +589,24 @@ static void populate(uintptr_t addr, size_t len)
 }
 
 /*
- * The most jemalloc asks the hook for when it needs an extent for a request
- * of need bytes, not its growth step: the size class (at most a quarter
- * above) plus its one-page cache-colouring pad, and a page of slack.
- */
-static size_t need_bound(size_t need)
-{
-	return round_up(need + need / 4 + 2 * PS_PAGE, PS_PAGE);
-}
-
-/*
  * Under the lock: where a slab of len bytes aligned to align goes, and the
- * range [*back_from, *back_to) to back for it.  Returns false to decline a
- * growth step while the small region can still hold the request itself.
+ * range [*back_from, *back_to) to back for it.
  */
-static bool place(size_t len, size_t align, size_t need, uintptr_t *start,
-		  uintptr_t *back_from, uintptr_t *back_to, bool *small)
+static void place(size_t len, size_t align, uintptr_t *start, uintptr_t *back_from,
+		  uintptr_t *back_to, bool *small)
 {
 	*start = round_up(pool_next, align);
 	*small = false;
 	/* With THP, a buffer of half a unit or more is better off on hugepages. */
 	size_t small_max = try_thp ? PS_UNIT / 2 : PS_UNIT;
 	if (small_end) {
-		if (need && len > need_bound(need) && need_bound(need) < small_max &&
-		    round_up(pool_next, align) + need_bound(need) <= small_end)
-			return false;
 		if (*start + len <= small_end && len < small_max) {
 			*small = true;
 			*back_from = backed_end;
 			*back_to = round_up(*start + len, SMALL_STEP);
 			if (*back_to > small_end)
 				*back_to = small_end;
-			return true;
+			return;
 		}
 		/* Too big for it: close the region, go on at the next unit. */
 		if (backed_end > ps_pool_lo) {
@@ -614,26 +618,46 @@ static bool place(size_t len, size_t align, size_t need, uintptr_t *start,
 		small_end = 0;
 	}
 	/*
-	 * Slabs sit back to back, so the 2 MiB unit holding the end of one
-	 * slab also holds the start of the next: only whole units beyond what
-	 * is already backed need new memory.  With hugepages a slab starts on
-	 * a unit, so that its blocks, once free, are whole units that can be
-	 * purged without splitting a hugepage.
+	 * Slabs sit back to back, hugepage ones too, so the 2 MiB unit holding
+	 * the end of one slab also holds the start of the next: only whole
+	 * units beyond what is already backed need new memory, and the pool
+	 * arena can merge the two slabs' free blocks.  (A slab used to start
+	 * on a unit with hugepages, so that a free slab was whole units to
+	 * purge; now free blocks merge across slabs, and the whole units
+	 * inside a merged block are what a purge gives back.)
 	 */
-	if (try_thp || try_hugetlb)
-		*start = round_up(pool_next, align > PS_UNIT ? align : PS_UNIT);
-	/*
-	 * A growth step whose tail is more than a unit but cannot hold another
-	 * block of the request's size is declined (jemalloc then asks for the
-	 * extent itself): such tails, never merged across slabs, would hold
-	 * address space that an RLIMIT_AS counts and that no request of that
-	 * size can use.
-	 */
-	if (need && len > need_bound(need) + PS_UNIT && len < 2 * need)
-		return false;
 	*back_from = backed_end;
 	*back_to = round_up(*start + len, PS_UNIT);
-	return true;
+}
+
+/*
+ * Under the lock: the bytes of the backed range resident now, by mincore
+ * over it (16 MiB per call with a 4 KiB vector): live blocks, free blocks
+ * not yet purged, the hugepages around them.  The whole backed size when
+ * it cannot be told.
+ */
+static uint64_t resident_locked(void)
+{
+	unsigned char vec[4096];
+	uint64_t pages = 0;
+
+	for (uintptr_t a = ps_pool_lo; a < backed_end; a += sizeof(vec) * PS_PAGE) {
+		size_t n = backed_end - a < sizeof(vec) * PS_PAGE ? backed_end - a : sizeof(vec) * PS_PAGE;
+		if (PS_SYSCALL(SYS_mincore, a, n, vec) != 0)
+			return info.backed;
+		for (size_t k = 0; k < n / PS_PAGE; k++)
+			pages += vec[k] & 1;
+	}
+	return pages * PS_PAGE;
+}
+
+/* Under the lock: would backing n more bytes take the pool past its cap? */
+static bool over_cap(size_t n)
+{
+	if (info.backed + n <= info.cap)
+		return false;
+	/* Mapped is past the cap; what counts is what is resident. */
+	return resident_locked() + n > info.cap;
 }
 
 void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_pool_fail *why)
@@ -642,7 +666,7 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 	enum ps_pool_fail fail = PS_FAIL_NONE;
 	enum ps_backing backing = last_backing;
 	uintptr_t start = 0, end = 0, back_from = 0, back_to = 0;
-	bool small = false, declined = false;
+	bool small = false;
 
 	len = round_up(len, PS_PAGE);
 	align = align > PS_PAGE ? align : PS_PAGE;
@@ -654,19 +678,18 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 		fail = PS_FAIL_NO_ADDRESS;
 	} else if (len > PS_SLAB_MAX) {
 		fail = PS_FAIL_TOO_LARGE;
-	} else if (!place(len, align, need, &start, &back_from, &back_to, &small)) {
-		declined = true;
 	} else {
+		place(len, align, &start, &back_from, &back_to, &small);
 		end = start + len;
 		if (start > range_max || back_to > range_max)
 			fail = PS_FAIL_NO_ADDRESS;
-		else if (back_to > back_from && info.backed + (back_to - back_from) > info.cap)
+		else if (back_to > back_from && over_cap(back_to - back_from))
 			fail = PS_FAIL_POOL_FULL;
 		else if (reserve_to(round_up(back_to, PS_UNIT)) < 0)
 			fail = PS_FAIL_NO_ADDRESS;
 	}
 
-	if (!declined && fail == PS_FAIL_NONE && back_to > back_from) {
+	if (fail == PS_FAIL_NONE && back_to > back_from) {
 		size_t n = back_to - back_from;
 		if (small) {
 			/* A few 4 KiB pages: THP cannot back a part of a unit anyway. */
@@ -698,20 +721,22 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 	}
 	/*
 	 * Prefault what the request needs: the extent jemalloc carves for it
-	 * starts the slab, and its block starts the extent (alloc.c turns
+	 * is the slab, and its block starts the extent (alloc.c turns
 	 * jemalloc's cache-colouring offset off).  A purged or never-touched
 	 * part of an older unit is faulted in too.
 	 */
-	if (!declined && fail == PS_FAIL_NONE && prefault) {
+	if (fail == PS_FAIL_NONE && prefault) {
 		size_t want = need ? round_up(need, PS_PAGE) : len;
 		populate(start, want < len ? want : len);
 	}
 
-	if (declined) {
-		/* Not a failure: jemalloc asks again for just the extent it needs. */
-	} else if (fail == PS_FAIL_NONE) {
+	if (fail == PS_FAIL_NONE) {
 		int idx = nslabs;
-		slabs[idx] = (struct ps_slab){ .base = start, .len = len, .backing = backing };
+		/* A slab that starts where the last one ended continues its run. */
+		int run = idx > 0 && slabs[idx - 1].base + slabs[idx - 1].len == start
+			  ? slabs[idx - 1].run : idx;
+		slabs[idx] = (struct ps_slab){ .base = start, .len = len, .backing = backing,
+					       .run = (uint16_t)run };
 		for (uintptr_t u = (start - ps_pool_lo) >> PS_UNIT_SHIFT,
 			       last = (end - 1 - ps_pool_lo) >> PS_UNIT_SHIFT; u <= last; u++)
 			__atomic_store_n(&unit_slab[u], (uint16_t)(idx + 1), __ATOMIC_RELEASE);
@@ -727,11 +752,11 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 	}
 	pthread_mutex_unlock(&pool_lock);
 
-	if (ps_pool_on_change && !declined)
+	if (ps_pool_on_change)
 		ps_pool_on_change();
 	errno = saved_errno;
 	*why = fail;
-	if (declined || fail != PS_FAIL_NONE)
+	if (fail != PS_FAIL_NONE)
 		return NULL;
 	/* Fresh anonymous or hugetlb memory, never handed out before. */
 	*zeroed = true;
@@ -762,6 +787,9 @@ bool ps_pool_slab(int i, struct ps_slab *out)
 	return true;
 }
 
+/* Set once any slab is marked protected: until then the test is one load. */
+static int any_protected;
+
 void ps_pool_note_mprotect(const void *addr, size_t len, int prot)
 {
 	uintptr_t a = (uintptr_t)addr, end = a + len;
@@ -773,13 +801,35 @@ void ps_pool_note_mprotect(const void *addr, size_t len, int prot)
 		return;
 	int n = ps_pool_nslabs();
 	for (int i = 0; i < n; i++)
-		if (slabs[i].base < end && a < slabs[i].base + slabs[i].len)
+		if (slabs[i].base < end && a < slabs[i].base + slabs[i].len) {
 			__atomic_store_n(&slabs[i].protected, 1, __ATOMIC_RELEASE);
+			__atomic_store_n(&any_protected, 1, __ATOMIC_RELEASE);
+		}
 }
 
-bool ps_pool_slab_protected(int i)
+/* The slab holding the last byte of [p, p + len), or -1 (none, or the length wraps). */
+static int last_slab_of(const void *p, size_t len)
 {
-	return i >= 0 && i < ps_pool_nslabs() && __atomic_load_n(&slabs[i].protected, __ATOMIC_ACQUIRE);
+	uintptr_t last = (uintptr_t)p + len - 1;
+	if (len == 0)
+		return ps_pool_slab_of(p);
+	if (last < (uintptr_t)p)
+		return -1;
+	return ps_pool_slab_of((const void *)last);
+}
+
+bool ps_pool_range_protected(const void *p, size_t len)
+{
+	if (!__atomic_load_n(&any_protected, __ATOMIC_ACQUIRE))
+		return false;
+	int i = ps_pool_slab_of(p), j = last_slab_of(p, len);
+	if (i < 0)
+		return false;
+	/* Slabs are numbered in address order: those between hold the rest. */
+	for (int k = i; k <= (j < i ? i : j); k++)
+		if (__atomic_load_n(&slabs[k].protected, __ATOMIC_ACQUIRE))
+			return true;
+	return false;
 }
 
 int ps_pool_nslabs(void)
@@ -787,14 +837,18 @@ int ps_pool_nslabs(void)
 	return __atomic_load_n(&nslabs, __ATOMIC_ACQUIRE);
 }
 
-bool ps_pool_within_slab(const void *p, size_t len)
+bool ps_pool_within_slabs(const void *p, size_t len)
 {
 	int i = ps_pool_slab_of(p);
-	if (i < 0 || len == 0)
-		return i >= 0;
-	const struct ps_slab *s = &slabs[i];
-	/* off < s->len here; comparing len with what is left cannot wrap. */
-	return len <= s->len - ((uintptr_t)p - s->base);
+	if (i < 0)
+		return false;
+	int j = last_slab_of(p, len);
+	/*
+	 * Both ends in slabs of one run: the slabs between follow each other
+	 * without a gap (a run is consecutive slabs, each starting where the
+	 * one before ends).
+	 */
+	return j >= i && slabs[j].run == slabs[i].run;
 }
 
 /* Give [from, to) back (page aligned, 4 KiB or whole THP units); true if done. */
@@ -899,6 +953,7 @@ void ps_pool_reset_for_tests(void)
 	prepare_error = 0;
 	purge_split = false;
 	first_small = false;
+	any_protected = 0;
 	memset(&cgroup, 0, sizeof(cgroup));
 	ps_pool_lo = ps_pool_hi = ps_pool_span = 0;
 	memset(&info, 0, sizeof(info));

@@ -6,9 +6,11 @@
  * each backed with hugetlb pages, else THP, else 4 KiB pages, and the part
  * the request at hand needs prefaulted.  A slab's address range stays the
  * pool's, but its free pages go back to the kernel when the pool arena
- * purges them (ps_pool_purge).  A slab never spans more than PS_SLAB_MAX
- * bytes (the largest io_uring registered buffer), and "is this pointer
- * pooled, and in which slab" is arithmetic plus one table load.
+ * purges them (ps_pool_purge).  Slabs follow one another without a gap
+ * wherever they can, and the pool arena merges free extents across them,
+ * so a pooled block may span slabs; "is this pointer pooled, and in which
+ * slab" is arithmetic plus one table load, and so is "is this range pool
+ * memory without a gap" (ps_pool_within_slabs).
  */
 #ifndef PS_POOL_H
 #define PS_POOL_H
@@ -23,7 +25,7 @@
 
 #define PS_UNIT_SHIFT 21                       /* 2 MiB backing units */
 #define PS_UNIT ((size_t)1 << PS_UNIT_SHIFT)
-#define PS_SLAB_MAX ((size_t)1 << 30)          /* io_uring's per-buffer limit */
+#define PS_SLAB_MAX ((size_t)1 << 30)          /* the largest single request pooled */
 #define PS_RESERVE_MAX ((size_t)64 << 30)
 #define PS_MAX_UNITS (PS_RESERVE_MAX >> PS_UNIT_SHIFT)
 #define PS_MAX_SLABS 65535
@@ -32,7 +34,8 @@ struct ps_slab {
 	uintptr_t base;
 	size_t len;
 	enum ps_backing backing;
-	int protected;      /* the program changed page protection inside it */
+	uint16_t run;       /* the first slab of the gapless run that holds this one */
+	uint16_t protected; /* the program changed page protection inside it */
 };
 
 struct ps_pool_info {
@@ -46,7 +49,7 @@ struct ps_pool_info {
 	uint64_t small_backed;           /* of backed_by[4K]: the first unit's small region */
 	uint64_t failures[PS_FAIL__COUNT];
 	uint64_t reserve;                /* bytes of address space reserved */
-	uint64_t cap;                    /* POOLSHIM_POOL_SIZE, lowered to fit the cgroup */
+	uint64_t cap;                    /* resident bytes: POOLSHIM_POOL_SIZE, lowered to fit the cgroup */
 	uint64_t cgroup_limit;           /* the memory cgroup's limit found, 0 = none */
 	int cgroup_version;              /* 1 or 2 when a limit was found, else 0 */
 	uint64_t retain;                 /* free bytes kept (POOLSHIM_POOL_RETAIN, cgroup) */
@@ -80,14 +83,12 @@ int ps_pool_prepare(void);
 
 /*
  * Take a new slab of at least len bytes aligned to align (a power of two),
- * backed and, if configured, prefaulted: the first need bytes, or all of
- * it when need is 0;
- * the rest of a growth step faults in when first used.  need is the size of the request
- * that led here (0: unknown): while the pool is small, a len well above it
- * (jemalloc's growth step) is declined, NULL with *why PS_FAIL_NONE, so that
- * jemalloc asks again for the extent the request itself needs.  Thread-safe.
- * Returns its address, or NULL with *why set.  *zeroed tells whether the
- * memory is known zero.
+ * right after the last one where the alignment allows, backed and, if
+ * configured, prefaulted: the first need bytes (the request that led
+ * here), or all of it when need is 0.  Past the cap (what the pool holds
+ * resident, measured when the mapped size would pass it) the slab is
+ * refused with PS_FAIL_POOL_FULL.  Thread-safe.  Returns its address, or
+ * NULL with *why set.  *zeroed tells whether the memory is known zero.
  */
 void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_pool_fail *why);
 
@@ -120,18 +121,28 @@ bool ps_pool_slab(int i, struct ps_slab *out);
 /*
  * The program called mprotect() on [addr, addr + len) with prot: if that is
  * anything but read-write, the slabs it touches are marked protected for
- * good.  The kernel writes into registered (fixed) buffers without looking
- * at page protection, so I/O on those slabs must go through the plain
- * syscalls, which fault (EFAULT) as the program expects.
+ * good.  A request that io_uring runs in chunks could answer a partly
+ * protected buffer differently from one system call, so I/O on buffers
+ * that touch those slabs goes through the plain calls, which fault
+ * (EFAULT) as the program expects.
  */
 void ps_pool_note_mprotect(const void *addr, size_t len, int prot);
-/* Whether slab i was marked by ps_pool_note_mprotect(). */
-bool ps_pool_slab_protected(int i);
+/*
+ * Whether any slab that [p, p + len) touches (p's alone when len is 0) was
+ * marked by ps_pool_note_mprotect().  Lock-free; one load while nothing
+ * in the pool was ever protected.
+ */
+bool ps_pool_range_protected(const void *p, size_t len);
 
 /* Number of slabs taken so far (they are numbered 0..n-1, never removed). */
 int ps_pool_nslabs(void);
-/* Whether [p, p + len) lies within one slab. */
-bool ps_pool_within_slab(const void *p, size_t len);
+/*
+ * Whether [p, p + len) lies in slabs with no gap between them (p in a slab
+ * when len is 0): pool memory the program can be handed, mapped
+ * read-write unless it protected it.  A length that wraps is never within.
+ * Lock-free: two lookups.
+ */
+bool ps_pool_within_slabs(const void *p, size_t len);
 
 /*
  * A copy of the pool's state.  Safe in a signal handler: if the lock is

@@ -410,11 +410,11 @@ bool ps_uring_eligible(const void *buf, size_t len, off_t off, bool positional)
 		ps_stats_uring_fallback(PS_UFB_SMALL);
 		return false;
 	}
-	if (!ps_pool_within_slab(buf, len)) {
+	if (!ps_pool_within_slabs(buf, len)) {
 		ps_stats_uring_fallback(PS_UFB_NOT_POOLED);
 		return false;
 	}
-	if (ps_pool_slab_protected(ps_pool_slab_of(buf))) {
+	if (ps_pool_range_protected(buf, len)) {
 		ps_stats_uring_fallback(PS_UFB_PROTECTED);
 		return false;
 	}
@@ -844,7 +844,7 @@ static ssize_t rw_claimed(int fd, void *buf, size_t len, off_t off, bool write, 
 	}
 
 	struct piece pc[256];
-	/* A write is one SQE (see the head of this file); len is within one slab. */
+	/* A write is one SQE (see the head of this file); len is at most PS_SLAB_MAX (ps_uring_rw). */
 	size_t chunk = write ? len : read_chunk(dev_key, len);
 	int n = (int)((len + chunk - 1) / chunk);
 	if (n > (int)PS_ARRAY_SIZE(pc)) {
@@ -873,8 +873,8 @@ static ssize_t rwv_claimed(int fd, const struct iovec *iov, int iovcnt, off_t of
 	for (int i = 0; i < iovcnt; i++) {
 		const struct iovec *v = &iov[i];
 		if (((uintptr_t)v->iov_base | v->iov_len) & (PS_ALIGN - 1) || v->iov_len == 0 ||
-		    !ps_pool_within_slab(v->iov_base, v->iov_len) ||
-		    ps_pool_slab_protected(ps_pool_slab_of(v->iov_base)))
+		    !ps_pool_within_slabs(v->iov_base, v->iov_len) ||
+		    ps_pool_range_protected(v->iov_base, v->iov_len))
 			return PS_NOT_TAKEN;
 		pc[i] = (struct piece){ v->iov_base, v->iov_len, off + (off_t)total };
 		total += v->iov_len;
@@ -902,7 +902,7 @@ static ssize_t on_ring(int fd, const struct iovec *iov, int iovcnt, off_t off, b
 
 ssize_t ps_uring_rw(int fd, void *buf, size_t len, off_t off, bool write, uint64_t dev_key)
 {
-	/* Eligible lengths lie within one slab; this bounds the piece arithmetic regardless. */
+	/* A bound for the piece arithmetic: longer calls take the plain path. */
 	if (len == 0 || len > PS_SLAB_MAX)
 		return PS_NOT_TAKEN;
 	return on_ring(fd, &(struct iovec){ buf, len }, 0, off, write, dev_key);

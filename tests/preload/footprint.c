@@ -19,7 +19,7 @@
  *                  buffers of 1-3 MiB to buffers of 5-9 MiB and back, one
  *                  buffer replaced at a time, each written whole: "rss
  *                  peak=K" (VmHWM).  In a 160 MiB memory cgroup glibc
- *                  peaks at 130 MiB; the shim is OOM-killed (issue 35, open)
+ *                  peaks at 130 MiB (footprint_swing.sh)
  *   churn N ROUNDS N live buffers of 1-24 MiB (uniform), each written
  *                  whole, one replaced at a random slot ROUNDS times: "rss
  *                  peak=K" (VmHWM), for scripts/bench footprint

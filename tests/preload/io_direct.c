@@ -575,6 +575,51 @@ START_TEST(test_protected_buffer)
 END_TEST
 
 /*
+ * The same across a slab border (issue 35): two 2 MiB blocks taken one
+ * after the other are two slabs side by side; freed, they merge and serve
+ * one 4 MiB buffer.  Protecting its half in the second slab must send the
+ * buffer's I/O to the plain call too, as protecting the first half does:
+ * the pool reads protection marks over every slab a range touches.
+ * Where the pool placed the blocks otherwise, this is the case above.
+ */
+START_TEST(test_protected_span)
+{
+	int fd = pio_open_direct(rpath, O_RDONLY);
+	const size_t n = 4 * MiB, half = 2 * MiB;
+	unsigned char *x = NULL, *y = NULL;
+	/* page-aligned for mprotect, glibc's too (POOLSHIM=off) */
+	ck_assert_int_eq(posix_memalign((void **)&x, 4096, half), 0);
+	ck_assert_int_eq(posix_memalign((void **)&y, 4096, half), 0);
+	unsigned char *first = x;
+	bool adjacent = y == x + half;
+	free(x);
+	free(y);
+	unsigned char *a = NULL, *b = NULL;
+	ck_assert_int_eq(posix_memalign((void **)&a, 4096, n), 0);
+	ck_assert_int_eq(posix_memalign((void **)&b, 2 * MiB, n), 0);
+	if (!adjacent || a != first)
+		fprintf(stderr, "protected_span: the 4 MiB buffer did not reuse the two blocks (%p, %p -> %p)\n",
+			(void *)first, (void *)(first + half), (void *)a);
+	memset(a, 0x11, n);
+	memset(b, 0x11, n);
+	ck_assert_int_eq(mprotect(a + half, half, PROT_READ), 0);
+	ck_assert_int_eq(mprotect(b + half, half, PROT_READ), 0);
+	struct pio_res want = pio_sys_pread(fd, b, n, 0);
+	struct pio_res got = PIO_CALL(pread(fd, a, n, 0));
+	bool untouched = a[half] == 0x11 && a[n - 1] == 0x11;
+	ck_assert_int_eq(mprotect(a + half, half, PROT_READ | PROT_WRITE), 0);
+	ck_assert_int_eq(mprotect(b + half, half, PROT_READ | PROT_WRITE), 0);
+	ck_assert_msg(got.ret == want.ret && got.err == want.err,
+		      "pread into a buffer read-only in its second slab: %ld/%d, kernel %ld/%d",
+		      got.ret, got.err, want.ret, want.err);
+	ck_assert_msg(untouched || want.ret == (long)n, "pread wrote into read-only memory");
+	free(a);
+	free(b);
+	close(fd);
+}
+END_TEST
+
+/*
  * RLIMIT_FSIZE: a write that crosses the limit is cut short at it, with no
  * signal; only a write that starts at or past the limit raises SIGXFSZ (and
  * fails with EFBIG when that is ignored).  A split write must not turn the
@@ -710,6 +755,7 @@ static Suite *suite_io_direct(void)
 		{ "writes", test_writes, 1 },
 		{ "append", test_append, 1 },
 		{ "protected", test_protected_buffer, 1 },
+		{ "protected_span", test_protected_span, 1 },
 		{ "fsize", test_fsize_limit, 1 },
 		{ "thread_churn", test_thread_churn, 1 },
 	};

@@ -154,6 +154,8 @@ pst_scripts += tests/preload/startup_syscalls.sh tests/preload/report_faults.sh
 # malloc_trim, peak, steady reuse, decay, RLIMIT_AS), in a memory cgroup.
 check_PROGRAMS += tests/preload/footprint
 pst_scripts += tests/preload/footprint.sh tests/preload/footprint_cgroup.sh
+# Issue 35: a live set swinging from small to large buffers in 160 MiB.
+pst_scripts += tests/preload/footprint_swing.sh
 
 # Issue 34: the shim takes no signal: masks, vfork waits, TERM races, errno.
 check_PROGRAMS += tests/preload/sig_invisible

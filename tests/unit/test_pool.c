@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "alloc.h"
 #include "config.h"
@@ -31,7 +32,7 @@ START_TEST(test_reserve)
 	/* Nothing is reserved until the pool is first used. */
 	ck_assert_uint_eq(ps_pool_hi, 0);
 	ck_assert(!ps_pool_contains((void *)4096));
-	ck_assert(!ps_pool_within_slab((void *)4096, 1));
+	ck_assert(!ps_pool_within_slabs((void *)4096, 1));
 	ck_assert_int_eq(ps_pool_prepare(), 0);
 	ck_assert_uint_eq(ps_pool_lo % PS_UNIT, 0);
 	/* One unit claimed, room for twice the size: reserved as used. */
@@ -68,16 +69,10 @@ START_TEST(test_reserved_as_used)
 	memset(b, 1, 16 << 20);
 	ck_assert(ps_pool_contains((char *)end - 1));
 	ck_assert(!ps_pool_contains((char *)end));
-	/*
-	 * A growth step whose tail cannot hold another block of the size
-	 * asked for is declined; one that can, or one within a unit of the
-	 * need, is taken.
-	 */
-	ck_assert_ptr_null(ps_pool_take(24 << 20, 4096, 16 << 20, &zeroed, &why));
-	ck_assert_int_eq(why, PS_FAIL_NONE);
-	ck_assert_uint_eq(ps_pool_hi, end);
-	ck_assert_ptr_nonnull(ps_pool_take(32 << 20, 4096, 16 << 20, &zeroed, &why));
-	ck_assert_ptr_nonnull(ps_pool_take(18 << 20, 4096, 16 << 20, &zeroed, &why));
+	/* A slab is the size asked for, right after the last one. */
+	char *c = ps_pool_take(24 << 20, 4096, 16 << 20, &zeroed, &why);
+	ck_assert_ptr_eq(c, b + (16 << 20));
+	ck_assert_uint_eq(ps_pool_hi, ((uintptr_t)c + (24 << 20) + PS_UNIT - 1) & ~(PS_UNIT - 1));
 }
 END_TEST
 
@@ -110,23 +105,41 @@ START_TEST(test_take_and_lookup)
 	ck_assert_int_eq(ps_pool_slab_of(b + (1 << 20) - 1), 1);
 	ck_assert_int_eq(ps_pool_slab_of(c), 2);
 	ck_assert_int_eq(ps_pool_slab_of(c + 8192), -1);   /* past the last slab */
-	ck_assert(ps_pool_within_slab(a, 3 << 20));
-	ck_assert(!ps_pool_within_slab(a + 4096, 3 << 20));
-	ck_assert(!ps_pool_within_slab(a + (3 << 20) - 10, 20));
+	/* Back-to-back slabs are one range of memory: a buffer may span them. */
+	ck_assert(ps_pool_within_slabs(a, 3 << 20));
+	ck_assert(ps_pool_within_slabs(a + 4096, 3 << 20));
+	ck_assert(ps_pool_within_slabs(a + (3 << 20) - 10, 20));
+	ck_assert(ps_pool_within_slabs(a, (4 << 20) + 8192));    /* c follows b */
+	ck_assert(!ps_pool_within_slabs(a, (4 << 20) + 8193));   /* past the last slab */
+	/* An alignment gap ends a run: nothing spans it. */
+	char *d = ps_pool_take(8192, 4 << 20, 0, &zeroed, &why);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_ptr_ne(d, c + 8192);
+	ck_assert(ps_pool_within_slabs(d, 8192));
+	ck_assert(!ps_pool_within_slabs(c, (size_t)(d - c) + 1));
+	ck_assert(!ps_pool_within_slabs(c + 8192, 1));             /* the gap itself */
 
 	struct ps_slab s;
 	ck_assert(ps_pool_slab(1, &s));
 	ck_assert_uint_eq(s.base, (uintptr_t)b);
 	ck_assert_uint_eq(s.len, 1 << 20);
 	ck_assert_int_eq(s.backing, PS_BACK_4K);
-	ck_assert(!ps_pool_slab(3, &s));
+	ck_assert(!ps_pool_slab(4, &s));
 
 	struct ps_pool_info info;
 	ps_pool_get_info(&info);
-	ck_assert_uint_eq(info.slabs, 3);
-	/* 3M + 1M, then a 1M-aligned 8K slab: backed in whole 2 MiB units */
-	ck_assert_uint_eq(info.backed, 6 << 20);
-	ck_assert_uint_eq(info.backed_by[PS_BACK_4K], 6 << 20);
+	ck_assert_uint_eq(info.slabs, 4);
+	/* 3M + 1M, a 1M-aligned 8K slab, a 4M-aligned one: backed in whole 2 MiB units, the gap too */
+	ck_assert_uint_eq(info.backed, 10 << 20);
+	ck_assert_uint_eq(info.backed_by[PS_BACK_4K], 10 << 20);
+
+	/* Protection is read over every slab a range touches. */
+	ck_assert(!ps_pool_range_protected(a, 4 << 20));
+	ps_pool_note_mprotect(b + 4096, 4096, PROT_READ);
+	ck_assert(ps_pool_range_protected(a, 4 << 20));
+	ck_assert(ps_pool_range_protected(b, 0));
+	ck_assert(!ps_pool_range_protected(a, 3 << 20));
+	ck_assert(!ps_pool_range_protected(c, 8192));
 }
 END_TEST
 
@@ -136,10 +149,20 @@ START_TEST(test_cap_and_too_large)
 	enum ps_pool_fail why;
 
 	pool_setup(PS_HUGE_NONE, 8 << 20);
-	ck_assert_ptr_nonnull(ps_pool_take(6 << 20, 4096, 0, &zeroed, &why));
+	char *a = ps_pool_take(6 << 20, 4096, 0, &zeroed, &why);
+	ck_assert_ptr_nonnull(a);
+	memset(a, 1, 6 << 20);
 	ck_assert_ptr_null(ps_pool_take(4 << 20, 4096, 0, &zeroed, &why));
 	ck_assert_int_eq(why, PS_FAIL_POOL_FULL);
 	ck_assert_ptr_nonnull(ps_pool_take(2 << 20, 4096, 0, &zeroed, &why));
+	/* The cap counts what is resident: purged memory makes room again. */
+	ck_assert_int_eq(ps_pool_purge(a, 6 << 20), 0);
+	char *b = ps_pool_take(4 << 20, 4096, 1 << 20, &zeroed, &why);
+	ck_assert_ptr_nonnull(b);
+	struct ps_pool_info full;
+	ps_pool_get_info(&full);
+	ck_assert_uint_eq(full.backed, 12 << 20);
+	ck_assert_uint_eq(full.failures[PS_FAIL_POOL_FULL], 1);
 
 	pool_setup(PS_HUGE_NONE, 4ULL << 30);
 	ck_assert_ptr_null(ps_pool_take(PS_SLAB_MAX + 4096, 4096, 0, &zeroed, &why));
@@ -183,9 +206,6 @@ START_TEST(test_small_first)
 	struct ps_pool_info info;
 
 	pool_setup(PS_HUGE_NONE, 64 << 20);
-	/* jemalloc's 2 MiB growth step for a 128 KiB request: declined once */
-	ck_assert_ptr_null(ps_pool_take(2 << 20, 4096, 128 << 10, &zeroed, &why));
-	ck_assert_int_eq(why, PS_FAIL_NONE);
 	char *a = ps_pool_take((128 << 10) + 4096, 4096, 0, &zeroed, &why);
 	ck_assert_ptr_nonnull(a);
 	ck_assert_ptr_eq(a, (char *)ps_pool_lo);
@@ -210,8 +230,7 @@ START_TEST(test_small_first)
 	ck_assert_uint_eq(info.backed, (256 << 10) + (4 << 20));
 	ck_assert_int_eq(ps_pool_slab_of(c), 2);
 	ck_assert_int_eq(ps_pool_slab_of((char *)ps_pool_lo + (1 << 20)), -1);   /* the gap */
-	/* and a growth step is no longer declined */
-	ck_assert_ptr_nonnull(ps_pool_take(2 << 20, 4096, 128 << 10, &zeroed, &why));
+	ck_assert(!ps_pool_within_slabs(b, (size_t)(c - b)));
 
 	/*
 	 * With THP too: a first small buffer costs its 4 KiB pages, not a
@@ -219,7 +238,6 @@ START_TEST(test_small_first)
 	 * the next unit, which is THP.
 	 */
 	pool_setup(PS_HUGE_THP, 64 << 20);
-	ck_assert_ptr_null(ps_pool_take(2 << 20, 4096, 64 << 10, &zeroed, &why));
 	char *d = ps_pool_take(64 << 10, 4096, 0, &zeroed, &why);
 	ck_assert_ptr_eq(d, (char *)ps_pool_lo);
 	ps_pool_get_info(&info);
@@ -227,6 +245,12 @@ START_TEST(test_small_first)
 	ck_assert_uint_eq(info.backed_by[PS_BACK_4K], 64 << 10);
 	char *e = ps_pool_take(4 << 20, 4096, 0, &zeroed, &why);
 	ck_assert_ptr_eq(e, (char *)ps_pool_lo + PS_UNIT);
+	/* and hugepage slabs follow one another too, sharing a unit */
+	char *f = ps_pool_take(3 << 20, 4096, 0, &zeroed, &why);
+	ck_assert_ptr_eq(f, e + (4 << 20));
+	char *g = ps_pool_take(1 << 20, 4096, 0, &zeroed, &why);
+	ck_assert_ptr_eq(g, f + (3 << 20));
+	ck_assert(ps_pool_within_slabs(e, 8 << 20));
 }
 END_TEST
 
@@ -239,11 +263,13 @@ START_TEST(test_within_slab_wrap)
 	pool_setup(PS_HUGE_NONE, 64 << 20);
 	char *a = ps_pool_take(1 << 20, 4096, 0, &zeroed, &why);
 	ck_assert_ptr_nonnull(a);
-	ck_assert(ps_pool_within_slab(a + 4096, (1 << 20) - 4096));
-	ck_assert(!ps_pool_within_slab(a + 4096, (1 << 20) - 4095));
-	ck_assert(!ps_pool_within_slab(a + 4096, SIZE_MAX));
-	ck_assert(!ps_pool_within_slab(a + (1 << 20) - 1, SIZE_MAX - 4096));
-	ck_assert(!ps_pool_within_slab(a + 8192, (size_t)0 - 4096));
+	ck_assert(ps_pool_within_slabs(a + 4096, (1 << 20) - 4096));
+	ck_assert(!ps_pool_within_slabs(a + 4096, (1 << 20) - 4095));
+	ck_assert(!ps_pool_within_slabs(a + 4096, SIZE_MAX));
+	ck_assert(!ps_pool_within_slabs(a + (1 << 20) - 1, SIZE_MAX - 4096));
+	ck_assert(!ps_pool_within_slabs(a + 8192, (size_t)0 - 4096));
+	ps_pool_note_mprotect(a, 4096, PROT_NONE);
+	ck_assert(ps_pool_range_protected(a + 8192, (size_t)0 - 4096));
 }
 END_TEST
 
@@ -265,7 +291,7 @@ START_TEST(test_purge)
 	ps_pool_get_info(&info);
 	ck_assert_uint_eq(info.purged, 1 << 20);
 	/* Purged pages are the pool's again, not protected ones: O_DIRECT stays on the ring. */
-	ck_assert(!ps_pool_slab_protected(ps_pool_slab_of(a)));
+	ck_assert(!ps_pool_range_protected(a, 4 << 20));
 	ck_assert_int_eq(ps_pool_purge((void *)4096, 4096), -EINVAL);
 
 	pool_setup(PS_HUGE_THP, 64 << 20);
@@ -298,7 +324,7 @@ START_TEST(test_arena_routing)
 	void *big = ps_malloc(1 << 20);
 	ck_assert(!ps_pool_contains(small));
 	ck_assert(ps_pool_contains(big));
-	ck_assert(ps_pool_within_slab(big, 1 << 20));
+	ck_assert(ps_pool_within_slabs(big, 1 << 20));
 	memset(big, 0x5a, 1 << 20);
 	ps_free(big);
 	/* the same size comes back from the pool, and calloc zeroes it */
@@ -324,6 +350,38 @@ START_TEST(test_arena_routing)
 }
 END_TEST
 
+/*
+ * Blocks freed on either side of a slab border merge: two 1 MiB blocks,
+ * each a slab of its own, serve one 2 MiB request once both are free, and
+ * the pool takes no new slab for it.
+ */
+START_TEST(test_arena_merges)
+{
+	struct ps_config cfg;
+
+	ps_config_defaults(&cfg);
+	cfg.hugepages = PS_HUGE_NONE;
+	cfg.pool_size = 256 << 20;
+	ps_pool_reset_for_tests();
+	ck_assert_int_eq(ps_alloc_init(&cfg), 0);
+
+	char *a = ps_malloc(1 << 20);
+	char *b = ps_malloc(1 << 20);
+	ck_assert(ps_pool_contains(a) && ps_pool_contains(b));
+	ck_assert_ptr_eq(b, a + (1 << 20));
+	ck_assert_int_ne(ps_pool_slab_of(a), ps_pool_slab_of(b));
+	int slabs = ps_pool_nslabs();
+	ps_free(a);
+	ps_free(b);
+	char *c = ps_malloc(2 << 20);
+	ck_assert_ptr_eq(c, a);
+	ck_assert_int_eq(ps_pool_nslabs(), slabs);
+	ck_assert(ps_pool_within_slabs(c, 2 << 20));
+	memset(c, 1, 2 << 20);
+	ps_free(c);
+}
+END_TEST
+
 Suite *suite_pool(void)
 {
 	Suite *s = suite_create("pool");
@@ -338,6 +396,7 @@ Suite *suite_pool(void)
 	tcase_add_test(tc, test_within_slab_wrap);
 	tcase_add_test(tc, test_purge);
 	tcase_add_test(tc, test_arena_routing);
+	tcase_add_test(tc, test_arena_merges);
 	suite_add_tcase(s, tc);
 	return s;
 }
