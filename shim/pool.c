@@ -110,8 +110,47 @@ static struct ps_pool_info info;
 static uint16_t unit_slab[PS_MAX_UNITS];
 /* The backing of every mapped unit (enum ps_backing), for purging. */
 static uint8_t unit_kind[PS_MAX_UNITS];
-static struct ps_slab slabs[PS_MAX_SLABS];
 static int nslabs;
+
+/*
+ * The slab table, mapped a chunk at a time as slabs come: the whole of it
+ * (PS_MAX_SLABS entries, 1.5 MiB of .bss) counted against an
+ * address-space limit in every process, though most hold a few slabs.
+ * A chunk is mapped before the first slab in it is written, and published
+ * before that slab is (lock-free readers reach slab i only through nslabs
+ * or unit_slab, loaded with acquire after the writer's release); chunks
+ * are never unmapped while the pool lives.  Readers pay one load more.
+ */
+#define SLAB_CHUNK_SHIFT 9                      /* 512 slabs: 12 KiB */
+#define SLAB_CHUNK ((size_t)1 << SLAB_CHUNK_SHIFT)
+#define SLAB_CHUNKS ((PS_MAX_SLABS + SLAB_CHUNK - 1) / SLAB_CHUNK)
+static struct ps_slab *slab_chunk[SLAB_CHUNKS];
+
+/* Slab i (i < nslabs, or the one being added under the lock). */
+static struct ps_slab *slab_at(int i)
+{
+	struct ps_slab *c = __atomic_load_n(&slab_chunk[(size_t)i >> SLAB_CHUNK_SHIFT],
+					    __ATOMIC_RELAXED);
+	return &c[(size_t)i & (SLAB_CHUNK - 1)];
+}
+
+/*
+ * Under the lock: map the chunk that slab i goes into, if not yet there.
+ * 0, or -errno (the address space ran out: the request falls back).
+ */
+static int slab_room(int i)
+{
+	struct ps_slab **c = &slab_chunk[(size_t)i >> SLAB_CHUNK_SHIFT];
+
+	if (*c)
+		return 0;
+	void *p = mmap(NULL, SLAB_CHUNK * sizeof(struct ps_slab), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	__atomic_store_n(c, (struct ps_slab *)p, __ATOMIC_RELEASE);
+	return 0;
+}
 
 static size_t round_up(size_t v, size_t to)
 {
@@ -650,7 +689,7 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 	pthread_mutex_lock(&pool_lock);
 	if (test_delay_us)
 		delay_us(test_delay_us);
-	if (prepare_locked() < 0 || nslabs >= PS_MAX_SLABS) {
+	if (prepare_locked() < 0 || nslabs >= PS_MAX_SLABS || slab_room(nslabs) < 0) {
 		fail = PS_FAIL_NO_ADDRESS;
 	} else if (len > PS_SLAB_MAX) {
 		fail = PS_FAIL_TOO_LARGE;
@@ -711,7 +750,7 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 		/* Not a failure: jemalloc asks again for just the extent it needs. */
 	} else if (fail == PS_FAIL_NONE) {
 		int idx = nslabs;
-		slabs[idx] = (struct ps_slab){ .base = start, .len = len, .backing = backing };
+		*slab_at(idx) = (struct ps_slab){ .base = start, .len = len, .backing = backing };
 		for (uintptr_t u = (start - ps_pool_lo) >> PS_UNIT_SHIFT,
 			       last = (end - 1 - ps_pool_lo) >> PS_UNIT_SHIFT; u <= last; u++)
 			__atomic_store_n(&unit_slab[u], (uint16_t)(idx + 1), __ATOMIC_RELEASE);
@@ -747,9 +786,9 @@ int ps_pool_slab_of(const void *p)
 	int i = (int)__atomic_load_n(&unit_slab[u], __ATOMIC_ACQUIRE) - 1;
 
 	/* A unit records the last slab that touches it; earlier ones lie below. */
-	while (i >= 0 && a < slabs[i].base)
+	while (i >= 0 && a < slab_at(i)->base)
 		i--;
-	if (i < 0 || a - slabs[i].base >= slabs[i].len)
+	if (i < 0 || a - slab_at(i)->base >= slab_at(i)->len)
 		return -1;
 	return i;
 }
@@ -758,7 +797,7 @@ bool ps_pool_slab(int i, struct ps_slab *out)
 {
 	if (i < 0 || i >= __atomic_load_n(&nslabs, __ATOMIC_ACQUIRE))
 		return false;
-	*out = slabs[i];
+	*out = *slab_at(i);
 	return true;
 }
 
@@ -772,14 +811,16 @@ void ps_pool_note_mprotect(const void *addr, size_t len, int prot)
 	if (prot == (PROT_READ | PROT_WRITE) || len == 0 || hi == 0 || end <= ps_pool_lo || a >= hi)
 		return;
 	int n = ps_pool_nslabs();
-	for (int i = 0; i < n; i++)
-		if (slabs[i].base < end && a < slabs[i].base + slabs[i].len)
-			__atomic_store_n(&slabs[i].protected, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < n; i++) {
+		struct ps_slab *s = slab_at(i);
+		if (s->base < end && a < s->base + s->len)
+			__atomic_store_n(&s->protected, 1, __ATOMIC_RELEASE);
+	}
 }
 
 bool ps_pool_slab_protected(int i)
 {
-	return i >= 0 && i < ps_pool_nslabs() && __atomic_load_n(&slabs[i].protected, __ATOMIC_ACQUIRE);
+	return i >= 0 && i < ps_pool_nslabs() && __atomic_load_n(&slab_at(i)->protected, __ATOMIC_ACQUIRE);
 }
 
 int ps_pool_nslabs(void)
@@ -792,7 +833,7 @@ bool ps_pool_within_slab(const void *p, size_t len)
 	int i = ps_pool_slab_of(p);
 	if (i < 0 || len == 0)
 		return i >= 0;
-	const struct ps_slab *s = &slabs[i];
+	const struct ps_slab *s = slab_at(i);
 	/* off < s->len here; comparing len with what is left cannot wrap. */
 	return len <= s->len - ((uintptr_t)p - s->base);
 }
@@ -890,6 +931,11 @@ void ps_pool_reset_for_tests(void)
 {
 	if (ps_pool_hi != ps_pool_lo)
 		munmap((void *)ps_pool_lo, ps_pool_hi - ps_pool_lo);
+	for (size_t c = 0; c < SLAB_CHUNKS; c++)
+		if (slab_chunk[c]) {
+			munmap(slab_chunk[c], SLAB_CHUNK * sizeof(struct ps_slab));
+			slab_chunk[c] = NULL;
+		}
 	memset(unit_slab, 0, sizeof(unit_slab));
 	memset(unit_kind, 0, sizeof(unit_kind));
 	range_max = 0;
