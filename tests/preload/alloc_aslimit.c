@@ -13,6 +13,12 @@
  *            before start): "count N"
  *   trim     malloc_trim(0) before anything else: "trim R"
  *   first    one 64 KiB buffer written: "rss KIB" (VmRSS after it)
+ *   exhaust  (under a limit set before start) 16 MiB buffers, each
+ *            touched at both ends, until malloc fails; then a calloc and
+ *            a realloc to 32 MiB must fail too, leaving the old block
+ *            as it was; every other buffer freed and taken again:
+ *            "exhaust N ERRNO again M" (M of the N/2 taken again), or
+ *            what went wrong
  */
 #include <errno.h>
 #include <malloc.h>
@@ -85,6 +91,61 @@ static int late(void)
 	return 0;
 }
 
+/*
+ * The address space runs out in the middle of a run, wherever the limit
+ * puts it (the pool's growth, jemalloc's metadata, the shim's tables):
+ * every call fails as glibc's would and the program goes on.
+ */
+static int exhaust(void)
+{
+	static char *buf[4096];
+	const size_t sz = 16 * MiB;
+	int n = 0;
+
+	errno = 0;
+	while (n < 4096 && (buf[n] = malloc(sz))) {
+		buf[n][0] = (char)n;
+		buf[n][sz - 1] = (char)n;
+		n++;
+	}
+	int e = errno;
+	if (n < 2)
+		return printf("exhaust %d %s again 0\n", n, e == ENOMEM ? "ENOMEM" : strerror(e)), 0;
+	errno = 0;
+	void *z = calloc(1, sz);
+	if (z)
+		return printf("exhaust: a calloc succeeded after malloc failed\n"), 1;
+	if (errno != ENOMEM)
+		return printf("exhaust: calloc failed with %s\n", strerror(errno)), 1;
+	errno = 0;
+	char *r = realloc(buf[1], 2 * sz);
+	if (r) {
+		/* glibc may grow an mmapped block in place (mremap): fine, if intact. */
+		if (r[0] != 1 || r[sz - 1] != 1)
+			return printf("exhaust: realloc moved the block without its data\n"), 1;
+		buf[1] = r;
+	} else if (errno != ENOMEM) {
+		return printf("exhaust: realloc failed with %s\n", strerror(errno)), 1;
+	} else if (buf[1][0] != 1 || buf[1][sz - 1] != 1) {
+		return printf("exhaust: a failed realloc changed the block\n"), 1;
+	}
+	for (int i = 0; i < n; i += 2)
+		free(buf[i]);
+	int again = 0;
+	for (int i = 0; i < n; i += 2)
+		if ((buf[i] = malloc(sz))) {
+			memset(buf[i], 3, 4096);
+			again++;
+		}
+	for (int i = 1; i < n; i += 2)
+		if (buf[i][0] != (char)i || buf[i][sz - 1] != (char)i)
+			return printf("exhaust: buffer %d changed\n", i), 1;
+	for (int i = 0; i < n; i++)
+		free(buf[i]);
+	printf("exhaust %d %s again %d\n", n, e == ENOMEM ? "ENOMEM" : strerror(e), again);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -125,6 +186,8 @@ int main(int argc, char **argv)
 		printf("count %d\n", n);
 		return 0;
 	}
-	fprintf(stderr, "usage: alloc_aslimit late|vmpeak|count|trim|first\n");
+	if (strcmp(mode, "exhaust") == 0)
+		return exhaust();
+	fprintf(stderr, "usage: alloc_aslimit late|vmpeak|count|trim|first|exhaust\n");
 	return 2;
 }
