@@ -106,10 +106,19 @@ static const unsigned test_delay_us = 0;   /* the shipped library never waits: f
 #endif
 static struct ps_pool_info info;
 
-/* Slab index + 1 for every 2 MiB unit of the reserve; 0 = not a slab. */
-static uint16_t unit_slab[PS_MAX_UNITS];
-/* The backing of every mapped unit (enum ps_backing), for purging. */
-static uint8_t unit_kind[PS_MAX_UNITS];
+/*
+ * Two tables with an entry per 2 MiB unit of what the range may grow to,
+ * mapped together when the range is first reserved (12 KiB for the
+ * default 4 GiB pool, rather than 96 KiB of .bss for the largest range
+ * any pool may have), and set before ps_pool_hi is published: lock-free
+ * readers reach them only past ps_pool_contains(), which loads hi with
+ * acquire.
+ *   unit_slab  slab index + 1 of the last slab touching the unit; 0 = none
+ *   unit_kind  the backing of every mapped unit (enum ps_backing + 1), for purging
+ */
+static uint16_t *unit_slab;
+static uint8_t *unit_kind;
+static size_t unit_tables_len;
 static int nslabs;
 
 /*
@@ -490,10 +499,20 @@ static int reserve_range(void)
 	 * later counts every mapping, PROT_NONE ones included, and a range
 	 * reserved ahead would use it up.
 	 */
+	size_t units = want >> PS_UNIT_SHIFT;
+	size_t tables = round_up(units * (sizeof(*unit_slab) + sizeof(*unit_kind)), PS_PAGE);
+	void *t = mmap(NULL, tables, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t == MAP_FAILED)
+		return -errno;
 	uintptr_t lo = 0;
 	int r = reserve_growing(&lo);
-	if (r < 0)
+	if (r < 0) {
+		munmap(t, tables);
 		return r;
+	}
+	unit_slab = t;
+	unit_kind = (uint8_t *)(unit_slab + units);
+	unit_tables_len = tables;
 	uintptr_t hi = lo + PS_UNIT;
 	info.reserve = PS_UNIT;
 
@@ -936,8 +955,11 @@ void ps_pool_reset_for_tests(void)
 			munmap(slab_chunk[c], SLAB_CHUNK * sizeof(struct ps_slab));
 			slab_chunk[c] = NULL;
 		}
-	memset(unit_slab, 0, sizeof(unit_slab));
-	memset(unit_kind, 0, sizeof(unit_kind));
+	if (unit_slab)
+		munmap(unit_slab, unit_tables_len);
+	unit_slab = NULL;
+	unit_kind = NULL;
+	unit_tables_len = 0;
 	range_max = 0;
 	nslabs = 0;
 	pool_next = backed_end = small_end = 0;
