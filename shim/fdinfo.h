@@ -16,8 +16,8 @@
  * store above 65535: in static memory it counted against an
  * address-space limit in every process, though few have such numbers.
  * Readers take one load below 65536, three above, and no lock; writers
- * publish a new array or chunk with one CAS.  Nothing here allocates with malloc or takes a lock,
- * so every function is async-signal-safe.
+ * publish a new array or chunk with one CAS.  Nothing here allocates with
+ * malloc or takes a lock, so every function is async-signal-safe.
  *
  * What the table cannot see: a descriptor opened by path is taken to be a
  * regular file ("/dev/..." paths to be devices), so a FIFO or device node

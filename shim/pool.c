@@ -45,7 +45,12 @@
  * (memory.current, memory.usage_in_bytes) is read by alloc.c when it
  * nears the limit, and in such a cgroup purges give back the free pages
  * of partly used THP units too (the kernel splits them): what is resident
- * counts there, not the TLB.
+ * counts there, not the TLB.  The pool's own tables are mapped as it is
+ * first used and grows (the per-unit tables with the range, sized to its
+ * span; the slab table 512 slabs at a time), not kept in .bss: a process
+ * that never pools holds none of them, and one that pools holds 24 KiB
+ * for the default 4 GiB pool, not the 1.6 MiB that tables sized for the
+ * largest pool took of an address-space limit.
  *
  * The lock below is taken by the extent hook, sometimes under jemalloc's
  * grow mutex and sometimes not (near the cap, when the growth step fails,
