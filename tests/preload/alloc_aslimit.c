@@ -19,10 +19,17 @@
  *            as it was; every other buffer freed and taken again:
  *            "exhaust N ERRNO again M" (M of the N/2 taken again), or
  *            what went wrong
+ *   threads  (under a limit set before start) 8 threads, each 20 rounds of
+ *            1-8 MiB buffers, touched at both ends, until malloc fails,
+ *            then every other one freed; a thread that cannot be created
+ *            (EAGAIN: its stack does not fit) is skipped: "threads ok" or
+ *            what went wrong
  */
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +153,65 @@ static int exhaust(void)
 	return 0;
 }
 
+static int thread_bad;               /* a failed malloc's errno other than ENOMEM */
+
+static void *churn_main(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	char *buf[256];
+	int n = 0;
+
+	for (int round = 0; round < 20; round++) {
+		while (n < 256) {
+			size_t sz = (size_t)(1 + rand_r(&seed) % 8) * MiB;
+			errno = 0;
+			char *p = malloc(sz);
+			if (!p) {
+				if (errno != ENOMEM)
+					__atomic_store_n(&thread_bad, errno ? errno : -1, __ATOMIC_RELAXED);
+				break;
+			}
+			p[0] = 1;
+			p[sz - 1] = 1;
+			buf[n++] = p;
+		}
+		int kept = 0;
+		for (int i = 0; i < n; i++)
+			if (i % 2)
+				buf[kept++] = buf[i];
+			else
+				free(buf[i]);
+		n = kept;
+	}
+	for (int i = 0; i < n; i++)
+		free(buf[i]);
+	return NULL;
+}
+
+/*
+ * Threads whose first pooled call, or any later one, finds the address
+ * space gone: each call fails as glibc's would, nothing crashes.
+ */
+static int threads(void)
+{
+	pthread_t t[8];
+	bool made[8];
+
+	for (int i = 0; i < 8; i++) {
+		int r = pthread_create(&t[i], NULL, churn_main, (void *)(uintptr_t)(i + 1));
+		made[i] = r == 0;
+		if (r != 0 && r != EAGAIN)
+			return printf("threads: pthread_create: %s\n", strerror(r)), 1;
+	}
+	for (int i = 0; i < 8; i++)
+		if (made[i])
+			pthread_join(t[i], NULL);
+	if (thread_bad)
+		return printf("threads: a malloc failed with %s\n", strerror(thread_bad)), 1;
+	printf("threads ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -188,6 +254,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(mode, "exhaust") == 0)
 		return exhaust();
-	fprintf(stderr, "usage: alloc_aslimit late|vmpeak|count|trim|first|exhaust\n");
+	if (strcmp(mode, "threads") == 0)
+		return threads();
+	fprintf(stderr, "usage: alloc_aslimit late|vmpeak|count|trim|first|exhaust|threads\n");
 	return 2;
 }

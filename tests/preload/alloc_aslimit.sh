@@ -15,13 +15,18 @@
 #   growth): malloc, calloc and realloc fail with ENOMEM as glibc's do,
 #   realloc leaves its block alone, freed buffers are taken again, no
 #   crash, and at most one buffer fewer than glibc at every limit;
+# - the same with 8 threads of 1-8 MiB buffers, under 30 limits from
+#   67000 to 270000 KiB, with the report on and off: no crash, every
+#   failed malloc ENOMEM;
 # - one 64 KiB buffer costs at most 2 MiB of RSS over glibc's.
 # Before (769a714): "small mallocs stopped after 0", bash "xmalloc: cannot
 # allocate", VmPeak 8435424 against 19020 KiB, 55 buffers against 60, RSS
 # 5044 against 1264 KiB.  Before the slab table was mapped by the chunk and
 # jemalloc lost its thread cache and second arena (8de22c5): 16 buffers
 # against 18 at 300000, two fewer than glibc at 18 of the 39 limits of the
-# sweep, VmPeak 41424 against 19052 KiB.
+# sweep, VmPeak 41424 against 19052 KiB, and the threads died of SIGSEGV
+# under 6-10 of the 30 limits (jemalloc's thread cache set-up, when it
+# could not map a new arena, used the arena it did not get).
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 P="$PRELOAD_BIN/alloc_aslimit"
 V="POOLSHIM_STATS=off"
@@ -94,6 +99,21 @@ for lim in $(seq 16000 3000 130000); do
 done
 [ $sweep_bad = 0 ] &&
 	pass "the address space running out mid-run (ulimit -v 16000-130000 KiB): ENOMEM, blocks kept, freed ones taken again, at most one fewer than glibc"
+
+# Threads meeting the edge, in their first pooled call or a later one.
+# Before: SIGSEGV under 6-10 of the 30 limits.
+threads_bad=0
+for lim in $(seq 67000 7000 270000); do
+	for vars in "$V" POOLSHIM=on; do
+		got=$(env $vars LD_PRELOAD="$SHIM" sh -c 'ulimit -v "$1"; exec "$0" threads' "$P" "$lim" 2>/dev/null)
+		rc=$?
+		[ $rc = 0 ] && [ "$got" = "threads ok" ] && continue
+		fail "ulimit -v $lim ($vars), 8 threads of 1-8 MiB buffers: exit $rc, '$got'"
+		threads_bad=1
+	done
+done
+[ $threads_bad = 0 ] &&
+	pass "the address space running out under 8 threads (ulimit -v 67000-270000 KiB): no crash, ENOMEM"
 
 # RSS moves a little run to run: the smallest of three each.
 best() { m=; for _ in 1 2 3; do v=$(num "$("$@")"); [ -z "$m" ] || [ "$v" -lt "$m" ] && m=$v; done; echo "$m"; }
