@@ -18,7 +18,10 @@ libjemalloc.so.2, libtcmalloc_minimal.so.4, libmimalloc.so.2), the shim
 - churn: tests/preload/footprint churn 40 N (40 live buffers of 1-24 MiB,
   one replaced at random N times, --churn-rounds): peak RSS;
 - one buffer: tests/preload/alloc_aslimit first and vmpeak: RSS after one
-  64 KiB buffer, VmPeak with one 16 MiB buffer (KiB).
+  64 KiB buffer, VmPeak with one 16 MiB buffer (KiB);
+- fit: tests/preload/alloc_aslimit count under `ulimit -v 300000`: how many
+  16 MiB buffers are written before malloc fails (the address space an
+  allocator keeps for itself).
 
 Runs are interleaved; each number is the median of --repeat runs (3).
 """
@@ -91,7 +94,7 @@ def main():
                                        args.baseline_lib and os.path.abspath(args.baseline_lib))
             if not e.get("LD_PRELOAD") or os.path.exists(e["LD_PRELOAD"])]
     res = {n: {"peak": [], "free": [], "trim": [], "big_s": [], "gbps": [], "faults": [],
-               "bench_peak": [], "churn_peak": [], "one_rss": [], "one_vmpeak": []}
+               "bench_peak": [], "churn_peak": [], "one_rss": [], "one_vmpeak": [], "fit": []}
            for n, _ in cfgs}
     for rep in range(args.repeat):
         for name, env in cfgs:
@@ -115,21 +118,24 @@ def main():
             r["one_rss"].append(int(out.split()[-1]))
             out, _, _ = run([one, "vmpeak"], env)
             r["one_vmpeak"].append(int(out.split()[-1]))
+            out, _, _ = run(["sh", "-c", 'ulimit -v 300000; exec "$0" count', one], env)
+            r["fit"].append(int(out.split()[-1]))
     print(file=sys.stderr)
     med = {n: {k: statistics.median(v) for k, v in r.items()} for n, r in res.items()}
     print("footprint: 16 x 32 MiB written, freed, malloc_trim(0) (RSS MiB; time s); "
           f"allocbench 64K-16M, 1 thread, {args.seconds:g}s; median of {args.repeat}")
     print(f"machine: {os.uname().nodename} {os.uname().release}, {os.cpu_count()} CPUs")
     print(f"churn: 40 live buffers of 1-24 MiB, {args.churn_rounds} replaced (peak RSS MiB); "
-          "one buffer: RSS after one 64 KiB buffer, VmPeak with one 16 MiB (KiB)")
+          "one buffer: RSS after one 64 KiB buffer, VmPeak with one 16 MiB (KiB); "
+          "fit: 16 MiB buffers under ulimit -v 300000")
     print(f"\n{'config':<11}{'peak':>8}{'freed':>8}{'trim':>8}{'time':>7}"
           f"{'bench GB/s':>12}{'faults/op':>11}{'bench peak':>12}{'churn peak':>12}"
-          f"{'64K RSS':>9}{'16M VmPeak':>12}")
+          f"{'64K RSS':>9}{'16M VmPeak':>12}{'fit':>5}")
     for name, _ in cfgs:
         r = med[name]
         print(f"{name:<11}{r['peak']:8.0f}{r['free']:8.0f}{r['trim']:8.0f}{r['big_s']:7.2f}"
               f"{r['gbps']:12.2f}{r['faults']:11.1f}{r['bench_peak']:12.0f}"
-              f"{r['churn_peak']:12.0f}{r['one_rss']:9.0f}{r['one_vmpeak']:12.0f}")
+              f"{r['churn_peak']:12.0f}{r['one_rss']:9.0f}{r['one_vmpeak']:12.0f}{r['fit']:5.0f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"bench": "footprint", "runs": res, "median": med}, f, indent=1)

@@ -10,9 +10,9 @@
  * CPU per 1 MiB request: docs/results.md.)  A block is told apart by its
  * address: the pool's range is one reserved mapping (ps_pool_contains).
  *
- * The pool arena is created with jemalloc's default hooks (so its metadata
- * stays out of the pool) and then switched to the hooks below, which take
- * slabs from pool.c, never unmap or decommit them, and let jemalloc split
+ * The pool arena is jemalloc's arena 0, made with jemalloc's default
+ * hooks (so its metadata stays out of the pool) and then switched to the
+ * hooks below, which take slabs from pool.c, never unmap or decommit them, and let jemalloc split
  * and merge extents freely, across slabs too: slabs are carved back to
  * back, so free blocks on either side of a slab border are one range of
  * memory, and freed small blocks can serve a larger request.  (Nothing is
@@ -60,13 +60,15 @@
  *
  * The arena, and jemalloc itself, are made on the first pooled request,
  * not at start: initialising jemalloc costs some 20 system calls and
- * 8 MiB of reservations, and the arena faults in some 20 pages of its
- * metadata, which a short program that never asks for a large buffer
- * should not pay for.
+ * 6 MiB of metadata mappings (a 2 MiB base block, then a 4 MiB one for the
+ * 2 MiB rtree leaf of the pool's first GiB), and the arena faults in some
+ * 50 pages of its metadata, which a short program that never asks for a
+ * large buffer should not pay for.
  *
- * Pool allocations bypass the thread cache: they are at least
- * POOLSHIM_POOL_MIN bytes, where tcache has nothing to offer, and an
- * explicit-arena allocation must not land in another arena's cache.
+ * Pool allocations bypass the thread cache, which is off (ps_alloc_init):
+ * they are at least POOLSHIM_POOL_MIN bytes, where tcache has nothing to
+ * offer, and an explicit-arena allocation must not land in another
+ * arena's cache.
  */
 #include "alloc.h"
 
@@ -299,6 +301,8 @@ static void door_see_pool(void)
 extern bool je_opt_cache_oblivious;
 extern bool je_opt_retain;
 extern size_t je_opt_lg_extent_max_active_fit;
+extern bool je_opt_tcache;
+extern unsigned je_opt_narenas;
 
 /* The interposed call in progress, for call-site records. */
 static __thread enum ps_call site_call;
@@ -562,7 +566,6 @@ static int arena_ctl_ssize(unsigned arena, const char *leaf, ssize_t value)
 static int make_arena(void)
 {
 	unsigned arena;
-	size_t sz = sizeof(arena);
 	extent_hooks_t *hooks = &pool_hooks;
 	char name[64];
 	struct ps_buf b;
@@ -575,8 +578,15 @@ static int make_arena(void)
 			return -ENOMEM;
 		__atomic_store_n(&je_ready, true, __ATOMIC_RELEASE);
 	}
-	if (psje_mallctl("arenas.create", &arena, &sz, NULL, 0) != 0)
-		return -ENOMEM;
+	/*
+	 * The pool arena is arena 0, jemalloc's one automatic arena, which
+	 * nothing else uses here: no thread cache, no profiling, and every
+	 * call names its arena.  A second arena would cost a 2 MiB base block
+	 * of address space and some 100 KiB of resident metadata and
+	 * statistics.  Its metadata stays out of the pool all the same: the
+	 * hooks set below serve its extents, never its base blocks.
+	 */
+	arena = 0;
 	/* jemalloc never purges on its own: pool_purge() below decides. */
 	if (arena_ctl_ssize(arena, "dirty_decay_ms", -1) != 0 ||
 	    arena_ctl_ssize(arena, "muzzy_decay_ms", -1) != 0)
@@ -648,7 +658,7 @@ int ps_alloc_init(const struct ps_config *cfg)
 	}
 	/*
 	 * jemalloc initialises with the arena, on the first pooled request: its
-	 * set-up (some 20 system calls, 8 MiB of reservations, /proc and /sys
+	 * set-up (some 20 system calls, 6 MiB of mappings, /proc and /sys
 	 * probes) is not paid by a process that never asks for a large
 	 * buffer.  It registers its fork handlers then, after the shim's, as
 	 * init.c needs (see there).
@@ -675,6 +685,19 @@ int ps_alloc_init(const struct ps_config *cfg)
 	 * the pool take new slabs above while the range sat free below.
 	 */
 	je_opt_lg_extent_max_active_fit = 63;
+	/*
+	 * No thread cache and one automatic arena.  Every pooled call names
+	 * the pool arena and bypasses the cache, so neither is ever used; but
+	 * with the cache on, each thread's first call into jemalloc carves a
+	 * cache from arena 0 (and so maps arena 0's first 2 MiB extent, and an
+	 * rtree leaf of 2 MiB for its addresses) and may make an automatic
+	 * arena for the thread (a 2 MiB base block each, up to four per CPU);
+	 * and jemalloc's control layer reserves statistics for every
+	 * automatic arena there may be (some 30 KiB each).  All of that is
+	 * address space an RLIMIT_AS counts, for nothing.
+	 */
+	je_opt_tcache = false;
+	je_opt_narenas = 1;
 	decay_ns = cfg->pool_decay_ms * 1000000u;
 	__atomic_store_n(&arena_state, ARENA_LAZY, __ATOMIC_RELEASE);
 	return 0;

@@ -15,7 +15,7 @@
 
 #include "sys.h"
 
-uint8_t *ps_fd_chunks[PS_FD_CHUNKS];
+uint8_t **ps_fd_chunks;
 uint8_t ps_fd_first[PS_FD_CHUNK];
 static unsigned chunks_mapped;
 
@@ -48,10 +48,33 @@ enum ps_fdkind ps_fd_kind_slow(int fd)
 	return k;
 }
 
+/* The array of chunk pointers, mapped (and published) if it is not yet. */
+static uint8_t **table_for_store(void)
+{
+	uint8_t **t = __atomic_load_n(&ps_fd_chunks, __ATOMIC_ACQUIRE);
+	if (t)
+		return t;
+	size_t len = PS_FD_CHUNKS * sizeof(*t);
+	/* Raw mmap: this may run inside malloc or a signal handler. */
+	long p = PS_SYSCALL(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p < 0)
+		return NULL;
+	uint8_t **mine = (uint8_t **)p, **expected = NULL;
+	if (__atomic_compare_exchange_n(&ps_fd_chunks, &expected, mine, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return mine;
+	PS_SYSCALL(SYS_munmap, mine, len);
+	return expected;
+}
+
 /* The chunk for index i, mapped (and published) if it is not yet. */
 static uint8_t *chunk_for_store(unsigned i)
 {
-	uint8_t *c = __atomic_load_n(&ps_fd_chunks[i], __ATOMIC_ACQUIRE);
+	uint8_t **t = table_for_store();
+	if (!t)
+		return NULL;   /* the entry stays unknown: probed when used */
+	uint8_t *c = __atomic_load_n(&t[i], __ATOMIC_ACQUIRE);
 	if (c)
 		return c;
 	uint8_t *mine = ps_fd_first;
@@ -64,7 +87,7 @@ static uint8_t *chunk_for_store(unsigned i)
 		mine = (uint8_t *)p;
 	}
 	uint8_t *expected = NULL;
-	if (__atomic_compare_exchange_n(&ps_fd_chunks[i], &expected, mine, false,
+	if (__atomic_compare_exchange_n(&t[i], &expected, mine, false,
 					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		if (i != 0)
 			__atomic_add_fetch(&chunks_mapped, 1, __ATOMIC_RELAXED);
@@ -90,7 +113,8 @@ void ps_fd_forget_range(unsigned lo, unsigned hi)
 	if (lo > hi)
 		return;
 	for (unsigned i = lo >> PS_FD_CHUNK_BITS; i <= hi >> PS_FD_CHUNK_BITS; i++) {
-		uint8_t *c = i == 0 ? ps_fd_first : __atomic_load_n(&ps_fd_chunks[i], __ATOMIC_ACQUIRE);
+		uint8_t **t = __atomic_load_n(&ps_fd_chunks, __ATOMIC_ACQUIRE);
+		uint8_t *c = i == 0 ? ps_fd_first : t ? __atomic_load_n(&t[i], __ATOMIC_ACQUIRE) : NULL;
 		if (!c)
 			continue;
 		unsigned base = i << PS_FD_CHUNK_BITS;

@@ -9,12 +9,15 @@
  * fstat (+ F_GETFL for a regular file).
  *
  * The table has an entry for every possible descriptor number, 0 to
- * INT_MAX, in two levels: a fixed array of chunk pointers, and 64 KiB
- * chunks of one-byte entries mapped on the first store into them and never
+ * INT_MAX, in two levels: an array of chunk pointers, and 64 KiB chunks of
+ * one-byte entries, each mapped on the first store into it and never
  * unmapped; numbers below 65536 live in a static first chunk that needs
- * no pointer.  Readers take one or two loads and no lock; writers publish a new
- * chunk with one CAS.  Nothing here allocates with malloc or takes a lock,
- * so every function is async-signal-safe.
+ * no pointer.  The pointer array (512 KiB) is mapped too, on the first
+ * store above 65535: in static memory it counted against an
+ * address-space limit in every process, though few have such numbers.
+ * Readers take one load below 65536, three above, and no lock; writers
+ * publish a new array or chunk with one CAS.  Nothing here allocates with
+ * malloc or takes a lock, so every function is async-signal-safe.
  *
  * What the table cannot see: a descriptor opened by path is taken to be a
  * regular file ("/dev/..." paths to be devices), so a FIFO or device node
@@ -48,7 +51,8 @@
 #define PS_FD_KIND_MASK 0x7fu
 #define PS_FD_CHECKED 0x80u
 
-extern uint8_t *ps_fd_chunks[PS_FD_CHUNKS];
+/* The chunk pointers (PS_FD_CHUNKS of them), NULL until a number above 65535 is stored. */
+extern uint8_t **ps_fd_chunks;
 /*
  * Descriptors 0-65535, the only ones most programs have, in static memory:
  * one compare and one load, no chunk pointer (ps_fd_chunks[0] stays NULL).
@@ -60,8 +64,9 @@ static inline uint8_t ps_fd_entry(int fd)
 {
 	if (ps_likely((unsigned)fd < PS_FD_CHUNK))
 		return __atomic_load_n(&ps_fd_first[fd], __ATOMIC_RELAXED);
-	uint8_t *c = __atomic_load_n(&ps_fd_chunks[(unsigned)fd >> PS_FD_CHUNK_BITS],
-				     __ATOMIC_ACQUIRE);
+	uint8_t **t = __atomic_load_n(&ps_fd_chunks, __ATOMIC_ACQUIRE);
+	uint8_t *c = t ? __atomic_load_n(&t[(unsigned)fd >> PS_FD_CHUNK_BITS], __ATOMIC_ACQUIRE)
+		       : NULL;
 	return c != NULL ? __atomic_load_n(&c[fd & (PS_FD_CHUNK - 1)], __ATOMIC_RELAXED) : 0;
 }
 
@@ -102,8 +107,9 @@ static inline void ps_fd_store(int fd, uint8_t v)
 	}
 	if (ps_unlikely(fd < 0))
 		return;
-	uint8_t *c = __atomic_load_n(&ps_fd_chunks[(unsigned)fd >> PS_FD_CHUNK_BITS],
-				     __ATOMIC_ACQUIRE);
+	uint8_t **t = __atomic_load_n(&ps_fd_chunks, __ATOMIC_ACQUIRE);
+	uint8_t *c = t ? __atomic_load_n(&t[(unsigned)fd >> PS_FD_CHUNK_BITS], __ATOMIC_ACQUIRE)
+		       : NULL;
 	if (ps_likely(c != NULL))
 		__atomic_store_n(&c[fd & (PS_FD_CHUNK - 1)], v, __ATOMIC_RELAXED);
 	else if (v != 0)

@@ -57,7 +57,12 @@
  * (memory.current, memory.usage_in_bytes) is read by alloc.c when it
  * nears the limit, and in such a cgroup purges give back the free pages
  * of partly used THP units too (the kernel splits them): what is resident
- * counts there, not the TLB.
+ * counts there, not the TLB.  The pool's own tables are mapped as it is
+ * first used and grows (the per-unit tables with the range, sized to its
+ * span; the slab table 512 slabs at a time), not kept in .bss: a process
+ * that never pools holds none of them, and one that pools holds 24 KiB
+ * for the default 4 GiB pool, not the 1.6 MiB that tables sized for the
+ * largest pool took of an address-space limit.
  *
  * The lock below is taken by the extent hook, under whichever of
  * jemalloc's mutexes it holds then.  So it has fork handlers of its own
@@ -117,12 +122,60 @@ static const unsigned test_delay_us = 0;   /* the shipped library never waits: f
 #endif
 static struct ps_pool_info info;
 
-/* Slab index + 1 for every 2 MiB unit of the reserve; 0 = not a slab. */
-static uint16_t unit_slab[PS_MAX_UNITS];
-/* The backing of every mapped unit (enum ps_backing), for purging. */
-static uint8_t unit_kind[PS_MAX_UNITS];
-static struct ps_slab slabs[PS_MAX_SLABS];
+/*
+ * Two tables with an entry per 2 MiB unit of what the range may grow to,
+ * mapped together when the range is first reserved (12 KiB for the
+ * default 4 GiB pool, rather than 96 KiB of .bss for the largest range
+ * any pool may have), and set before ps_pool_hi is published: lock-free
+ * readers reach them only past ps_pool_contains(), which loads hi with
+ * acquire.
+ *   unit_slab  slab index + 1 of the last slab touching the unit; 0 = none
+ *   unit_kind  the backing of every mapped unit (enum ps_backing + 1), for purging
+ */
+static uint16_t *unit_slab;
+static uint8_t *unit_kind;
+static size_t unit_tables_len;
 static int nslabs;
+
+/*
+ * The slab table, mapped a chunk at a time as slabs come: the whole of it
+ * (PS_MAX_SLABS entries, 1.5 MiB of .bss) counted against an
+ * address-space limit in every process, though most hold a few slabs.
+ * A chunk is mapped before the first slab in it is written, and published
+ * before that slab is (lock-free readers reach slab i only through nslabs
+ * or unit_slab, loaded with acquire after the writer's release); chunks
+ * are never unmapped while the pool lives.  Readers pay one load more.
+ */
+#define SLAB_CHUNK_SHIFT 9                      /* 512 slabs: 12 KiB */
+#define SLAB_CHUNK ((size_t)1 << SLAB_CHUNK_SHIFT)
+#define SLAB_CHUNKS ((PS_MAX_SLABS + SLAB_CHUNK - 1) / SLAB_CHUNK)
+static struct ps_slab *slab_chunk[SLAB_CHUNKS];
+
+/* Slab i (i < nslabs, or the one being added under the lock). */
+static struct ps_slab *slab_at(int i)
+{
+	struct ps_slab *c = __atomic_load_n(&slab_chunk[(size_t)i >> SLAB_CHUNK_SHIFT],
+					    __ATOMIC_RELAXED);
+	return &c[(size_t)i & (SLAB_CHUNK - 1)];
+}
+
+/*
+ * Under the lock: map the chunk that slab i goes into, if not yet there.
+ * 0, or -errno (the address space ran out: the request falls back).
+ */
+static int slab_room(int i)
+{
+	struct ps_slab **c = &slab_chunk[(size_t)i >> SLAB_CHUNK_SHIFT];
+
+	if (*c)
+		return 0;
+	void *p = mmap(NULL, SLAB_CHUNK * sizeof(struct ps_slab), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	__atomic_store_n(c, (struct ps_slab *)p, __ATOMIC_RELEASE);
+	return 0;
+}
 
 static size_t round_up(size_t v, size_t to)
 {
@@ -469,10 +522,20 @@ static int reserve_range(void)
 	 * later counts every mapping, PROT_NONE ones included, and a range
 	 * reserved ahead would use it up.
 	 */
+	size_t units = want >> PS_UNIT_SHIFT;
+	size_t tables = round_up(units * (sizeof(*unit_slab) + sizeof(*unit_kind)), PS_PAGE);
+	void *t = mmap(NULL, tables, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t == MAP_FAILED)
+		return -errno;
 	uintptr_t lo = 0;
 	int r = reserve_growing(&lo);
-	if (r < 0)
+	if (r < 0) {
+		munmap(t, tables);
 		return r;
+	}
+	unit_slab = t;
+	unit_kind = (uint8_t *)(unit_slab + units);
+	unit_tables_len = tables;
 	uintptr_t hi = lo + PS_UNIT;
 	info.reserve = PS_UNIT;
 
@@ -674,7 +737,7 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 	pthread_mutex_lock(&pool_lock);
 	if (test_delay_us)
 		delay_us(test_delay_us);
-	if (prepare_locked() < 0 || nslabs >= PS_MAX_SLABS) {
+	if (prepare_locked() < 0 || nslabs >= PS_MAX_SLABS || slab_room(nslabs) < 0) {
 		fail = PS_FAIL_NO_ADDRESS;
 	} else if (len > PS_SLAB_MAX) {
 		fail = PS_FAIL_TOO_LARGE;
@@ -733,9 +796,9 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 	if (fail == PS_FAIL_NONE) {
 		int idx = nslabs;
 		/* A slab that starts where the last one ended continues its run. */
-		int run = idx > 0 && slabs[idx - 1].base + slabs[idx - 1].len == start
-			  ? slabs[idx - 1].run : idx;
-		slabs[idx] = (struct ps_slab){ .base = start, .len = len, .backing = backing,
+		const struct ps_slab *prev = idx > 0 ? slab_at(idx - 1) : NULL;
+		int run = prev && prev->base + prev->len == start ? prev->run : idx;
+		*slab_at(idx) = (struct ps_slab){ .base = start, .len = len, .backing = backing,
 					       .run = (uint16_t)run };
 		for (uintptr_t u = (start - ps_pool_lo) >> PS_UNIT_SHIFT,
 			       last = (end - 1 - ps_pool_lo) >> PS_UNIT_SHIFT; u <= last; u++)
@@ -772,9 +835,9 @@ int ps_pool_slab_of(const void *p)
 	int i = (int)__atomic_load_n(&unit_slab[u], __ATOMIC_ACQUIRE) - 1;
 
 	/* A unit records the last slab that touches it; earlier ones lie below. */
-	while (i >= 0 && a < slabs[i].base)
+	while (i >= 0 && a < slab_at(i)->base)
 		i--;
-	if (i < 0 || a - slabs[i].base >= slabs[i].len)
+	if (i < 0 || a - slab_at(i)->base >= slab_at(i)->len)
 		return -1;
 	return i;
 }
@@ -783,7 +846,7 @@ bool ps_pool_slab(int i, struct ps_slab *out)
 {
 	if (i < 0 || i >= __atomic_load_n(&nslabs, __ATOMIC_ACQUIRE))
 		return false;
-	*out = slabs[i];
+	*out = *slab_at(i);
 	return true;
 }
 
@@ -800,11 +863,13 @@ void ps_pool_note_mprotect(const void *addr, size_t len, int prot)
 	if (prot == (PROT_READ | PROT_WRITE) || len == 0 || hi == 0 || end <= ps_pool_lo || a >= hi)
 		return;
 	int n = ps_pool_nslabs();
-	for (int i = 0; i < n; i++)
-		if (slabs[i].base < end && a < slabs[i].base + slabs[i].len) {
-			__atomic_store_n(&slabs[i].protected, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < n; i++) {
+		struct ps_slab *s = slab_at(i);
+		if (s->base < end && a < s->base + s->len) {
+			__atomic_store_n(&s->protected, 1, __ATOMIC_RELEASE);
 			__atomic_store_n(&any_protected, 1, __ATOMIC_RELEASE);
 		}
+	}
 }
 
 /* The slab holding the last byte of [p, p + len), or -1 (none, or the length wraps). */
@@ -827,7 +892,7 @@ bool ps_pool_range_protected(const void *p, size_t len)
 		return false;
 	/* Slabs are numbered in address order: those between hold the rest. */
 	for (int k = i; k <= (j < i ? i : j); k++)
-		if (__atomic_load_n(&slabs[k].protected, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&slab_at(k)->protected, __ATOMIC_ACQUIRE))
 			return true;
 	return false;
 }
@@ -848,7 +913,7 @@ bool ps_pool_within_slabs(const void *p, size_t len)
 	 * without a gap (a run is consecutive slabs, each starting where the
 	 * one before ends).
 	 */
-	return j >= i && slabs[j].run == slabs[i].run;
+	return j >= i && slab_at(j)->run == slab_at(i)->run;
 }
 
 /* Give [from, to) back (page aligned, 4 KiB or whole THP units); true if done. */
@@ -944,8 +1009,16 @@ void ps_pool_reset_for_tests(void)
 {
 	if (ps_pool_hi != ps_pool_lo)
 		munmap((void *)ps_pool_lo, ps_pool_hi - ps_pool_lo);
-	memset(unit_slab, 0, sizeof(unit_slab));
-	memset(unit_kind, 0, sizeof(unit_kind));
+	for (size_t c = 0; c < SLAB_CHUNKS; c++)
+		if (slab_chunk[c]) {
+			munmap(slab_chunk[c], SLAB_CHUNK * sizeof(struct ps_slab));
+			slab_chunk[c] = NULL;
+		}
+	if (unit_slab)
+		munmap(unit_slab, unit_tables_len);
+	unit_slab = NULL;
+	unit_kind = NULL;
+	unit_tables_len = 0;
 	range_max = 0;
 	nslabs = 0;
 	pool_next = backed_end = small_end = 0;

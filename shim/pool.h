@@ -27,7 +27,6 @@
 #define PS_UNIT ((size_t)1 << PS_UNIT_SHIFT)
 #define PS_SLAB_MAX ((size_t)1 << 30)          /* the largest single request pooled */
 #define PS_RESERVE_MAX ((size_t)64 << 30)
-#define PS_MAX_UNITS (PS_RESERVE_MAX >> PS_UNIT_SHIFT)
 #define PS_MAX_SLABS 65535
 
 struct ps_slab {

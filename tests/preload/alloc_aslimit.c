@@ -13,10 +13,23 @@
  *            before start): "count N"
  *   trim     malloc_trim(0) before anything else: "trim R"
  *   first    one 64 KiB buffer written: "rss KIB" (VmRSS after it)
+ *   exhaust  (under a limit set before start) 16 MiB buffers, each
+ *            touched at both ends, until malloc fails; then a calloc and
+ *            a realloc to 32 MiB must fail too, leaving the old block
+ *            as it was; every other buffer freed and taken again:
+ *            "exhaust N ERRNO again M" (M of the N/2 taken again), or
+ *            what went wrong
+ *   threads  (under a limit set before start) 8 threads, each 20 rounds of
+ *            1-8 MiB buffers, touched at both ends, until malloc fails,
+ *            then every other one freed; a thread that cannot be created
+ *            (EAGAIN: its stack does not fit) is skipped: "threads ok" or
+ *            what went wrong
  */
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +98,120 @@ static int late(void)
 	return 0;
 }
 
+/*
+ * The address space runs out in the middle of a run, wherever the limit
+ * puts it (the pool's growth, jemalloc's metadata, the shim's tables):
+ * every call fails as glibc's would and the program goes on.
+ */
+static int exhaust(void)
+{
+	static char *buf[4096];
+	const size_t sz = 16 * MiB;
+	int n = 0;
+
+	errno = 0;
+	while (n < 4096 && (buf[n] = malloc(sz))) {
+		buf[n][0] = (char)n;
+		buf[n][sz - 1] = (char)n;
+		n++;
+	}
+	int e = errno;
+	if (n < 2)
+		return printf("exhaust %d %s again 0\n", n, e == ENOMEM ? "ENOMEM" : strerror(e)), 0;
+	errno = 0;
+	void *z = calloc(1, sz);
+	if (z)
+		return printf("exhaust: a calloc succeeded after malloc failed\n"), 1;
+	if (errno != ENOMEM)
+		return printf("exhaust: calloc failed with %s\n", strerror(errno)), 1;
+	errno = 0;
+	char *r = realloc(buf[1], 2 * sz);
+	if (r) {
+		/* glibc may grow an mmapped block in place (mremap): fine, if intact. */
+		if (r[0] != 1 || r[sz - 1] != 1)
+			return printf("exhaust: realloc moved the block without its data\n"), 1;
+		buf[1] = r;
+	} else if (errno != ENOMEM) {
+		return printf("exhaust: realloc failed with %s\n", strerror(errno)), 1;
+	} else if (buf[1][0] != 1 || buf[1][sz - 1] != 1) {
+		return printf("exhaust: a failed realloc changed the block\n"), 1;
+	}
+	for (int i = 0; i < n; i += 2)
+		free(buf[i]);
+	int again = 0;
+	for (int i = 0; i < n; i += 2)
+		if ((buf[i] = malloc(sz))) {
+			memset(buf[i], 3, 4096);
+			again++;
+		}
+	for (int i = 1; i < n; i += 2)
+		if (buf[i][0] != (char)i || buf[i][sz - 1] != (char)i)
+			return printf("exhaust: buffer %d changed\n", i), 1;
+	for (int i = 0; i < n; i++)
+		free(buf[i]);
+	printf("exhaust %d %s again %d\n", n, e == ENOMEM ? "ENOMEM" : strerror(e), again);
+	return 0;
+}
+
+static int thread_bad;               /* a failed malloc's errno other than ENOMEM */
+
+static void *churn_main(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	char *buf[256];
+	int n = 0;
+
+	for (int round = 0; round < 20; round++) {
+		while (n < 256) {
+			size_t sz = (size_t)(1 + rand_r(&seed) % 8) * MiB;
+			errno = 0;
+			char *p = malloc(sz);
+			if (!p) {
+				if (errno != ENOMEM)
+					__atomic_store_n(&thread_bad, errno ? errno : -1, __ATOMIC_RELAXED);
+				break;
+			}
+			p[0] = 1;
+			p[sz - 1] = 1;
+			buf[n++] = p;
+		}
+		int kept = 0;
+		for (int i = 0; i < n; i++)
+			if (i % 2)
+				buf[kept++] = buf[i];
+			else
+				free(buf[i]);
+		n = kept;
+	}
+	for (int i = 0; i < n; i++)
+		free(buf[i]);
+	return NULL;
+}
+
+/*
+ * Threads whose first pooled call, or any later one, finds the address
+ * space gone: each call fails as glibc's would, nothing crashes.
+ */
+static int threads(void)
+{
+	pthread_t t[8];
+	bool made[8];
+
+	for (int i = 0; i < 8; i++) {
+		int r = pthread_create(&t[i], NULL, churn_main, (void *)(uintptr_t)(i + 1));
+		made[i] = r == 0;
+		if (r != 0 && r != EAGAIN)
+			return printf("threads: pthread_create: %s\n", strerror(r)), 1;
+	}
+	for (int i = 0; i < 8; i++)
+		if (made[i])
+			pthread_join(t[i], NULL);
+	if (thread_bad)
+		return printf("threads: a malloc failed with %s\n", strerror(thread_bad)), 1;
+	printf("threads ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -125,6 +252,10 @@ int main(int argc, char **argv)
 		printf("count %d\n", n);
 		return 0;
 	}
-	fprintf(stderr, "usage: alloc_aslimit late|vmpeak|count|trim|first\n");
+	if (strcmp(mode, "exhaust") == 0)
+		return exhaust();
+	if (strcmp(mode, "threads") == 0)
+		return threads();
+	fprintf(stderr, "usage: alloc_aslimit late|vmpeak|count|trim|first|exhaust|threads\n");
 	return 2;
 }

@@ -143,6 +143,46 @@ START_TEST(test_take_and_lookup)
 }
 END_TEST
 
+/*
+ * The slab table is mapped a chunk (512 slabs) at a time: lookups, copies
+ * and protection marks find the right slab on both sides of a chunk's end.
+ */
+START_TEST(test_slab_table_chunks)
+{
+	bool zeroed;
+	enum ps_pool_fail why;
+	enum { N = 1100 };
+	static char *s[N];
+
+	pool_setup(PS_HUGE_NONE, 64 << 20);
+	/* Close the small region first: past it, 4 KiB slabs lie back to back. */
+	ck_assert_ptr_nonnull(ps_pool_take(2 << 20, 4096, 0, &zeroed, &why));
+	for (int i = 0; i < N; i++) {
+		s[i] = ps_pool_take(4096, 4096, 0, &zeroed, &why);
+		ck_assert_ptr_nonnull(s[i]);
+	}
+	ck_assert_int_eq(ps_pool_nslabs(), N + 1);
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(ps_pool_slab_of(s[i]), i + 1);
+		ck_assert_int_eq(ps_pool_slab_of(s[i] + 4095), i + 1);
+		ck_assert(ps_pool_within_slab(s[i], 4096));
+		ck_assert(!ps_pool_within_slab(s[i] + 1, 4096));
+	}
+	struct ps_slab sl;
+	ck_assert(ps_pool_slab(N, &sl));
+	ck_assert_uint_eq(sl.base, (uintptr_t)s[N - 1]);
+	ck_assert_uint_eq(sl.len, 4096);
+	ck_assert(!ps_pool_slab(N + 1, &sl));
+	/* A protection change over the chunks' seam marks the slabs on both sides. */
+	ps_pool_note_mprotect(s[510], 3 * 4096, PROT_READ);
+	ck_assert(!ps_pool_slab_protected(510));
+	ck_assert(ps_pool_slab_protected(511));
+	ck_assert(ps_pool_slab_protected(512));
+	ck_assert(ps_pool_slab_protected(513));
+	ck_assert(!ps_pool_slab_protected(514));
+}
+END_TEST
+
 START_TEST(test_cap_and_too_large)
 {
 	bool zeroed;
@@ -390,6 +430,7 @@ Suite *suite_pool(void)
 	tcase_add_test(tc, test_reserve);
 	tcase_add_test(tc, test_reserved_as_used);
 	tcase_add_test(tc, test_take_and_lookup);
+	tcase_add_test(tc, test_slab_table_chunks);
 	tcase_add_test(tc, test_cap_and_too_large);
 	tcase_add_test(tc, test_mode_reasons);
 	tcase_add_test(tc, test_small_first);
