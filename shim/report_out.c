@@ -419,7 +419,12 @@ int ps_report_emit(const struct ps_config *cfg, unsigned how)
 	const char *why = NULL, *program;
 	int fd = 2, pid, r;
 
-	if (strcmp(cfg->stats, "off") == 0)
+	/*
+	 * /dev/null is where people send what they mean to throw away: done,
+	 * as with off (opening it would fail the checks below, a device not
+	 * ours, and the report would be kept in the live record instead).
+	 */
+	if (strcmp(cfg->stats, "off") == 0 || strcmp(cfg->stats, "/dev/null") == 0)
 		return 0;
 	if (to_stderr && (fd = stderr_fd()) < 0)
 		return -EBADF;

@@ -140,4 +140,13 @@ shim "POOLSHIM_STATS=$PST_TMP/sym.json" -- "$H" --count 2 >"$PST_TMP/out" 2>"$PS
 	pass "symbolic link refused, said: $(grep 'cannot write' "$PST_TMP/err" | cut -c1-120)" ||
 	fail "symbolic link: $(cat "$PST_TMP/err") / target: $(head -c 100 "$PST_TMP/target")"
 
+# 11. /dev/null: thrown away as asked, with no complaint and nothing kept in
+# the live directory (before, "not owned by this user" and a kept record).
+ls "$POOLSHIM_LIVE_DIR" 2>/dev/null | sort >"$PST_TMP/live.before"
+shim POOLSHIM_STATS=/dev/null -- "$H" --count 2 >"$PST_TMP/out" 2>"$PST_TMP/err" || fail "/dev/null: helper failed"
+ls "$POOLSHIM_LIVE_DIR" 2>/dev/null | sort >"$PST_TMP/live.after"
+[ ! -s "$PST_TMP/err" ] && cmp -s "$PST_TMP/live.before" "$PST_TMP/live.after" &&
+	pass "POOLSHIM_STATS=/dev/null: discarded, nothing said, nothing kept" ||
+	fail "POOLSHIM_STATS=/dev/null: said '$(head -c 300 "$PST_TMP/err")'; kept: $(comm -13 "$PST_TMP/live.before" "$PST_TMP/live.after" | tr '\n' ' ')"
+
 finish
