@@ -692,6 +692,16 @@ static void emit_pool(struct ps_emit *e, const struct ps_report_data *d)
 	ps_emit_line(e, "]; in use %{in_use}z, peak %{peak}z, cap %{cap}z, threshold %{threshold}z",
 		     d->pool_in_use, d->pool_peak, p->cap, d->pool_min);
 	ps_emit_kv(e, "reserve", PS_EMIT_U64, &p->reserve);
+	/*
+	 * With the pool off, the text says no more of it (what it keeps free,
+	 * what it served: nothing, by design; the saved line says so).  The
+	 * JSON keeps every member, so a baseline reads like any report.
+	 */
+	if (d->pool_off && !e->json) {
+		ps_emit_text(e, "\n");
+		ps_emit_object_end(e);
+		return;
+	}
 	ps_emit_line(e, "\npool     keeps up to %{retain}z free for %{decay_ms}u ms; gave back "
 		     "%{purged}z in %{purges}u purges", p->retain, p->decay_ms, p->purged, p->purges);
 	if (p->cgroup_version) {
