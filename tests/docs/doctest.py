@@ -25,6 +25,8 @@ in Markdown, a roff comment in a manual page), say what is special:
                                           run as NEW (a long duration made short)
   docs-test: server SECONDS              a program that runs until stopped:
                                           passes if it still runs after SECONDS
+  docs-test: timeout SECONDS             the block may take this long, not 60 s
+                                          (a cluster to bring up)
   docs-test: needs FEATURE               skipped until the tree has FEATURE
                                           (a probe below says), or while
                                           command:NAME is not installed
@@ -344,7 +346,8 @@ def main(argv):
                 ran += 1
                 t0 = time.monotonic()
                 rc, out, why = (1, "", bad) if bad else run_script(
-                    (setup + "\n" if setup else "") + script, cwd, env, BLOCK_TIMEOUT,
+                    (setup + "\n" if setup else "") + script, cwd, env,
+                    float(b.note("timeout")[0]) if b.note("timeout") else BLOCK_TIMEOUT,
                     float(server[0]) if server else None)
                 dt = time.monotonic() - t0
                 if why is None and rc == 0 and out_of:
