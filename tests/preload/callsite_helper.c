@@ -4,8 +4,11 @@
  * exported (-rdynamic), never-inlined function names and known totals:
  * site_small_buffers mallocs 40 x 256 KiB, site_big_buffers 10 x 4 MiB;
  * site_read_file preads 30 x 128 KiB, site_write_file pwrites 20 x 256 KiB.
+ * Arguments: ROUNDS (1), and "kill" to end by SIGKILL after the work, for
+ * tests/tools/collect_sites.sh (the same sites, no exit).
  */
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +66,8 @@ int main(int argc, char **argv)
 			if (site_read_file(fd, buf) != 128 << 10)
 				return 1;
 	}
+	if (argc > 2 && strcmp(argv[2], "kill") == 0)
+		kill(getpid(), SIGKILL);
 	free(buf);
 	close(fd);
 	printf("callsite helper ok\n");
