@@ -5,8 +5,11 @@
  * site_small_buffers mallocs 40 x 256 KiB, site_big_buffers 10 x 4 MiB;
  * site_read_file preads 30 x 128 KiB, site_write_file pwrites 20 x 256 KiB.
  * Arguments: ROUNDS (1), and "kill" to end by SIGKILL after the work, for
- * tests/tools/collect_sites.sh (the same sites, no exit).
+ * tests/tools/collect_sites.sh (the same sites, no exit); with
+ * CALLSITE_PLUGIN set, that library is opened after the work and its
+ * plugin_buffers called 5 times before the end.
  */
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -65,6 +68,15 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 30; i++)
 			if (site_read_file(fd, buf) != 128 << 10)
 				return 1;
+	}
+	const char *plugin = getenv("CALLSITE_PLUGIN");
+	if (plugin) {
+		void *h = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
+		void *(*fn)(int) = h ? (void *(*)(int))dlsym(h, "plugin_buffers") : NULL;
+		if (!fn)
+			return 1;
+		for (int i = 0; i < 5; i++)
+			free(fn(i));
 	}
 	if (argc > 2 && strcmp(argv[2], "kill") == 0)
 		kill(getpid(), SIGKILL);

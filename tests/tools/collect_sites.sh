@@ -80,6 +80,20 @@ grep -q ";site_big_buffers;alloc:malloc 10$" "$PST_TMP/kill.folded" &&
 	fail "folded: $(diff "$PST_TMP/exit.folded" "$PST_TMP/kill.folded" | head -5)"
 ls "$L"/poolshim-*.stats >/dev/null 2>&1 && fail "record left after collect"
 
+# A library opened after the record was made (dlopen): its frames are
+# named too, from the module list brought up to date at its first stack.
+PLUGIN="$PRELOAD_BIN/.libs/libsiteplugin.so"
+[ -f "$PLUGIN" ] || fail "no $PLUGIN"
+# shellcheck disable=SC2086
+shim $BT "POOLSHIM_LIVE_DIR=$L" "POOLSHIM_STATS=$PST_TMP/plugin.json" -- \
+	env "CALLSITE_PLUGIN=$PLUGIN" "$H" 1 kill >/dev/null 2>&1
+timeout 120 "$COLLECT" --live-dir "$L" >/dev/null 2>"$PST_TMP/plugin.err" ||
+	fail "collect: $(cat "$PST_TMP/plugin.err")"
+p=$(json_get "$PST_TMP/plugin.json" '[(s["count"], s["frames"][0]["object"], s["frames"][1]["function"]) for s in r.get("callsites", []) if s["frames"][0]["function"] == "plugin_buffers"]')
+[ "$p" = "[(5, 'libsiteplugin.so', 'main')]" ] &&
+	pass "a dlopen'd library's frames named after SIGKILL" ||
+	fail "plugin site: $p; $(json_get "$PST_TMP/plugin.json" '[s["frames"][0] for s in r.get("callsites", [])]' | head -c 600)"
+
 # Damaged tables: each refused alone, the report still made.
 # damage NAME PYTHON: a killed run's record patched by PYTHON (f: the file,
 # o: offsets, so: the region's offset), then collected as text.
