@@ -10,7 +10,9 @@
 # counts are exact and must equal those of the same run that exits.  A
 # damaged table (a slot's depth past the most a stack keeps, a region that
 # is not where the shim puts it) is refused alone, in one line: the report
-# is still made, without call sites, and says why.  Without
+# is still made, without call sites, and says why.  A library dlopen'd
+# after the record was made is named too; as root, another user's record
+# is named only from the objects that user may read.  Without
 # POOLSHIM_BACKTRACE the record has no table and keeps its size.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 COLLECT="$PS_TOP_BUILDDIR/tools/poolshim-collect"
@@ -93,6 +95,38 @@ p=$(json_get "$PST_TMP/plugin.json" '[(s["count"], s["frames"][0]["object"], s["
 [ "$p" = "[(5, 'libsiteplugin.so', 'main')]" ] &&
 	pass "a dlopen'd library's frames named after SIGKILL" ||
 	fail "plugin site: $p; $(json_get "$PST_TMP/plugin.json" '[s["frames"][0] for s in r.get("callsites", [])]' | head -c 600)"
+
+# As root, a record of another user's process: its objects are read with
+# that user's permissions.  The program, readable by nobody only while it
+# runs (then root's, mode 0700), is not named (raw addresses, its build id
+# and offsets kept), while libc, which nobody may read, still is.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	U=$(mktemp -d /tmp/pst-sites-nobody.XXXXXX)
+	at_exit "rm -rf '$U'"
+	chmod 755 "$U"
+	mkdir -m 1777 "$U/L"
+	mkdir -m 755 "$U/bin"
+	cp "$H" "$U/bin/helper"
+	chown nobody "$U/bin/helper"
+	chmod 700 "$U/bin/helper"
+	# shellcheck disable=SC2086
+	setpriv --reuid=nobody --regid=nogroup --clear-groups env $BT "POOLSHIM_LIVE_DIR=$U/L" \
+		POOLSHIM_STATS=stderr LD_PRELOAD="$SHIM" "$U/bin/helper" 1 kill >/dev/null 2>&1
+	chown root "$U/bin/helper"
+	mkdir "$PST_TMP/nobody.d"
+	timeout 120 "$COLLECT" --live-dir "$U/L" --into "$PST_TMP/nobody.d" >/dev/null 2>"$PST_TMP/nobody.err"
+	r=$(ls "$PST_TMP/nobody.d"/*.txt 2>/dev/null | head -n 1)
+	if [ -z "$r" ]; then
+		fail "nobody's record: no report: $(cat "$PST_TMP/nobody.err")"
+	else
+		grep -Eq '#0 0x[0-9a-f]+ \(helper\)' "$r" && ! grep -q 'site_big_buffers' "$r" &&
+			grep -q '__libc_start_main+0x[0-9a-f]* (libc.so.6)' "$r" &&
+			pass "as root: named only from what the record's owner may read" ||
+			fail "nobody's record: $(grep -A4 'call sites by bytes' "$r")"
+	fi
+else
+	echo "not root (or no setpriv): the owner's-permissions case not run"
+fi
 
 # Damaged tables: each refused alone, the report still made.
 # damage NAME PYTHON: a killed run's record patched by PYTHON (f: the file,
