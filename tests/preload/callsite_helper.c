@@ -7,7 +7,8 @@
  * Arguments: ROUNDS (1), and "kill" to end by SIGKILL after the work, for
  * tests/tools/collect_sites.sh (the same sites, no exit); with
  * CALLSITE_PLUGIN set, that library is opened after the work and its
- * plugin_buffers called 5 times before the end.
+ * plugin_buffers called 5 times before the end; with CALLSITE_FORK set,
+ * a fork child calls site_big_buffers 7 more times and exits first.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #define NOINLINE __attribute__((noinline, visibility("default")))
 
@@ -77,6 +79,17 @@ int main(int argc, char **argv)
 			return 1;
 		for (int i = 0; i < 5; i++)
 			free(fn(i));
+	}
+	if (getenv("CALLSITE_FORK")) {
+		pid_t c = fork();
+		if (c == 0) {
+			for (int i = 0; i < 7; i++)
+				free(site_big_buffers(i));
+			_exit(0);
+		}
+		int st;
+		if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			return 1;
 	}
 	if (argc > 2 && strcmp(argv[2], "kill") == 0)
 		kill(getpid(), SIGKILL);

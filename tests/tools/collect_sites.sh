@@ -96,6 +96,17 @@ p=$(json_get "$PST_TMP/plugin.json" '[(s["count"], s["frames"][0]["object"], s["
 	pass "a dlopen'd library's frames named after SIGKILL" ||
 	fail "plugin site: $p; $(json_get "$PST_TMP/plugin.json" '[s["frames"][0] for s in r.get("callsites", [])]' | head -c 600)"
 
+# A fork child's stacks are its own: counted in private memory, never in
+# its parent's record (site_big_buffers stays at the parent's 10).
+# shellcheck disable=SC2086
+shim $BT "POOLSHIM_LIVE_DIR=$L" "POOLSHIM_STATS=$PST_TMP/fork.json" -- \
+	env CALLSITE_FORK=1 "$H" 1 kill >/dev/null 2>&1
+timeout 120 "$COLLECT" --live-dir "$L" >/dev/null 2>"$PST_TMP/fork.err" ||
+	fail "collect: $(cat "$PST_TMP/fork.err")"
+p=$(json_get "$PST_TMP/fork.json" '[s["count"] for s in r.get("callsites", []) if s["frames"][0]["function"] == "site_big_buffers"]')
+[ "$p" = "[10]" ] && pass "a fork child's stacks stay out of its parent's record" ||
+	fail "site_big_buffers in the parent's record after a fork: $p"
+
 # As root, a record of another user's process: its objects are read with
 # that user's permissions.  The program, readable by nobody only while it
 # runs (then root's, mode 0700), is not named (raw addresses, its build id
