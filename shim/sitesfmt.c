@@ -287,6 +287,24 @@ static Dwfl *dw_open_offline(const struct ps_site_module *list, unsigned n, bool
 	return d;
 }
 
+/*
+ * libdw opened on the first frame to name (a report without sites never
+ * loads it), for the process itself or offline from the region's modules.
+ */
+static bool dw_pending;
+static Dwfl *dw_own;
+
+static void dw_ready(void)
+{
+	if (!dw_pending)
+		return;
+	dw_pending = false;
+	if (!offline)
+		dw_open_live();
+	else
+		dw.dwfl = dw_own = dw_open_offline(mods, nmods, mod_ok);
+}
+
 struct frame_name {
 	const char *fn, *file;
 	uintptr_t off;
@@ -296,6 +314,7 @@ struct frame_name {
 static bool dw_name(uintptr_t a, struct frame_name *out)
 {
 	uintptr_t off = 0;
+	dw_ready();
 	if (!dw.dwfl)
 		return false;
 	Dwfl_Module *m = dw.addrmodule(dw.dwfl, a);
@@ -345,6 +364,8 @@ static void emit_frame(struct ps_emit *e, uint64_t addr, bool symbolize)
 {
 	Dl_info di;
 	uintptr_t a = (uintptr_t)addr;
+	if (symbolize)
+		dw_ready();    /* before mod_ok is read: the offline view fills it */
 	int mi = symbolize ? module_of(a) : -1;
 	const struct ps_site_module *o = mi >= 0 ? &mods[mi] : NULL;
 	bool nameable = symbolize && (!offline || (o && mod_ok[mi]));
@@ -516,16 +537,13 @@ void ps_sites_emit(struct ps_emit *e, const struct ps_sites_view *v)
 	dropped = __atomic_load_n(&h->dropped, __ATOMIC_RELAXED);
 	debuginfo_path = v->debuginfo_path && v->debuginfo_path[0] ? v->debuginfo_path : NULL;
 	offline = v->offline;
-	Dwfl *own = NULL;
-	dw.dwfl = NULL;
-	if (v->symbolize && !offline)
-		dw_open_live();
-	else if (v->symbolize)
-		dw.dwfl = own = dw_open_offline(mods, nmods, mod_ok);
+	dw.dwfl = dw_own = NULL;
+	dw_pending = v->symbolize;
 	emit_sites(e, v->symbolize);
-	if (own)
-		dw.end(own);
-	dw.dwfl = NULL;
+	if (dw_own)
+		dw.end(dw_own);
+	dw.dwfl = dw_own = NULL;
+	dw_pending = false;
 }
 
 void ps_sites_format(void *region)
