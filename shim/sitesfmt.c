@@ -84,7 +84,6 @@ static struct {
 	const char *(*lineinfo)(Dwfl_Line *, uintptr_t *, int *, int *, void *, void *);
 	int (*module_build_id)(Dwfl_Module *, const unsigned char **, uint64_t *);
 	void (*end)(Dwfl *);
-	void *build_id_find_elf;
 	struct dwfl_callbacks cb;
 	char *path;
 } dw;
@@ -199,12 +198,11 @@ static bool dw_load(void)
 	*(void **)&dw.lineinfo = dlsym(h, "dwfl_lineinfo");
 	*(void **)&dw.end = dlsym(h, "dwfl_end");
 	*(void **)&dw.module_build_id = dlsym(h, "dwfl_module_build_id");
-	dw.build_id_find_elf = dlsym(h, "dwfl_build_id_find_elf");
 	dw.cb.find_elf = dlsym(h, "dwfl_linux_proc_find_elf");
 	dw.cb.find_debuginfo = (void *)local_debuginfo;
 	dw.loaded = dw.begin && dw.proc_report && dw.report_begin && dw.report_elf &&
 		    dw.report_end && dw.addrmodule && dw.addrinfo && dw.getsrc && dw.lineinfo &&
-		    dw.end && dw.cb.find_elf && dw.module_build_id && dw.build_id_find_elf;
+		    dw.end && dw.cb.find_elf && dw.module_build_id;
 	return dw.loaded;
 }
 
@@ -249,6 +247,18 @@ static bool same_build_id(Dwfl_Module *m, const char *hex)
 }
 
 /*
+ * Offline, every object is reported by its path (dwfl_report_elf): libdw
+ * never needs to look for one, and must not (its own search by build id
+ * may ask debuginfod servers on the network).
+ */
+static int no_elf(Dwfl_Module *mod, void **userdata, const char *name, uint64_t base,
+		  char **file_name, void **elfp)
+{
+	(void)mod, (void)userdata, (void)name, (void)base, (void)file_name, (void)elfp;
+	return -1;
+}
+
+/*
  * A process's modules offline, from the region's list: each object read at
  * its path (as whoever renders may read it) and reported at the load bias
  * the process had, so the frames' addresses fall in it as they did there;
@@ -266,7 +276,7 @@ static Dwfl *dw_open_offline(const struct ps_site_module *list, unsigned n, bool
 	free(path);
 	path = debuginfo_path ? strdup(debuginfo_path) : NULL;
 	cb = dw.cb;
-	cb.find_elf = dw.build_id_find_elf;
+	cb.find_elf = (void *)no_elf;
 	cb.debuginfo_path = path ? &path : NULL;
 	Dwfl *d = dw.begin(&cb);
 	if (!d)
