@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "emit.h"
@@ -286,8 +287,24 @@ static Dwfl *dw_open_offline(const struct ps_site_module *list, unsigned n, bool
 		ok[i] = false;
 		if (!list[i].path[0] || list[i].path[0] != '/')
 			continue;
-		Dwfl_Module *m = dw.report_elf(d, base_name(list[i].path), list[i].path, -1,
+		/*
+		 * Opened here, not by libdw: without blocking (a FIFO put at
+		 * the path) and only a regular file.  libdw keeps the
+		 * descriptor when it takes the module.
+		 */
+		int fd = (int)ps_sys_openat(AT_FDCWD, list[i].path,
+					    O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0);
+		struct stat st;
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			close(fd);
+			continue;
+		}
+		Dwfl_Module *m = dw.report_elf(d, base_name(list[i].path), list[i].path, fd,
 					      list[i].bias, false);
+		if (!m)
+			close(fd);
 		ok[i] = m && same_build_id(m, list[i].build_id);
 	}
 	if (dw.report_end(d, NULL, NULL) != 0) {

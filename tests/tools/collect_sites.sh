@@ -189,6 +189,31 @@ f.write(struct.pack("<Q", 1 << 40))
 grep -q "call sites refused: its place in the file is not one the shim would use" "$PST_TMP/place.err" &&
 	pass "a region outside the file: refused in one line" || fail "place: $(cat "$PST_TMP/place.err")"
 
+# A module's path naming a FIFO (a hostile record): never opened to
+# block; that module's frames stay unnamed, the others are named.
+mkfifo "$PST_TMP/fifo"
+killed fifo
+python3 - "$PST_TMP/offsets" "$rec" "$PST_TMP/fifo" <<'PY' || fail "patching fifo"
+import struct, sys
+o = {w.split()[0]: int(w.split()[1]) for w in open(sys.argv[1])}
+f = open(sys.argv[2], "r+b")
+f.seek(o["sites_off"])
+so = struct.unpack("<Q", f.read(8))[0]
+f.seek(so + o["sites_modules"] + o["module_path"])
+assert f.read(256).split(b"\0")[0].endswith(b"callsite_helper"), "the first module is not the program"
+f.seek(so + o["sites_modules"] + o["module_path"])
+f.write(sys.argv[3].encode() + b"\0")
+PY
+mkdir "$PST_TMP/fifo.d"
+timeout 60 "$COLLECT" --live-dir "$L" --into "$PST_TMP/fifo.d" >/dev/null 2>"$PST_TMP/fifo.err"
+rc=$?
+r=$(ls "$PST_TMP/fifo.d"/*.json 2>/dev/null | head -n 1)
+[ $rc = 0 ] && [ -n "$r" ] &&
+	[ "$(json_get "$r" "sorted({f['function'] is None for s in r['callsites'] for f in s['frames'] if f['object'] == 'fifo'})")" = "[True]" ] &&
+	[ "$(json_get "$r" "any(f['function'] == '__libc_start_main' for s in r['callsites'] for f in s['frames'])")" = True ] &&
+	pass "a module path naming a FIFO: not opened, the rest named" ||
+	fail "fifo: status $rc: $(cat "$PST_TMP/fifo.err")"
+
 # The text report says why it has no call sites.
 killed text
 python3 - "$PST_TMP/offsets" "$rec" <<'PY' || fail "patching text"

@@ -28,5 +28,7 @@ int main(void)
 	printf("site_size %zu\n", sizeof(struct ps_site));
 	printf("site_ready %zu\n", offsetof(struct ps_site, ready));
 	printf("site_depth %zu\n", offsetof(struct ps_site, depth));
+	printf("sites_modules %zu\n", (size_t)PS_SITES_MODULES_OFF);
+	printf("module_path %zu\n", offsetof(struct ps_site_module, path));
 	return 0;
 }
