@@ -411,9 +411,13 @@ static void merge(void *to, void *from)
 	struct ps_site_module *tm = ps_sites_modules(to);
 	uint32_t n = __atomic_load_n(&fh->nmodules, __ATOMIC_ACQUIRE);
 
-	if (!th->nmodules && n <= PS_SITES_MODULES) {
-		memcpy(tm, fm, sizeof(*fm) * n);
-		__atomic_store_n(&th->nmodules, n, __ATOMIC_RELEASE);
+	/* As an appender (refresh_modules): a capture on the new table may be listing too. */
+	if (!__atomic_exchange_n(&th->modules_busy, 1, __ATOMIC_ACQUIRE)) {
+		if (!th->nmodules && n <= PS_SITES_MODULES) {
+			memcpy(tm, fm, sizeof(*fm) * n);
+			__atomic_store_n(&th->nmodules, n, __ATOMIC_RELEASE);
+		}
+		__atomic_store_n(&th->modules_busy, 0, __ATOMIC_RELEASE);
 	}
 	const struct ps_site *fs = ps_sites_table(from);
 	for (unsigned i = 0; i < SLOTS; i++) {
