@@ -11,6 +11,12 @@
  * it back to private memory.  Beside the stacks it lists the modules their
  * frames fall in (path, load bias, build id), brought up to date when a new
  * stack has a frame outside the listed ones (a library dlopen'd since).
+ * Footprint, only with POOLSHIM_BACKTRACE: PS_SITES_LEN (4.8 MiB) of
+ * address space, anonymous pages as they are touched; once in the record,
+ * the same reserved in the live directory with fallocate.  The anonymous
+ * table's pages are given back when it moves (its mapping stays: a thread
+ * may still be in it).  A fork child reads the whole shared table once to
+ * copy it into private memory.
  * Unwinding (libunwind's local
  * unw_backtrace) may allocate or take the loader's lock: a thread-local
  * guard keeps those allocations from being captured in turn, and a capture
