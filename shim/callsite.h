@@ -56,6 +56,19 @@ void ps_callsite_emit(struct ps_emit *e, bool symbolize);
  */
 void ps_callsite_hold(bool on);
 
+/*
+ * Move the table into `to`, PS_SITES_LEN bytes of zeros (sites.h): the
+ * region of the live record that the record's maker mapped for it.  New
+ * captures go there at once; what was counted before follows.  Whether it
+ * moved (false: no table, the region is not used).
+ */
+bool ps_callsite_move(void *to);
+/*
+ * In a fork child (one thread): a table in the parent's record is copied
+ * to private memory, so the child never counts into its parent's record.
+ */
+void ps_callsite_after_fork_child(void);
+
 /* Number of captures recorded, and of captures dropped (table full). */
 uint64_t ps_callsite_captures(void);
 uint64_t ps_callsite_dropped(void);

@@ -34,11 +34,13 @@
 #include <time.h>
 
 #include "alloc.h"
+#include "callsite.h"
 #include "fmt.h"
 #include "heap.h"
 #include "report_out.h"
 #include "sys.h"
 #include "route.h"
+#include "sites.h"
 #include "uring.h"
 
 #include <sys/resource.h>
@@ -407,6 +409,50 @@ static void adopt_file(struct ps_live_header *h, int pid, uint64_t ns)
 	ps_stats_rehome();
 }
 
+/*
+ * With POOLSHIM_BACKTRACE, the call-site table moves into the file: a
+ * region after the blocks' room (the blocks keep the offsets readers
+ * compute), reserved with fallocate and mapped shared as a block is, so a
+ * reader renders the call sites of a process that was killed.  Without
+ * it the file has no such region and keeps its size.  Where the region
+ * cannot be had (the directory's last quarter), the table stays in private
+ * memory and only the process's own report has it.
+ */
+static void attach_sites(struct ps_live_header *h)
+{
+	char path[PS_LIVE_DIR_MAX + 64];
+	size_t len = PS_SITES_LEN;
+	long off = (long)(PS_LIVE_HEADER + (size_t)h->max_blocks * h->block_stride);
+	void *p = NULL;
+
+	if (!__atomic_load_n(&ps_callsite_on, __ATOMIC_ACQUIRE) || live_unlinked)
+		return;
+	if (!room_for(len)) {
+		if (live_verbose)
+			ps_log("live statistics: no room for the call-site table in %s; call sites "
+			       "only in the process's own report", ps_live_dir());
+		return;
+	}
+	ps_live_path(path, sizeof(path), live_pid, live_ns);
+	long fd = open_mine(path, O_RDWR);
+	if (fd < 0)
+		return;
+	if (PS_SYSCALL(SYS_fallocate, fd, 0, off, (long)len) == 0) {
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, off);
+		if (p == MAP_FAILED)
+			p = NULL;
+	}
+	ps_sys_close((int)fd);
+	if (!p)
+		return;
+	if (!ps_callsite_move(p)) {
+		munmap(p, len);
+		return;
+	}
+	h->sites_len = len;
+	__atomic_store_n(&h->sites_off, (uint64_t)off, __ATOMIC_RELEASE);
+}
+
 /* The page fork_guard points to, made with the first file (raw calls only). */
 static void make_guard(void)
 {
@@ -438,6 +484,7 @@ static void make_file(void)
 	else
 		make_guard();
 	adopt_file(h, pid, ns);
+	attach_sites(h);
 	__atomic_add_fetch(&ps_live_gen, 1, __ATOMIC_RELEASE);
 	errno = saved_errno;
 }
@@ -545,6 +592,7 @@ static void disown(struct ps_live_header *h)
 					 __ATOMIC_ACQUIRE))
 		return;
 	ps_stats_block_source = NULL;
+	ps_callsite_after_fork_child();
 	size_t stride = h->block_stride;
 	const size_t tail = offsetof(struct ps_tstats, next);
 	for (uint32_t i = 0; i < PS_LIVE_BLOCKS; i++) {
@@ -568,6 +616,8 @@ void ps_live_after_fork_child(void)
 	struct ps_live_header *h = __atomic_load_n(&hdr, __ATOMIC_ACQUIRE);
 
 	live_is_child = true;
+	/* The call-site table too, even with no file now (between an exec that failed and the next). */
+	ps_callsite_after_fork_child();
 	if (h) {
 		disown(h);
 	} else if (__atomic_load_n(&ps_live_file_due, __ATOMIC_RELAXED)) {

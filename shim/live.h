@@ -11,8 +11,10 @@
  * chrooted, its stderr pointed elsewhere, its report path unwritable.  The
  * file holds a header (identity, gauges, the effective configuration,
  * where the report goes, how the process ended) followed by up to
- * PS_LIVE_BLOCKS counter blocks and, once the process has rendered its own
- * report but could not deliver it, that report (blob_off, blob_len).
+ * PS_LIVE_BLOCKS counter blocks, with POOLSHIM_BACKTRACE the call-site
+ * table after the blocks' room (sites_off, sites_len; sites.h), and, once
+ * the process has rendered its own report but could not deliver it, that
+ * report (blob_off, blob_len).
  * Threads beyond the blocks, or whose block /dev/shm had no room for,
  * count in anonymous memory and appear only in a report the process
  * renders itself (the header counts them in `unpublished`).
@@ -33,7 +35,7 @@
 #include "stats.h"
 
 #define PS_LIVE_MAGIC "PSLIVE01"
-#define PS_LIVE_VERSION 3
+#define PS_LIVE_VERSION 4
 #define PS_LIVE_BLOCKS 128
 #define PS_LIVE_DIR "/dev/shm"
 #define PS_LIVE_HEADER 8192          /* bytes before the first block */
@@ -118,6 +120,11 @@ struct ps_live_header {
 	 * leave it zero: no slots): the O_DIRECT router's table (route.c).
 	 */
 	struct ps_route_table routes;
+	/*
+	 * Version 4: the call-site table (sites.h's region), after the
+	 * blocks' room, at sites_off (0: none; only with POOLSHIM_BACKTRACE).
+	 */
+	uint64_t sites_off, sites_len;
 };
 
 /*

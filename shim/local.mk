@@ -41,6 +41,7 @@ PS_FMT_SOURCES = \
 	shim/config.c shim/config.h \
 	shim/stats.c shim/stats.h \
 	shim/livefmt.c shim/live.h \
+	shim/sitesfmt.c shim/sites.h \
 	shim/sys.h shim/compiler.h
 noinst_LTLIBRARIES = libpsfmt.la
 libpsfmt_la_SOURCES = $(PS_FMT_SOURCES)

@@ -16,6 +16,7 @@
 #include "emit.h"
 #include "fmt.h"
 #include "names.h"
+#include "sites.h"
 
 static const char *pool_mode(const struct ps_report_data *d)
 {
@@ -1169,6 +1170,11 @@ void ps_report_render(struct ps_buf *b, const struct ps_report_data *d,
 	}
 	if (d->callsites)
 		d->callsites(e, d->symbolize);
+	else if (d->sites)
+		ps_sites_emit(e, d->sites);
+	else if (d->sites_refused)
+		ps_emit_text(e, "call sites: not shown, the record's table is damaged (%s)\n",
+			     d->sites_refused);
 	if (e->json)
 		emit_meta(e, d);
 	emit_advice(e, d);

@@ -23,6 +23,7 @@
 
 struct ps_buf;
 struct ps_emit;
+struct ps_sites_view;
 
 /*
  * How the process ended, said by a report rendered after it (`poolshim
@@ -70,6 +71,9 @@ struct ps_report_data {
 	 */
 	void (*callsites)(struct ps_emit *e, bool symbolize);
 	bool symbolize;
+	/* Or the table of a record (the tools), rendered as its view says (sites.h). */
+	const struct ps_sites_view *sites;
+	const char *sites_refused;        /* why a record's table was not used (text says so), or NULL */
 	/* How it ended (PS_ENDED_UNSAID: not said), and who rendered the report. */
 	enum ps_report_ended ended;
 	int end_status;                   /* exit status, or the signal */

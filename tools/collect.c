@@ -618,9 +618,13 @@ static void collect_one(const struct ps_collect_opts *o, int pid, uint64_t ns, u
 	ps_record_data(&r, &d, tot);
 	d.rendered_by = h->report == PS_REC_KEPT ? "the process itself" : who;
 	fill_end(o, &r, &d);
+	if (r.sites_why && h->report != PS_REC_KEPT)
+		say(&r, "call sites refused: %s; the report has none", r.sites_why);
 	char *data = NULL;
 	size_t len = 0;
+	ps_record_as_owner(&r, true);
 	int e = make_report(&r, &d, &data, &len);
+	ps_record_as_owner(&r, false);
 	free(tot);
 	if (e < 0) {
 		say(&r, "its report could not be made: %s; record kept", err_name(e));

@@ -204,7 +204,9 @@ static void show(struct target *t, const struct ps_tstats *counters, const char 
 		if (!big && !(big = malloc(cap)))
 			return;
 		ps_buf_init(&b, big, cap, -1);
+		ps_record_as_owner(&t->r, true);
 		ps_report_render(&b, &d, PS_FORMAT_JSON);
+		ps_record_as_owner(&t->r, false);
 		char *j = (char *)ps_buf_str(&b);
 		/* One line per report: raw newlines in JSON are only layout. */
 		size_t o = 0;
@@ -223,7 +225,9 @@ static void show(struct target *t, const struct ps_tstats *counters, const char 
 		return;
 	}
 	ps_buf_init(&b, storage, sizeof(storage), 1);
+	ps_record_as_owner(&t->r, true);
 	ps_report_render(&b, &d, PS_FORMAT_TEXT);
+	ps_record_as_owner(&t->r, false);
 	ps_buf_flush(&b);
 }
 

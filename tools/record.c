@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,6 +42,7 @@ int ps_record_open(struct ps_record *r, int pid, uint64_t ns, const char **why)
 		return -1;
 	}
 	r->owner = st.st_uid;
+	r->group = st.st_gid;
 	r->dev = st.st_dev;
 	r->ino = st.st_ino;
 	if (st.st_size < PS_LIVE_HEADER || (uint64_t)st.st_size > PS_RECORD_MAX_FILE) {
@@ -196,6 +198,65 @@ static const char *check_header(struct ps_record *r, const struct ps_live_header
 	return NULL;
 }
 
+/*
+ * The call-site table, if the record has one: its place checked against
+ * the file, read whole into private memory and checked (sites.h).  A
+ * table that fails is refused alone (r->sites_why); the counters and the
+ * rest of the report do not depend on it.
+ */
+static void read_sites(struct ps_record *r)
+{
+	const struct ps_live_header *h = r->hdr;
+	uint64_t off = __atomic_load_n(&h->sites_off, __ATOMIC_ACQUIRE), len = h->sites_len;
+
+	free(r->sites);
+	r->sites = NULL;
+	r->sites_why = NULL;
+	if (off == 0)
+		return;
+	if (len != PS_SITES_LEN || off % 4096 || off < PS_LIVE_HEADER || off > r->size ||
+	    len > r->size - off) {
+		r->sites_why = "its place in the file is not one the shim would use";
+		return;
+	}
+	void *b = malloc(len);
+	if (!b) {
+		r->sites_why = "out of memory";
+		return;
+	}
+	if (pread(r->fd, b, len, (off_t)off) != (ssize_t)len) {
+		free(b);
+		r->sites_why = "cut short";
+		return;
+	}
+	if ((r->sites_why = ps_sites_check(b)) != NULL) {
+		free(b);
+		return;
+	}
+	r->sites = b;
+	r->sites_view = (struct ps_sites_view){
+		.region = b,
+		.sample = r->cfg.backtrace_sample,
+		.top = (unsigned)r->cfg.backtrace_top,
+		.symbolize = true,
+		.offline = true,
+		.debuginfo_path = r->cfg.debuginfo_path[0] ? r->cfg.debuginfo_path : NULL,
+	};
+}
+
+void ps_record_as_owner(const struct ps_record *r, bool on)
+{
+	if (geteuid() != 0 || r->owner == 0)
+		return;
+	if (on) {
+		setfsgid(r->group);
+		setfsuid(r->owner);
+	} else {
+		setfsuid(geteuid());
+		setfsgid(getegid());
+	}
+}
+
 const char *ps_record_read(struct ps_record *r)
 {
 	struct ps_live_header *h = r->hdr;
@@ -235,6 +296,7 @@ const char *ps_record_read(struct ps_record *r)
 	if (got != (ssize_t)len)
 		return "cut short";
 	r->nblocks = n;
+	read_sites(r);
 	return NULL;
 }
 
@@ -323,6 +385,8 @@ void ps_record_data(const struct ps_record *r, struct ps_report_data *d,
 	memcpy(d->kernel, h->kernel, sizeof(d->kernel));
 	d->start_time = h->start_time >= 0 ? h->start_time : -1;
 	d->cfg = r->cfg_known ? &r->cfg : NULL;
+	d->sites = r->sites ? &r->sites_view : NULL;
+	d->sites_refused = r->sites_why;
 }
 
 int ps_record_blob(const struct ps_record *r, char **out, size_t *len)
@@ -363,6 +427,7 @@ void ps_record_close(struct ps_record *r)
 		close(r->fd);
 	free(r->hdr);
 	free(r->blocks);
+	free(r->sites);
 	memset(r, 0, sizeof(*r));
 	r->fd = -1;
 }

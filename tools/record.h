@@ -26,6 +26,7 @@
 #include "config.h"
 #include "live.h"
 #include "report.h"
+#include "sites.h"
 #include "stats.h"
 
 /* Larger than any record the shim writes (at most 128 blocks and a kept report). */
@@ -42,6 +43,7 @@ struct ps_record {
 	int fd;                       /* open read-only, or -1 */
 	size_t size;                  /* of the file, when opened */
 	uid_t owner;                  /* the file's owner */
+	gid_t group;                  /* ...and group */
 	dev_t dev;
 	ino_t ino;
 	struct ps_live_header *hdr;   /* the latest snapshot, PS_LIVE_HEADER bytes */
@@ -51,6 +53,14 @@ struct ps_record {
 	bool foreign_ns;              /* another pid namespace: not judged */
 	bool cfg_known;               /* the record held its configuration */
 	struct ps_config cfg;         /* ...parsed again here (defaults when not known) */
+	/*
+	 * The call-site table (POOLSHIM_BACKTRACE), read and checked with the
+	 * rest, or NULL: none, or refused (sites_why says why; the rest of
+	 * the record is still used).
+	 */
+	void *sites;
+	const char *sites_why;
+	struct ps_sites_view sites_view;
 };
 
 /*
@@ -85,6 +95,14 @@ void ps_record_totals(const struct ps_record *r, struct ps_tstats *out, struct p
  */
 void ps_record_data(const struct ps_record *r, struct ps_report_data *d,
 		    const struct ps_tstats *counters);
+
+/*
+ * Render with the file-system permissions of the record's owner (on) or
+ * our own again (off): the call sites are named from the objects the
+ * process had mapped, read at the paths its record names, and root reads
+ * them only as that user could.  Nothing is ever written by such a path.
+ */
+void ps_record_as_owner(const struct ps_record *r, bool on);
 
 /*
  * The report the process rendered and kept in its record (report

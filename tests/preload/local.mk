@@ -78,6 +78,11 @@ tests_preload_libemptypreload_la_LDFLAGS = -module -avoid-version -shared -rpath
 tests_preload_libfwdwrap_la_SOURCES = tests/preload/fwd_wrapper.c
 tests_preload_libfwdwrap_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 tests_preload_libfwdwrap_la_LIBADD = -ldl
+# site_plugin: a library callsite_helper dlopens (tests/tools/collect_sites.sh).
+check_LTLIBRARIES += tests/preload/libsiteplugin.la
+tests_preload_libsiteplugin_la_SOURCES = tests/preload/site_plugin.c
+tests_preload_libsiteplugin_la_CFLAGS = $(AM_CFLAGS) -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls
+tests_preload_libsiteplugin_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 
 # The test build of the shim, as jemalloc's tests link its JET build: the
 # same three layers from the same sources and flags, plus -DPS_TEST_HOOKS,
