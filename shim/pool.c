@@ -727,7 +727,7 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 {
 	int saved_errno = errno;
 	enum ps_pool_fail fail = PS_FAIL_NONE;
-	enum ps_backing backing = last_backing;
+	enum ps_backing backing;
 	uintptr_t start = 0, end = 0, back_from = 0, back_to = 0;
 	bool small = false;
 
@@ -735,6 +735,8 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 	align = align > PS_PAGE ? align : PS_PAGE;
 
 	pthread_mutex_lock(&pool_lock);
+	/* A slab inside memory already backed has the last backing (read under the lock). */
+	backing = last_backing;
 	if (test_delay_us)
 		delay_us(test_delay_us);
 	if (prepare_locked() < 0 || nslabs >= PS_MAX_SLABS || slab_room(nslabs) < 0) {
