@@ -38,6 +38,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef SYS_openat2
 #include <linux/openat2.h>
@@ -642,6 +643,45 @@ out:
 	ps_record_close(&r);
 }
 
+/* A record the shim makes is renamed into place within microseconds. */
+#define HALF_MADE_AGE 60
+
+/*
+ * Hidden records, .poolshim-PID-NS.stats.new, that are a minute old: their
+ * process died (SIGKILL, the OOM killer) between creating its record and
+ * renaming it into place, and only a later process with the same pid would
+ * clear the name.  Regular files only, the caller's own (any, as root:
+ * their owners may remove them from a sticky directory too), never
+ * through a link.  How many were removed.
+ */
+static int remove_half_made(void)
+{
+	DIR *dir = opendir(ps_live_dir());
+	struct dirent *e;
+	uid_t me = geteuid();
+	time_t now = time(NULL);
+	int removed = 0;
+
+	if (!dir)
+		return 0;
+	while ((e = readdir(dir)) != NULL) {
+		int pid, end = 0;
+		unsigned long ns;
+		struct stat st;
+		if (sscanf(e->d_name, ".poolshim-%d-%lu.stats.new%n", &pid, &ns, &end) != 2 ||
+		    end <= 0 || e->d_name[end] != '\0' || pid <= 0)
+			continue;
+		if (fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode) || (me != 0 && st.st_uid != me) ||
+		    now - st.st_mtime < HALF_MADE_AGE)
+			continue;
+		if (unlinkat(dirfd(dir), e->d_name, 0) == 0)
+			removed++;
+	}
+	closedir(dir);
+	return removed;
+}
+
 static int by_pid(const void *a, const void *b)
 {
 	const struct ps_record_id *x = a, *y = b;
@@ -697,6 +737,13 @@ int ps_collect(const struct ps_collect_opts *o)
 	free(ids);
 	if (into_fd >= 0)
 		close(into_fd);
+	if (!o->npids && !o->keep) {
+		int k = remove_half_made();
+		if (k)
+			fprintf(stderr, "%s: removed %d half-made record%s (%s)\n", who, k,
+				k == 1 ? "" : "s", k == 1 ? "its process died while making it" :
+				"their processes died while making them");
+	}
 	if (t.others)
 		fprintf(stderr, "%s: %d records of other users left (root writes their reports as "
 				"their owners)\n", who, t.others);

@@ -74,7 +74,7 @@ tests_tools_collect_api_SOURCES = tests/tools/collect_api.c
 tests_tools_collect_api_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
 tests_tools_collect_api_LDADD = libpstools.la -lm
 pst_tools_scripts += tests/tools/collect_killed.sh tests/tools/collect_kept.sh \
-	tests/tools/collect_damaged.sh tests/tools/collect_hostile.sh tests/tools/collect_api.sh \
+	tests/tools/collect_damaged.sh tests/tools/collect_hostile.sh tests/tools/collect_halfmade.sh tests/tools/collect_api.sh \
 	tests/tools/collect_sites.sh
 
 # Issue 34, the wrapper sees its program end: exit codes and signals passed
