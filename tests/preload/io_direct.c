@@ -525,6 +525,31 @@ START_TEST(test_append)
 END_TEST
 
 /*
+ * a and b are n-byte buffers, a the shim's, b read by the plain system
+ * call: with their second halves read-only, a pread into a returns what
+ * the kernel returns for b and never writes the read-only half.  The
+ * protection is lifted again before returning.
+ */
+static void check_pread_half_readonly(int fd, unsigned char *a, unsigned char *b, size_t n,
+				      const char *what)
+{
+	const size_t half = n / 2;
+	memset(a, 0x11, n);
+	memset(b, 0x11, n);
+	ck_assert_int_eq(mprotect(a + half, half, PROT_READ), 0);
+	ck_assert_int_eq(mprotect(b + half, half, PROT_READ), 0);
+	struct pio_res want = pio_sys_pread(fd, b, n, 0);
+	struct pio_res got = PIO_CALL(pread(fd, a, n, 0));
+	bool untouched = a[half] == 0x11 && a[n - 1] == 0x11;
+	ck_assert_int_eq(mprotect(a + half, half, PROT_READ | PROT_WRITE), 0);
+	ck_assert_int_eq(mprotect(b + half, half, PROT_READ | PROT_WRITE), 0);
+	ck_assert_msg(got.ret == want.ret && got.err == want.err,
+		      "pread into %s: %ld/%d, kernel %ld/%d", what, got.ret, got.err,
+		      want.ret, want.err);
+	ck_assert_msg(untouched || want.ret == (long)n, "pread wrote into read-only memory");
+}
+
+/*
  * Protection the program put on part of a pooled buffer holds: the kernel
  * refuses (EFAULT) to read into read-only pages or to write from
  * inaccessible ones, even after the pool was registered as fixed buffers
@@ -543,23 +568,11 @@ START_TEST(test_protected_buffer)
 	unsigned char *warm = pio_alloc(1 * MiB);
 	ck_assert_int_eq(pread(fd, warm, 1 * MiB, 0), 1 * MiB);
 	ck_assert_int_eq(pread(fd, a, n, 0), (ssize_t)n);
-	memset(a, 0x11, n);
-	memset(b, 0x11, n);
-	ck_assert_int_eq(mprotect(a + half, half, PROT_READ), 0);
-	ck_assert_int_eq(mprotect(b + half, half, PROT_READ), 0);
-	struct pio_res want = pio_sys_pread(fd, b, n, 0);
-	struct pio_res got = PIO_CALL(pread(fd, a, n, 0));
-	bool untouched = a[half] == 0x11 && a[n - 1] == 0x11;
-	ck_assert_int_eq(mprotect(a + half, half, PROT_READ | PROT_WRITE), 0);
-	ck_assert_int_eq(mprotect(b + half, half, PROT_READ | PROT_WRITE), 0);
-	ck_assert_msg(got.ret == want.ret && got.err == want.err,
-		      "pread into a half read-only buffer: %ld/%d, kernel %ld/%d", got.ret, got.err,
-		      want.ret, want.err);
-	ck_assert_msg(untouched || want.ret == (long)n, "pread wrote into read-only memory");
+	check_pread_half_readonly(fd, a, b, n, "a half read-only buffer");
 	/* writing from memory the program may not read */
 	ck_assert_int_eq(mprotect(a + half, half, PROT_NONE), 0);
-	want = pio_sys_pwrite(wfd, a, n, 0);
-	got = PIO_CALL(pwrite(wfd, a, n, (off_t)n));
+	struct pio_res want = pio_sys_pwrite(wfd, a, n, 0);
+	struct pio_res got = PIO_CALL(pwrite(wfd, a, n, (off_t)n));
 	ck_assert_int_eq(mprotect(a + half, half, PROT_READ | PROT_WRITE), 0);
 	ck_assert_msg(got.ret == want.ret && got.err == want.err,
 		      "pwrite from a half inaccessible buffer: %ld/%d, kernel %ld/%d", got.ret, got.err,
@@ -602,19 +615,7 @@ START_TEST(test_protected_span)
 		fprintf(stderr, "protected_span: the 4 MiB buffer did not reuse the two blocks "
 			"(%#lx, %#lx -> %p)\n", (unsigned long)first, (unsigned long)(first + half),
 			(void *)a);
-	memset(a, 0x11, n);
-	memset(b, 0x11, n);
-	ck_assert_int_eq(mprotect(a + half, half, PROT_READ), 0);
-	ck_assert_int_eq(mprotect(b + half, half, PROT_READ), 0);
-	struct pio_res want = pio_sys_pread(fd, b, n, 0);
-	struct pio_res got = PIO_CALL(pread(fd, a, n, 0));
-	bool untouched = a[half] == 0x11 && a[n - 1] == 0x11;
-	ck_assert_int_eq(mprotect(a + half, half, PROT_READ | PROT_WRITE), 0);
-	ck_assert_int_eq(mprotect(b + half, half, PROT_READ | PROT_WRITE), 0);
-	ck_assert_msg(got.ret == want.ret && got.err == want.err,
-		      "pread into a buffer read-only in its second slab: %ld/%d, kernel %ld/%d",
-		      got.ret, got.err, want.ret, want.err);
-	ck_assert_msg(untouched || want.ret == (long)n, "pread wrote into read-only memory");
+	check_pread_half_readonly(fd, a, b, n, "a buffer read-only in its second slab");
 	free(a);
 	free(b);
 	close(fd);
