@@ -88,6 +88,7 @@
 #include "fmt.h"
 #include "callsite.h"
 #include "jemalloc_ps.h"
+#include "blocks.h"
 #include "heap.h"
 #include "pool.h"
 #include "posix.h"
@@ -109,6 +110,8 @@ int ps_heap = PS_HEAP_UNDECIDED;
 const char *ps_heap_owner;
 
 static int pool_flags;           /* MALLOCX_ARENA(ind) | MALLOCX_TCACHE_NONE */
+/* POOLSHIM_POOL_ALLOCATOR=jemalloc: the arena places blocks, not blocks.c. */
+static bool use_je;
 /*
  * jemalloc has initialised (with the arena, by the first pooled request)
  * and registered its fork handlers.  Before that, a fork that lands while
@@ -433,7 +436,10 @@ static void pool_purge(void)
 	int saved_errno = errno;
 	__atomic_store_n(&dirty, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&freed_since_purge, 0, __ATOMIC_RELAXED);
-	psje_mallctl(purge_ctl, NULL, NULL, NULL, 0);
+	if (use_je)
+		psje_mallctl(purge_ctl, NULL, NULL, NULL, 0);
+	else
+		ps_blocks_purge();
 	ps_pool_count_purge();
 	errno = saved_errno;
 	__atomic_store_n(&purging, 0, __ATOMIC_RELEASE);
@@ -562,8 +568,8 @@ static int arena_ctl_ssize(unsigned arena, const char *leaf, ssize_t value)
 	return psje_mallctl(ps_buf_str(&b), NULL, NULL, &value, sizeof(value));
 }
 
-/* Make the pool arena: 0, or -errno with the arena (if any) left unused. */
-static int make_arena(void)
+/* Make the jemalloc arena: 0, or -errno with the arena (if any) left unused. */
+static int make_je_arena(void)
 {
 	unsigned arena;
 	extent_hooks_t *hooks = &pool_hooks;
@@ -599,6 +605,21 @@ static int make_arena(void)
 	pool_flags = MALLOCX_ARENA(arena) | MALLOCX_TCACHE_NONE;
 	ps_buf_init(&b, purge_ctl, sizeof(purge_ctl), -1);
 	ps_buf_printf(&b, "arena.%u.purge", arena);
+	return 0;
+}
+
+/*
+ * Set the pool up for its first block: the jemalloc arena if it places
+ * them, the range, the cgroup's limit and the purge policy's clock.  0 or
+ * -errno.
+ */
+static int make_arena(void)
+{
+	if (use_je) {
+		int r = make_je_arena();
+		if (r < 0)
+			return r;
+	}
 	/* The cgroup's limit, read now, may lower what the pool keeps. */
 	ps_pool_prepare();
 	retain_bytes = (int64_t)(ps_pool_retain() > INT64_MAX ? INT64_MAX : ps_pool_retain());
@@ -699,6 +720,7 @@ int ps_alloc_init(const struct ps_config *cfg)
 	je_opt_tcache = false;
 	je_opt_narenas = 1;
 	decay_ns = cfg->pool_decay_ms * 1000000u;
+	use_je = cfg->pool_allocator == PS_POOL_ALLOC_JEMALLOC;
 	__atomic_store_n(&arena_state, ARENA_LAZY, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -745,10 +767,36 @@ static void pool_off_large(void)
 }
 
 /*
+ * A block of size bytes from whichever places them, aligned to align (0:
+ * the heap's own), zeroed if zero: its usable size in *n.  NULL with *why
+ * set, errno kept.
+ */
+static void *place(size_t size, size_t align, bool zero, size_t *n, enum ps_pool_fail *why)
+{
+	if (!use_je) {
+		void *p = ps_blocks_alloc(size, align, zero, why);
+		*n = (size + PS_PAGE - 1) & ~(size_t)(PS_PAGE - 1);
+		return p;
+	}
+	int saved_errno = errno;
+	int flags = pool_flags | (zero ? MALLOCX_ZERO : 0) |
+		    (align > LIBC_ALIGN ? MALLOCX_ALIGN(align) : 0);
+	hook_fail = PS_FAIL_NONE;
+	hook_need = size;
+	void *p = psje_mallocx(size, flags);
+	hook_need = 0;
+	*why = hook_fail;
+	if (p)
+		*n = psje_sallocx(p, 0);
+	errno = saved_errno;
+	return p;
+}
+
+/*
  * Try the pool for a large request.  NULL (errno preserved) means "use
  * glibc's heap", with the reason counted.
  */
-static void *pool_try(size_t size, int extra_flags)
+static void *pool_try(size_t size, size_t align, bool zero)
 {
 	int s = __atomic_load_n(&arena_state, __ATOMIC_ACQUIRE);
 
@@ -762,11 +810,10 @@ static void *pool_try(size_t size, int extra_flags)
 			return NULL;
 		}
 	}
-	int saved_errno = errno;
-	hook_fail = PS_FAIL_NONE;
-	hook_need = size;
-	void *p = psje_mallocx(size, pool_flags | extra_flags);
-	if (ps_unlikely(p == NULL) && hook_fail == PS_FAIL_POOL_FULL &&
+	size_t n = 0;
+	enum ps_pool_fail why = PS_FAIL_NONE;
+	void *p = place(size, align, zero, &n, &why);
+	if (ps_unlikely(p == NULL) && why == PS_FAIL_POOL_FULL &&
 	    __atomic_load_n(&freed_since_purge, __ATOMIC_RELAXED) > 0) {
 		/*
 		 * At the cap with free memory kept: give it back and try again.
@@ -778,13 +825,10 @@ static void *pool_try(size_t size, int extra_flags)
 		 * the last purge may still be held.)
 		 */
 		pool_purge();
-		hook_fail = PS_FAIL_NONE;
-		p = psje_mallocx(size, pool_flags | extra_flags);
+		p = place(size, align, zero, &n, &why);
 	}
-	hook_need = 0;
 	if (ps_likely(p != NULL)) {
 		door_see_pool();
-		size_t n = psje_sallocx(p, 0);
 		ps_stats_event(PS_EV_POOL_ALLOC);
 		ps_stats_pool_used((int64_t)n);
 		note_alloc(n);
@@ -792,8 +836,7 @@ static void *pool_try(size_t size, int extra_flags)
 		ps_callsite_record(PS_SITE_ALLOC, site_call, size, 0);
 		return p;
 	}
-	errno = saved_errno;
-	ps_stats_event(ps_pool_fail_event(hook_fail));
+	ps_stats_event(ps_pool_fail_event(why));
 	/* glibc's heap takes it: it counts against the cgroup's limit all the same. */
 	cgroup_watch(size);
 	return NULL;
@@ -807,8 +850,7 @@ static void *pool_try(size_t size, int extra_flags)
 static void *alloc_flags(size_t size, size_t align, bool zero)
 {
 	if (size >= pool_min) {
-		int flags = (zero ? MALLOCX_ZERO : 0) | (align > LIBC_ALIGN ? MALLOCX_ALIGN(align) : 0);
-		void *p = pool_try(size, flags);
+		void *p = pool_try(size, align, zero);
 		if (p)
 			return p;
 	}
@@ -819,13 +861,30 @@ static void *alloc_flags(size_t size, size_t align, bool zero)
 	return libc.malloc(size);
 }
 
+/*
+ * free() of an address in the pool's range that starts no live block: the
+ * program freed a block twice or freed an interior pointer.  glibc ends
+ * the program on a pointer it never handed out ("free(): invalid
+ * pointer"), so does the shim, rather than corrupt what others hold.
+ */
+static _Noreturn void bad_free(void *p)
+{
+	ps_log("free(): invalid pointer %p: no pooled block starts there (freed twice?)", p);
+	abort();
+}
+
 static void release(void *p)
 {
 	if (ps_pool_contains(p)) {
-		size_t n = psje_sallocx(p, 0);
+		size_t n;
+		if (use_je) {
+			n = psje_sallocx(p, 0);
+			psje_dallocx(p, pool_flags);
+		} else if ((n = ps_blocks_free(p)) == 0) {
+			bad_free(p);
+		}
 		ps_stats_event(PS_EV_POOL_FREE);
 		ps_stats_pool_used(-(int64_t)n);
-		psje_dallocx(p, pool_flags);
 		note_free(n);
 	} else {
 		libc.free(p);
@@ -1004,7 +1063,7 @@ size_t ps_usable_size(void *p)
 	if (!p)
 		return 0;
 	if (ps_pool_contains(p))
-		return psje_sallocx(p, 0);
+		return use_je ? psje_sallocx(p, 0) : ps_blocks_size(p);
 	return libc.usable ? libc.usable(p) : 0;
 }
 
@@ -1032,6 +1091,31 @@ static void *realloc_common(void *p, size_t size)
 			 (pooled || libc.usable);
 	void *q;
 
+	if (pooled && want_pool && !use_je) {
+		size_t before = 0, after = ps_blocks_resize(p, size, &before);
+		if (before == 0)
+			bad_free(p);
+		if (after) {
+			ps_stats_pool_used((int64_t)after - (int64_t)before);
+			return p;
+		}
+		enum ps_pool_fail why;
+		q = place(size, 0, false, &after, &why);
+		if (q) {
+			memcpy(q, p, before < size ? before : size);
+			ps_blocks_free(p);
+			ps_stats_pool_used((int64_t)after - (int64_t)before);
+			note_alloc(after);
+			note_free(before);
+			return q;
+		}
+		/* The pool is full: continue in glibc's heap. */
+		q = libc.malloc(size);
+		if (!q)
+			return NULL;
+		ps_stats_event(PS_EV_FB_POOL_FULL);
+		return move(p, size, q);
+	}
 	if (pooled && want_pool) {
 		int saved_errno = errno;
 		int64_t before = (int64_t)psje_sallocx(p, 0);
@@ -1056,7 +1140,7 @@ static void *realloc_common(void *p, size_t size)
 		return move(p, size, q);
 	}
 	if (!pooled && want_pool) {
-		q = pool_try(size, 0);
+		q = pool_try(size, 0, false);
 		if (q)
 			return move(p, size, q);
 		/* fall through: grow in glibc's heap */

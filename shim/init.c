@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "blocks.h"
 #include "callsite.h"
 #include "config.h"
 #include "fmt.h"
@@ -245,6 +246,8 @@ static void start(void)
 	ps_config_load(&ps_cfg, env_get, getauxval(AT_SECURE) ? NULL : environ);
 	/* Before jemalloc initialises (ps_alloc_init): see the top of the file. */
 	pthread_atfork(ps_pool_atfork_prepare, ps_pool_atfork_parent, ps_pool_atfork_child);
+	/* The blocks' lock is never held with the pool's: the order is free. */
+	pthread_atfork(ps_blocks_atfork_prepare, ps_blocks_atfork_parent, ps_blocks_atfork_child);
 	int r = ps_alloc_init(&ps_cfg);
 	if (r < 0)
 		ps_log("the pool could not be created (%s); large buffers use glibc's "

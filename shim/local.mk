@@ -49,7 +49,7 @@ libpsfmt_la_CFLAGS = $(PS_CFLAGS)
 
 # The runtime.
 PS_CORE_SOURCES = \
-	shim/pool.c shim/pool.h \
+	shim/pool.c shim/pool.h shim/blocks.c shim/blocks.h \
 	shim/alloc.c shim/alloc.h shim/posix.h shim/heap.h \
 	shim/gather.c shim/report_out.c shim/report_out.h \
 	shim/fdinfo.c shim/fdinfo.h \

@@ -13,6 +13,7 @@ static const char *const uring_fb_names[] = { PS_URING_FALLBACKS(PS_NAME) };
 static const char *const uring_state_names[] = { PS_URING_STATES(PS_NAME) };
 static const char *const backing_names[] = { PS_BACKINGS(PS_NAME) };
 const char *const ps_hugepage_names[] = { PS_HUGEPAGE_MODES(PS_NAME) NULL };
+const char *const ps_pool_allocator_names[] = { PS_POOL_ALLOCATORS(PS_NAME) NULL };
 
 #define PS_LOOKUP(table, count, v) ((unsigned)(v) < (unsigned)(count) ? (table)[v] : "?")
 
@@ -49,4 +50,9 @@ const char *ps_hugepage_name(unsigned m)
 const char *ps_backing_name(enum ps_backing b)
 {
 	return PS_LOOKUP(backing_names, PS_BACK__COUNT, b);
+}
+
+const char *ps_pool_allocator_name(unsigned a)
+{
+	return PS_LOOKUP(ps_pool_allocator_names, PS_POOL_ALLOC__COUNT, a);
 }

@@ -84,6 +84,12 @@
 #define PS_HUGEPAGE_MODES(X)                                               \
 	X(AUTO, "auto") X(HUGETLB, "hugetlb") X(THP, "thp") X(NONE, "none")
 
+/*
+ * POOLSHIM_POOL_ALLOCATOR: what places pooled blocks in the slabs: the
+ * shim's page-exact first fit (blocks.c) or a private jemalloc arena.
+ */
+#define PS_POOL_ALLOCATORS(X) X(PAGES, "pages") X(JEMALLOC, "jemalloc")
+
 /* What a slab is backed by. */
 #define PS_BACKINGS(X) X(HUGETLB, "hugetlb") X(THP, "thp") X(4K, "4k")
 
@@ -154,6 +160,13 @@ enum ps_hugepages {
 	PS_HUGE__COUNT
 };
 
+enum ps_pool_allocator {
+#define PS_X(id, name) PS_POOL_ALLOC_##id,
+	PS_POOL_ALLOCATORS(PS_X)
+#undef PS_X
+	PS_POOL_ALLOC__COUNT
+};
+
 enum ps_backing {
 #define PS_X(id, name) PS_BACK_##id,
 	PS_BACKINGS(PS_X)
@@ -179,8 +192,11 @@ const char *ps_uring_fb_name(unsigned r);
 const char *ps_uring_state_name(unsigned s);
 const char *ps_hugepage_name(unsigned m);
 const char *ps_backing_name(enum ps_backing b);
+const char *ps_pool_allocator_name(unsigned a);
 
 /* The POOLSHIM_HUGEPAGES choices, NULL-terminated, for the option table. */
 extern const char *const ps_hugepage_names[];
+/* The POOLSHIM_POOL_ALLOCATOR choices, NULL-terminated. */
+extern const char *const ps_pool_allocator_names[];
 
 #endif

@@ -83,6 +83,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blocks.h"
 #include "compiler.h"
 #include "fmt.h"
 #include "sys.h"
@@ -1032,4 +1033,6 @@ void ps_pool_reset_for_tests(void)
 	memset(&cgroup, 0, sizeof(cgroup));
 	ps_pool_lo = ps_pool_hi = ps_pool_span = 0;
 	memset(&info, 0, sizeof(info));
+	/* The blocks placed in the slabs are gone with them. */
+	ps_blocks_reset_for_tests();
 }

@@ -6,6 +6,8 @@
 # libpoolshim.so keeps the plain copy (an ASan runtime cannot be preloaded
 # under a program that was not built with it).
 tests_unit_unit_SOURCES += tests/unit/test_fdinfo.c tests/unit/test_cgroup.c
+# The pool's page-exact placement (issue 35).
+tests_unit_unit_SOURCES += tests/unit/test_blocks.c
 # The O_DIRECT router's decision (issue 36).
 tests_unit_unit_SOURCES += tests/unit/test_route.c
 

@@ -5,6 +5,7 @@
 
 #include <check.h>
 
+Suite *suite_blocks(void);
 Suite *suite_cgroup(void);
 Suite *suite_config(void);
 Suite *suite_fdinfo(void);

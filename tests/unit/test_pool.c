@@ -350,12 +350,13 @@ START_TEST(test_purge)
 }
 END_TEST
 
-/* The pool arena through alloc.c: threshold routing, reuse, zeroing. */
+/* Through alloc.c, with each allocator (_i): threshold routing, reuse, zeroing. */
 START_TEST(test_arena_routing)
 {
 	struct ps_config cfg;
 
 	ps_config_defaults(&cfg);
+	cfg.pool_allocator = (enum ps_pool_allocator)_i;
 	cfg.hugepages = PS_HUGE_NONE;
 	cfg.pool_size = 256 << 20;
 	ps_pool_reset_for_tests();
@@ -402,6 +403,7 @@ START_TEST(test_arena_merges)
 	struct ps_config cfg;
 
 	ps_config_defaults(&cfg);
+	cfg.pool_allocator = (enum ps_pool_allocator)_i;
 	cfg.hugepages = PS_HUGE_NONE;
 	cfg.pool_size = 256 << 20;
 	ps_pool_reset_for_tests();
@@ -438,8 +440,8 @@ Suite *suite_pool(void)
 	tcase_add_test(tc, test_small_first);
 	tcase_add_test(tc, test_within_slab_wrap);
 	tcase_add_test(tc, test_purge);
-	tcase_add_test(tc, test_arena_routing);
-	tcase_add_test(tc, test_arena_merges);
+	tcase_add_loop_test(tc, test_arena_routing, 0, PS_POOL_ALLOC__COUNT);
+	tcase_add_loop_test(tc, test_arena_merges, 0, PS_POOL_ALLOC__COUNT);
 	suite_add_tcase(s, tc);
 	return s;
 }

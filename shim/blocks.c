@@ -1,0 +1,671 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Pooled blocks placed to the page (see blocks.h): a treap of every block,
+ * live and free, ordered by address, each node knowing the largest free
+ * block below it.
+ *
+ * Nodes are numbered from 1 (0 is "none") and kept in chunks mapped as
+ * the tree grows; freed nodes go on a list for reuse, chunks are never
+ * unmapped.  Each operation that may need new nodes reserves them before
+ * it changes anything, so a failure to map leaves the tree as it was.
+ *
+ * A free block being given back to the kernel is BUSY: neither handed out
+ * nor merged until its madvise is done, which runs without the lock.
+ */
+#include "blocks.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "compiler.h"
+#include "pool.h"
+#include "sys.h"
+
+enum { LIVE, FREE, BUSY };
+
+struct node {
+	uintptr_t start;
+	size_t len;
+	size_t max_free;        /* the largest FREE block in this subtree, 0 if none */
+	uint32_t left, right;   /* children; on the spare list, left is the next spare */
+	uint32_t prio;          /* a heap on these keeps the tree balanced, expectedly */
+	uint8_t state;
+	uint8_t zero;           /* FREE or BUSY: the pages are known to read as zeros */
+};
+
+#define CHUNK_SHIFT 10                          /* 1024 nodes, 48 KiB */
+#define CHUNK_NODES ((uint32_t)1 << CHUNK_SHIFT)
+#define CHUNKS 4096                             /* 4 Mi nodes at most */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct node *chunk[CHUNKS];
+static uint32_t nchunks;
+static uint32_t used_nodes;     /* nodes ever handed out (1..used_nodes) */
+static uint32_t spare;          /* list of reusable nodes */
+static uint32_t nspare;
+static uint32_t root;
+static uint32_t rng = 0x9e3779b9u;
+static uintptr_t top_end;       /* the end of the last slab taken */
+static struct ps_blocks_info info;
+static int purging;
+static uintptr_t busy_start;    /* the block being purged, 0 if none */
+
+static struct node nil;         /* node 0: no children, no free block */
+
+static inline struct node *N(uint32_t i)
+{
+	return ps_likely(i != 0) ? &chunk[(i - 1) >> CHUNK_SHIFT][(i - 1) & (CHUNK_NODES - 1)]
+				 : &nil;
+}
+
+static size_t round_page(size_t v)
+{
+	return (v + PS_PAGE - 1) & ~(size_t)(PS_PAGE - 1);
+}
+
+/* Make sure n nodes can be had without failing: true, or false if no chunk could be mapped. */
+static bool reserve(uint32_t n)
+{
+	while (nspare + (nchunks * CHUNK_NODES - used_nodes) < n) {
+		if (nchunks == CHUNKS)
+			return false;
+		void *p = mmap(NULL, CHUNK_NODES * sizeof(struct node), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return false;
+		chunk[nchunks++] = p;
+		info.nodes_mapped += CHUNK_NODES * sizeof(struct node);
+	}
+	return true;
+}
+
+/* A node (reserved before) for [start, start + len). */
+static uint32_t node_new(uintptr_t start, size_t len, int state, bool zero)
+{
+	uint32_t i;
+
+	if (spare) {
+		i = spare;
+		spare = N(i)->left;
+		nspare--;
+	} else {
+		i = ++used_nodes;
+	}
+	/* xorshift32: the priorities only need to look random. */
+	rng ^= rng << 13;
+	rng ^= rng >> 17;
+	rng ^= rng << 5;
+	*N(i) = (struct node){ .start = start, .len = len, .prio = rng, .state = (uint8_t)state,
+			       .zero = zero };
+	N(i)->max_free = state == FREE ? len : 0;
+	return i;
+}
+
+static void node_drop(uint32_t i)
+{
+	N(i)->left = spare;
+	spare = i;
+	nspare++;
+}
+
+static void fix(uint32_t t)
+{
+	struct node *n = N(t);
+	size_t m = n->state == FREE ? n->len : 0;
+	size_t l = N(n->left)->max_free, r = N(n->right)->max_free;
+
+	m = l > m ? l : m;
+	n->max_free = r > m ? r : m;
+}
+
+/* Split t into the keys below key (*l) and the rest (*r). */
+static void split(uint32_t t, uintptr_t key, uint32_t *l, uint32_t *r)
+{
+	if (!t) {
+		*l = *r = 0;
+		return;
+	}
+	if (N(t)->start < key) {
+		split(N(t)->right, key, &N(t)->right, r);
+		*l = t;
+	} else {
+		split(N(t)->left, key, l, &N(t)->left);
+		*r = t;
+	}
+	fix(t);
+}
+
+/* Join two trees, every key of a below every key of b. */
+static uint32_t join(uint32_t a, uint32_t b)
+{
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	if (N(a)->prio > N(b)->prio) {
+		N(a)->right = join(N(a)->right, b);
+		fix(a);
+		return a;
+	}
+	N(b)->left = join(a, N(b)->left);
+	fix(b);
+	return b;
+}
+
+static uint32_t insert(uint32_t t, uint32_t x)
+{
+	if (!t)
+		return x;
+	if (N(x)->prio > N(t)->prio) {
+		split(t, N(x)->start, &N(x)->left, &N(x)->right);
+		fix(x);
+		return x;
+	}
+	if (N(x)->start < N(t)->start)
+		N(t)->left = insert(N(t)->left, x);
+	else
+		N(t)->right = insert(N(t)->right, x);
+	fix(t);
+	return t;
+}
+
+/* Take the node whose start is key out of t (it is there). */
+static uint32_t erase(uint32_t t, uintptr_t key)
+{
+	if (N(t)->start == key)
+		return join(N(t)->left, N(t)->right);
+	if (key < N(t)->start)
+		N(t)->left = erase(N(t)->left, key);
+	else
+		N(t)->right = erase(N(t)->right, key);
+	fix(t);
+	return t;
+}
+
+/* Recompute the maxima on the way to the node whose start is key (its length or state changed). */
+static void refresh(uint32_t t, uintptr_t key)
+{
+	if (!t)
+		return;
+	if (key < N(t)->start)
+		refresh(N(t)->left, key);
+	else if (key > N(t)->start)
+		refresh(N(t)->right, key);
+	fix(t);
+}
+
+static uint32_t find(uintptr_t key)
+{
+	uint32_t t = root;
+
+	while (t && N(t)->start != key)
+		t = key < N(t)->start ? N(t)->left : N(t)->right;
+	return t;
+}
+
+/* The node with the largest start below key, or 0. */
+static uint32_t below(uintptr_t key)
+{
+	uint32_t t = root, best = 0;
+
+	while (t) {
+		if (N(t)->start < key) {
+			best = t;
+			t = N(t)->right;
+		} else {
+			t = N(t)->left;
+		}
+	}
+	return best;
+}
+
+/* The node with the smallest start at or above key, or 0. */
+static uint32_t at_or_above(uintptr_t key)
+{
+	uint32_t t = root, best = 0;
+
+	while (t) {
+		if (N(t)->start >= key) {
+			best = t;
+			t = N(t)->left;
+		} else {
+			t = N(t)->right;
+		}
+	}
+	return best;
+}
+
+/* The lowest FREE block of at least need bytes, or 0. */
+static uint32_t first_fit(size_t need)
+{
+	uint32_t t = root;
+
+	while (t) {
+		struct node *n = N(t);
+		if (N(n->left)->max_free >= need)
+			t = n->left;
+		else if (n->state == FREE && n->len >= need)
+			return t;
+		else if (N(n->right)->max_free >= need)
+			t = n->right;
+		else
+			return 0;
+	}
+	return 0;
+}
+
+static uint32_t last_node(void)
+{
+	uint32_t t = root;
+
+	while (t && N(t)->right)
+		t = N(t)->right;
+	return t;
+}
+
+static uintptr_t end_of(uint32_t i)
+{
+	return N(i)->start + N(i)->len;
+}
+
+/*
+ * x (FREE, just made so) absorbs the FREE blocks right next to it; the
+ * node that holds the merged block.  Known zero only if all parts were.
+ */
+static uint32_t coalesce(uint32_t x)
+{
+	uint32_t p = below(N(x)->start);
+
+	if (p && N(p)->state == FREE && end_of(p) == N(x)->start) {
+		N(p)->len += N(x)->len;
+		N(p)->zero &= N(x)->zero;
+		root = erase(root, N(x)->start);
+		node_drop(x);
+		info.free--;
+		x = p;
+	}
+	uint32_t s = at_or_above(end_of(x));
+	if (s && N(s)->state == FREE && N(s)->start == end_of(x)) {
+		N(x)->len += N(s)->len;
+		N(x)->zero &= N(s)->zero;
+		root = erase(root, N(s)->start);
+		node_drop(s);
+		info.free--;
+	}
+	refresh(root, N(x)->start);
+	return x;
+}
+
+/* Add [start, start + len), a new slab, as free memory (one node reserved). */
+static void add_free(uintptr_t start, size_t len, bool zero)
+{
+	uint32_t x = node_new(start, len, FREE, zero);
+
+	root = insert(root, x);
+	info.free++;
+	info.free_bytes += len;
+	coalesce(x);
+	if (start + len > top_end)
+		top_end = start + len;
+}
+
+/*
+ * Carve len bytes aligned to align out of the FREE block x (two nodes
+ * reserved): the block's address, and whether its pages are known zero.
+ */
+static uintptr_t carve(uint32_t x, size_t len, size_t align, bool *zero)
+{
+	struct node *n = N(x);
+	uintptr_t s = n->start, e = s + n->len;
+	uintptr_t a = (s + align - 1) & ~(uintptr_t)(align - 1);
+	bool z = n->zero;
+
+	*zero = z;
+	info.free_bytes -= len;
+	info.live++;
+	info.live_bytes += len;
+	if (a == s) {
+		n->state = LIVE;
+		n->len = len;
+		info.free--;
+		refresh(root, s);
+	} else {
+		n->len = a - s;
+		refresh(root, s);
+		root = insert(root, node_new(a, len, LIVE, false));
+	}
+	if (a + len < e) {
+		root = insert(root, node_new(a + len, e - (a + len), FREE, z));
+		info.free++;
+	}
+	return a;
+}
+
+void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *why)
+{
+	int saved_errno = errno;
+	enum ps_pool_fail fail = PS_FAIL_NONE;
+	uintptr_t a = 0;
+	bool was_zero = false;
+
+	if (align < PS_PAGE)
+		align = PS_PAGE;
+	if (size > PS_SLAB_MAX || align > PS_SLAB_MAX) {
+		*why = PS_FAIL_TOO_LARGE;
+		return NULL;
+	}
+	size_t len = round_page(size ? size : 1);
+	/* With a larger alignment, a free block needs room to align in. */
+	size_t search = len + (align - PS_PAGE);
+	bool extend = true;
+
+	pthread_mutex_lock(&lock);
+	for (int tries = 0;; tries++) {
+		if (!reserve(3)) {
+			fail = PS_FAIL_NO_MEMORY;
+			break;
+		}
+		uint32_t x = first_fit(search);
+		if (x) {
+			a = carve(x, len, align, &was_zero);
+			break;
+		}
+		if (tries == 4) {
+			/* Others took each new slab first: rare; the request falls back. */
+			fail = PS_FAIL_POOL_FULL;
+			break;
+		}
+		/*
+		 * A new slab, aligned, so the block starts it.  It goes right
+		 * after the last one, so a free block at the top of the pool
+		 * needs only the rest.
+		 */
+		size_t want = len;
+		uint32_t t = last_node();
+		if (extend && align == PS_PAGE && t && N(t)->state == FREE && end_of(t) == top_end)
+			want = len - N(t)->len;
+		pthread_mutex_unlock(&lock);
+		bool zeroed = false;
+		void *s = ps_pool_take(want, align, want, &zeroed, &fail);
+		pthread_mutex_lock(&lock);
+		if (!s)
+			break;
+		if (!reserve(3)) {
+			/* The slab stays the pool's, unused: nothing to put it in. */
+			fail = PS_FAIL_NO_MEMORY;
+			break;
+		}
+		add_free((uintptr_t)s, round_page(want), zeroed);
+		x = below((uintptr_t)s + 1);
+		if (((N(x)->start + align - 1) & ~(uintptr_t)(align - 1)) + len <= end_of(x)) {
+			a = carve(x, len, align, &was_zero);
+			break;
+		}
+		/* Raced for the top, or the slab did not follow it: next time a whole one. */
+		extend = false;
+	}
+	pthread_mutex_unlock(&lock);
+	errno = saved_errno;
+	*why = fail;
+	if (!a)
+		return NULL;
+	if (zero && !was_zero)
+		memset((void *)a, 0, len);
+	return (void *)a;
+}
+
+size_t ps_blocks_free(void *p)
+{
+	pthread_mutex_lock(&lock);
+	uint32_t x = find((uintptr_t)p);
+	size_t len = 0;
+	if (x && N(x)->state == LIVE) {
+		len = N(x)->len;
+		N(x)->state = FREE;
+		N(x)->zero = false;
+		info.live--;
+		info.live_bytes -= len;
+		info.free++;
+		info.free_bytes += len;
+		coalesce(x);
+	}
+	pthread_mutex_unlock(&lock);
+	return len;
+}
+
+size_t ps_blocks_size(const void *p)
+{
+	pthread_mutex_lock(&lock);
+	uint32_t x = find((uintptr_t)p);
+	size_t len = x && N(x)->state == LIVE ? N(x)->len : 0;
+	pthread_mutex_unlock(&lock);
+	return len;
+}
+
+size_t ps_blocks_resize(void *p, size_t size, size_t *was)
+{
+	size_t len = round_page(size ? size : 1);
+
+	pthread_mutex_lock(&lock);
+	uint32_t x = find((uintptr_t)p);
+	*was = x && N(x)->state == LIVE ? N(x)->len : 0;
+	if (!*was || size > PS_SLAB_MAX || !reserve(1)) {
+		pthread_mutex_unlock(&lock);
+		return 0;
+	}
+	size_t old = *was;
+	uintptr_t end = end_of(x);
+	uint32_t s = at_or_above(end);
+	bool s_free = s && N(s)->state == FREE && N(s)->start == end;
+
+	if (len < old) {
+		/* The tail becomes free, on its own or joined to the free block above. */
+		size_t tail = old - len;
+		N(x)->len = len;
+		if (s_free) {
+			/* Moving s's start down keeps the order: nothing lies between. */
+			N(s)->start -= tail;
+			N(s)->len += tail;
+			N(s)->zero = false;
+			refresh(root, N(s)->start);
+		} else {
+			root = insert(root, node_new(end - tail, tail, FREE, false));
+			info.free++;
+		}
+		info.live_bytes -= tail;
+		info.free_bytes += tail;
+	} else if (len > old) {
+		size_t more = len - old;
+		if (!s_free || N(s)->len < more) {
+			pthread_mutex_unlock(&lock);
+			return 0;
+		}
+		N(x)->len = len;
+		if (N(s)->len == more) {
+			root = erase(root, N(s)->start);
+			node_drop(s);
+			info.free--;
+		} else {
+			N(s)->start += more;
+			N(s)->len -= more;
+			refresh(root, N(s)->start);
+		}
+		info.live_bytes += more;
+		info.free_bytes -= more;
+	}
+	refresh(root, N(x)->start);
+	pthread_mutex_unlock(&lock);
+	return len;
+}
+
+/* The first FREE block at or above key whose pages are not known zero, or 0. */
+static uint32_t next_dirty(uintptr_t key)
+{
+	for (uint32_t t = at_or_above(key); t; t = at_or_above(end_of(t)))
+		if (N(t)->state == FREE && !N(t)->zero)
+			return t;
+	return 0;
+}
+
+size_t ps_blocks_purge(void)
+{
+	int idle = 0;
+	size_t total = 0;
+	uintptr_t cursor = 0;
+
+	if (!__atomic_compare_exchange_n(&purging, &idle, 1, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
+		return 0;
+	pthread_mutex_lock(&lock);
+	for (uint32_t x; (x = next_dirty(cursor)) != 0;) {
+		uintptr_t s = N(x)->start;
+		size_t len = N(x)->len;
+		N(x)->state = BUSY;
+		busy_start = s;
+		refresh(root, s);
+		pthread_mutex_unlock(&lock);
+		bool zeroed = ps_pool_purge((void *)s, len) == 0;
+		pthread_mutex_lock(&lock);
+		/* Nobody hands out, merges or frees a BUSY block: x is as it was. */
+		N(x)->state = FREE;
+		N(x)->zero = zeroed;
+		busy_start = 0;
+		if (zeroed)
+			total += len;
+		coalesce(x);
+		cursor = s + len;
+	}
+	pthread_mutex_unlock(&lock);
+	__atomic_store_n(&purging, 0, __ATOMIC_RELEASE);
+	return total;
+}
+
+void ps_blocks_get_info(struct ps_blocks_info *out)
+{
+	bool locked = pthread_mutex_trylock(&lock) == 0;
+	*out = info;
+	out->largest_free = N(root)->max_free;
+	if (locked)
+		pthread_mutex_unlock(&lock);
+}
+
+/* The walk behind ps_blocks_check(): the subtree's facts, or false at the first fault. */
+struct walk {
+	uintptr_t last_end;
+	int last_state;
+	bool any;
+	struct ps_blocks_info seen;
+	const char *fault;
+	uintptr_t where;
+};
+
+static bool walk(uint32_t t, uint32_t depth, struct walk *w)
+{
+	if (!t)
+		return true;
+	struct node *n = N(t);
+	if (depth > 4096) {
+		w->fault = "the tree is deeper than 4096";
+		w->where = n->start;
+		return false;
+	}
+	if ((n->left && N(n->left)->prio > n->prio) || (n->right && N(n->right)->prio > n->prio)) {
+		w->fault = "a child outranks its parent";
+		w->where = n->start;
+		return false;
+	}
+	if (!walk(n->left, depth + 1, w))
+		return false;
+	w->where = n->start;
+	if (n->len == 0 || n->len % PS_PAGE || n->start % PS_PAGE || n->state > BUSY) {
+		w->fault = "a block that is not whole pages";
+		return false;
+	}
+	if (w->any && n->start < w->last_end) {
+		w->fault = "blocks overlap or are out of order";
+		return false;
+	}
+	if (w->any && n->start == w->last_end && n->state == FREE && w->last_state == FREE) {
+		w->fault = "two free neighbours were not merged";
+		return false;
+	}
+	if (!ps_pool_within_slabs((void *)n->start, n->len)) {
+		w->fault = "a block outside the pool's slabs";
+		return false;
+	}
+	size_t m = n->state == FREE ? n->len : 0;
+	m = N(n->left)->max_free > m ? N(n->left)->max_free : m;
+	m = N(n->right)->max_free > m ? N(n->right)->max_free : m;
+	if (m != n->max_free) {
+		w->fault = "a subtree's largest free block is wrong";
+		return false;
+	}
+	w->any = true;
+	w->last_end = n->start + n->len;
+	w->last_state = n->state;
+	if (n->state == LIVE) {
+		w->seen.live++;
+		w->seen.live_bytes += n->len;
+	} else {
+		w->seen.free++;
+		w->seen.free_bytes += n->len;
+	}
+	return walk(n->right, depth + 1, w);
+}
+
+int ps_blocks_check(void)
+{
+	struct walk w = { 0 };
+
+	pthread_mutex_lock(&lock);
+	bool ok = walk(root, 0, &w);
+	if (ok && (w.seen.live != info.live || w.seen.live_bytes != info.live_bytes ||
+		   w.seen.free != info.free || w.seen.free_bytes != info.free_bytes)) {
+		ok = false;
+		w.fault = "the counts disagree with the tree";
+		w.where = 0;
+	}
+	pthread_mutex_unlock(&lock);
+	if (ok)
+		return 0;
+	fprintf(stderr, "poolshim blocks: %s (at %#lx)\n", w.fault, (unsigned long)w.where);
+	return -EUCLEAN;
+}
+
+void ps_blocks_atfork_prepare(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+void ps_blocks_atfork_parent(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+void ps_blocks_atfork_child(void)
+{
+	/* A purge in another thread did not come along: its block is free again. */
+	if (busy_start) {
+		uint32_t x = find(busy_start);
+		N(x)->state = FREE;
+		N(x)->zero = false;
+		busy_start = 0;
+		coalesce(x);
+	}
+	__atomic_store_n(&purging, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&lock);
+}
+
+void ps_blocks_reset_for_tests(void)
+{
+	for (uint32_t i = 0; i < nchunks; i++)
+		munmap(chunk[i], CHUNK_NODES * sizeof(struct node));
+	memset(chunk, 0, sizeof(chunk));
+	nchunks = used_nodes = spare = nspare = root = 0;
+	top_end = busy_start = 0;
+	info = (struct ps_blocks_info){ 0 };
+	purging = 0;
+}

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: MIT
+/*
+ * blocks.c, the pool's page-exact placement, without preloading: sizes to
+ * the page, first fit, merging, growth at the top, in-place resizing,
+ * zero tracking and purging, and a long random run checked against a
+ * model of the live blocks and the tree's own invariants after each step.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blocks.h"
+#include "config.h"
+#include "pool.h"
+#include "suites.h"
+
+#define KB ((size_t)1 << 10)
+#define MB ((size_t)1 << 20)
+
+static void setup(enum ps_hugepages mode, uint64_t size)
+{
+	struct ps_config cfg;
+
+	ps_config_defaults(&cfg);
+	cfg.hugepages = mode;
+	cfg.pool_size = size;
+	ps_pool_reset_for_tests();
+	ck_assert_int_eq(ps_pool_init(&cfg), 0);
+}
+
+static char *get(size_t size)
+{
+	enum ps_pool_fail why = PS_FAIL__COUNT;
+	char *p = ps_blocks_alloc(size, 0, false, &why);
+	ck_assert_msg(p != NULL, "no block of %zu bytes (why %d)", size, (int)why);
+	ck_assert_int_eq(why, PS_FAIL_NONE);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	return p;
+}
+
+static void put(void *p)
+{
+	ck_assert_uint_gt(ps_blocks_free(p), 0);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+}
+
+/* A block is the request rounded to the page, no size class. */
+START_TEST(test_page_exact)
+{
+	setup(PS_HUGE_NONE, 256 * MB);
+	char *a = get(9 * MB + 1);
+	ck_assert_uint_eq(ps_blocks_size(a), 9 * MB + 4 * KB);
+	char *b = get(64 * KB);
+	ck_assert_ptr_eq(b, a + 9 * MB + 4 * KB);
+	ck_assert_uint_eq(ps_blocks_size(b), 64 * KB);
+	ck_assert_uint_eq(ps_blocks_size(b + 4096), 0);   /* not a block's start */
+	struct ps_blocks_info info;
+	ps_blocks_get_info(&info);
+	ck_assert_uint_eq(info.live, 2);
+	ck_assert_uint_eq(info.live_bytes, 9 * MB + 68 * KB);
+	put(a);
+	put(b);
+	ps_blocks_get_info(&info);
+	ck_assert_uint_eq(info.live, 0);
+	ck_assert_uint_eq(info.free, 1);                  /* merged into one */
+	ck_assert_uint_eq(info.largest_free, 9 * MB + 68 * KB);
+}
+END_TEST
+
+/* The lowest free block that fits; freed neighbours merge, across slabs too. */
+START_TEST(test_first_fit_and_merge)
+{
+	setup(PS_HUGE_NONE, 256 * MB);
+	char *a = get(MB), *b = get(MB), *c = get(MB), *d = get(MB);
+	ck_assert_int_ne(ps_pool_slab_of(a), ps_pool_slab_of(b));
+	put(a);
+	put(c);
+	/* Both fit 512 KiB: the lower wins, and the rest of it stays free. */
+	char *e = get(512 * KB);
+	ck_assert_ptr_eq(e, a);
+	char *f = get(768 * KB);
+	ck_assert_ptr_eq(f, c);                           /* a's rest is too small */
+	put(b);                                           /* a's rest + b merge */
+	char *g = get(MB + 512 * KB);
+	ck_assert_ptr_eq(g, a + 512 * KB);
+	int slabs = ps_pool_nslabs();
+	put(e);
+	put(f);
+	put(g);
+	put(d);
+	/* All four slabs' memory is one free block now: 4 MiB fit, no new slab. */
+	char *h = get(4 * MB);
+	ck_assert_ptr_eq(h, a);
+	ck_assert_int_eq(ps_pool_nslabs(), slabs);
+	memset(h, 1, 4 * MB);
+	ck_assert_uint_eq(ps_blocks_free(d), 0);          /* inside h: not a block */
+	put(h);
+	ck_assert_uint_eq(ps_blocks_free(h), 0);          /* freed twice */
+	ck_assert_uint_eq(ps_blocks_free((char *)ps_pool_lo - 4096), 0);
+}
+END_TEST
+
+/* A request larger than the free block at the top takes only the rest as a new slab. */
+START_TEST(test_grow_at_top)
+{
+	struct ps_pool_info before, after;
+
+	setup(PS_HUGE_NONE, 256 * MB);
+	char *a = get(4 * MB);
+	char *b = get(2 * MB);
+	put(b);
+	ps_pool_get_info(&before);
+	char *c = get(5 * MB);
+	ps_pool_get_info(&after);
+	ck_assert_ptr_eq(c, b);
+	ck_assert_uint_eq(after.slabs, before.slabs + 1);
+	ck_assert_uint_eq(after.backed - before.backed, 4 * MB);   /* 3 MiB more, whole units */
+	memset(c, 2, 5 * MB);
+	put(a);
+	put(c);
+}
+END_TEST
+
+/* Alignment: the block starts aligned; the gap before it stays free. */
+START_TEST(test_aligned)
+{
+	enum ps_pool_fail why;
+
+	setup(PS_HUGE_NONE, 256 * MB);
+	char *a = get(12 * KB);
+	/* A new slab is aligned itself: the block starts it. */
+	char *b = ps_blocks_alloc(100 * KB, 2 * MB, false, &why);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq((uintptr_t)b % (2 * MB), 0);
+	ck_assert_int_eq(ps_pool_slab_of(b), ps_pool_nslabs() - 1);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	/* Inside a free block, the room below the aligned start stays free. */
+	char *big = get(8 * MB);
+	put(big);
+	char *c = ps_blocks_alloc(64 * KB, 4 * MB, false, &why);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_uint_eq((uintptr_t)c % (4 * MB), 0);
+	ck_assert((uintptr_t)c >= (uintptr_t)big && (uintptr_t)c < (uintptr_t)big + 4 * MB);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	if (c > big)
+		ck_assert_ptr_eq(get(4 * KB), big);
+	put(a);
+	put(b);
+	put(c);
+	ck_assert_ptr_null(ps_blocks_alloc((size_t)2 << 30, 0, false, &why));
+	ck_assert_int_eq(why, PS_FAIL_TOO_LARGE);
+	ck_assert_ptr_null(ps_blocks_alloc(SIZE_MAX, 0, false, &why));
+	ck_assert_int_eq(why, PS_FAIL_TOO_LARGE);
+}
+END_TEST
+
+/* Resizing in place: shrink frees the tail, growth takes the free block above. */
+START_TEST(test_resize)
+{
+	size_t old;
+
+	setup(PS_HUGE_NONE, 256 * MB);
+	char *a = get(2 * MB);
+	char *b = get(MB);
+	memset(a, 3, 2 * MB);
+	ck_assert_uint_eq(ps_blocks_resize(a, MB + 1, &old), MB + 4 * KB);
+	ck_assert_uint_eq(old, 2 * MB);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	ck_assert_int_eq(a[MB], 3);
+	/* The tail is free: a 1 MiB - 4 KiB block fits there. */
+	char *c = get(MB - 4 * KB);
+	ck_assert_ptr_eq(c, a + MB + 4 * KB);
+	put(c);
+	/* Grow back into it; past it, b is in the way. */
+	ck_assert_uint_eq(ps_blocks_resize(a, 2 * MB, &old), 2 * MB);
+	ck_assert_uint_eq(old, MB + 4 * KB);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	ck_assert_uint_eq(ps_blocks_resize(a, 2 * MB + 1, &old), 0);
+	ck_assert_uint_eq(old, 2 * MB);
+	ck_assert_uint_eq(ps_blocks_size(a), 2 * MB);
+	/* Shrinking next to a free block grows that block downwards. */
+	put(b);
+	ck_assert_uint_eq(ps_blocks_resize(a, 64 * KB, &old), 64 * KB);
+	struct ps_blocks_info info;
+	ps_blocks_get_info(&info);
+	ck_assert_uint_eq(info.free, 1);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	ck_assert_uint_eq(ps_blocks_resize(a + 4096, 64 * KB, &old), 0);
+	ck_assert_uint_eq(old, 0);
+	put(a);
+}
+END_TEST
+
+/* Zero is known for fresh and purged pages; a reused block is zeroed on request. */
+START_TEST(test_zero_and_purge)
+{
+	enum ps_pool_fail why;
+	struct ps_pool_info pool;
+
+	setup(PS_HUGE_NONE, 256 * MB);
+	char *a = ps_blocks_alloc(MB, 0, true, &why);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_int_eq(a[0] | a[MB - 1], 0);
+	memset(a, 0x77, MB);
+	char *keep = get(MB);
+	memset(keep, 0x66, MB);
+	put(a);
+	char *b = ps_blocks_alloc(MB, 0, true, &why);
+	ck_assert_ptr_eq(b, a);
+	for (size_t i = 0; i < MB; i += 512)
+		ck_assert_int_eq(b[i], 0);
+	memset(b, 0x55, MB);
+	put(b);
+	ps_pool_get_info(&pool);
+	uint64_t purged = pool.purged;
+	ck_assert_uint_eq(ps_blocks_purge(), MB);
+	ps_pool_get_info(&pool);
+	ck_assert_uint_eq(pool.purged - purged, MB);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	/* Purged: reads as zeros; the live block beside it is untouched. */
+	char *c = get(MB);
+	ck_assert_ptr_eq(c, a);
+	ck_assert_int_eq(c[4096], 0);
+	ck_assert_int_eq(keep[0], 0x66);
+	ck_assert_int_eq(keep[MB - 1], 0x66);
+	put(c);
+	put(keep);
+	/* Nothing dirty is left after a second purge; a third finds nothing. */
+	ck_assert_uint_eq(ps_blocks_purge(), 2 * MB);
+	ck_assert_uint_eq(ps_blocks_purge(), 0);
+}
+END_TEST
+
+/* At the pool's size the request fails with its reason, and nothing is lost. */
+START_TEST(test_full)
+{
+	enum ps_pool_fail why;
+
+	setup(PS_HUGE_NONE, 8 * MB);
+	char *a = get(6 * MB);
+	ck_assert_ptr_null(ps_blocks_alloc(4 * MB, 0, false, &why));
+	ck_assert_int_eq(why, PS_FAIL_POOL_FULL);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	char *b = get(2 * MB);
+	put(a);
+	put(b);
+	ck_assert_ptr_nonnull(ps_blocks_alloc(8 * MB, 0, false, &why));
+}
+END_TEST
+
+/*
+ * A long random run against a model: each live block's first and last
+ * bytes carry its number, blocks never overlap, the tree's invariants
+ * hold after every step (ps_blocks_check).
+ */
+struct live {
+	char *p;
+	size_t size;
+	unsigned char tag;
+};
+
+START_TEST(test_random_against_model)
+{
+	enum { SLOTS = 64, STEPS = 6000 };
+	static struct live slot[SLOTS];
+	unsigned seed = 12345u + (unsigned)_i;
+	enum ps_pool_fail why;
+
+	memset(slot, 0, sizeof(slot));
+	setup(PS_HUGE_NONE, 512 * MB);
+	for (int step = 0; step < STEPS; step++) {
+		struct live *s = &slot[rand_r(&seed) % SLOTS];
+		int op = rand_r(&seed) % 8;
+		if (s->p && op < 3) {
+			ck_assert_uint_eq(ps_blocks_size(s->p), (s->size + 4095) & ~(size_t)4095);
+			ck_assert_int_eq((unsigned char)s->p[0], s->tag);
+			ck_assert_int_eq((unsigned char)s->p[s->size - 1], s->tag);
+			ck_assert_uint_gt(ps_blocks_free(s->p), 0);
+			s->p = NULL;
+		} else if (s->p && op == 3) {
+			size_t size = 4096 + (size_t)rand_r(&seed) % (8 * MB);
+			size_t old, n = ps_blocks_resize(s->p, size, &old);
+			ck_assert_uint_eq(old, (s->size + 4095) & ~(size_t)4095);
+			if (n) {
+				ck_assert_uint_eq(n, (size + 4095) & ~(size_t)4095);
+				ck_assert_int_eq((unsigned char)s->p[0], s->tag);
+				if (size > s->size)
+					ck_assert_int_eq((unsigned char)s->p[s->size - 1], s->tag);
+				s->size = size;
+				s->p[size - 1] = (char)s->tag;
+			}
+		} else if (!s->p) {
+			size_t size = (size_t)1 << (12 + rand_r(&seed) % 12);
+			size += (size_t)rand_r(&seed) % size;
+			size_t align = op == 7 ? (size_t)1 << (12 + rand_r(&seed) % 10) : 0;
+			s->p = ps_blocks_alloc(size, align, op == 6, &why);
+			ck_assert_msg(s->p != NULL, "step %d: %zu bytes failed (%d)", step, size, (int)why);
+			if (align)
+				ck_assert_uint_eq((uintptr_t)s->p % align, 0);
+			if (op == 6)
+				ck_assert_int_eq(s->p[0] | s->p[size / 2] | s->p[size - 1], 0);
+			s->size = size;
+			s->tag = (unsigned char)(step | 1);
+			s->p[0] = s->p[size - 1] = (char)s->tag;
+		} else if (op == 4 && step % 97 == 0) {
+			ps_blocks_purge();
+		}
+		int r = ps_blocks_check();
+		ck_assert_msg(r == 0, "step %d: the tree broke", step);
+	}
+	/* No two live blocks overlap. */
+	for (int i = 0; i < SLOTS; i++)
+		for (int j = 0; j < SLOTS; j++)
+			if (i != j && slot[i].p && slot[j].p)
+				ck_assert(slot[i].p + slot[i].size <= slot[j].p ||
+					  slot[j].p + slot[j].size <= slot[i].p);
+	for (int i = 0; i < SLOTS; i++)
+		if (slot[i].p)
+			put(slot[i].p);
+	struct ps_blocks_info info;
+	ps_blocks_get_info(&info);
+	ck_assert_uint_eq(info.live, 0);
+	ck_assert_uint_le(info.free, 8);   /* merged back into the slabs' runs */
+}
+END_TEST
+
+Suite *suite_blocks(void)
+{
+	Suite *s = suite_create("blocks");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_page_exact);
+	tcase_add_test(tc, test_first_fit_and_merge);
+	tcase_add_test(tc, test_grow_at_top);
+	tcase_add_test(tc, test_aligned);
+	tcase_add_test(tc, test_resize);
+	tcase_add_test(tc, test_zero_and_purge);
+	tcase_add_test(tc, test_full);
+	tcase_add_loop_test(tc, test_random_against_model, 0, 3);
+	suite_add_tcase(s, tc);
+	return s;
+}
