@@ -45,7 +45,10 @@ def configs(shim, baseline):
          ("jemalloc", {"LD_PRELOAD": f"{LIBDIR}/libjemalloc.so.2"}),
          ("tcmalloc", {"LD_PRELOAD": f"{LIBDIR}/libtcmalloc_minimal.so.4"}),
          ("mimalloc", {"LD_PRELOAD": f"{LIBDIR}/libmimalloc.so.2"}),
-         ("poolshim", {"LD_PRELOAD": shim, "POOLSHIM_STATS": "off"})]
+         ("poolshim", {"LD_PRELOAD": shim, "POOLSHIM_STATS": "off"}),
+         # The same library with its blocks placed by jemalloc's size classes.
+         ("shim-je", {"LD_PRELOAD": shim, "POOLSHIM_STATS": "off",
+                      "POOLSHIM_POOL_ALLOCATOR": "jemalloc"})]
     if baseline:
         c.append(("baseline", {"LD_PRELOAD": baseline, "POOLSHIM_STATS": "off"}))
     return c
