@@ -47,7 +47,8 @@ def configs(shim, baseline):
          ("mimalloc", {"LD_PRELOAD": f"{LIBDIR}/libmimalloc.so.2"}),
          ("poolshim", {"LD_PRELOAD": shim, "POOLSHIM_STATS": "off"}),
          # The same library with its blocks placed by jemalloc's size classes.
-         ("shim-je", {"LD_PRELOAD": shim, "POOLSHIM_STATS": "off",
+         ("shim-je", {"LD_PRELOAD": os.path.join(os.path.dirname(shim), "libpoolshim-jemalloc.so"),
+                      "POOLSHIM_STATS": "off",
                       "POOLSHIM_POOL_ALLOCATOR": "jemalloc"})]
     if baseline:
         c.append(("baseline", {"LD_PRELOAD": baseline, "POOLSHIM_STATS": "off"}))

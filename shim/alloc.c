@@ -300,12 +300,6 @@ static void door_see_pool(void)
 		__atomic_store_n(&ps_door_pool_end, lo + ps_pool_span, __ATOMIC_RELEASE);
 }
 
-/* The private jemalloc's options (set before it initialises: ps_alloc_init). */
-extern bool je_opt_cache_oblivious;
-extern bool je_opt_retain;
-extern size_t je_opt_lg_extent_max_active_fit;
-extern bool je_opt_tcache;
-extern unsigned je_opt_narenas;
 
 /* The interposed call in progress, for call-site records. */
 static __thread enum ps_call site_call;
@@ -677,6 +671,13 @@ int ps_alloc_init(const struct ps_config *cfg)
 		__atomic_store_n(&arena_state, ARENA_OFF, __ATOMIC_RELEASE);
 		return 0;
 	}
+	decay_ns = cfg->pool_decay_ms * 1000000u;
+	/* Without the copy in this library, init.c has said so and asked for pages. */
+	use_je = cfg->pool_allocator == PS_POOL_ALLOC_JEMALLOC && ps_have_jemalloc();
+	if (!use_je) {
+		__atomic_store_n(&arena_state, ARENA_LAZY, __ATOMIC_RELEASE);
+		return 0;
+	}
 	/*
 	 * jemalloc initialises with the arena, on the first pooled request: its
 	 * set-up (some 20 system calls, 6 MiB of mappings, /proc and /sys
@@ -719,10 +720,13 @@ int ps_alloc_init(const struct ps_config *cfg)
 	 */
 	je_opt_tcache = false;
 	je_opt_narenas = 1;
-	decay_ns = cfg->pool_decay_ms * 1000000u;
-	use_je = cfg->pool_allocator == PS_POOL_ALLOC_JEMALLOC;
 	__atomic_store_n(&arena_state, ARENA_LAZY, __ATOMIC_RELEASE);
 	return 0;
+}
+
+bool ps_alloc_have_jemalloc(void)
+{
+	return ps_have_jemalloc();
 }
 
 bool ps_alloc_pool_ready(void)

@@ -37,6 +37,13 @@ extern void *__libc_memalign(size_t, size_t);
  */
 int ps_alloc_init(const struct ps_config *cfg);
 
+/*
+ * Whether this library holds the private jemalloc that
+ * POOLSHIM_POOL_ALLOCATOR=jemalloc needs (libpoolshim-jemalloc.so and the
+ * test builds do; libpoolshim.so does not).
+ */
+bool ps_alloc_have_jemalloc(void);
+
 /* Whether the pool can serve: set up, and its arena not failed. */
 bool ps_alloc_pool_ready(void);
 

@@ -244,6 +244,12 @@ static void start(void)
 
 	/* Unknown names are looked for only where the environment is trusted. */
 	ps_config_load(&ps_cfg, env_get, getauxval(AT_SECURE) ? NULL : environ);
+	if (ps_cfg.pool_allocator == PS_POOL_ALLOC_JEMALLOC && !ps_alloc_have_jemalloc()) {
+		ps_log("POOLSHIM_POOL_ALLOCATOR=jemalloc: this library has no jemalloc; preload "
+		       "libpoolshim-jemalloc.so for it (the poolshim command does); blocks are "
+		       "placed to the page");
+		ps_cfg.pool_allocator = PS_POOL_ALLOC_PAGES;
+	}
 	/* Before jemalloc initialises (ps_alloc_init): see the top of the file. */
 	pthread_atfork(ps_pool_atfork_prepare, ps_pool_atfork_parent, ps_pool_atfork_child);
 	/* The blocks' lock is never held with the pool's: the order is free. */

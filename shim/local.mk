@@ -7,7 +7,14 @@
 #   libpscore.la   the runtime: pool, allocator, kind table, io_uring, live
 #                  file, call sites; unit tests link it without preloading
 #   libpoolshim.la the preloaded library: start-up and the interposers
-#                  (doors) over the core, with the private jemalloc
+#                  (doors, libpsdoors.la) over the core; blocks placed to
+#                  the page (blocks.c)
+#   libpoolshim-jemalloc.la  the same objects with the private jemalloc
+#                  linked in, for POOLSHIM_POOL_ALLOCATOR=jemalloc: its
+#                  2 MiB of static metadata and 400 KiB of code are address
+#                  space every process would pay (one 16 MiB buffer fewer
+#                  fit under `ulimit -v 300000`), so the default library
+#                  does without it
 
 # ---------------------------------------------------------------------------
 # A private copy of Debian's jemalloc.  Every public symbol (malloc, mallocx,
@@ -29,6 +36,12 @@ shim/jemalloc_ps.a: $(JEMALLOC_PIC)
 	$(OBJCOPY) --redefine-syms=shim/jemalloc.syms --remove-section=.init_array $(JEMALLOC_PIC) $@
 CLEANFILES += shim/jemalloc_ps.a shim/jemalloc.syms
 JEMALLOC_PS = $(top_builddir)/shim/jemalloc_ps.a
+# alloc.c's references to the copy are weak (jemalloc_ps.h), and a weak
+# reference pulls nothing out of an archive: name what it uses.
+JEMALLOC_PS_UNDEF = -Wl,-u,psje_mallocx -Wl,-u,psje_rallocx \
+	-Wl,-u,psje_sallocx -Wl,-u,psje_dallocx -Wl,-u,psje_mallctl \
+	-Wl,-u,je_opt_cache_oblivious -Wl,-u,je_opt_retain \
+	-Wl,-u,je_opt_lg_extent_max_active_fit -Wl,-u,je_opt_tcache -Wl,-u,je_opt_narenas
 
 PS_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -ftls-model=initial-exec
 
@@ -64,9 +77,9 @@ libpscore_la_CFLAGS = $(PS_CFLAGS) $(URING_CFLAGS) $(UNWIND_CFLAGS)
 libpscore_la_LIBADD = libpsfmt.la
 
 # The preloadable library: start-up and the doors.
-lib_LTLIBRARIES = libpoolshim.la
+lib_LTLIBRARIES = libpoolshim.la libpoolshim-jemalloc.la
 include_HEADERS = shim/poolshim.h
-libpoolshim_la_SOURCES = \
+PS_DOOR_SOURCES = \
 	shim/init.c shim/init.h \
 	shim/real.c shim/real.h \
 	shim/heap.c shim/heap.h \
@@ -82,13 +95,21 @@ libpoolshim_la_SOURCES = \
 # fortified headers turn into always-inline wrappers that cannot also be
 # defined here (distribution CPPFLAGS, Debian's dpkg-buildflags among them,
 # set it); it comes after $(CPPFLAGS) on the command line, so it wins.
-libpoolshim_la_CFLAGS = $(PS_CFLAGS) \
+PS_DOOR_CFLAGS = $(PS_CFLAGS) \
 	-fno-builtin-malloc -fno-builtin-free -fno-builtin-calloc -fno-builtin-realloc \
 	-U_FORTIFY_SOURCE
-libpoolshim_la_LIBADD = libpscore.la $(JEMALLOC_PS) $(URING_LINK) -ldl
+noinst_LTLIBRARIES += libpsdoors.la
+libpsdoors_la_SOURCES = $(PS_DOOR_SOURCES)
+libpsdoors_la_CFLAGS = $(PS_DOOR_CFLAGS)
+libpoolshim_la_SOURCES =
+libpoolshim_la_LIBADD = libpsdoors.la libpscore.la $(URING_LINK) -ldl
 libpoolshim_la_LDFLAGS = -module -avoid-version -shared \
 	-Wl,--version-script=$(top_srcdir)/shim/poolshim.map -Wl,-z,now
-EXTRA_libpoolshim_la_DEPENDENCIES = $(top_srcdir)/shim/poolshim.map $(JEMALLOC_PS)
+EXTRA_libpoolshim_la_DEPENDENCIES = $(top_srcdir)/shim/poolshim.map
+libpoolshim_jemalloc_la_SOURCES =
+libpoolshim_jemalloc_la_LIBADD = libpsdoors.la libpscore.la $(JEMALLOC_PS) $(URING_LINK) -ldl
+libpoolshim_jemalloc_la_LDFLAGS = $(libpoolshim_la_LDFLAGS) $(JEMALLOC_PS_UNDEF)
+EXTRA_libpoolshim_jemalloc_la_DEPENDENCIES = $(top_srcdir)/shim/poolshim.map $(JEMALLOC_PS)
 EXTRA_DIST += shim/poolshim.map
 
 # The tools (poolshim-stat, poolshim-collect, poolshim-run) are built by tools/local.mk.

@@ -98,11 +98,11 @@ tests_preload_libpsfmt_test_la_CFLAGS = $(libpsfmt_la_CFLAGS) -DPS_TEST_HOOKS
 tests_preload_libpscore_test_la_SOURCES = $(PS_CORE_SOURCES)
 tests_preload_libpscore_test_la_CFLAGS = $(libpscore_la_CFLAGS) -DPS_TEST_HOOKS
 tests_preload_libpscore_test_la_LIBADD = tests/preload/libpsfmt-test.la
-tests_preload_libpoolshim_test_la_SOURCES = $(libpoolshim_la_SOURCES)
-tests_preload_libpoolshim_test_la_CFLAGS = $(libpoolshim_la_CFLAGS) -DPS_TEST_HOOKS
+tests_preload_libpoolshim_test_la_SOURCES = $(PS_DOOR_SOURCES)
+tests_preload_libpoolshim_test_la_CFLAGS = $(PS_DOOR_CFLAGS) -DPS_TEST_HOOKS
 tests_preload_libpoolshim_test_la_LIBADD = tests/preload/libpscore-test.la $(JEMALLOC_PS) $(URING_LINK) -ldl
-tests_preload_libpoolshim_test_la_LDFLAGS = $(libpoolshim_la_LDFLAGS) -rpath /nowhere
-EXTRA_tests_preload_libpoolshim_test_la_DEPENDENCIES = $(EXTRA_libpoolshim_la_DEPENDENCIES)
+tests_preload_libpoolshim_test_la_LDFLAGS = $(libpoolshim_la_LDFLAGS) $(JEMALLOC_PS_UNDEF) -rpath /nowhere
+EXTRA_tests_preload_libpoolshim_test_la_DEPENDENCIES = $(EXTRA_libpoolshim_jemalloc_la_DEPENDENCIES)
 pst_scripts += tests/preload/test_build.sh
 
 # I/O tests (tests/preload/io.mk)

@@ -76,6 +76,15 @@ got=$(sh -c "$(cat "$PST_TMP/line")" 2>/dev/null)
 [ "$got" = "$want" ] && pass "--dry-run's line, run by sh, passes the same arguments" ||
 	fail "--dry-run line '$(cat "$PST_TMP/line")' gives '$got', not '$want'"
 
+# POOLSHIM_POOL_ALLOCATOR=jemalloc: the library with jemalloc, the one beside it.
+"$PS" --print-env POOLSHIM_POOL_ALLOCATOR=jemalloc >"$PST_TMP/env" 2>"$PST_TMP/err"
+want="LD_PRELOAD=${SHIM%/*}/libpoolshim-jemalloc.so"
+if grep -qx "$want" "$PST_TMP/env" && [ -r "${SHIM%/*}/libpoolshim-jemalloc.so" ]; then
+	pass "POOLSHIM_POOL_ALLOCATOR=jemalloc preloads libpoolshim-jemalloc.so"
+else
+	fail "POOLSHIM_POOL_ALLOCATOR=jemalloc: $(cat "$PST_TMP/env" "$PST_TMP/err"), wanted $want"
+fi
+
 # --version: the built-in versions, substituted.
 "$PS" --version >"$PST_TMP/v" 2>&1
 ur=$(pkg-config --modversion liburing 2>/dev/null)

@@ -14,7 +14,7 @@ check_PROGRAMS += tests/tsan/stress
 tests_tsan_stress_SOURCES = tests/tsan/stress.c
 tests_tsan_stress_CFLAGS = $(AM_CFLAGS) $(TSAN_CFLAGS)
 tests_tsan_stress_LDADD = libpscore_tsan.la $(JEMALLOC_PS) $(URING_LIBS) -lm -ldl
-tests_tsan_stress_LDFLAGS = $(TSAN_CFLAGS)
+tests_tsan_stress_LDFLAGS = $(TSAN_CFLAGS) $(JEMALLOC_PS_UNDEF)
 TESTS += tests/tsan/stress.sh
 endif
 EXTRA_DIST += tests/tsan/stress.sh tests/tsan/suppressions
