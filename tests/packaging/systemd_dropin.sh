@@ -96,6 +96,11 @@ if [ -r "$SHIM" ] && [ -x "$PS_TOP_BUILDDIR/tools/poolshim-stat" ]; then
 		fail "poolshim-stat under the shim: records $(ls "$PST_TMP/live"), $(cat "$PST_TMP/err")"
 fi
 # Unit names that are no identifiers: a template, an escaped path.
+# jemalloc's placement: the library beside, as for a program run by poolshim.
+"$PS" systemd pstest POOLSHIM_POOL_ALLOCATOR=jemalloc 2>/dev/null |
+	grep -q '^Environment=LD_PRELOAD=/.*/libpoolshim-jemalloc\.so$' &&
+	pass "POOLSHIM_POOL_ALLOCATOR=jemalloc: LD_PRELOAD names libpoolshim-jemalloc.so" ||
+	fail "POOLSHIM_POOL_ALLOCATOR=jemalloc: $("$PS" systemd pstest POOLSHIM_POOL_ALLOCATOR=jemalloc 2>&1 | grep LD_PRELOAD)"
 "$PS" systemd 'pstest@' 2>/dev/null | grep -qx 'Environment=POOLSHIM_RUN=pstest_' &&
 	"$PS" systemd 'srv-a\x2db:c' 2>/dev/null | grep -qx 'Environment=POOLSHIM_RUN=srv-a_x2db_c' &&
 	pass "POOLSHIM_RUN from a template's and an escaped unit's name: [A-Za-z0-9._-] only" ||
