@@ -17,6 +17,9 @@ libjemalloc.so.2, libtcmalloc_minimal.so.4, libmimalloc.so.2), the shim
   ru_maxrss);
 - churn: tests/preload/footprint churn 40 N (40 live buffers of 1-24 MiB,
   one replaced at random N times, --churn-rounds): peak RSS;
+- large: tests/preload/footprint large 20 N (the shape of mimalloc-bench's
+  malloc-large: 20 slots, a new 5-25 MiB buffer written before the slot's
+  old one is freed, --large-rounds): peak RSS;
 - one buffer: tests/preload/alloc_aslimit first and vmpeak: RSS after one
   64 KiB buffer, VmPeak with one 16 MiB buffer (KiB);
 - fit: tests/preload/alloc_aslimit count under `ulimit -v 300000`: how many
@@ -83,6 +86,8 @@ def main():
                     os.path.join(BUILD, ".libs", "libpoolshim.so"))
     ap.add_argument("--baseline-lib", default=os.environ.get("POOLSHIM_BASELINE_LIB"))
     ap.add_argument("--churn-rounds", type=int, default=600)
+    ap.add_argument("--large-rounds", type=int, default=2000,
+                    help="rounds of the malloc-large shape (2000, as mimalloc-bench)")
     ap.add_argument("--json")
     args = ap.parse_args()
     big = os.path.join(BUILD, "tests", "preload", "footprint")
@@ -98,7 +103,7 @@ def main():
                                        args.baseline_lib and os.path.abspath(args.baseline_lib))
             if not e.get("LD_PRELOAD") or os.path.exists(e["LD_PRELOAD"])]
     res = {n: {"peak": [], "free": [], "trim": [], "big_s": [], "gbps": [], "faults": [],
-               "bench_peak": [], "churn_peak": [], "one_rss": [], "one_vmpeak": [], "fit": []}
+               "bench_peak": [], "churn_peak": [], "large_peak": [], "one_rss": [], "one_vmpeak": [], "fit": []}
            for n, _ in cfgs}
     for rep in range(args.repeat):
         for name, env in cfgs:
@@ -118,6 +123,8 @@ def main():
             r["bench_peak"].append(maxrss / 1024)
             out, _, _ = run([big, "churn", "40", str(args.churn_rounds)], env)
             r["churn_peak"].append(int(re.search(r"peak=(\d+)", out).group(1)) / 1024)
+            out, _, _ = run([big, "large", "20", str(args.large_rounds)], env)
+            r["large_peak"].append(int(re.search(r"peak=(\d+)", out).group(1)) / 1024)
             out, _, _ = run([one, "first"], env)
             r["one_rss"].append(int(out.split()[-1]))
             out, _, _ = run([one, "vmpeak"], env)
@@ -132,14 +139,16 @@ def main():
     print(f"churn: 40 live buffers of 1-24 MiB, {args.churn_rounds} replaced (peak RSS MiB); "
           "one buffer: RSS after one 64 KiB buffer, VmPeak with one 16 MiB (KiB); "
           "fit: 16 MiB buffers under ulimit -v 300000")
+    print(f"large: mimalloc-bench's malloc-large shape, 20 slots of 5-25 MiB, {args.large_rounds} "
+          "replaced, the new buffer before the old is freed (peak RSS MiB)")
     print(f"\n{'config':<11}{'peak':>8}{'freed':>8}{'trim':>8}{'time':>7}"
-          f"{'bench GB/s':>12}{'faults/op':>11}{'bench peak':>12}{'churn peak':>12}"
+          f"{'bench GB/s':>12}{'faults/op':>11}{'bench peak':>12}{'churn peak':>12}{'large peak':>12}"
           f"{'64K RSS':>9}{'16M VmPeak':>12}{'fit':>5}")
     for name, _ in cfgs:
         r = med[name]
         print(f"{name:<11}{r['peak']:8.0f}{r['free']:8.0f}{r['trim']:8.0f}{r['big_s']:7.2f}"
               f"{r['gbps']:12.2f}{r['faults']:11.1f}{r['bench_peak']:12.0f}"
-              f"{r['churn_peak']:12.0f}{r['one_rss']:9.0f}{r['one_vmpeak']:12.0f}{r['fit']:5.0f}")
+              f"{r['churn_peak']:12.0f}{r['large_peak']:12.0f}{r['one_rss']:9.0f}{r['one_vmpeak']:12.0f}{r['fit']:5.0f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"bench": "footprint", "runs": res, "median": med}, f, indent=1)

@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
- * Pooled blocks placed to the page (see blocks.h): a treap of every block,
- * live and free, ordered by address, each node knowing the largest free
- * block below it.
+ * Pooled blocks placed to the page (see blocks.h): every block, live and
+ * free, in a treap ordered by address (lookup by pointer, neighbours for
+ * merging), and the free ones also in a treap ordered by size, then
+ * address (best fit).  One priority per node serves both trees.
  *
  * Nodes are numbered from 1 (0 is "none") and kept in chunks mapped as
  * the tree grows; freed nodes go on a list for reuse, chunks are never
  * unmapped.  Each operation that may need new nodes reserves them before
- * it changes anything, so a failure to map leaves the tree as it was.
+ * it changes anything, so a failure to map leaves the trees as they were.
  *
- * A free block being given back to the kernel is BUSY: neither handed out
- * nor merged until its madvise is done, which runs without the lock.
+ * A free block being given back to the kernel is BUSY: out of the size
+ * tree, neither handed out nor merged until its madvise is done, which
+ * runs without the lock.
  */
 #include "blocks.h"
 
@@ -29,14 +31,14 @@ enum { LIVE, FREE, BUSY };
 struct node {
 	uintptr_t start;
 	size_t len;
-	size_t max_free;        /* the largest FREE block in this subtree, 0 if none */
-	uint32_t left, right;   /* children; on the spare list, left is the next spare */
-	uint32_t prio;          /* a heap on these keeps the tree balanced, expectedly */
+	uint32_t left, right;   /* by address; on the spare list, left is the next spare */
+	uint32_t sleft, sright; /* by size, then address: FREE nodes only */
+	uint32_t prio;          /* a heap on these keeps both trees balanced, expectedly */
 	uint8_t state;
 	uint8_t zero;           /* FREE or BUSY: the pages are known to read as zeros */
 };
 
-#define CHUNK_SHIFT 10                          /* 1024 nodes, 48 KiB */
+#define CHUNK_SHIFT 10                          /* 1024 nodes, 40 KiB */
 #define CHUNK_NODES ((uint32_t)1 << CHUNK_SHIFT)
 #define CHUNKS 4096                             /* 4 Mi nodes at most */
 
@@ -46,14 +48,15 @@ static uint32_t nchunks;
 static uint32_t used_nodes;     /* nodes ever handed out (1..used_nodes) */
 static uint32_t spare;          /* list of reusable nodes */
 static uint32_t nspare;
-static uint32_t root;
+static uint32_t root;           /* every block, by address */
+static uint32_t sroot;          /* the FREE blocks, by size then address */
 static uint32_t rng = 0x9e3779b9u;
 static uintptr_t top_end;       /* the end of the last slab taken */
 static struct ps_blocks_info info;
 static int purging;
 static uintptr_t busy_start;    /* the block being purged, 0 if none */
 
-static struct node nil;         /* node 0: no children, no free block */
+static struct node nil;         /* node 0: no children */
 
 static inline struct node *N(uint32_t i)
 {
@@ -82,7 +85,7 @@ static bool reserve(uint32_t n)
 	return true;
 }
 
-/* A node (reserved before) for [start, start + len). */
+/* A node (reserved before) for [start, start + len), in neither tree yet. */
 static uint32_t node_new(uintptr_t start, size_t len, int state, bool zero)
 {
 	uint32_t i;
@@ -100,7 +103,6 @@ static uint32_t node_new(uintptr_t start, size_t len, int state, bool zero)
 	rng ^= rng << 5;
 	*N(i) = (struct node){ .start = start, .len = len, .prio = rng, .state = (uint8_t)state,
 			       .zero = zero };
-	N(i)->max_free = state == FREE ? len : 0;
 	return i;
 }
 
@@ -111,15 +113,12 @@ static void node_drop(uint32_t i)
 	nspare++;
 }
 
-static void fix(uint32_t t)
+static uintptr_t end_of(uint32_t i)
 {
-	struct node *n = N(t);
-	size_t m = n->state == FREE ? n->len : 0;
-	size_t l = N(n->left)->max_free, r = N(n->right)->max_free;
-
-	m = l > m ? l : m;
-	n->max_free = r > m ? r : m;
+	return N(i)->start + N(i)->len;
 }
+
+/* ---- the address tree: every block ---- */
 
 /* Split t into the keys below key (*l) and the rest (*r). */
 static void split(uint32_t t, uintptr_t key, uint32_t *l, uint32_t *r)
@@ -135,7 +134,6 @@ static void split(uint32_t t, uintptr_t key, uint32_t *l, uint32_t *r)
 		split(N(t)->left, key, l, &N(t)->left);
 		*r = t;
 	}
-	fix(t);
 }
 
 /* Join two trees, every key of a below every key of b. */
@@ -147,11 +145,9 @@ static uint32_t join(uint32_t a, uint32_t b)
 		return a;
 	if (N(a)->prio > N(b)->prio) {
 		N(a)->right = join(N(a)->right, b);
-		fix(a);
 		return a;
 	}
 	N(b)->left = join(a, N(b)->left);
-	fix(b);
 	return b;
 }
 
@@ -161,14 +157,12 @@ static uint32_t insert(uint32_t t, uint32_t x)
 		return x;
 	if (N(x)->prio > N(t)->prio) {
 		split(t, N(x)->start, &N(x)->left, &N(x)->right);
-		fix(x);
 		return x;
 	}
 	if (N(x)->start < N(t)->start)
 		N(t)->left = insert(N(t)->left, x);
 	else
 		N(t)->right = insert(N(t)->right, x);
-	fix(t);
 	return t;
 }
 
@@ -181,20 +175,7 @@ static uint32_t erase(uint32_t t, uintptr_t key)
 		N(t)->left = erase(N(t)->left, key);
 	else
 		N(t)->right = erase(N(t)->right, key);
-	fix(t);
 	return t;
-}
-
-/* Recompute the maxima on the way to the node whose start is key (its length or state changed). */
-static void refresh(uint32_t t, uintptr_t key)
-{
-	if (!t)
-		return;
-	if (key < N(t)->start)
-		refresh(N(t)->left, key);
-	else if (key > N(t)->start)
-		refresh(N(t)->right, key);
-	fix(t);
 }
 
 static uint32_t find(uintptr_t key)
@@ -238,25 +219,6 @@ static uint32_t at_or_above(uintptr_t key)
 	return best;
 }
 
-/* The lowest FREE block of at least need bytes, or 0. */
-static uint32_t first_fit(size_t need)
-{
-	uint32_t t = root;
-
-	while (t) {
-		struct node *n = N(t);
-		if (N(n->left)->max_free >= need)
-			t = n->left;
-		else if (n->state == FREE && n->len >= need)
-			return t;
-		else if (N(n->right)->max_free >= need)
-			t = n->right;
-		else
-			return 0;
-	}
-	return 0;
-}
-
 static uint32_t last_node(void)
 {
 	uint32_t t = root;
@@ -266,20 +228,108 @@ static uint32_t last_node(void)
 	return t;
 }
 
-static uintptr_t end_of(uint32_t i)
+/* ---- the size tree: FREE blocks by (len, start) ---- */
+
+/* Whether t's key is below (len, start). */
+static bool size_below(uint32_t t, size_t len, uintptr_t start)
 {
-	return N(i)->start + N(i)->len;
+	return N(t)->len < len || (N(t)->len == len && N(t)->start < start);
+}
+
+static void ssplit(uint32_t t, size_t len, uintptr_t start, uint32_t *l, uint32_t *r)
+{
+	if (!t) {
+		*l = *r = 0;
+		return;
+	}
+	if (size_below(t, len, start)) {
+		ssplit(N(t)->sright, len, start, &N(t)->sright, r);
+		*l = t;
+	} else {
+		ssplit(N(t)->sleft, len, start, l, &N(t)->sleft);
+		*r = t;
+	}
+}
+
+static uint32_t sjoin(uint32_t a, uint32_t b)
+{
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	if (N(a)->prio > N(b)->prio) {
+		N(a)->sright = sjoin(N(a)->sright, b);
+		return a;
+	}
+	N(b)->sleft = sjoin(a, N(b)->sleft);
+	return b;
+}
+
+static uint32_t sinsert(uint32_t t, uint32_t x)
+{
+	if (!t)
+		return x;
+	if (N(x)->prio > N(t)->prio) {
+		ssplit(t, N(x)->len, N(x)->start, &N(x)->sleft, &N(x)->sright);
+		return x;
+	}
+	if (size_below(x, N(t)->len, N(t)->start))
+		N(t)->sleft = sinsert(N(t)->sleft, x);
+	else
+		N(t)->sright = sinsert(N(t)->sright, x);
+	return t;
+}
+
+static uint32_t serase(uint32_t t, uint32_t x)
+{
+	if (t == x)
+		return sjoin(N(t)->sleft, N(t)->sright);
+	if (size_below(x, N(t)->len, N(t)->start))
+		N(t)->sleft = serase(N(t)->sleft, x);
+	else
+		N(t)->sright = serase(N(t)->sright, x);
+	return t;
+}
+
+/* x becomes FREE (or changes while FREE): into the size tree after, out before. */
+static void free_in(uint32_t x)
+{
+	N(x)->sleft = N(x)->sright = 0;
+	sroot = sinsert(sroot, x);
+}
+
+static void free_out(uint32_t x)
+{
+	sroot = serase(sroot, x);
+}
+
+/* The smallest FREE block of at least need bytes, the lowest of equals; or 0. */
+static uint32_t best_fit(size_t need)
+{
+	uint32_t t = sroot, best = 0;
+
+	while (t) {
+		if (N(t)->len >= need) {
+			best = t;
+			t = N(t)->sleft;
+		} else {
+			t = N(t)->sright;
+		}
+	}
+	return best;
 }
 
 /*
- * x (FREE, just made so) absorbs the FREE blocks right next to it; the
- * node that holds the merged block.  Known zero only if all parts were.
+ * x (FREE, in no size tree yet) absorbs the FREE blocks right next to
+ * it, and the merged block goes into the size tree; the node that holds
+ * it.  Known zero only if all parts were.
  */
 static uint32_t coalesce(uint32_t x)
 {
 	uint32_t p = below(N(x)->start);
 
 	if (p && N(p)->state == FREE && end_of(p) == N(x)->start) {
+		free_out(p);
 		N(p)->len += N(x)->len;
 		N(p)->zero &= N(x)->zero;
 		root = erase(root, N(x)->start);
@@ -289,13 +339,14 @@ static uint32_t coalesce(uint32_t x)
 	}
 	uint32_t s = at_or_above(end_of(x));
 	if (s && N(s)->state == FREE && N(s)->start == end_of(x)) {
+		free_out(s);
 		N(x)->len += N(s)->len;
 		N(x)->zero &= N(s)->zero;
 		root = erase(root, N(s)->start);
 		node_drop(s);
 		info.free--;
 	}
-	refresh(root, N(x)->start);
+	free_in(x);
 	return x;
 }
 
@@ -324,6 +375,7 @@ static uintptr_t carve(uint32_t x, size_t len, size_t align, bool *zero)
 	bool z = n->zero;
 
 	*zero = z;
+	free_out(x);
 	info.free_bytes -= len;
 	info.live++;
 	info.live_bytes += len;
@@ -331,14 +383,15 @@ static uintptr_t carve(uint32_t x, size_t len, size_t align, bool *zero)
 		n->state = LIVE;
 		n->len = len;
 		info.free--;
-		refresh(root, s);
 	} else {
 		n->len = a - s;
-		refresh(root, s);
+		free_in(x);
 		root = insert(root, node_new(a, len, LIVE, false));
 	}
 	if (a + len < e) {
-		root = insert(root, node_new(a + len, e - (a + len), FREE, z));
+		uint32_t y = node_new(a + len, e - (a + len), FREE, z);
+		root = insert(root, y);
+		free_in(y);
 		info.free++;
 	}
 	return a;
@@ -368,7 +421,7 @@ void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *w
 			fail = PS_FAIL_NO_MEMORY;
 			break;
 		}
-		uint32_t x = first_fit(search);
+		uint32_t x = best_fit(search);
 		if (x) {
 			a = carve(x, len, align, &was_zero);
 			break;
@@ -467,12 +520,15 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 		N(x)->len = len;
 		if (s_free) {
 			/* Moving s's start down keeps the order: nothing lies between. */
+			free_out(s);
 			N(s)->start -= tail;
 			N(s)->len += tail;
 			N(s)->zero = false;
-			refresh(root, N(s)->start);
+			free_in(s);
 		} else {
-			root = insert(root, node_new(end - tail, tail, FREE, false));
+			uint32_t y = node_new(end - tail, tail, FREE, false);
+			root = insert(root, y);
+			free_in(y);
 			info.free++;
 		}
 		info.live_bytes -= tail;
@@ -484,6 +540,7 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 			return 0;
 		}
 		N(x)->len = len;
+		free_out(s);
 		if (N(s)->len == more) {
 			root = erase(root, N(s)->start);
 			node_drop(s);
@@ -491,12 +548,11 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 		} else {
 			N(s)->start += more;
 			N(s)->len -= more;
-			refresh(root, N(s)->start);
+			free_in(s);
 		}
 		info.live_bytes += more;
 		info.free_bytes -= more;
 	}
-	refresh(root, N(x)->start);
 	pthread_mutex_unlock(&lock);
 	return len;
 }
@@ -523,9 +579,9 @@ size_t ps_blocks_purge(void)
 	for (uint32_t x; (x = next_dirty(cursor)) != 0;) {
 		uintptr_t s = N(x)->start;
 		size_t len = N(x)->len;
+		free_out(x);
 		N(x)->state = BUSY;
 		busy_start = s;
-		refresh(root, s);
 		pthread_mutex_unlock(&lock);
 		bool zeroed = ps_pool_purge((void *)s, len) == 0;
 		pthread_mutex_lock(&lock);
@@ -547,13 +603,19 @@ void ps_blocks_get_info(struct ps_blocks_info *out)
 {
 	bool locked = pthread_mutex_trylock(&lock) == 0;
 	*out = info;
-	out->largest_free = N(root)->max_free;
+	uint32_t t = sroot;
+	while (t && N(t)->sright)
+		t = N(t)->sright;
+	out->largest_free = t ? N(t)->len : 0;
 	if (locked)
 		pthread_mutex_unlock(&lock);
 }
 
 /* The walk behind ps_blocks_check(): the subtree's facts, or false at the first fault. */
 struct walk {
+	uint64_t free_nodes, sized;
+	size_t last_len;
+	uintptr_t last_start;
 	uintptr_t last_end;
 	int last_state;
 	bool any;
@@ -596,13 +658,6 @@ static bool walk(uint32_t t, uint32_t depth, struct walk *w)
 		w->fault = "a block outside the pool's slabs";
 		return false;
 	}
-	size_t m = n->state == FREE ? n->len : 0;
-	m = N(n->left)->max_free > m ? N(n->left)->max_free : m;
-	m = N(n->right)->max_free > m ? N(n->right)->max_free : m;
-	if (m != n->max_free) {
-		w->fault = "a subtree's largest free block is wrong";
-		return false;
-	}
 	w->any = true;
 	w->last_end = n->start + n->len;
 	w->last_state = n->state;
@@ -612,8 +667,38 @@ static bool walk(uint32_t t, uint32_t depth, struct walk *w)
 	} else {
 		w->seen.free++;
 		w->seen.free_bytes += n->len;
+		w->free_nodes += n->state == FREE;
 	}
 	return walk(n->right, depth + 1, w);
+}
+
+/* The size tree: in order of (len, start), FREE nodes only, each once. */
+static bool swalk(uint32_t t, uint32_t depth, struct walk *w)
+{
+	if (!t)
+		return true;
+	struct node *n = N(t);
+	w->where = n->start;
+	if (depth > 4096 || (n->sleft && N(n->sleft)->prio > n->prio) ||
+	    (n->sright && N(n->sright)->prio > n->prio)) {
+		w->fault = "the size tree is out of shape";
+		return false;
+	}
+	if (!swalk(n->sleft, depth + 1, w))
+		return false;
+	w->where = n->start;
+	if (n->state != FREE || find(n->start) != t) {
+		w->fault = "the size tree holds a block that is not free";
+		return false;
+	}
+	if (w->sized && size_below(t, w->last_len, w->last_start + 1)) {
+		w->fault = "the size tree is out of order";
+		return false;
+	}
+	w->sized++;
+	w->last_len = n->len;
+	w->last_start = n->start;
+	return swalk(n->sright, depth + 1, w);
 }
 
 int ps_blocks_check(void)
@@ -621,7 +706,12 @@ int ps_blocks_check(void)
 	struct walk w = { 0 };
 
 	pthread_mutex_lock(&lock);
-	bool ok = walk(root, 0, &w);
+	bool ok = walk(root, 0, &w) && swalk(sroot, 0, &w);
+	if (ok && w.sized != w.free_nodes) {
+		ok = false;
+		w.fault = "the size tree misses free blocks";
+		w.where = 0;
+	}
 	if (ok && (w.seen.live != info.live || w.seen.live_bytes != info.live_bytes ||
 		   w.seen.free != info.free || w.seen.free_bytes != info.free_bytes)) {
 		ok = false;
@@ -664,7 +754,7 @@ void ps_blocks_reset_for_tests(void)
 	for (uint32_t i = 0; i < nchunks; i++)
 		munmap(chunk[i], CHUNK_NODES * sizeof(struct node));
 	memset(chunk, 0, sizeof(chunk));
-	nchunks = used_nodes = spare = nspare = root = 0;
+	nchunks = used_nodes = spare = nspare = root = sroot = 0;
 	top_end = busy_start = 0;
 	info = (struct ps_blocks_info){ 0 };
 	purging = 0;

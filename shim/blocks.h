@@ -4,20 +4,23 @@
  * its slabs (POOLSHIM_POOL_ALLOCATOR=pages, the default).
  *
  * Every block is a whole number of 4 KiB pages, exactly the pages its
- * request needs, placed at the lowest address where it fits (address-ordered
- * first fit), and a freed block merges with the free blocks on either side
- * (across slab borders: slabs sit back to back).  jemalloc's large size
- * classes, four to a doubling, made a 9 MiB request a 10 MiB block; on a
- * churn of 1-24 MiB buffers the pool's peak was 1.09x glibc's, of which the
- * rounding was most (a first-fit replay of the same requests: 728 MiB with
- * the classes, 689 MiB page-exact, glibc 674 MiB).
+ * request needs, placed in the smallest free block that holds it (the
+ * lowest of equals: best fit, as glibc's large bins), and a freed block
+ * merges with the free blocks on either side (across slab borders: slabs
+ * sit back to back).  jemalloc's large size classes, four to a doubling,
+ * made a 9 MiB request a 10 MiB block.  Replays of the footprint
+ * programs' requests (the pool's extent, which is what stays resident):
+ * the churn of 40 buffers of 1-24 MiB 728 MiB with the classes, 689 MiB
+ * page-exact first fit, 687 MiB best fit (glibc's peak 674 MiB); the
+ * malloc-large shape (20 of 5-25 MiB) 578, 529 and 508 MiB (glibc 508).
  *
- * The blocks, live and free, are nodes of one tree ordered by address,
- * each subtree knowing its largest free block, so the first fit, a block's
- * size and its neighbours are each one walk down the tree.  The nodes live
- * in mappings of their own, never in the pool (a free block's pages are not
- * touched, so a purged block stays out of memory).  One lock serves the
- * tree; it is not held while slabs are taken or pages given back.
+ * The blocks, live and free, are nodes of a tree ordered by address; the
+ * free ones are also in a tree ordered by size.  A block's size, its
+ * neighbours and the best fit are each one walk down a tree.  The nodes
+ * live in mappings of their own, never in the pool (a free block's pages
+ * are not touched, so a purged block stays out of memory).  One lock
+ * serves the trees; it is not held while slabs are taken or pages given
+ * back.
  *
  * A free block remembers whether its pages are known to read as zeros
  * (never handed out, or given back whole since): calloc skips the memset

@@ -23,6 +23,11 @@
  *   churn N ROUNDS N live buffers of 1-24 MiB (uniform), each written
  *                  whole, one replaced at a random slot ROUNDS times: "rss
  *                  peak=K" (VmHWM), for scripts/bench footprint
+ *   large N ROUNDS the shape of mimalloc-bench's malloc-large: N slots
+ *                  (20 there), ROUNDS times (2000) a random slot gets a
+ *                  new buffer of 5-25 MiB (uniform), written whole,
+ *                  before its old one is freed (a smart pointer's
+ *                  assignment): "rss peak=K" (VmHWM)
  *   pressure       24 buffers of 4 MiB written, every third freed (32 MiB
  *                  the pool keeps: less than what is in use), then 4 of
  *                  16 MiB written: "rss peak=K" (VmHWM).  For a 160 MiB
@@ -194,6 +199,25 @@ int main(int argc, char **argv)
 		printf("rss peak=%ld\n", status_kib("VmHWM"));
 		return 0;
 	}
+	if (strcmp(mode, "large") == 0 && argc == 4) {
+		int n = atoi(argv[2]);
+		long rounds = atol(argv[3]);
+		unsigned seed = 42;
+		void **bufs = calloc((size_t)n, sizeof(*bufs));
+		for (long r = 0; r < rounds; r++) {
+			seed = seed * 1103515245u + 12345u;
+			int at = (int)((seed >> 8) % (unsigned)n);
+			seed = seed * 1103515245u + 12345u;
+			void *fresh = must(5 * MiB + (seed >> 4) % (20 * MiB + 1));
+			free(bufs[at]);
+			bufs[at] = fresh;
+		}
+		printf("rss peak=%ld\n", status_kib("VmHWM"));
+		for (int i = 0; i < n; i++)
+			free(bufs[i]);
+		free(bufs);
+		return 0;
+	}
 	if (strcmp(mode, "churn") == 0 && argc == 4) {
 		int n = atoi(argv[2]);
 		long rounds = atol(argv[3]);
@@ -242,6 +266,6 @@ int main(int argc, char **argv)
 		free(small);
 		return 0;
 	}
-	fprintf(stderr, "usage: footprint big N MIB | steady MIB N | decay MIB MS | burst N MIB MS | swing ROUNDS | churn N ROUNDS | pressure | aslimit\n");
+	fprintf(stderr, "usage: footprint big N MIB | steady MIB N | decay MIB MS | burst N MIB MS | swing ROUNDS | churn N ROUNDS | large N ROUNDS | pressure | aslimit\n");
 	return 2;
 }

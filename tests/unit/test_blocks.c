@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * blocks.c, the pool's page-exact placement, without preloading: sizes to
- * the page, first fit, merging, growth at the top, in-place resizing,
+ * the page, best fit, merging, growth at the top, in-place resizing,
  * zero tracking and purging, and a long random run checked against a
  * model of the live blocks and the tree's own invariants after each step.
  */
@@ -67,8 +67,11 @@ START_TEST(test_page_exact)
 }
 END_TEST
 
-/* The lowest free block that fits; freed neighbours merge, across slabs too. */
-START_TEST(test_first_fit_and_merge)
+/*
+ * The smallest free block that fits, the lowest of equals; freed
+ * neighbours merge, across slabs too.
+ */
+START_TEST(test_best_fit_and_merge)
 {
 	setup(PS_HUGE_NONE, 256 * MB);
 	char *a = get(MB), *b = get(MB), *c = get(MB), *d = get(MB);
@@ -97,6 +100,16 @@ START_TEST(test_first_fit_and_merge)
 	put(h);
 	ck_assert_uint_eq(ps_blocks_free(h), 0);          /* freed twice */
 	ck_assert_uint_eq(ps_blocks_free((char *)ps_pool_lo - 4096), 0);
+	/* A 2 MiB hole above a 3 MiB one (h's memory, merged): 2 MiB goes to the hole it fills. */
+	char *i = get(3 * MB), *j = get(MB), *k = get(2 * MB), *l = get(MB);
+	put(i);
+	put(k);
+	ck_assert_ptr_eq(get(2 * MB), k);
+	ck_assert_ptr_eq(get(3 * MB), i);
+	put(i);
+	put(j);
+	put(k);
+	put(l);
 }
 END_TEST
 
@@ -331,7 +344,7 @@ Suite *suite_blocks(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_page_exact);
-	tcase_add_test(tc, test_first_fit_and_merge);
+	tcase_add_test(tc, test_best_fit_and_merge);
 	tcase_add_test(tc, test_grow_at_top);
 	tcase_add_test(tc, test_aligned);
 	tcase_add_test(tc, test_resize);
