@@ -18,7 +18,8 @@
  *                   and rings released and reused)
  *   reporter        merges the counters, renders the report and the call
  *                   sites, republishes the live file and reads the pool,
- *                   as the dump signal and the exit report do, all along
+ *                   as the dump signal and the exit report do, all along,
+ *                   and calls malloc_trim now and then (the pool purges)
  *
  * while call-site capture samples one in 32 large allocations and I/O calls.
  * TSan reports any race (exit status 66).  Besides that the program checks
@@ -42,6 +43,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "blocks.h"
 #include "callsite.h"
 #include "config.h"
 #include "fdinfo.h"
@@ -550,6 +552,13 @@ static void *reporter(void *arg)
 		(void)ps_uring_rings();
 		if (live_on)
 			ps_live_publish();
+		/*
+		 * Every fourth round a malloc_trim: the pool gives its free
+		 * blocks back while the workers take and free theirs (the
+		 * blocks being purged are out of reach until it is done).
+		 */
+		if (rounds % 4 == 3)
+			ps_alloc_trim(0);
 		rounds++;
 		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
 	}
@@ -705,6 +714,13 @@ int main(int argc, char **argv)
 		FAIL("io_uring is available but no SQE was submitted");
 	if (ps_callsite_captures() == 0)
 		FAIL("no call site was captured");
+	struct ps_pool_info pinfo;
+	ps_pool_get_info(&pinfo);
+	if (pinfo.purges == 0)
+		FAIL("malloc_trim never purged the pool");
+	/* Every block back, and the trees whole after all that. */
+	if (ps_blocks_check() != 0)
+		FAIL("the pool's block trees are damaged");
 
 	printf("threads: %d counter blocks; pool: %llu allocations; io: %llu calls through "
 	       "io_uring (%llu SQEs, %llu rings), %llu plain; call sites: %llu captures\n",
