@@ -535,7 +535,28 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 		info.free_bytes += tail;
 	} else if (len > old) {
 		size_t more = len - old;
-		if (!s_free || N(s)->len < more) {
+		size_t room = s_free ? N(s)->len : 0;
+		if (room < more && (s_free ? end_of(s) : end) == top_end) {
+			/*
+			 * The block (and the free one after it) ends the pool:
+			 * a new slab right after lets it grow where it is, with
+			 * no copy (glibc's mremap of a mapped chunk does not
+			 * copy either).
+			 */
+			size_t want = more - room;
+			enum ps_pool_fail why;
+			bool zeroed = false;
+			pthread_mutex_unlock(&lock);
+			void *slab = ps_pool_take(want, PS_PAGE, want, &zeroed, &why);
+			pthread_mutex_lock(&lock);
+			if (slab && reserve(1))
+				add_free((uintptr_t)slab, round_page(want), zeroed);
+			/* Whatever happened meanwhile, look again. */
+			s = at_or_above(end);
+			s_free = s && N(s)->state == FREE && N(s)->start == end;
+			room = s_free ? N(s)->len : 0;
+		}
+		if (room < more) {
 			pthread_mutex_unlock(&lock);
 			return 0;
 		}

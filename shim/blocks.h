@@ -59,7 +59,8 @@ size_t ps_blocks_size(const void *p);
 /*
  * Resize the live block at p in place to at least size bytes: a smaller
  * size gives the tail pages back to the free blocks, a larger one takes
- * them from the free block right above.  The block's size afterwards (in
+ * them from the free block right above, and at the top of the pool from
+ * a new slab right after it.  The block's size afterwards (in
  * place), or 0 when it cannot grow in place or p starts no live block;
  * the block is unchanged then.  *old: its size before (0 if no block).
  */

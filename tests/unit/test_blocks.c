@@ -200,7 +200,17 @@ START_TEST(test_resize)
 	ck_assert_int_eq(ps_blocks_check(), 0);
 	ck_assert_uint_eq(ps_blocks_resize(a + 4096, 64 * KB, &old), 0);
 	ck_assert_uint_eq(old, 0);
+	/* At the top of the pool a block grows in place into a new slab. */
+	char *t = get(MB);
+	memset(t, 4, MB);
+	int slabs = ps_pool_nslabs();
+	ck_assert_uint_eq(ps_blocks_resize(t, 6 * MB, &old), 6 * MB);
+	ck_assert_int_eq(ps_pool_nslabs(), slabs + 1);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	ck_assert_int_eq(t[MB - 1], 4);
+	memset(t, 5, 6 * MB);
 	put(a);
+	put(t);
 }
 END_TEST
 
