@@ -19,6 +19,7 @@
 #include "alloc.h"
 #include "callsite.h"
 #include "heap.h"
+#include "names.h"
 #include "fmt.h"
 #include "sys.h"
 #include "route.h"
@@ -137,6 +138,7 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch, bool 
 	d->totals = scratch;
 	d->pool_ready = ps_alloc_pool_ready();
 	d->pool_off = !ps_cfg.pool;
+	d->allocator = ps_pool_allocator_name(ps_cfg.pool_allocator);
 	if (__atomic_load_n(&ps_heap, __ATOMIC_ACQUIRE) == PS_HEAP_OTHER)
 		d->heap_owner = ps_heap_owner ? ps_heap_owner : "?";
 	ps_pool_get_info(&d->pool);

@@ -682,7 +682,10 @@ static void emit_pool(struct ps_emit *e, const struct ps_report_data *d)
 	ps_emit_kv(e, "heap_owner", PS_EMIT_STR, &d->heap_owner);
 	ps_emit_kv(e, "hugetlb_reason", PS_EMIT_STR, &p->hugetlb_reason);
 	ps_emit_kv(e, "thp_reason", PS_EMIT_STR, &p->thp_reason);
-	ps_emit_line(e, "); %{slabs}u slabs, %{backed}z backed [", p->slabs, p->backed);
+	/* JSON null where the configuration is not known (a record without it). */
+	ps_emit_text(e, "); placement %s", d->allocator ? d->allocator : "unknown");
+	ps_emit_kv(e, "allocator", PS_EMIT_STR, &d->allocator);
+	ps_emit_line(e, "; %{slabs}u slabs, %{backed}z backed [", p->slabs, p->backed);
 	ps_emit_object_begin(e, "backed_by");
 	for (int i = 0; i < PS_BACK__COUNT; i++) {
 		const char *name = ps_backing_name((enum ps_backing)i);

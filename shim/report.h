@@ -47,6 +47,8 @@ struct ps_report_data {
 	struct ps_pool_info pool;
 	bool pool_ready;
 	bool pool_off;                    /* POOLSHIM_POOL=off: counted, nothing pooled (mode "off") */
+	/* What placed the pooled blocks (POOLSHIM_POOL_ALLOCATOR's name), or NULL: not known. */
+	const char *allocator;
 	const char *heap_owner;           /* malloc's file when not ours, or NULL */
 	uint64_t pool_in_use, pool_peak;
 	uint64_t pool_min;

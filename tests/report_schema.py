@@ -53,6 +53,9 @@ DEVICE = {"device": str, "op": str, "route": str, "route_chosen": (str, type(Non
           "route_calls": {"plain": U, "ring": U}, "route_bytes": {"plain": U, "ring": U}}
 ROUTE_STATES = {"measuring", "plain", "ring", "forced_ring"}
 MODES = {"hugetlb", "thp", "4k", "mixed", "unused", "unavailable", "foreign", "off"}
+# pool.allocator (issue 35, within version 3): what placed the pooled blocks,
+# null where the configuration is not known; absent from older reports.
+ALLOCATORS = {"pages", "jemalloc", None}
 KINDS = {"none", "socket", "file", "direct", "pipe", "other"}
 # The calls whose small sizes are counted by sampling (shim/alloc.h).
 SAMPLED = {"malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc",
@@ -143,6 +146,8 @@ def validate(report):
         fb = {k: v for k, v in SCHEMA["uring"]["fallbacks"].items() if k != "unaligned"}
         u = {k: v for k, v in SCHEMA["uring"].items() if k not in ("route_mode", "devices")}
         schema["uring"] = dict(u, fallbacks=fb)
+    if isinstance(report.get("pool"), dict) and "allocator" in report["pool"]:
+        schema = dict(schema, pool=dict(schema["pool"], allocator=(str, type(None))))
     check(report, schema, "$", errors)
     if ended is not None:
         report["ended"] = ended
@@ -181,6 +186,8 @@ def validate(report):
     pool = report["pool"]
     if pool["mode"] not in MODES:
         errors.append(f"pool.mode {pool['mode']}")
+    if pool.get("allocator") not in ALLOCATORS:
+        errors.append(f"pool.allocator {pool['allocator']}")
     # POOLSHIM_POOL=off (issue 37): counted, nothing pooled, no slab taken.
     if pool["mode"] == "off" and (pool["allocations"] or pool["slabs"] or pool["backed"]):
         errors.append("pool.mode off with pooled allocations or slabs")

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "fmt.h"
+#include "names.h"
 
 int ps_record_open(struct ps_record *r, int pid, uint64_t ns, const char **why)
 {
@@ -355,6 +356,8 @@ void ps_record_data(const struct ps_record *r, struct ps_report_data *d,
 	d->pool_ready = h->pool_ready;
 	/* The header has no word for it: the configuration says it. */
 	d->pool_off = r->cfg_known && !r->cfg.pool;
+	/* Nor for the placement: without the configuration it is not known (not the default). */
+	d->allocator = r->cfg_known ? ps_pool_allocator_name(r->cfg.pool_allocator) : NULL;
 	d->heap_owner = h->heap_owner[0] ? h->heap_owner : NULL;
 	d->pool.requested = (enum ps_hugepages)h->pool.requested;
 	d->pool.first_mode = (enum ps_backing)h->pool.first_mode;

@@ -48,7 +48,7 @@ esac
 # 2. Text; verbose says it at start, and reserves nothing.
 shim POOLSHIM_POOL=off POOLSHIM_VERBOSE=on POOLSHIM_STATS=stderr -- "$H" loop 40 $MiB \
 	>/dev/null 2>"$T/text" || fail "helper, text"
-grep -q "^pool     mode off (requested auto); 0 slabs, 0 backed" "$T/text" &&
+grep -q "^pool     mode off (requested auto); placement pages; 0 slabs, 0 backed" "$T/text" &&
 	grep -q "^saved    nothing: the pool was off (POOLSHIM_POOL=off)" "$T/text" &&
 	grep -q "^  - the pool was off (POOLSHIM_POOL=off): every allocation went to the program's own heap" "$T/text" &&
 	grep -q "pool off (POOLSHIM_POOL=off): every allocation goes to the program's heap" "$T/text" &&

@@ -3,16 +3,24 @@
 # The exit report and the configuration contract, seen from outside:
 # text on stderr by default, JSON to a per-process path (validated against
 # the schema in docs/report-schema.md by tests/report_schema.py), "off",
-# POOLSHIM=off, every bad value answered with one line, and report files
-# that are never written through a symlink.
+# POOLSHIM=off, every bad value answered with one line, the placement of
+# pooled blocks said (POOLSHIM_POOL_ALLOCATOR: pages by default, jemalloc
+# on request, the default after a bad value), and report files that are
+# never written through a symlink.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 H="$PRELOAD_BIN/alloc_helper"
+# The library with the private jemalloc, for POOLSHIM_POOL_ALLOCATOR=jemalloc.
+JE="${SHIM%/*}/libpoolshim-jemalloc.so"
+# shellcheck disable=SC2034 # read by shim_with (tests/lib.sh)
+shim_je() { pst_lib=$JE; shim_with "$@"; }
 
 # 1. default: text report on stderr
 shim -- "$H" --count 20 --size 1048576 >"$PST_TMP/out" 2>"$PST_TMP/err" || fail "helper failed"
 grep -q "helper ok allocations=20 pooled=20" "$PST_TMP/out" && pass "20 of 20 pooled" || fail "pooling: $(cat "$PST_TMP/out")"
 grep -q "==== poolshim report: pid [0-9]* (alloc_helper) ====" "$PST_TMP/err" && pass "text report" || fail "no text report"
 grep -Eq "^malloc +- +[0-9]+ " "$PST_TMP/err" && pass "malloc row" || fail "no malloc row"
+grep -q "^pool     mode [a-z0-9]* (requested auto); placement pages; " "$PST_TMP/err" &&
+	pass "text: placement pages by default" || fail "text placement: $(grep '^pool' "$PST_TMP/err")"
 
 # 2. JSON to a per-process path, validated against the schema
 shim "POOLSHIM_STATS=$PST_TMP/r-%e-%p.json" -- "$H" --count 40 --size 200000 --live 4 >/dev/null 2>"$PST_TMP/err" || fail "helper failed (json)"
@@ -22,10 +30,42 @@ if [ -f "$1" ]; then
 	python3 "$PS_TOP_SRCDIR/tests/report_schema.py" "$1" && pass "schema" || fail "schema"
 	[ "$(json_get "$1" "r['pool']['allocations'] >= 40")" = True ] && pass "40 pooled allocations counted" || fail "pool allocations: $(json_get "$1" "r['pool']")"
 	[ "$(json_get "$1" "sum(c['calls'] for c in r['calls'] if c['call']=='malloc') >= 40")" = True ] && pass "malloc calls counted" || fail "malloc calls"
+	[ "$(json_get "$1" "r['pool']['allocator']")" = pages ] && pass "json: allocator pages by default" ||
+		fail "json allocator: $(json_get "$1" "r['pool']")"
 else
 	fail "no json report in $PST_TMP"
 fi
 [ -s "$PST_TMP/err" ] && fail "stderr not empty with a file report: $(cat "$PST_TMP/err")"
+
+# 2b. POOLSHIM_POOL_ALLOCATOR=jemalloc (libpoolshim-jemalloc.so): said so, in
+# JSON and text, with the blocks pooled; asked of libpoolshim.so, which has
+# no jemalloc, the placement that served, pages; a bad value is one line
+# (5. below) and the default placement
+shim_je POOLSHIM_POOL_ALLOCATOR=jemalloc "POOLSHIM_STATS=$PST_TMP/je.json" -- "$H" --count 40 --size 200000 --live 4 \
+	>"$PST_TMP/out" 2>"$PST_TMP/err" || fail "helper failed (jemalloc)"
+python3 "$PS_TOP_SRCDIR/tests/report_schema.py" "$PST_TMP/je.json" || fail "schema (jemalloc)"
+got=$(json_get "$PST_TMP/je.json" "[r['pool']['allocator'], r['pool']['allocations'] >= 40, r['config']['POOLSHIM_POOL_ALLOCATOR']]")
+[ "$got" = "['jemalloc', True, 'jemalloc']" ] && [ ! -s "$PST_TMP/err" ] &&
+	pass "json: allocator jemalloc, 40 pooled" || fail "jemalloc placement: $got $(cat "$PST_TMP/err")"
+shim_je POOLSHIM_POOL_ALLOCATOR=jemalloc -- "$H" --count 4 --size 1048576 >/dev/null 2>"$PST_TMP/err"
+grep -q "^pool     mode [a-z0-9]* (requested auto); placement jemalloc; " "$PST_TMP/err" &&
+	pass "text: placement jemalloc" || fail "text placement: $(grep '^pool' "$PST_TMP/err")"
+shim POOLSHIM_POOL_ALLOCATOR=jemalloc "POOLSHIM_STATS=$PST_TMP/nje.json" -- "$H" --count 4 --size 1048576 \
+	>/dev/null 2>"$PST_TMP/err" || fail "helper failed (jemalloc asked of libpoolshim.so)"
+got=$(json_get "$PST_TMP/nje.json" "[r['pool']['allocator'], r['pool']['allocations']]")
+[ "$got" = "['pages', 4]" ] && [ "$(grep -c . "$PST_TMP/err")" = 1 ] &&
+	grep -q "POOLSHIM_POOL_ALLOCATOR=jemalloc: this library has no jemalloc" "$PST_TMP/err" &&
+	pass "jemalloc asked of libpoolshim.so: one line, the report says pages, which served" ||
+	fail "jemalloc without jemalloc: $got $(cat "$PST_TMP/err")"
+shim POOLSHIM_POOL_ALLOCATOR=bogus "POOLSHIM_STATS=$PST_TMP/bogus.json" -- "$H" --count 4 --size 1048576 \
+	>/dev/null 2>"$PST_TMP/err" || fail "helper failed (bogus placement)"
+got=$(json_get "$PST_TMP/bogus.json" "[r['pool']['allocator'], r['pool']['allocations']]")
+if [ "$got" = "['pages', 4]" ] && [ "$(grep -c . "$PST_TMP/err")" = 1 ] &&
+	grep -q "^poolshim\[[0-9]*\] .*POOLSHIM_POOL_ALLOCATOR='bogus' is not valid (accepted: pages|jemalloc); using the default pages$" "$PST_TMP/err"; then
+	pass "bad placement: one line, the default pages used"
+else
+	fail "bad placement: $got $(cat "$PST_TMP/err")"
+fi
 
 # 3. STATS_FORMAT=json to stderr
 shim POOLSHIM_STATS_FORMAT=json -- "$H" --count 2 >/dev/null 2>"$PST_TMP/err.json"
@@ -39,7 +79,7 @@ grep -q "pooled=0" "$PST_TMP/out" && [ ! -s "$PST_TMP/err" ] && pass "POOLSHIM=o
 
 # 5. every bad value: exactly one line naming it, the program still correct
 for kv in POOLSHIM=perhaps POOLSHIM_POOL_MIN=64X POOLSHIM_POOL_MIN=1 POOLSHIM_POOL_SIZE=1T \
-	POOLSHIM_HUGEPAGES=maybe POOLSHIM_PREFAULT=2 POOLSHIM_STATS= POOLSHIM_STATS_FORMAT=yaml \
+	POOLSHIM_HUGEPAGES=maybe POOLSHIM_POOL_ALLOCATOR=bogus POOLSHIM_PREFAULT=2 POOLSHIM_STATS= POOLSHIM_STATS_FORMAT=yaml \
 	POOLSHIM_VERBOSE=very POOLSHIM_URING=fast POOLSHIM_URING_MIN=abc POOLSHIM_URING_CHUNK=0 \
 	POOLSHIM_URING_DEPTH=0 POOLSHIM_TIMING=2 POOLSHIM_TIMING_SAMPLE=x POOLSHIM_UNKNOWN=1; do
 	shim POOLSHIM_STATS=off "$kv" -- "$H" --count 4 >"$PST_TMP/out" 2>"$PST_TMP/err"
@@ -79,5 +119,18 @@ grep -q "poolshim report" "$PST_TMP/closed.txt" && pass "report to a path after 
 shim -- cat /dev/null 2>"$PST_TMP/err" || fail "cat failed"
 grep -q "==== poolshim report: pid [0-9]* (cat)" "$PST_TMP/err" && pass "report after stderr closed at exit (cat)" ||
 	fail "no report from cat, which closes stderr at exit: $(head -c 200 "$PST_TMP/err")"
+
+# 9. A record left by SIGKILL: `poolshim collect` and `poolshim stat` say the
+# placement from the configuration the record carries.
+L="$PST_TMP/rec"
+mkdir "$L"
+(env POOLSHIM_LIVE_DIR="$L" POOLSHIM_POOL_ALLOCATOR=jemalloc LD_PRELOAD="$JE" \
+	"$PRELOAD_BIN/advice_helper" loop 20 1048576 kill) >/dev/null 2>&1
+timeout 120 "$PS_TOP_BUILDDIR/tools/poolshim-stat" --live-dir "$L" >"$PST_TMP/stat" 2>&1
+timeout 120 "$PS_TOP_BUILDDIR/tools/poolshim-collect" --live-dir "$L" >"$PST_TMP/coll" 2>&1
+grep -q "^pool     mode [a-z0-9]* (requested auto); placement jemalloc; " "$PST_TMP/stat" &&
+	grep -q "^pool     mode [a-z0-9]* (requested auto); placement jemalloc; " "$PST_TMP/coll" &&
+	pass "stat and collect: placement jemalloc from the record" ||
+	fail "record placement: $(cat "$PST_TMP/stat" "$PST_TMP/coll")"
 
 finish

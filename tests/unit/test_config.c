@@ -108,6 +108,7 @@ START_TEST(test_load_defaults)
 	ck_assert_uint_eq(cfg.pool_min, 64 << 10);
 	ck_assert_uint_eq(cfg.pool_size, 4ULL << 30);
 	ck_assert_int_eq(cfg.hugepages, PS_HUGE_AUTO);
+	ck_assert_int_eq(cfg.pool_allocator, PS_POOL_ALLOC_PAGES);
 	ck_assert(cfg.prefault);
 	ck_assert_str_eq(cfg.stats, "stderr");
 	ck_assert_int_eq(cfg.stats_format, PS_FORMAT_TEXT);
@@ -126,7 +127,7 @@ START_TEST(test_load_values)
 		"POOLSHIM=on", "POOLSHIM_POOL_MIN=1M", "POOLSHIM_POOL_SIZE=256M",
 		"POOLSHIM_HUGEPAGES=THP", "POOLSHIM_PREFAULT=no",
 		"POOLSHIM_STATS=/tmp/r-%p.json", "POOLSHIM_VERBOSE=yes",
-		"POOLSHIM_URING_DEPTH=32", "POOLSHIM_POOL=off", NULL,
+		"POOLSHIM_URING_DEPTH=32", "POOLSHIM_POOL=off", "POOLSHIM_POOL_ALLOCATOR=jemalloc", NULL,
 	};
 
 	ck_assert_int_eq(load_captured(&cfg, env, msgs, sizeof(msgs)), 0);
@@ -141,6 +142,7 @@ START_TEST(test_load_values)
 	ck_assert(cfg.verbose);
 	ck_assert_uint_eq(cfg.uring_depth, 32);
 	ck_assert(!cfg.pool);
+	ck_assert_int_eq(cfg.pool_allocator, PS_POOL_ALLOC_JEMALLOC);
 }
 END_TEST
 
@@ -166,6 +168,7 @@ START_TEST(test_load_bad_values)
 		{ "POOLSHIM_POOL_SIZE=-5", "2M..32G" },
 		{ "POOLSHIM_POOL_SIZE=99G", "2M..32G" },
 		{ "POOLSHIM_HUGEPAGES=giant", "auto|hugetlb|thp|none" },
+		{ "POOLSHIM_POOL_ALLOCATOR=bogus", "pages|jemalloc" },
 		{ "POOLSHIM_PREFAULT=2", "1|0|on|off" },
 		{ "POOLSHIM_STATS=", "stderr|off" },
 		{ "POOLSHIM_STATS_FORMAT=xml", "text|json" },

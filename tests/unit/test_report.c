@@ -32,6 +32,7 @@ static void sample(struct ps_report_data *d)
 	d->totals = &totals;
 	d->pool_ready = true;
 	d->pool.requested = PS_HUGE_AUTO;
+	d->allocator = "pages";
 	d->pool.first_mode = PS_BACK_HUGETLB;
 	d->pool.slabs = 2;
 	d->pool.backed = 4 << 20;
@@ -56,7 +57,7 @@ START_TEST(test_text)
 	const char *s = ps_buf_str(&b);
 	ck_assert(!b.truncated);
 	ck_assert_ptr_nonnull(strstr(s, "pid 4242"));
-	ck_assert_ptr_nonnull(strstr(s, "mode hugetlb (requested auto); 2 slabs, 4M backed"));
+	ck_assert_ptr_nonnull(strstr(s, "mode hugetlb (requested auto); placement pages; 2 slabs, 4M backed"));
 	ck_assert_ptr_nonnull(strstr(s, "in use 1M, peak 3M, cap 1G"));
 	ck_assert_ptr_nonnull(strstr(s, "3 allocations served"));
 	ck_assert_ptr_nonnull(strstr(s, "pool_full 2"));
@@ -86,6 +87,7 @@ START_TEST(test_json)
 				       "\"program\":\"my\\\"prog\""));
 	ck_assert_ptr_nonnull(strstr(s, "\"mode\":\"hugetlb\""));
 	ck_assert_ptr_nonnull(strstr(s, "\"hugetlb_reason\":null"));
+	ck_assert_ptr_nonnull(strstr(s, "\"allocator\":\"pages\""));
 	ck_assert_ptr_nonnull(strstr(s, "\"fallbacks\":{\"pool_full\":2,"));
 	ck_assert_ptr_nonnull(strstr(s, "{\"call\":\"malloc\",\"kind\":\"none\",\"calls\":3,"
 				       "\"bytes\":1179648"));
@@ -357,7 +359,7 @@ START_TEST(test_pool_off)
 	totals.c[PS_CALL_SENDFILE][PS_FD_SOCKET].bytes = 40 << 20;
 	d.program = "nginx";
 	s = render_text(&d);
-	ck_assert_ptr_nonnull(strstr(s, "pool     mode off (requested auto); 0 slabs"));
+	ck_assert_ptr_nonnull(strstr(s, "pool     mode off (requested auto); placement pages; 0 slabs"));
 	ck_assert_ptr_nonnull(strstr(s, "\nsaved    nothing: the pool was off (POOLSHIM_POOL=off)"));
 	ck_assert_ptr_nonnull(strstr(s, "  - the pool was off (POOLSHIM_POOL=off): every allocation "
 					"went to the program's own heap"));
@@ -381,6 +383,37 @@ START_TEST(test_pool_off)
 }
 END_TEST
 
+/*
+ * The placement (POOLSHIM_POOL_ALLOCATOR): said by name, and where a record
+ * carries no configuration, unknown in the text and null in the JSON
+ * rather than a default that may not be what ran.
+ */
+START_TEST(test_placement)
+{
+	struct ps_report_data d;
+	static char storage[16384];
+	struct ps_buf b;
+	const char *s;
+
+	sample(&d);
+	d.allocator = "jemalloc";
+	s = render_text(&d);
+	ck_assert_ptr_nonnull(strstr(s, "\npool     mode hugetlb (requested auto); placement jemalloc; 2 slabs"));
+	ps_buf_init(&b, storage, sizeof(storage), -1);
+	ps_report_render(&b, &d, PS_FORMAT_JSON);
+	ck_assert(!b.truncated);
+	ck_assert_ptr_nonnull(strstr(ps_buf_str(&b), "\"allocator\":\"jemalloc\","));
+
+	d.allocator = NULL;
+	s = render_text(&d);
+	ck_assert_ptr_nonnull(strstr(s, "(requested auto); placement unknown; 2 slabs"));
+	ps_buf_init(&b, storage, sizeof(storage), -1);
+	ps_report_render(&b, &d, PS_FORMAT_JSON);
+	ck_assert(!b.truncated);
+	ck_assert_ptr_nonnull(strstr(ps_buf_str(&b), "\"allocator\":null,"));
+}
+END_TEST
+
 Suite *suite_report(void)
 {
 	Suite *s = suite_create("report");
@@ -393,6 +426,7 @@ Suite *suite_report(void)
 	tcase_add_test(tc, test_hugetlb_advice);
 	tcase_add_test(tc, test_why_nothing);
 	tcase_add_test(tc, test_pool_off);
+	tcase_add_test(tc, test_placement);
 	suite_add_tcase(s, tc);
 	return s;
 }
