@@ -297,6 +297,7 @@ class Group:
         self.pool = {n: 0 for n in POOL_NUMS if n != "threshold"}
         self.backed_by, self.pool_fallbacks = {}, {}
         self.modes, self.requested, self.thresholds = {}, {}, {}
+        self.allocators = {}  # placement (pool.allocator) -> processes
         self.reasons = {}  # (kind, text) -> processes
         self.process = {n: 0 for n in PROCESS_NUMS}
         self.uring = {n: 0 for n in URING_NUMS}
@@ -319,6 +320,7 @@ class Group:
         add_counts(self.pool_fallbacks, p["fallbacks"])
         add_counts(self.modes, {p["mode"]: 1})
         add_counts(self.requested, {str(p.get("requested")): 1})
+        add_counts(self.allocators, {placement(p): 1})
         add_counts(self.thresholds, {p["threshold"]: 1})
         for kind in ("hugetlb", "thp"):
             why = p.get(kind + "_reason")
@@ -400,7 +402,7 @@ class Group:
                 lat_hist=sorted([lo, n] for lo, n in row["lat_hist"].items()),
                 errnos=dict(self.errnos.get(call, {})) if first else {}))
         pool = dict(self.pool, backed_by=self.backed_by, fallbacks=self.pool_fallbacks,
-                    modes=self.modes, requested=self.requested,
+                    modes=self.modes, requested=self.requested, allocators=self.allocators,
                     # Processes per POOLSHIM_POOL_MIN, like modes and requested
                     # (JSON keys are strings: the byte count written out).
                     thresholds={str(t): n for t, n in sorted(self.thresholds.items())},
@@ -462,6 +464,13 @@ def nsec_human(ns):
     return f"{ns}ns"
 
 
+def placement(pool):
+    """What placed a report's pooled blocks (pool.allocator): 'unknown' where
+    the report does not say (null, or a report older than the member)."""
+    a = pool.get("allocator")
+    return a if isinstance(a, str) else "unknown"
+
+
 def all_off(g):
     """Whether every report of the group ran with POOLSHIM_POOL=off."""
     return set(g.modes) == {"off"}
@@ -495,7 +504,8 @@ def render(g, out, exact, top):
         w(f"==== {g.label}: {n} processes, pids {' '.join(str(m[1]) for m in g.members)} ====\n")
     p = g.pool
     sumof = " (sum over processes)" if n > 1 else ""
-    w(f"pool     mode {tally(g.modes)} (requested {tally(g.requested)}); {p['slabs']} slabs, "
+    w(f"pool     mode {tally(g.modes)} (requested {tally(g.requested)}); placement "
+      f"{tally(g.allocators)}; {p['slabs']} slabs, "
       f"{bytes_cell(p['backed'])} backed [" +
       ", ".join(f"{k} {bytes_cell(v)}" for k, v in g.backed_by.items()) +
       f"]; in use {bytes_cell(p['in_use'])}, peak {bytes_cell(p['peak'])}{sumof}, "
@@ -1022,6 +1032,7 @@ def render_diff(path_a, ga, path_b, gb, out):
     w = out.write
     w(f"==== per-call change: A {path_a} -> B {path_b} ====\n")
     w(f"pool mode: A {mode_text(ga)}; B {mode_text(gb)}\n")
+    w(f"pool placement: A {tally(ga.allocators)}; B {tally(gb.allocators)}\n")
     w(f"{'call':<15} {'kind':<7}" + "".join(
         f" {n + ' A':>12} {n + ' B':>12} {'B/A':>7}" for n in DIFF_COLS) + "\n")
     est_rows = 0
@@ -1044,6 +1055,9 @@ def render_diff(path_a, ga, path_b, gb, out):
         w("A is the baseline, the same counts with the pool off: B/A is what the pool changed "
           "(page faults and CPU time are the process's own, from getrusage; the pool's "
           "allocations are B's alone).\n")
+    if ga.allocators != gb.allocators and not all_off(ga) and not all_off(gb):
+        w("A and B placed their pooled blocks differently (POOLSHIM_POOL_ALLOCATOR): the pool's "
+          "footprint and page faults differ by that too.\n")
     if est_rows:
         sizes = sorted({size(t) for g in (ga, gb) for t in g.sampled_below if t})
         below = "/".join(sizes) if sizes else "POOLSHIM_POOL_MIN/16"

@@ -3,8 +3,11 @@
 # `poolshim report` (scripts/poolshim-report.py) on real reports: two runs of
 # a helper under the shim, merged; the merged numbers are the sums of the two
 # files' numbers (computed here independently), --plot writes PNG files,
-# call sites are listed when a report has them, and a corrupt or invalid file
-# is named on one line with exit status 2, never a traceback.
+# call sites are listed when a report has them, a corrupt or invalid file
+# is named on one line with exit status 2, never a traceback, and the
+# placement of pooled blocks (pool.allocator) is said per process, tallied
+# per group (pages:1 jemalloc:1 when they differ; unknown for a report that
+# does not say) and named for A and B by --diff.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 H="$PRELOAD_BIN/alloc_helper"
 TOOL="$PS_TOP_SRCDIR/scripts/poolshim-report.py"
@@ -122,5 +125,33 @@ rc=$?
 report "$PST_TMP/missing.json" >/dev/null 2>"$PST_TMP/err"
 rc=$?
 [ $rc = 2 ] && grep -q "missing.json: cannot read" "$PST_TMP/err" && pass "missing file" || fail "missing file: rc=$rc $(cat "$PST_TMP/err")"
+
+# 7. placement: a run with jemalloc's placement merged with a default one
+# (its library: libpoolshim.so has no jemalloc, and would place to the page)
+# shellcheck disable=SC2034 # read by shim_with (tests/lib.sh)
+pst_lib="${SHIM%/*}/libpoolshim-jemalloc.so"
+shim_with POOLSHIM_POOL_ALLOCATOR=jemalloc "POOLSHIM_STATS=$PST_TMP/je.json" -- "$H" --count 20 --size 1048576 \
+	>/dev/null || fail "helper run (jemalloc)"
+python3 -c 'import json,sys
+r = json.load(open(sys.argv[1])); del r["pool"]["allocator"]
+json.dump(r, open(sys.argv[2], "w"))' "$A" "$PST_TMP/older.json"
+report --json "$PST_TMP/mp.json" "$A" "$PST_TMP/je.json" "$PST_TMP/older.json" >"$PST_TMP/out" 2>"$PST_TMP/err" ||
+	fail "merge (placement): $(cat "$PST_TMP/err")"
+[ "$(grep -c "^pool     mode [a-z0-9]* (requested auto); placement pages; " "$PST_TMP/out")" = 1 ] &&
+	[ "$(grep -c "^pool     mode [a-z0-9]* (requested auto); placement jemalloc; " "$PST_TMP/out")" = 1 ] &&
+	[ "$(grep -c "^pool     mode [a-z0-9]* (requested auto); placement unknown; " "$PST_TMP/out")" = 1 ] &&
+	grep -q "^pool     mode .*; placement pages:1 jemalloc:1 unknown:1; " "$PST_TMP/out" &&
+	pass "text: placement per process, tallied for the program" ||
+	fail "placement in the merged text: $(grep '^pool     mode' "$PST_TMP/out")"
+got=$(json_get "$PST_TMP/mp.json" "sorted(r['total']['pool']['allocators'].items())")
+[ "$got" = "[('jemalloc', 1), ('pages', 1), ('unknown', 1)]" ] && pass "merged --json: allocators $got" ||
+	fail "merged --json allocators: $got"
+report --diff "$A" "$PST_TMP/je.json" >"$PST_TMP/diff" 2>"$PST_TMP/err" || fail "--diff: $(cat "$PST_TMP/err")"
+grep -q "^pool placement: A pages; B jemalloc$" "$PST_TMP/diff" &&
+	grep -q "^A and B placed their pooled blocks differently (POOLSHIM_POOL_ALLOCATOR)" "$PST_TMP/diff" &&
+	pass "--diff names both placements" || fail "--diff placement: $(cat "$PST_TMP/diff")"
+report --diff "$A" "$B" >"$PST_TMP/diff" 2>"$PST_TMP/err" || fail "--diff: $(cat "$PST_TMP/err")"
+grep -q "^pool placement: A pages; B pages$" "$PST_TMP/diff" && ! grep -q "placed their pooled blocks differently" "$PST_TMP/diff" &&
+	pass "--diff, the same placement: named, no note" || fail "--diff same placement: $(cat "$PST_TMP/diff")"
 
 finish
