@@ -543,11 +543,19 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 			 * no copy (glibc's mremap of a mapped chunk does not
 			 * copy either).
 			 */
-			size_t want = more - room;
+			size_t need = more - room;
+			/*
+			 * A buffer grown in small steps would take a slab each
+			 * time, and slabs are numbered (PS_MAX_SLABS): an eighth
+			 * of the block more each time, left free (mapped, not
+			 * touched) for its next steps.
+			 */
+			size_t step = round_page(old / 8 < PS_SLAB_MAX / 16 ? old / 8 : PS_SLAB_MAX / 16);
+			size_t want = need > step ? need : step;
 			enum ps_pool_fail why;
 			bool zeroed = false;
 			pthread_mutex_unlock(&lock);
-			void *slab = ps_pool_take(want, PS_PAGE, want, &zeroed, &why);
+			void *slab = ps_pool_take(want, PS_PAGE, need, &zeroed, &why);
 			pthread_mutex_lock(&lock);
 			if (slab && reserve(1))
 				add_free((uintptr_t)slab, round_page(want), zeroed);

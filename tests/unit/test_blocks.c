@@ -209,6 +209,12 @@ START_TEST(test_resize)
 	ck_assert_int_eq(ps_blocks_check(), 0);
 	ck_assert_int_eq(t[MB - 1], 4);
 	memset(t, 5, 6 * MB);
+	/* Grown a page at a time, it takes a slab per eighth of its size, not per step. */
+	slabs = ps_pool_nslabs();
+	for (size_t n = 6 * MB + 4 * KB; n <= 7 * MB; n += 4 * KB)
+		ck_assert_uint_eq(ps_blocks_resize(t, n, &old), n);
+	ck_assert_int_le(ps_pool_nslabs(), slabs + 2);
+	ck_assert_int_eq(ps_blocks_check(), 0);
 	put(a);
 	put(t);
 }
