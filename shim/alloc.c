@@ -724,6 +724,14 @@ int ps_alloc_init(const struct ps_config *cfg)
 	return 0;
 }
 
+bool ps_alloc_blocks_info(struct ps_blocks_info *out)
+{
+	if (use_je || __atomic_load_n(&arena_state, __ATOMIC_ACQUIRE) != ARENA_READY)
+		return false;
+	ps_blocks_get_info(out);
+	return true;
+}
+
 bool ps_alloc_have_jemalloc(void)
 {
 	return ps_have_jemalloc();

@@ -44,6 +44,14 @@ int ps_alloc_init(const struct ps_config *cfg);
  */
 bool ps_alloc_have_jemalloc(void);
 
+struct ps_blocks_info;
+/*
+ * The pool's blocks as blocks.c holds them: true and *out filled when it
+ * places them and the pool is set up, else false (jemalloc's placement,
+ * the pool off or not made yet).  Safe in a signal handler.
+ */
+bool ps_alloc_blocks_info(struct ps_blocks_info *out);
+
 /* Whether the pool can serve: set up, and its arena not failed. */
 bool ps_alloc_pool_ready(void);
 

@@ -55,6 +55,7 @@ static uintptr_t top_end;       /* the end of the last slab taken */
 static struct ps_blocks_info info;
 static int purging;
 static uintptr_t busy_start;    /* the block being purged, 0 if none */
+static uint64_t *mirror;        /* ps_blocks_set_mirror() */
 
 static struct node nil;         /* node 0: no children */
 
@@ -296,11 +297,15 @@ static void free_in(uint32_t x)
 {
 	N(x)->sleft = N(x)->sright = 0;
 	sroot = sinsert(sroot, x);
+	if (N(x)->zero)
+		info.free_zero_bytes += N(x)->len;
 }
 
 static void free_out(uint32_t x)
 {
 	sroot = serase(sroot, x);
+	if (N(x)->zero)
+		info.free_zero_bytes -= N(x)->len;
 }
 
 /* The smallest FREE block of at least need bytes, the lowest of equals; or 0. */
@@ -397,6 +402,32 @@ static uintptr_t carve(uint32_t x, size_t len, size_t align, bool *zero)
 	return a;
 }
 
+/* Under the lock, after a change: the counts to the mirror, if any. */
+static void mirror_update(void)
+{
+	uint64_t *m = __atomic_load_n(&mirror, __ATOMIC_ACQUIRE);
+	if (!m)
+		return;
+	uint32_t t = sroot;
+	while (t && N(t)->sright)
+		t = N(t)->sright;
+	__atomic_store_n(&m[1], info.free, __ATOMIC_RELAXED);
+	__atomic_store_n(&m[2], info.free_bytes, __ATOMIC_RELAXED);
+	__atomic_store_n(&m[3], info.free_zero_bytes, __ATOMIC_RELAXED);
+	__atomic_store_n(&m[4], t ? N(t)->len : 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&m[0], 1, __ATOMIC_RELEASE);
+}
+
+void ps_blocks_set_mirror(uint64_t *m)
+{
+	if (__atomic_load_n(&mirror, __ATOMIC_ACQUIRE) == m)
+		return;
+	pthread_mutex_lock(&lock);
+	__atomic_store_n(&mirror, m, __ATOMIC_RELEASE);
+	mirror_update();
+	pthread_mutex_unlock(&lock);
+}
+
 void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *why)
 {
 	int saved_errno = errno;
@@ -460,6 +491,7 @@ void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *w
 		/* Raced for the top, or the slab did not follow it: next time a whole one. */
 		extend = false;
 	}
+	mirror_update();
 	pthread_mutex_unlock(&lock);
 	errno = saved_errno;
 	*why = fail;
@@ -485,6 +517,7 @@ size_t ps_blocks_free(void *p)
 		info.free_bytes += len;
 		coalesce(x);
 	}
+	mirror_update();
 	pthread_mutex_unlock(&lock);
 	return len;
 }
@@ -565,6 +598,7 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 			room = s_free ? N(s)->len : 0;
 		}
 		if (room < more) {
+			mirror_update();
 			pthread_mutex_unlock(&lock);
 			return 0;
 		}
@@ -582,6 +616,7 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 		info.live_bytes += more;
 		info.free_bytes -= more;
 	}
+	mirror_update();
 	pthread_mutex_unlock(&lock);
 	return len;
 }
@@ -611,6 +646,7 @@ size_t ps_blocks_purge(void)
 		free_out(x);
 		N(x)->state = BUSY;
 		busy_start = s;
+		mirror_update();
 		pthread_mutex_unlock(&lock);
 		bool zeroed = ps_pool_purge((void *)s, len) == 0;
 		pthread_mutex_lock(&lock);
@@ -623,6 +659,7 @@ size_t ps_blocks_purge(void)
 		coalesce(x);
 		cursor = s + len;
 	}
+	mirror_update();
 	pthread_mutex_unlock(&lock);
 	__atomic_store_n(&purging, 0, __ATOMIC_RELEASE);
 	return total;
@@ -632,7 +669,8 @@ void ps_blocks_get_info(struct ps_blocks_info *out)
 {
 	bool locked = pthread_mutex_trylock(&lock) == 0;
 	*out = info;
-	uint32_t t = sroot;
+	/* The largest needs a walk down the size tree: only under the lock. */
+	uint32_t t = locked ? sroot : 0;
 	while (t && N(t)->sright)
 		t = N(t)->sright;
 	out->largest_free = t ? N(t)->len : 0;
@@ -642,7 +680,7 @@ void ps_blocks_get_info(struct ps_blocks_info *out)
 
 /* The walk behind ps_blocks_check(): the subtree's facts, or false at the first fault. */
 struct walk {
-	uint64_t free_nodes, sized;
+	uint64_t free_nodes, sized, zero_bytes;
 	size_t last_len;
 	uintptr_t last_start;
 	uintptr_t last_end;
@@ -725,6 +763,7 @@ static bool swalk(uint32_t t, uint32_t depth, struct walk *w)
 		return false;
 	}
 	w->sized++;
+	w->zero_bytes += n->zero ? n->len : 0;
 	w->last_len = n->len;
 	w->last_start = n->start;
 	return swalk(n->sright, depth + 1, w);
@@ -736,6 +775,11 @@ int ps_blocks_check(void)
 
 	pthread_mutex_lock(&lock);
 	bool ok = walk(root, 0, &w) && swalk(sroot, 0, &w);
+	if (ok && w.zero_bytes != info.free_zero_bytes) {
+		ok = false;
+		w.fault = "the free bytes known zero disagree with the tree";
+		w.where = 0;
+	}
 	if (ok && w.sized != w.free_nodes) {
 		ok = false;
 		w.fault = "the size tree misses free blocks";
@@ -785,6 +829,7 @@ void ps_blocks_reset_for_tests(void)
 	memset(chunk, 0, sizeof(chunk));
 	nchunks = used_nodes = spare = nspare = root = sroot = 0;
 	top_end = busy_start = 0;
+	mirror = NULL;
 	info = (struct ps_blocks_info){ 0 };
 	purging = 0;
 }

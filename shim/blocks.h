@@ -79,12 +79,15 @@ struct ps_blocks_info {
 	uint64_t live_bytes;
 	uint64_t free;          /* free blocks (maximal: neighbours are merged) */
 	uint64_t free_bytes;
-	uint64_t free_zero_bytes;   /* of free_bytes: known zero */
+	uint64_t free_zero_bytes;   /* of free_bytes: known zero (given back, or never touched) */
 	uint64_t largest_free;
 	uint64_t nodes_mapped;  /* bytes of the tree's own mappings */
 };
 
-/* A copy of the counts above (under the lock, or without it if held: for a signal handler). */
+/*
+ * A copy of the counts above: under the lock, or without it if it is held
+ * (a signal handler), and then largest_free is 0 (not known).
+ */
 void ps_blocks_get_info(struct ps_blocks_info *out);
 
 /*
@@ -93,6 +96,14 @@ void ps_blocks_get_info(struct ps_blocks_info *out);
  * first broken one named on stderr.  For tests.
  */
 int ps_blocks_check(void);
+
+/*
+ * Copy the counts to m after every change, under the lock: m[0] = 1
+ * (known), then the free blocks, their bytes, those known zero and the
+ * largest (the live record's header: a process killed with SIGKILL leaves
+ * them as they were).  m stays mapped for the life of the process.
+ */
+void ps_blocks_set_mirror(uint64_t *m);
 
 /* Fork: prepare takes the lock (before the pool's), parent and child release it. */
 void ps_blocks_atfork_prepare(void);

@@ -17,6 +17,7 @@
 #include <sys/utsname.h>
 
 #include "alloc.h"
+#include "blocks.h"
 #include "callsite.h"
 #include "heap.h"
 #include "names.h"
@@ -144,6 +145,14 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch, bool 
 	ps_pool_get_info(&d->pool);
 	d->pool_in_use = PS_LOAD(ps_gauges->pool_in_use);
 	d->pool_peak = PS_LOAD(ps_gauges->pool_peak);
+	struct ps_blocks_info bi;
+	if (ps_alloc_blocks_info(&bi)) {
+		d->free_known = true;
+		d->free_blocks = bi.free;
+		d->free_bytes = bi.free_bytes;
+		d->free_zero_bytes = bi.free_zero_bytes;
+		d->free_largest = bi.largest_free;
+	}
 	d->pool_min = ps_cfg.pool_min;
 	d->small_uncounted_below = ps_alloc_small_uncounted_below();
 	if (PS_SYSCALL(SYS_getrusage, RUSAGE_SELF, &ru) == 0) {

@@ -34,6 +34,7 @@
 #include <time.h>
 
 #include "alloc.h"
+#include "blocks.h"
 #include "callsite.h"
 #include "fmt.h"
 #include "heap.h"
@@ -260,6 +261,10 @@ void ps_live_publish(void)
 	copy_reason(h->pool.hugetlb_reason, info.hugetlb_reason);
 	copy_reason(h->pool.thp_reason, info.thp_reason);
 	h->pool_ready = ps_alloc_pool_ready();
+	/* The free blocks, kept up to date by blocks.c from then on. */
+	struct ps_blocks_info bi;
+	if (ps_alloc_blocks_info(&bi))
+		ps_blocks_set_mirror(&h->free.known);
 	h->uring_state = (int32_t)ps_uring_state();
 	h->uring_rings = ps_uring_rings();
 	copy_reason(h->uring_reason, ps_uring_reason());

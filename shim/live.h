@@ -125,6 +125,15 @@ struct ps_live_header {
 	 * blocks' room, at sites_off (0: none; only with POOLSHIM_BACKTRACE).
 	 */
 	uint64_t sites_off, sites_len;
+	/*
+	 * Appended within version 4 (older writers leave it zero: not known):
+	 * the pool's free blocks under the page-exact placement, copied by
+	 * blocks.c after each change once the pool is set up (its mirror).
+	 */
+	struct {
+		uint64_t known;          /* 1: the fields below are set */
+		uint64_t blocks, bytes, zero_bytes, largest;
+	} free;
 };
 
 /*

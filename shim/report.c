@@ -717,6 +717,27 @@ static void emit_pool(struct ps_emit *e, const struct ps_report_data *d)
 		ps_emit_kv(e, "cgroup_limit", PS_EMIT_SIZE, &p->cgroup_limit);
 		ps_emit_kv(e, "cgroup_version", PS_EMIT_INT, &p->cgroup_version);
 	}
+	/*
+	 * The free blocks (page-exact placement): what the pool holds and the
+	 * program does not, and how much of it is resident (not known zero).
+	 * null in JSON where not known (jemalloc's placement, older records).
+	 */
+	if (d->free_known) {
+		uint64_t resident = d->free_bytes - d->free_zero_bytes;
+		ps_emit_object_begin(e, "free");
+		ps_emit_line(e, "\npool     free blocks %{blocks}u, %{bytes}z", d->free_blocks,
+			     d->free_bytes);
+		if (d->free_largest)
+			ps_emit_line(e, " (largest %{largest}z)", d->free_largest);
+		else
+			ps_emit_kv(e, "largest", PS_EMIT_SIZE, &d->free_largest);
+		ps_emit_line(e, "; up to %{resident_max}z of it resident, %{zero}z known to be given "
+			     "back or never touched", resident, d->free_zero_bytes);
+		ps_emit_object_end(e);
+	} else {
+		const char *none = NULL;
+		ps_emit_kv(e, "free", PS_EMIT_STR, &none);
+	}
 	ps_emit_line(e, "\npool     %{allocations}u allocations served, %{frees}u freed; "
 		     "fallbacks to glibc's heap:", t->events[PS_EV_POOL_ALLOC],
 		     t->events[PS_EV_POOL_FREE]);

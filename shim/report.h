@@ -51,6 +51,13 @@ struct ps_report_data {
 	const char *allocator;
 	const char *heap_owner;           /* malloc's file when not ours, or NULL */
 	uint64_t pool_in_use, pool_peak;
+	/*
+	 * The pool's free blocks, with the page-exact placement (free_known):
+	 * how many, their bytes, those of them known zero (given back or never
+	 * touched: not resident) and the largest (0: not known).
+	 */
+	bool free_known;
+	uint64_t free_blocks, free_bytes, free_zero_bytes, free_largest;
 	uint64_t pool_min;
 	uint64_t small_uncounted_below;   /* malloc-family calls below this went uncounted (0: none) */
 	uint64_t minflt, majflt;

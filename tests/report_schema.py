@@ -56,6 +56,7 @@ MODES = {"hugetlb", "thp", "4k", "mixed", "unused", "unavailable", "foreign", "o
 # pool.allocator (issue 35, within version 3): what placed the pooled blocks,
 # null where the configuration is not known; absent from older reports.
 ALLOCATORS = {"pages", "jemalloc", None}
+POOL_FREE = {"blocks": U, "bytes": U, "largest": U, "resident_max": U, "zero": U}
 KINDS = {"none", "socket", "file", "direct", "pipe", "other"}
 # The calls whose small sizes are counted by sampling (shim/alloc.h).
 SAMPLED = {"malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc",
@@ -148,6 +149,15 @@ def validate(report):
         schema["uring"] = dict(u, fallbacks=fb)
     if isinstance(report.get("pool"), dict) and "allocator" in report["pool"]:
         schema = dict(schema, pool=dict(schema["pool"], allocator=(str, type(None))))
+    # pool.free (issue 35, within version 3): the page-exact placement's
+    # free blocks, null where not known; absent from older reports.
+    free = report["pool"].get("free") if isinstance(report.get("pool"), dict) else None
+    if isinstance(report.get("pool"), dict) and "free" in report["pool"]:
+        schema = dict(schema, pool=dict(schema["pool"],
+                                        free=POOL_FREE if isinstance(free, dict) else type(None)))
+    if isinstance(free, dict) and all(isinstance(free.get(k), int) for k in POOL_FREE) and \
+            (free["resident_max"] + free["zero"] != free["bytes"] or free["largest"] > free["bytes"]):
+        errors.append(f"$.pool.free: its parts do not add up: {free}")
     check(report, schema, "$", errors)
     if ended is not None:
         report["ended"] = ended

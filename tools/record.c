@@ -372,6 +372,14 @@ void ps_record_data(const struct ps_record *r, struct ps_report_data *d,
 	d->pool.hugetlb_reason = h->pool.hugetlb_reason[0] ? h->pool.hugetlb_reason : NULL;
 	d->pool.thp_reason = h->pool.thp_reason[0] ? h->pool.thp_reason : NULL;
 	d->pool_in_use = h->gauges.pool_in_use;
+	/* Older writers leave it zero; anything but 1 is not a known value. */
+	if (h->free.known == 1 && h->free.zero_bytes <= h->free.bytes) {
+		d->free_known = true;
+		d->free_blocks = h->free.blocks;
+		d->free_bytes = h->free.bytes;
+		d->free_zero_bytes = h->free.zero_bytes;
+		d->free_largest = h->free.largest <= h->free.bytes ? h->free.largest : 0;
+	}
 	d->pool_peak = h->gauges.pool_peak;
 	d->pool_min = h->pool_min;
 	d->minflt = h->minflt;

@@ -32,6 +32,10 @@ if [ -f "$1" ]; then
 	[ "$(json_get "$1" "sum(c['calls'] for c in r['calls'] if c['call']=='malloc') >= 40")" = True ] && pass "malloc calls counted" || fail "malloc calls"
 	[ "$(json_get "$1" "r['pool']['allocator']")" = pages ] && pass "json: allocator pages by default" ||
 		fail "json allocator: $(json_get "$1" "r['pool']")"
+	# Every block freed at the end: the pool holds them, in one or more free blocks.
+	got=$(json_get "$1" "[r['pool']['free']['blocks'] >= 1, r['pool']['free']['bytes'] >= 200000, r['pool']['free']['largest'] >= 200000]")
+	[ "$got" = "[True, True, True]" ] && pass "json: the pool's free blocks ($(json_get "$1" "r['pool']['free']"))" ||
+		fail "json pool.free: $(json_get "$1" "r['pool']")"
 else
 	fail "no json report in $PST_TMP"
 fi
@@ -46,6 +50,7 @@ shim_je POOLSHIM_POOL_ALLOCATOR=jemalloc "POOLSHIM_STATS=$PST_TMP/je.json" -- "$
 python3 "$PS_TOP_SRCDIR/tests/report_schema.py" "$PST_TMP/je.json" || fail "schema (jemalloc)"
 got=$(json_get "$PST_TMP/je.json" "[r['pool']['allocator'], r['pool']['allocations'] >= 40, r['config']['POOLSHIM_POOL_ALLOCATOR']]")
 [ "$got" = "['jemalloc', True, 'jemalloc']" ] && [ ! -s "$PST_TMP/err" ] &&
+	[ "$(json_get "$PST_TMP/je.json" "r['pool']['free']")" = None ] &&
 	pass "json: allocator jemalloc, 40 pooled" || fail "jemalloc placement: $got $(cat "$PST_TMP/err")"
 shim_je POOLSHIM_POOL_ALLOCATOR=jemalloc -- "$H" --count 4 --size 1048576 >/dev/null 2>"$PST_TMP/err"
 grep -q "^pool     mode [a-z0-9]* (requested auto); placement jemalloc; " "$PST_TMP/err" &&
@@ -132,5 +137,19 @@ grep -q "^pool     mode [a-z0-9]* (requested auto); placement jemalloc; " "$PST_
 	grep -q "^pool     mode [a-z0-9]* (requested auto); placement jemalloc; " "$PST_TMP/coll" &&
 	pass "stat and collect: placement jemalloc from the record" ||
 	fail "record placement: $(cat "$PST_TMP/stat" "$PST_TMP/coll")"
+! grep -q "^pool     free blocks" "$PST_TMP/coll" && pass "collect: no free-block line with jemalloc's placement" ||
+	fail "collect, jemalloc: $(grep '^pool     free' "$PST_TMP/coll")"
+
+# 10. With the page-exact placement the record keeps the free blocks up to
+# date: after 20 buffers of 1 MiB, each freed, the killed process's pool
+# holds one free block of 1 MiB.
+L="$PST_TMP/rec2"
+mkdir "$L"
+(env POOLSHIM_LIVE_DIR="$L" LD_PRELOAD="$SHIM" "$PRELOAD_BIN/advice_helper" loop 20 1048576 kill) \
+	>/dev/null 2>&1
+timeout 120 "$PS_TOP_BUILDDIR/tools/poolshim-collect" --live-dir "$L" >"$PST_TMP/coll" 2>&1
+grep -q "^pool     free blocks 1, 1M (largest 1M); up to 1M of it resident, " "$PST_TMP/coll" &&
+	pass "collect: the killed process's free blocks from the record" ||
+	fail "record free blocks: $(grep '^pool' "$PST_TMP/coll")"
 
 finish

@@ -242,7 +242,12 @@ START_TEST(test_zero_and_purge)
 	put(b);
 	ps_pool_get_info(&pool);
 	uint64_t purged = pool.purged;
+	struct ps_blocks_info bi;
+	ps_blocks_get_info(&bi);
+	uint64_t zero_before = bi.free_zero_bytes;
 	ck_assert_uint_eq(ps_blocks_purge(), MB);
+	ps_blocks_get_info(&bi);
+	ck_assert_uint_eq(bi.free_zero_bytes, zero_before + MB);
 	ps_pool_get_info(&pool);
 	ck_assert_uint_eq(pool.purged - purged, MB);
 	ck_assert_int_eq(ps_blocks_check(), 0);

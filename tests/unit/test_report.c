@@ -414,6 +414,39 @@ START_TEST(test_placement)
 }
 END_TEST
 
+/* The page-exact placement's free blocks: a line and an object, else null. */
+START_TEST(test_free_blocks)
+{
+	struct ps_report_data d;
+	static char storage[16384];
+	struct ps_buf b;
+	const char *s;
+
+	sample(&d);
+	ps_buf_init(&b, storage, sizeof(storage), -1);
+	ps_report_render(&b, &d, PS_FORMAT_JSON);
+	ck_assert_ptr_nonnull(strstr(ps_buf_str(&b), "\"free\":null,"));
+	ck_assert_ptr_null(strstr(render_text(&d), "pool     free blocks"));
+
+	d.free_known = true;
+	d.free_blocks = 3;
+	d.free_bytes = 12 << 20;
+	d.free_zero_bytes = 4 << 20;
+	d.free_largest = 8 << 20;
+	s = render_text(&d);
+	ck_assert_ptr_nonnull(strstr(s, "\npool     free blocks 3, 12M (largest 8M); up to 8M of it "
+				     "resident, 4M known to be given back or never touched\n"));
+	ps_buf_init(&b, storage, sizeof(storage), -1);
+	ps_report_render(&b, &d, PS_FORMAT_JSON);
+	ck_assert(!b.truncated);
+	ck_assert_ptr_nonnull(strstr(ps_buf_str(&b), "\"free\":{\"blocks\":3,\"bytes\":12582912,"
+				     "\"largest\":8388608,\"resident_max\":8388608,\"zero\":4194304}"));
+	/* The largest not known (read from a signal handler while the lock was held). */
+	d.free_largest = 0;
+	ck_assert_ptr_nonnull(strstr(render_text(&d), "\npool     free blocks 3, 12M; up to 8M"));
+}
+END_TEST
+
 Suite *suite_report(void)
 {
 	Suite *s = suite_create("report");
@@ -427,6 +460,7 @@ Suite *suite_report(void)
 	tcase_add_test(tc, test_why_nothing);
 	tcase_add_test(tc, test_pool_off);
 	tcase_add_test(tc, test_placement);
+	tcase_add_test(tc, test_free_blocks);
 	suite_add_tcase(s, tc);
 	return s;
 }
