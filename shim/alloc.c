@@ -866,14 +866,16 @@ static void *alloc_flags(size_t size, size_t align, bool zero)
 }
 
 /*
- * free() of an address in the pool's range that starts no live block: the
- * program freed a block twice or freed an interior pointer.  glibc ends
- * the program on a pointer it never handed out ("free(): invalid
- * pointer"), so does the shim, rather than corrupt what others hold.
+ * free() or realloc() (call) of an address in the pool's range that starts
+ * no live block: the program freed a block twice or freed an interior
+ * pointer.  glibc ends the program on a pointer it never handed out
+ * ("free(): invalid pointer"), so does the shim, rather than corrupt what
+ * others hold.  ps_log has no %p: the address goes as hex.
  */
-static _Noreturn void bad_free(void *p)
+static _Noreturn void bad_free(const char *call, void *p)
 {
-	ps_log("free(): invalid pointer %p: no pooled block starts there (freed twice?)", p);
+	ps_log("%s(): invalid pointer 0x%lx: no pooled block starts there (freed twice?)", call,
+	       (unsigned long)(uintptr_t)p);
 	abort();
 }
 
@@ -885,7 +887,7 @@ static void release(void *p)
 			n = psje_sallocx(p, 0);
 			psje_dallocx(p, pool_flags);
 		} else if ((n = ps_blocks_free(p)) == 0) {
-			bad_free(p);
+			bad_free("free", p);
 		}
 		ps_stats_event(PS_EV_POOL_FREE);
 		ps_stats_pool_used(-(int64_t)n);
@@ -1098,7 +1100,7 @@ static void *realloc_common(void *p, size_t size)
 	if (pooled && want_pool && !use_je) {
 		size_t before = 0, after = ps_blocks_resize(p, size, &before);
 		if (before == 0)
-			bad_free(p);
+			bad_free("realloc", p);
 		if (after) {
 			ps_stats_pool_used((int64_t)after - (int64_t)before);
 			return p;

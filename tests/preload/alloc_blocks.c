@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Helper for alloc_blocks.sh: what the page-exact placement does for a
+ * program through the shim, where its unit test (tests/unit/test_blocks.c)
+ * cannot see.  Modes:
+ *   badfree      free() of a pointer inside a pooled block: prints the
+ *                pointer, then frees it (the shim ends the program)
+ *   badrealloc   the same through realloc()
+ *   freed grown|fresh     80 MiB stays live while a 64 MiB block is freed;
+ *                the block was realloc()ed in place from 1 MiB (grown) or
+ *                malloc()ed at 64 MiB (fresh); prints the freed block's
+ *                resident MiB (kept: 64)
+ *   tail shrunk|moved     a 200 MiB block becomes 1 MiB, in place
+ *                (shrunk) or by a copy (moved), then 32 MiB is freed;
+ *                prints the resident MiB of the 199 MiB past the first
+ *                (given back: 0)
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define MB ((size_t)1 << 20)
+
+static size_t resident_mb(void *p, size_t len)
+{
+	static unsigned char vec[(256 << 20) / 4096];
+	if (len > sizeof(vec) * 4096 || mincore(p, len, vec) != 0) {
+		perror("mincore");
+		exit(2);
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < len / 4096; i++)
+		n += vec[i] & 1;
+	return n * 4096 / MB;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	const char *how = argc > 2 ? argv[2] : "";
+
+	if (strcmp(mode, "badfree") == 0 || strcmp(mode, "badrealloc") == 0) {
+		char *p = malloc(4 * MB);
+		if (!p)
+			return 2;
+		memset(p, 1, 4 * MB);
+		char *bad = p + 4096;
+		printf("%p\n", (void *)bad);
+		fflush(stdout);
+		if (mode[3] == 'f')
+			free(bad);
+		else
+			p = realloc(bad, 8 * MB);
+		printf("survived %p\n", (void *)p);
+		return 0;
+	}
+	if (strcmp(mode, "freed") == 0) {
+		char *live = malloc(80 * MB), *g;
+		if (!live)
+			return 2;
+		memset(live, 1, 80 * MB);
+		if (strcmp(how, "grown") == 0) {
+			g = malloc(MB);
+			g = g ? realloc(g, 64 * MB) : NULL;
+		} else {
+			g = malloc(64 * MB);
+		}
+		if (!g)
+			return 2;
+		memset(g, 2, 64 * MB);
+		free(g);
+		printf("%zu\n", resident_mb((void *)((uintptr_t)g & ~(uintptr_t)4095), 64 * MB));
+		free(live);
+		return 0;
+	}
+	if (strcmp(mode, "tail") == 0) {
+		char *a = malloc(200 * MB), *old = a;
+		if (!a)
+			return 2;
+		memset(a, 1, 200 * MB);
+		if (strcmp(how, "shrunk") == 0) {
+			a = realloc(a, MB);
+		} else {
+			char *c = malloc(MB);
+			if (c)
+				memcpy(c, a, MB);
+			free(a);
+			a = c;
+		}
+		char *b = malloc(32 * MB);
+		if (!a || !b)
+			return 2;
+		memset(b, 3, 32 * MB);
+		free(b);
+		printf("%zu\n", resident_mb(old + MB, 199 * MB));
+		free(a);
+		return 0;
+	}
+	fprintf(stderr, "usage: alloc_blocks badfree|badrealloc|freed grown|fresh|tail shrunk|moved\n");
+	return 2;
+}
