@@ -552,6 +552,21 @@ static void note_free(size_t n)
 	decay_note(d, d - (int64_t)n);
 }
 
+/*
+ * A pooled block was resized in place from before to after bytes: what it
+ * took counts as allocated, what it gave back as freed.  Else the policy's
+ * live size drifts by the difference at the block's free (a block grown
+ * from 1 MiB to 64 MiB took 1 MiB at malloc and gave 64 back), and a
+ * shrink's tail would never count towards a purge.
+ */
+static void note_resize(size_t before, size_t after)
+{
+	if (after > before)
+		note_alloc(after - before);
+	else if (after < before)
+		note_free(before - after);
+}
+
 static int arena_ctl_ssize(unsigned arena, const char *leaf, ssize_t value)
 {
 	char name[64];
@@ -1103,6 +1118,7 @@ static void *realloc_common(void *p, size_t size)
 			bad_free("realloc", p);
 		if (after) {
 			ps_stats_pool_used((int64_t)after - (int64_t)before);
+			note_resize(before, after);
 			return p;
 		}
 		enum ps_pool_fail why;
@@ -1134,6 +1150,8 @@ static void *realloc_common(void *p, size_t size)
 			if (q != p) {
 				note_alloc((size_t)after);
 				note_free((size_t)before);
+			} else {
+				note_resize((size_t)before, (size_t)after);
 			}
 			return q;
 		}

@@ -1,9 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # The page-exact placement through the shim (tests/preload/alloc_blocks.c):
-# a pointer inside a pooled block, freed or reallocated, ends the program
-# with SIGABRT and a message that names the call and the pointer (ps_log
-# has no %p: the message used to print "%p").
+# - a pointer inside a pooled block, freed or reallocated, ends the program
+#   with SIGABRT and a message that names the call and the pointer;
+# - a block resized in place counts what it took or gave back for the purge
+#   policy: a block grown by realloc and freed while more than it stays
+#   live is kept, as the same block from malloc is; the tail a shrink gave
+#   back is purged under POOLSHIM_POOL_RETAIN, as the same memory freed
+#   whole is.  (The policy used to count the block's size at malloc only.)
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 B="$PRELOAD_BIN/alloc_blocks"
 V="POOLSHIM_HUGEPAGES=none POOLSHIM_STATS=off POOLSHIM_LIVE=0 POOLSHIM_POOL_ALLOCATOR=pages"
@@ -19,4 +23,19 @@ for call in free realloc; do
 	fi
 done
 
+P="$V POOLSHIM_POOL_RETAIN=16M POOLSHIM_POOL_DECAY_MS=0"
+fresh=$(shim $P -- "$B" freed fresh)
+grown=$(shim $P -- "$B" freed grown)
+if [ "$fresh" = 64 ] && [ "$grown" = 64 ]; then
+	pass "a freed block under the live size stays resident, grown by realloc or not"
+else
+	fail "freed block resident MiB: from malloc $fresh, grown by realloc $grown (64 each)"
+fi
+moved=$(shim $P -- "$B" tail moved)
+shrunk=$(shim $P -- "$B" tail shrunk)
+if [ "$moved" = 0 ] && [ "$shrunk" = 0 ]; then
+	pass "199 MiB given back by a shrink is purged, as when freed whole"
+else
+	fail "resident MiB of the 199 MiB given back: freed whole $moved, shrunk in place $shrunk (0 each)"
+fi
 finish
