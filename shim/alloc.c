@@ -812,6 +812,26 @@ static void *place(size_t size, size_t align, bool zero, size_t *n, enum ps_pool
 }
 
 /*
+ * place(), and once more after a purge when the pool is at its cap with
+ * free memory kept.  The purged blocks, merged, may hold the request, and
+ * what is resident no longer counts them.  Before, the request went to
+ * glibc's heap while the pool sat on its free memory: two heaps' free
+ * memory under one limit.  (Not by the dirty estimate, which fresh slabs
+ * lower too: anything freed since the last purge may still be held.)
+ */
+static void *place_or_purge(size_t size, size_t align, bool zero, size_t *n,
+			    enum ps_pool_fail *why)
+{
+	void *p = place(size, align, zero, n, why);
+	if (ps_unlikely(p == NULL) && *why == PS_FAIL_POOL_FULL &&
+	    __atomic_load_n(&freed_since_purge, __ATOMIC_RELAXED) > 0) {
+		pool_purge();
+		p = place(size, align, zero, n, why);
+	}
+	return p;
+}
+
+/*
  * Try the pool for a large request.  NULL (errno preserved) means "use
  * glibc's heap", with the reason counted.
  */
@@ -831,21 +851,7 @@ static void *pool_try(size_t size, size_t align, bool zero)
 	}
 	size_t n = 0;
 	enum ps_pool_fail why = PS_FAIL_NONE;
-	void *p = place(size, align, zero, &n, &why);
-	if (ps_unlikely(p == NULL) && why == PS_FAIL_POOL_FULL &&
-	    __atomic_load_n(&freed_since_purge, __ATOMIC_RELAXED) > 0) {
-		/*
-		 * At the cap with free memory kept: give it back and try again.
-		 * The purged blocks, merged, may hold the request, and what
-		 * is resident no longer counts them.  Before, the request went
-		 * to glibc's heap while the pool sat on its free memory: two
-		 * heaps' free memory under one limit.  (Not by the dirty
-		 * estimate, which fresh slabs lower too: anything freed since
-		 * the last purge may still be held.)
-		 */
-		pool_purge();
-		p = place(size, align, zero, &n, &why);
-	}
+	void *p = place_or_purge(size, align, zero, &n, &why);
 	if (ps_likely(p != NULL)) {
 		door_see_pool();
 		ps_stats_event(PS_EV_POOL_ALLOC);
@@ -1121,8 +1127,8 @@ static void *realloc_common(void *p, size_t size)
 			note_resize(before, after);
 			return p;
 		}
-		enum ps_pool_fail why;
-		q = place(size, 0, false, &after, &why);
+		enum ps_pool_fail why = PS_FAIL_NONE;
+		q = place_or_purge(size, 0, false, &after, &why);
 		if (q) {
 			memcpy(q, p, before < size ? before : size);
 			ps_blocks_free(p);

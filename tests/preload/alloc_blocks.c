@@ -14,6 +14,10 @@
  *                (shrunk) or by a copy (moved), then 32 MiB is freed;
  *                prints the resident MiB of the 199 MiB past the first
  *                (given back: 0)
+ *   cap malloc|realloc    under POOLSHIM_POOL_SIZE=64M: 40 MiB freed (kept
+ *                resident), 8 MiB live above it, then a 4 MiB block taken
+ *                from the freed memory becomes 45 MiB, by realloc or as a
+ *                new malloc; prints 1 if the 45 MiB block is in the pool
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -99,6 +103,25 @@ int main(int argc, char **argv)
 		free(a);
 		return 0;
 	}
-	fprintf(stderr, "usage: alloc_blocks badfree|badrealloc|freed grown|fresh|tail shrunk|moved\n");
+	if (strcmp(mode, "cap") == 0) {
+		char *a = malloc(40 * MB), *c = malloc(8 * MB);
+		if (!a || !c)
+			return 2;
+		memset(a, 1, 40 * MB);
+		memset(c, 2, 8 * MB);
+		free(a);
+		char *b = malloc(4 * MB);
+		if (!b)
+			return 2;
+		memset(b, 3, 4 * MB);
+		char *q = strcmp(how, "realloc") == 0 ? realloc(b, 45 * MB) : malloc(45 * MB);
+		if (!q)
+			return 2;
+		/* The pool's range lies between 16 and 32 TiB (pool.c), glibc's blocks do not. */
+		uintptr_t at = (uintptr_t)q;
+		printf("%d\n", at >= ((uintptr_t)16 << 40) && at < ((uintptr_t)32 << 40));
+		return 0;
+	}
+	fprintf(stderr, "usage: alloc_blocks badfree|badrealloc|freed grown|fresh|tail shrunk|moved|cap malloc|realloc\n");
 	return 2;
 }

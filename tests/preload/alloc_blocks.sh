@@ -7,7 +7,10 @@
 #   policy: a block grown by realloc and freed while more than it stays
 #   live is kept, as the same block from malloc is; the tail a shrink gave
 #   back is purged under POOLSHIM_POOL_RETAIN, as the same memory freed
-#   whole is.  (The policy used to count the block's size at malloc only.)
+#   whole is.  (The policy used to count the block's size at malloc only.);
+# - at the pool's cap with freed memory kept, a realloc that must move
+#   purges and stays in the pool, as a malloc of its size does (it used to
+#   go to glibc's heap).
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 B="$PRELOAD_BIN/alloc_blocks"
 V="POOLSHIM_HUGEPAGES=none POOLSHIM_STATS=off POOLSHIM_LIVE=0 POOLSHIM_POOL_ALLOCATOR=pages"
@@ -37,5 +40,13 @@ if [ "$moved" = 0 ] && [ "$shrunk" = 0 ]; then
 	pass "199 MiB given back by a shrink is purged, as when freed whole"
 else
 	fail "resident MiB of the 199 MiB given back: freed whole $moved, shrunk in place $shrunk (0 each)"
+fi
+C="$V POOLSHIM_POOL_SIZE=64M POOLSHIM_POOL_RETAIN=1G POOLSHIM_POOL_DECAY_MS=0"
+m=$(shim $C -- "$B" cap malloc)
+r=$(shim $C -- "$B" cap realloc)
+if [ "$m" = 1 ] && [ "$r" = 1 ]; then
+	pass "at the cap, a moving realloc purges and stays pooled, as malloc does"
+else
+	fail "at the cap, pooled: malloc $m, realloc $r (1 each)"
 fi
 finish
