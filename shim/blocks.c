@@ -434,15 +434,24 @@ void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *w
 		/*
 		 * A new slab, aligned, so the block starts it.  It goes right
 		 * after the last one, so a free block at the top of the pool
-		 * needs only the rest.
+		 * needs only the rest: at least an eighth of the block, left
+		 * free (mapped, not touched), as a block grown in place takes
+		 * (ps_blocks_resize).  Requests a page larger each time would
+		 * otherwise take a slab each, and slabs are numbered
+		 * (PS_MAX_SLABS).  At the cap, only the rest.
 		 */
-		size_t want = len;
+		size_t want = len, need = len;
 		uint32_t t = last_node();
-		if (extend && align == PS_PAGE && t && N(t)->state == FREE && end_of(t) == top_end)
-			want = len - N(t)->len;
+		if (extend && align == PS_PAGE && t && N(t)->state == FREE && end_of(t) == top_end) {
+			need = len - N(t)->len;
+			size_t step = round_page(len / 8 < PS_SLAB_MAX / 16 ? len / 8 : PS_SLAB_MAX / 16);
+			want = need > step ? need : step;
+		}
 		pthread_mutex_unlock(&lock);
 		bool zeroed = false;
-		void *s = ps_pool_take(want, align, want, &zeroed, &fail);
+		void *s = ps_pool_take(want, align, need, &zeroed, &fail);
+		if (!s && want > need && fail == PS_FAIL_POOL_FULL)
+			s = ps_pool_take(want = need, align, need, &zeroed, &fail);
 		pthread_mutex_lock(&lock);
 		if (!s)
 			break;

@@ -134,6 +134,27 @@ START_TEST(test_grow_at_top)
 }
 END_TEST
 
+/*
+ * A request a page larger each time than the free block at the top (a
+ * buffer sized to a growing input, taken and freed) takes a slab per
+ * eighth of its size, not one per request: slabs are numbered
+ * (PS_MAX_SLABS), and a pool out of numbers takes no new memory.
+ */
+START_TEST(test_grow_at_top_steps)
+{
+	setup(PS_HUGE_NONE, 256 * MB);
+	char *keep = get(MB);
+	int slabs = ps_pool_nslabs();
+	for (size_t n = MB + 4 * KB; n <= 2 * MB; n += 4 * KB) {
+		char *p = get(n);
+		p[n - 1] = 1;
+		put(p);
+	}
+	ck_assert_int_le(ps_pool_nslabs(), slabs + 8);
+	put(keep);
+}
+END_TEST
+
 /* Alignment: the block starts aligned; the gap before it stays free. */
 START_TEST(test_aligned)
 {
@@ -362,6 +383,7 @@ Suite *suite_blocks(void)
 	tcase_add_test(tc, test_page_exact);
 	tcase_add_test(tc, test_best_fit_and_merge);
 	tcase_add_test(tc, test_grow_at_top);
+	tcase_add_test(tc, test_grow_at_top_steps);
 	tcase_add_test(tc, test_aligned);
 	tcase_add_test(tc, test_resize);
 	tcase_add_test(tc, test_zero_and_purge);
