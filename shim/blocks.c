@@ -510,12 +510,14 @@ size_t ps_blocks_size(const void *p)
 size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 {
 	size_t len = round_page(size ? size : 1);
+	int saved_errno = errno;   /* reserve()'s mmap may fail */
 
 	pthread_mutex_lock(&lock);
 	uint32_t x = find((uintptr_t)p);
 	*was = x && N(x)->state == LIVE ? N(x)->len : 0;
 	if (!*was || size > PS_SLAB_MAX || !reserve(1)) {
 		pthread_mutex_unlock(&lock);
+		errno = saved_errno;
 		return 0;
 	}
 	size_t old = *was;
@@ -575,6 +577,7 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 		}
 		if (room < more) {
 			pthread_mutex_unlock(&lock);
+			errno = saved_errno;
 			return 0;
 		}
 		N(x)->len = len;
@@ -592,6 +595,7 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 		info.free_bytes -= more;
 	}
 	pthread_mutex_unlock(&lock);
+	errno = saved_errno;
 	return len;
 }
 

@@ -63,6 +63,7 @@ size_t ps_blocks_size(const void *p);
  * a new slab right after it.  The block's size afterwards (in
  * place), or 0 when it cannot grow in place or p starts no live block;
  * the block is unchanged then.  *old: its size before (0 if no block).
+ * errno is kept.
  */
 size_t ps_blocks_resize(void *p, size_t size, size_t *old);
 

@@ -6,8 +6,10 @@
  * model of the live blocks and the tree's own invariants after each step.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "blocks.h"
 #include "config.h"
@@ -241,6 +243,72 @@ START_TEST(test_resize)
 }
 END_TEST
 
+/* The process's address space now, in bytes (VmSize), or 0. */
+static rlim_t vm_size(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	unsigned long kb = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmSize: %lu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (rlim_t)kb << 10;
+}
+
+/*
+ * When the tree cannot grow (its next chunk of nodes cannot be mapped), a
+ * resize fails and leaves the block and errno as they were: realloc then
+ * moves the block, and a call that succeeds does not change errno.
+ */
+START_TEST(test_resize_no_nodes)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	return;   /* the sanitizer's own mappings need an address space without a limit */
+#endif
+	enum { N = 600 };
+	static char *b[N];
+	struct ps_blocks_info info;
+	size_t old;
+
+	setup(PS_HUGE_NONE, 256 * MB);
+	for (int i = 0; i < N; i++)
+		b[i] = get(8 * KB);
+	ps_blocks_get_info(&info);
+	/* One chunk of nodes so far (1024, blocks.c): use up what it has left, a free tail per shrink. */
+	ck_assert_uint_lt(info.live + info.free, 1024);
+	uint64_t left = 1024 - (info.live + info.free);
+	int i = 0;
+	for (; left > 0 && i < N - 1; i++, left--)
+		ck_assert_uint_eq(ps_blocks_resize(b[i], 4 * KB, &old), 4 * KB);
+	ck_assert_uint_eq(left, 0);
+	ps_blocks_get_info(&info);
+	ck_assert_uint_eq(info.live + info.free, 1024);
+
+	struct rlimit was, now;
+	ck_assert_int_eq(getrlimit(RLIMIT_AS, &was), 0);
+	now = was;
+	now.rlim_cur = vm_size();
+	ck_assert_uint_gt(now.rlim_cur, 0);
+	ck_assert_int_eq(setrlimit(RLIMIT_AS, &now), 0);
+	errno = EILSEQ;
+	size_t r = ps_blocks_resize(b[i], 4 * KB, &old);
+	int e = errno;
+	ck_assert_int_eq(setrlimit(RLIMIT_AS, &was), 0);
+	ck_assert_uint_eq(r, 0);
+	ck_assert_uint_eq(old, 8 * KB);
+	ck_assert_int_eq(e, EILSEQ);
+	ck_assert_uint_eq(ps_blocks_size(b[i]), 8 * KB);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	/* With room again, the same shrink works. */
+	ck_assert_uint_eq(ps_blocks_resize(b[i], 4 * KB, &old), 4 * KB);
+	for (i = 0; i < N; i++)
+		put(b[i]);
+}
+END_TEST
+
 /* Zero is known for fresh and purged pages; a reused block is zeroed on request. */
 START_TEST(test_zero_and_purge)
 {
@@ -386,6 +454,7 @@ Suite *suite_blocks(void)
 	tcase_add_test(tc, test_grow_at_top_steps);
 	tcase_add_test(tc, test_aligned);
 	tcase_add_test(tc, test_resize);
+	tcase_add_test(tc, test_resize_no_nodes);
 	tcase_add_test(tc, test_zero_and_purge);
 	tcase_add_test(tc, test_full);
 	tcase_add_loop_test(tc, test_random_against_model, 0, 3);
