@@ -756,10 +756,12 @@ void ps_alloc_after_fork_child(void)
 	__atomic_store_n(&purging, 0, __ATOMIC_RELAXED);
 	/*
 	 * The thread making the arena is gone: let the next request retry,
-	 * unless it was still initialising jemalloc (see je_ready).
+	 * unless it was still initialising jemalloc (see je_ready).  The
+	 * page placement starts no jemalloc: its set-up (make_arena) holds
+	 * no lock a fork keeps, and can always be run again.
 	 */
 	int s = ARENA_MAKING;
-	int to = __atomic_load_n(&je_ready, __ATOMIC_ACQUIRE) ? ARENA_LAZY : ARENA_FAILED;
+	int to = !use_je || __atomic_load_n(&je_ready, __ATOMIC_ACQUIRE) ? ARENA_LAZY : ARENA_FAILED;
 	__atomic_compare_exchange_n(&arena_state, &s, to, false, __ATOMIC_ACQ_REL,
 				    __ATOMIC_ACQUIRE);
 }

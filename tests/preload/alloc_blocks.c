@@ -18,13 +18,20 @@
  *                resident), 8 MiB live above it, then a 4 MiB block taken
  *                from the freed memory becomes 45 MiB, by realloc or as a
  *                new malloc; prints 1 if the 45 MiB block is in the pool
+ *   forks        a thread makes the first pooled request (which sets the
+ *                pool up) while the main thread forks 40 children at once;
+ *                each child asks for 1 MiB; prints how many got it from
+ *                glibc's heap (0: every child pools)
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define MB ((size_t)1 << 20)
 
@@ -39,6 +46,26 @@ static size_t resident_mb(void *p, size_t len)
 	for (size_t i = 0; i < len / 4096; i++)
 		n += vec[i] & 1;
 	return n * 4096 / MB;
+}
+
+/* The pool's range lies between 16 and 32 TiB (pool.c), glibc's blocks do not. */
+static int in_pool(const void *p)
+{
+	uintptr_t at = (uintptr_t)p;
+	return at >= ((uintptr_t)16 << 40) && at < ((uintptr_t)32 << 40);
+}
+
+static volatile int go;
+
+static void *first_pooled(void *arg)
+{
+	(void)arg;
+	while (!go)
+		;
+	char *p = malloc(MB);
+	if (p)
+		p[0] = 1;
+	return p;
 }
 
 int main(int argc, char **argv)
@@ -117,11 +144,28 @@ int main(int argc, char **argv)
 		char *q = strcmp(how, "realloc") == 0 ? realloc(b, 45 * MB) : malloc(45 * MB);
 		if (!q)
 			return 2;
-		/* The pool's range lies between 16 and 32 TiB (pool.c), glibc's blocks do not. */
-		uintptr_t at = (uintptr_t)q;
-		printf("%d\n", at >= ((uintptr_t)16 << 40) && at < ((uintptr_t)32 << 40));
+		printf("%d\n", in_pool(q));
 		return 0;
 	}
-	fprintf(stderr, "usage: alloc_blocks badfree|badrealloc|freed grown|fresh|tail shrunk|moved|cap malloc|realloc\n");
+	if (strcmp(mode, "forks") == 0) {
+		pthread_t t;
+		int unpooled = 0;
+		if (pthread_create(&t, NULL, first_pooled, NULL) != 0)
+			return 2;
+		go = 1;
+		for (int k = 0; k < 40; k++) {
+			pid_t c = fork();
+			if (c == 0)
+				_exit(in_pool(malloc(MB)) ? 0 : 1);
+			int st;
+			if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) > 1)
+				return 2;
+			unpooled += WEXITSTATUS(st);
+		}
+		pthread_join(t, NULL);
+		printf("%d\n", unpooled);
+		return 0;
+	}
+	fprintf(stderr, "usage: alloc_blocks badfree|badrealloc|freed grown|fresh|tail shrunk|moved|cap malloc|realloc|forks\n");
 	return 2;
 }
