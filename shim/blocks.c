@@ -567,6 +567,9 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 			bool zeroed = false;
 			pthread_mutex_unlock(&lock);
 			void *slab = ps_pool_take(want, PS_PAGE, need, &zeroed, &why);
+			/* At the cap, only what it needs. */
+			if (!slab && want > need && why == PS_FAIL_POOL_FULL)
+				slab = ps_pool_take(want = need, PS_PAGE, need, &zeroed, &why);
 			pthread_mutex_lock(&lock);
 			if (slab && reserve(1))
 				add_free((uintptr_t)slab, round_page(want), zeroed);

@@ -349,6 +349,28 @@ START_TEST(test_zero_and_purge)
 }
 END_TEST
 
+/*
+ * At the pool's size, a block at the top still grows in place by what it
+ * needs, without the eighth more it takes when there is room; so does a
+ * request larger than the free block at the top.
+ */
+START_TEST(test_grow_at_cap)
+{
+	size_t old;
+
+	setup(PS_HUGE_NONE, 44 * MB);
+	char *a = get(40 * MB);
+	memset(a, 1, 40 * MB);
+	ck_assert_uint_eq(ps_blocks_resize(a, 41 * MB, &old), 41 * MB);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	put(a);
+	/* 41 MiB free at the top: 42 MiB needs 1 MiB more, 5 with an eighth. */
+	char *b = get(42 * MB);
+	ck_assert_ptr_eq(b, a);
+	put(b);
+}
+END_TEST
+
 /* At the pool's size the request fails with its reason, and nothing is lost. */
 START_TEST(test_full)
 {
@@ -457,6 +479,7 @@ Suite *suite_blocks(void)
 	tcase_add_test(tc, test_resize_no_nodes);
 	tcase_add_test(tc, test_zero_and_purge);
 	tcase_add_test(tc, test_full);
+	tcase_add_test(tc, test_grow_at_cap);
 	tcase_add_loop_test(tc, test_random_against_model, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
