@@ -1100,6 +1100,9 @@ size_t ps_usable_size(void *p)
 static void *move(void *p, size_t size, void *q)
 {
 	size_t old = ps_usable_size(p);
+	/* A pool address that starts no block: realloc's own message, not free's. */
+	if (old == 0 && !use_je && ps_pool_contains(p))
+		bad_free("realloc", p);
 	memcpy(q, p, old < size ? old : size);
 	release(p);
 	return q;

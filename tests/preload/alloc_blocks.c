@@ -5,7 +5,8 @@
  * cannot see.  Modes:
  *   badfree      free() of a pointer inside a pooled block: prints the
  *                pointer, then frees it (the shim ends the program)
- *   badrealloc   the same through realloc()
+ *   badrealloc [small]   the same through realloc() to 8 MiB (or to
+ *                1000 bytes, below POOLSHIM_POOL_MIN: glibc's heap)
  *   freed grown|fresh     80 MiB stays live while a 64 MiB block is freed;
  *                the block was realloc()ed in place from 1 MiB (grown) or
  *                malloc()ed at 64 MiB (fresh); prints the freed block's
@@ -84,7 +85,7 @@ int main(int argc, char **argv)
 		if (mode[3] == 'f')
 			free(bad);
 		else
-			p = realloc(bad, 8 * MB);
+			p = realloc(bad, strcmp(how, "small") == 0 ? 1000 : 8 * MB);
 		printf("survived %p\n", (void *)p);
 		return 0;
 	}

@@ -20,14 +20,15 @@
 B="$PRELOAD_BIN/alloc_blocks"
 V="POOLSHIM_HUGEPAGES=none POOLSHIM_STATS=off POOLSHIM_LIVE=0 POOLSHIM_POOL_ALLOCATOR=pages"
 
-for call in free realloc; do
-	out=$(shim $V -- "$B" bad$call 2>"$PST_TMP/err")
+for how in free realloc "realloc small"; do
+	call=${how% *}
+	out=$(shim $V -- "$B" bad$how 2>"$PST_TMP/err")
 	rc=$?
 	ptr=$(echo "$out" | head -n 1)
 	if [ $rc = 134 ] && grep -q "$call(): invalid pointer $ptr" "$PST_TMP/err"; then
-		pass "bad $call: SIGABRT, and the message names $ptr"
+		pass "bad $how: SIGABRT, and the message names $ptr"
 	else
-		fail "bad $call: exit $rc, pointer $ptr, stderr: $(cat "$PST_TMP/err")"
+		fail "bad $how: exit $rc, pointer $ptr, stderr: $(cat "$PST_TMP/err")"
 	fi
 done
 
