@@ -190,6 +190,33 @@ START_TEST(test_aligned)
 }
 END_TEST
 
+/*
+ * A new slab aligned far past the last one backs only the units it lies
+ * in: the gap below it is no slab (no block can use it), so it stays
+ * reserved, not mapped (with hugetlb pages it would hold them).
+ */
+START_TEST(test_aligned_gap_unbacked)
+{
+	enum ps_pool_fail why;
+	struct ps_pool_info before, after;
+
+	setup(PS_HUGE_NONE, 2048 * MB);
+	char *a = get(3 * MB);
+	ps_pool_get_info(&before);
+	char *b = ps_blocks_alloc(3 * MB, 256 * MB, false, &why);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq((uintptr_t)b % (256 * MB), 0);
+	memset(b, 1, 3 * MB);
+	ps_pool_get_info(&after);
+	ck_assert_uint_le(after.backed - before.backed, 4 * MB);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	put(a);
+	put(b);
+	ck_assert_uint_eq(ps_blocks_purge(), 6 * MB);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+}
+END_TEST
+
 /* Resizing in place: shrink frees the tail, growth takes the free block above. */
 START_TEST(test_resize)
 {
@@ -475,6 +502,7 @@ Suite *suite_blocks(void)
 	tcase_add_test(tc, test_grow_at_top);
 	tcase_add_test(tc, test_grow_at_top_steps);
 	tcase_add_test(tc, test_aligned);
+	tcase_add_test(tc, test_aligned_gap_unbacked);
 	tcase_add_test(tc, test_resize);
 	tcase_add_test(tc, test_resize_no_nodes);
 	tcase_add_test(tc, test_zero_and_purge);
