@@ -36,6 +36,7 @@ struct node {
 	uint32_t prio;          /* a heap on these keeps both trees balanced, expectedly */
 	uint8_t state;
 	uint8_t zero;           /* FREE or BUSY: the pages are known to read as zeros */
+	uint8_t purged;         /* FREE: given back as far as the pool can since freed (zero implies it) */
 };
 
 #define CHUNK_SHIFT 10                          /* 1024 nodes, 40 KiB */
@@ -102,7 +103,7 @@ static uint32_t node_new(uintptr_t start, size_t len, int state, bool zero)
 	rng ^= rng >> 17;
 	rng ^= rng << 5;
 	*N(i) = (struct node){ .start = start, .len = len, .prio = rng, .state = (uint8_t)state,
-			       .zero = zero };
+			       .zero = zero, .purged = zero };
 	return i;
 }
 
@@ -332,6 +333,7 @@ static uint32_t coalesce(uint32_t x)
 		free_out(p);
 		N(p)->len += N(x)->len;
 		N(p)->zero &= N(x)->zero;
+		N(p)->purged &= N(x)->purged;
 		root = erase(root, N(x)->start);
 		node_drop(x);
 		info.free--;
@@ -342,6 +344,7 @@ static uint32_t coalesce(uint32_t x)
 		free_out(s);
 		N(x)->len += N(s)->len;
 		N(x)->zero &= N(s)->zero;
+		N(x)->purged &= N(s)->purged;
 		root = erase(root, N(s)->start);
 		node_drop(s);
 		info.free--;
@@ -372,7 +375,7 @@ static uintptr_t carve(uint32_t x, size_t len, size_t align, bool *zero)
 	struct node *n = N(x);
 	uintptr_t s = n->start, e = s + n->len;
 	uintptr_t a = (s + align - 1) & ~(uintptr_t)(align - 1);
-	bool z = n->zero;
+	bool z = n->zero, purged = n->purged;
 
 	*zero = z;
 	free_out(x);
@@ -390,6 +393,7 @@ static uintptr_t carve(uint32_t x, size_t len, size_t align, bool *zero)
 	}
 	if (a + len < e) {
 		uint32_t y = node_new(a + len, e - (a + len), FREE, z);
+		N(y)->purged = purged;
 		root = insert(root, y);
 		free_in(y);
 		info.free++;
@@ -487,7 +491,7 @@ size_t ps_blocks_free(void *p)
 	if (x && N(x)->state == LIVE) {
 		len = N(x)->len;
 		N(x)->state = FREE;
-		N(x)->zero = false;
+		N(x)->zero = N(x)->purged = false;
 		info.live--;
 		info.live_bytes -= len;
 		info.free++;
@@ -534,7 +538,7 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 			free_out(s);
 			N(s)->start -= tail;
 			N(s)->len += tail;
-			N(s)->zero = false;
+			N(s)->zero = N(s)->purged = false;
 			free_in(s);
 		} else {
 			uint32_t y = node_new(end - tail, tail, FREE, false);
@@ -602,11 +606,18 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 	return len;
 }
 
-/* The first FREE block at or above key whose pages are not known zero, or 0. */
+/*
+ * The first FREE block at or above key not given back since it was freed
+ * (known zero blocks have nothing to give), or 0.  A block given back in
+ * part (THP units it covers only partly, hugetlb units) is not tried
+ * again until it merges with a freed one: each purge gave its whole units
+ * back again, and counted them again (malloc_trim said memory was released
+ * each time, and the report's total passed the pool's size).
+ */
 static uint32_t next_dirty(uintptr_t key)
 {
 	for (uint32_t t = at_or_above(key); t; t = at_or_above(end_of(t)))
-		if (N(t)->state == FREE && !N(t)->zero)
+		if (N(t)->state == FREE && !N(t)->purged)
 			return t;
 	return 0;
 }
@@ -633,6 +644,7 @@ size_t ps_blocks_purge(void)
 		/* Nobody hands out, merges or frees a BUSY block: x is as it was. */
 		N(x)->state = FREE;
 		N(x)->zero = zeroed;
+		N(x)->purged = true;
 		busy_start = 0;
 		if (zeroed)
 			total += len;
@@ -786,7 +798,7 @@ void ps_blocks_atfork_child(void)
 	if (busy_start) {
 		uint32_t x = find(busy_start);
 		N(x)->state = FREE;
-		N(x)->zero = false;
+		N(x)->zero = N(x)->purged = false;
 		busy_start = 0;
 		coalesce(x);
 	}

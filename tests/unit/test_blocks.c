@@ -398,6 +398,42 @@ START_TEST(test_grow_at_cap)
 }
 END_TEST
 
+/*
+ * A free block given back only in part (with THP, the units it covers in
+ * part stay) is not given back again at each purge: that counted its
+ * whole units again every time.  Merged with a freed neighbour, it is.
+ */
+START_TEST(test_purge_partial_once)
+{
+	struct ps_pool_info pool;
+	struct ps_slab slab;
+
+	setup(PS_HUGE_THP, 256 * MB);
+	char *keep = get(MB);
+	char *a = get(5 * MB);
+	memset(keep, 1, MB);
+	memset(a, 2, 5 * MB);
+	put(a);
+	ck_assert(ps_pool_slab(ps_pool_slab_of(a), &slab));
+	ps_blocks_purge();
+	ps_pool_get_info(&pool);
+	uint64_t purged = pool.purged;
+	if (slab.backing == PS_BACK_THP)
+		ck_assert_uint_gt(purged, 0);   /* its whole units */
+	ck_assert_uint_eq(ps_blocks_purge(), 0);
+	ck_assert_uint_eq(ps_blocks_purge(), 0);
+	ps_pool_get_info(&pool);
+	ck_assert_uint_eq(pool.purged, purged);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	ck_assert_int_eq(keep[0], 1);
+	put(keep);
+	ck_assert_uint_gt(ps_blocks_purge(), 0);
+	ps_pool_get_info(&pool);
+	ck_assert_uint_gt(pool.purged, purged);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+}
+END_TEST
+
 /* At the pool's size the request fails with its reason, and nothing is lost. */
 START_TEST(test_full)
 {
@@ -507,6 +543,7 @@ Suite *suite_blocks(void)
 	tcase_add_test(tc, test_resize_no_nodes);
 	tcase_add_test(tc, test_zero_and_purge);
 	tcase_add_test(tc, test_full);
+	tcase_add_test(tc, test_purge_partial_once);
 	tcase_add_test(tc, test_grow_at_cap);
 	tcase_add_loop_test(tc, test_random_against_model, 0, 3);
 	suite_add_tcase(s, tc);
