@@ -552,6 +552,21 @@ static void note_free(size_t n)
 	decay_note(d, d - (int64_t)n);
 }
 
+/*
+ * A pooled block was resized in place from before to after bytes: what it
+ * took counts as allocated, what it gave back as freed.  Else the policy's
+ * live size drifts by the difference at the block's free (a block grown
+ * from 1 MiB to 64 MiB took 1 MiB at malloc and gave 64 back), and a
+ * shrink's tail would never count towards a purge.
+ */
+static void note_resize(size_t before, size_t after)
+{
+	if (after > before)
+		note_alloc(after - before);
+	else if (after < before)
+		note_free(before - after);
+}
+
 static int arena_ctl_ssize(unsigned arena, const char *leaf, ssize_t value)
 {
 	char name[64];
@@ -749,10 +764,12 @@ void ps_alloc_after_fork_child(void)
 	__atomic_store_n(&purging, 0, __ATOMIC_RELAXED);
 	/*
 	 * The thread making the arena is gone: let the next request retry,
-	 * unless it was still initialising jemalloc (see je_ready).
+	 * unless it was still initialising jemalloc (see je_ready).  The
+	 * page placement starts no jemalloc: its set-up (make_arena) holds
+	 * no lock a fork keeps, and can always be run again.
 	 */
 	int s = ARENA_MAKING;
-	int to = __atomic_load_n(&je_ready, __ATOMIC_ACQUIRE) ? ARENA_LAZY : ARENA_FAILED;
+	int to = !use_je || __atomic_load_n(&je_ready, __ATOMIC_ACQUIRE) ? ARENA_LAZY : ARENA_FAILED;
 	__atomic_compare_exchange_n(&arena_state, &s, to, false, __ATOMIC_ACQ_REL,
 				    __ATOMIC_ACQUIRE);
 }
@@ -805,6 +822,26 @@ static void *place(size_t size, size_t align, bool zero, size_t *n, enum ps_pool
 }
 
 /*
+ * place(), and once more after a purge when the pool is at its cap with
+ * free memory kept.  The purged blocks, merged, may hold the request, and
+ * what is resident no longer counts them.  Before, the request went to
+ * glibc's heap while the pool sat on its free memory: two heaps' free
+ * memory under one limit.  (Not by the dirty estimate, which fresh slabs
+ * lower too: anything freed since the last purge may still be held.)
+ */
+static void *place_or_purge(size_t size, size_t align, bool zero, size_t *n,
+			    enum ps_pool_fail *why)
+{
+	void *p = place(size, align, zero, n, why);
+	if (ps_unlikely(p == NULL) && *why == PS_FAIL_POOL_FULL &&
+	    __atomic_load_n(&freed_since_purge, __ATOMIC_RELAXED) > 0) {
+		pool_purge();
+		p = place(size, align, zero, n, why);
+	}
+	return p;
+}
+
+/*
  * Try the pool for a large request.  NULL (errno preserved) means "use
  * glibc's heap", with the reason counted.
  */
@@ -824,21 +861,7 @@ static void *pool_try(size_t size, size_t align, bool zero)
 	}
 	size_t n = 0;
 	enum ps_pool_fail why = PS_FAIL_NONE;
-	void *p = place(size, align, zero, &n, &why);
-	if (ps_unlikely(p == NULL) && why == PS_FAIL_POOL_FULL &&
-	    __atomic_load_n(&freed_since_purge, __ATOMIC_RELAXED) > 0) {
-		/*
-		 * At the cap with free memory kept: give it back and try again.
-		 * The purged blocks, merged, may hold the request, and what
-		 * is resident no longer counts them.  Before, the request went
-		 * to glibc's heap while the pool sat on its free memory: two
-		 * heaps' free memory under one limit.  (Not by the dirty
-		 * estimate, which fresh slabs lower too: anything freed since
-		 * the last purge may still be held.)
-		 */
-		pool_purge();
-		p = place(size, align, zero, &n, &why);
-	}
+	void *p = place_or_purge(size, align, zero, &n, &why);
 	if (ps_likely(p != NULL)) {
 		door_see_pool();
 		ps_stats_event(PS_EV_POOL_ALLOC);
@@ -874,14 +897,16 @@ static void *alloc_flags(size_t size, size_t align, bool zero)
 }
 
 /*
- * free() of an address in the pool's range that starts no live block: the
- * program freed a block twice or freed an interior pointer.  glibc ends
- * the program on a pointer it never handed out ("free(): invalid
- * pointer"), so does the shim, rather than corrupt what others hold.
+ * free() or realloc() (call) of an address in the pool's range that starts
+ * no live block: the program freed a block twice or freed an interior
+ * pointer.  glibc ends the program on a pointer it never handed out
+ * ("free(): invalid pointer"), so does the shim, rather than corrupt what
+ * others hold.  ps_log has no %p: the address goes as hex.
  */
-static _Noreturn void bad_free(void *p)
+static _Noreturn void bad_free(const char *call, void *p)
 {
-	ps_log("free(): invalid pointer %p: no pooled block starts there (freed twice?)", p);
+	ps_log("%s(): invalid pointer 0x%lx: no pooled block starts there (freed twice?)", call,
+	       (unsigned long)(uintptr_t)p);
 	abort();
 }
 
@@ -893,7 +918,7 @@ static void release(void *p)
 			n = psje_sallocx(p, 0);
 			psje_dallocx(p, pool_flags);
 		} else if ((n = ps_blocks_free(p)) == 0) {
-			bad_free(p);
+			bad_free("free", p);
 		}
 		ps_stats_event(PS_EV_POOL_FREE);
 		ps_stats_pool_used(-(int64_t)n);
@@ -1083,6 +1108,9 @@ size_t ps_usable_size(void *p)
 static void *move(void *p, size_t size, void *q)
 {
 	size_t old = ps_usable_size(p);
+	/* A pool address that starts no block: realloc's own message, not free's. */
+	if (old == 0 && !use_je && ps_pool_contains(p))
+		bad_free("realloc", p);
 	memcpy(q, p, old < size ? old : size);
 	release(p);
 	return q;
@@ -1106,13 +1134,14 @@ static void *realloc_common(void *p, size_t size)
 	if (pooled && want_pool && !use_je) {
 		size_t before = 0, after = ps_blocks_resize(p, size, &before);
 		if (before == 0)
-			bad_free(p);
+			bad_free("realloc", p);
 		if (after) {
 			ps_stats_pool_used((int64_t)after - (int64_t)before);
+			note_resize(before, after);
 			return p;
 		}
-		enum ps_pool_fail why;
-		q = place(size, 0, false, &after, &why);
+		enum ps_pool_fail why = PS_FAIL_NONE;
+		q = place_or_purge(size, 0, false, &after, &why);
 		if (q) {
 			memcpy(q, p, before < size ? before : size);
 			ps_blocks_free(p);
@@ -1140,6 +1169,8 @@ static void *realloc_common(void *p, size_t size)
 			if (q != p) {
 				note_alloc((size_t)after);
 				note_free((size_t)before);
+			} else {
+				note_resize((size_t)before, (size_t)after);
 			}
 			return q;
 		}

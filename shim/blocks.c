@@ -36,6 +36,7 @@ struct node {
 	uint32_t prio;          /* a heap on these keeps both trees balanced, expectedly */
 	uint8_t state;
 	uint8_t zero;           /* FREE or BUSY: the pages are known to read as zeros */
+	uint8_t purged;         /* FREE: given back as far as the pool can since freed (zero implies it) */
 };
 
 #define CHUNK_SHIFT 10                          /* 1024 nodes, 40 KiB */
@@ -103,7 +104,7 @@ static uint32_t node_new(uintptr_t start, size_t len, int state, bool zero)
 	rng ^= rng >> 17;
 	rng ^= rng << 5;
 	*N(i) = (struct node){ .start = start, .len = len, .prio = rng, .state = (uint8_t)state,
-			       .zero = zero };
+			       .zero = zero, .purged = zero };
 	return i;
 }
 
@@ -337,6 +338,7 @@ static uint32_t coalesce(uint32_t x)
 		free_out(p);
 		N(p)->len += N(x)->len;
 		N(p)->zero &= N(x)->zero;
+		N(p)->purged &= N(x)->purged;
 		root = erase(root, N(x)->start);
 		node_drop(x);
 		info.free--;
@@ -347,6 +349,7 @@ static uint32_t coalesce(uint32_t x)
 		free_out(s);
 		N(x)->len += N(s)->len;
 		N(x)->zero &= N(s)->zero;
+		N(x)->purged &= N(s)->purged;
 		root = erase(root, N(s)->start);
 		node_drop(s);
 		info.free--;
@@ -377,7 +380,7 @@ static uintptr_t carve(uint32_t x, size_t len, size_t align, bool *zero)
 	struct node *n = N(x);
 	uintptr_t s = n->start, e = s + n->len;
 	uintptr_t a = (s + align - 1) & ~(uintptr_t)(align - 1);
-	bool z = n->zero;
+	bool z = n->zero, purged = n->purged;
 
 	*zero = z;
 	free_out(x);
@@ -395,6 +398,7 @@ static uintptr_t carve(uint32_t x, size_t len, size_t align, bool *zero)
 	}
 	if (a + len < e) {
 		uint32_t y = node_new(a + len, e - (a + len), FREE, z);
+		N(y)->purged = purged;
 		root = insert(root, y);
 		free_in(y);
 		info.free++;
@@ -465,15 +469,24 @@ void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *w
 		/*
 		 * A new slab, aligned, so the block starts it.  It goes right
 		 * after the last one, so a free block at the top of the pool
-		 * needs only the rest.
+		 * needs only the rest: at least an eighth of the block, left
+		 * free (mapped, not touched), as a block grown in place takes
+		 * (ps_blocks_resize).  Requests a page larger each time would
+		 * otherwise take a slab each, and slabs are numbered
+		 * (PS_MAX_SLABS).  At the cap, only the rest.
 		 */
-		size_t want = len;
+		size_t want = len, need = len;
 		uint32_t t = last_node();
-		if (extend && align == PS_PAGE && t && N(t)->state == FREE && end_of(t) == top_end)
-			want = len - N(t)->len;
+		if (extend && align == PS_PAGE && t && N(t)->state == FREE && end_of(t) == top_end) {
+			need = len - N(t)->len;
+			size_t step = round_page(len / 8 < PS_SLAB_MAX / 16 ? len / 8 : PS_SLAB_MAX / 16);
+			want = need > step ? need : step;
+		}
 		pthread_mutex_unlock(&lock);
 		bool zeroed = false;
-		void *s = ps_pool_take(want, align, want, &zeroed, &fail);
+		void *s = ps_pool_take(want, align, need, &zeroed, &fail);
+		if (!s && want > need && fail == PS_FAIL_POOL_FULL)
+			s = ps_pool_take(want = need, align, need, &zeroed, &fail);
 		pthread_mutex_lock(&lock);
 		if (!s)
 			break;
@@ -510,7 +523,7 @@ size_t ps_blocks_free(void *p)
 	if (x && N(x)->state == LIVE) {
 		len = N(x)->len;
 		N(x)->state = FREE;
-		N(x)->zero = false;
+		N(x)->zero = N(x)->purged = false;
 		info.live--;
 		info.live_bytes -= len;
 		info.free++;
@@ -534,12 +547,14 @@ size_t ps_blocks_size(const void *p)
 size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 {
 	size_t len = round_page(size ? size : 1);
+	int saved_errno = errno;   /* reserve()'s mmap may fail */
 
 	pthread_mutex_lock(&lock);
 	uint32_t x = find((uintptr_t)p);
 	*was = x && N(x)->state == LIVE ? N(x)->len : 0;
 	if (!*was || size > PS_SLAB_MAX || !reserve(1)) {
 		pthread_mutex_unlock(&lock);
+		errno = saved_errno;
 		return 0;
 	}
 	size_t old = *was;
@@ -556,7 +571,7 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 			free_out(s);
 			N(s)->start -= tail;
 			N(s)->len += tail;
-			N(s)->zero = false;
+			N(s)->zero = N(s)->purged = false;
 			free_in(s);
 		} else {
 			uint32_t y = node_new(end - tail, tail, FREE, false);
@@ -589,6 +604,9 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 			bool zeroed = false;
 			pthread_mutex_unlock(&lock);
 			void *slab = ps_pool_take(want, PS_PAGE, need, &zeroed, &why);
+			/* At the cap, only what it needs. */
+			if (!slab && want > need && why == PS_FAIL_POOL_FULL)
+				slab = ps_pool_take(want = need, PS_PAGE, need, &zeroed, &why);
 			pthread_mutex_lock(&lock);
 			if (slab && reserve(1))
 				add_free((uintptr_t)slab, round_page(want), zeroed);
@@ -600,6 +618,7 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 		if (room < more) {
 			mirror_update();
 			pthread_mutex_unlock(&lock);
+			errno = saved_errno;
 			return 0;
 		}
 		N(x)->len = len;
@@ -618,14 +637,22 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 	}
 	mirror_update();
 	pthread_mutex_unlock(&lock);
+	errno = saved_errno;
 	return len;
 }
 
-/* The first FREE block at or above key whose pages are not known zero, or 0. */
+/*
+ * The first FREE block at or above key not given back since it was freed
+ * (known zero blocks have nothing to give), or 0.  A block given back in
+ * part (THP units it covers only partly, hugetlb units) is not tried
+ * again until it merges with a freed one: each purge gave its whole units
+ * back again, and counted them again (malloc_trim said memory was released
+ * each time, and the report's total passed the pool's size).
+ */
 static uint32_t next_dirty(uintptr_t key)
 {
 	for (uint32_t t = at_or_above(key); t; t = at_or_above(end_of(t)))
-		if (N(t)->state == FREE && !N(t)->zero)
+		if (N(t)->state == FREE && !N(t)->purged)
 			return t;
 	return 0;
 }
@@ -653,6 +680,7 @@ size_t ps_blocks_purge(void)
 		/* Nobody hands out, merges or frees a BUSY block: x is as it was. */
 		N(x)->state = FREE;
 		N(x)->zero = zeroed;
+		N(x)->purged = true;
 		busy_start = 0;
 		if (zeroed)
 			total += len;
@@ -814,7 +842,7 @@ void ps_blocks_atfork_child(void)
 	if (busy_start) {
 		uint32_t x = find(busy_start);
 		N(x)->state = FREE;
-		N(x)->zero = false;
+		N(x)->zero = N(x)->purged = false;
 		busy_start = 0;
 		coalesce(x);
 	}

@@ -63,14 +63,17 @@ size_t ps_blocks_size(const void *p);
  * a new slab right after it.  The block's size afterwards (in
  * place), or 0 when it cannot grow in place or p starts no live block;
  * the block is unchanged then.  *old: its size before (0 if no block).
+ * errno is kept.
  */
 size_t ps_blocks_resize(void *p, size_t size, size_t *old);
 
 /*
- * Give the pages of every free block not known to be zero back to the
- * kernel (ps_pool_purge); the blocks stay the pool's.  Blocks whose pages
- * all went back are known zero from then.  One thread at a time is
- * enough; a concurrent call returns at once.  The bytes given back.
+ * Give the pages of every free block not given back since it was freed
+ * back to the kernel (ps_pool_purge, which keeps hugetlb units and THP
+ * units a block covers only in part); the blocks stay the pool's.  Blocks
+ * whose pages all went back are known zero from then.  One thread at a
+ * time is enough; a concurrent call returns at once.  The bytes of the
+ * blocks given back whole.
  */
 size_t ps_blocks_purge(void);
 

@@ -688,9 +688,13 @@ static void place(size_t len, size_t align, uintptr_t *start, uintptr_t *back_fr
 	 * arena can merge the two slabs' free blocks.  (A slab used to start
 	 * on a unit with hugepages, so that a free slab was whole units to
 	 * purge; now free blocks merge across slabs, and the whole units
-	 * inside a merged block are what a purge gives back.)
+	 * inside a merged block are what a purge gives back.)  A slab aligned
+	 * past whole units (memalign) leaves them unbacked, as the small
+	 * region's rest: they are no slab, no block can use them, and backed
+	 * they would count as taken (hugetlb: hold pages for nothing).
 	 */
-	*back_from = backed_end;
+	uintptr_t first_unit = *start & ~(uintptr_t)(PS_UNIT - 1);
+	*back_from = backed_end > first_unit ? backed_end : first_unit;
 	*back_to = round_up(*start + len, PS_UNIT);
 }
 

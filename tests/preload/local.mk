@@ -179,3 +179,7 @@ pst_scripts += tests/preload/alloc_aslimit.sh
 # Issue 35: nothing allocated from the program's heap at start.
 check_PROGRAMS += tests/preload/trim_start
 pst_scripts += tests/preload/trim_start.sh
+
+# The page-exact placement through the shim: bad pointers, resizes and the purge policy.
+check_PROGRAMS += tests/preload/alloc_blocks
+pst_scripts += tests/preload/alloc_blocks.sh

@@ -6,8 +6,10 @@
  * model of the live blocks and the tree's own invariants after each step.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "blocks.h"
 #include "config.h"
@@ -134,6 +136,27 @@ START_TEST(test_grow_at_top)
 }
 END_TEST
 
+/*
+ * A request a page larger each time than the free block at the top (a
+ * buffer sized to a growing input, taken and freed) takes a slab per
+ * eighth of its size, not one per request: slabs are numbered
+ * (PS_MAX_SLABS), and a pool out of numbers takes no new memory.
+ */
+START_TEST(test_grow_at_top_steps)
+{
+	setup(PS_HUGE_NONE, 256 * MB);
+	char *keep = get(MB);
+	int slabs = ps_pool_nslabs();
+	for (size_t n = MB + 4 * KB; n <= 2 * MB; n += 4 * KB) {
+		char *p = get(n);
+		p[n - 1] = 1;
+		put(p);
+	}
+	ck_assert_int_le(ps_pool_nslabs(), slabs + 8);
+	put(keep);
+}
+END_TEST
+
 /* Alignment: the block starts aligned; the gap before it stays free. */
 START_TEST(test_aligned)
 {
@@ -164,6 +187,33 @@ START_TEST(test_aligned)
 	ck_assert_int_eq(why, PS_FAIL_TOO_LARGE);
 	ck_assert_ptr_null(ps_blocks_alloc(SIZE_MAX, 0, false, &why));
 	ck_assert_int_eq(why, PS_FAIL_TOO_LARGE);
+}
+END_TEST
+
+/*
+ * A new slab aligned far past the last one backs only the units it lies
+ * in: the gap below it is no slab (no block can use it), so it stays
+ * reserved, not mapped (with hugetlb pages it would hold them).
+ */
+START_TEST(test_aligned_gap_unbacked)
+{
+	enum ps_pool_fail why;
+	struct ps_pool_info before, after;
+
+	setup(PS_HUGE_NONE, 2048 * MB);
+	char *a = get(3 * MB);
+	ps_pool_get_info(&before);
+	char *b = ps_blocks_alloc(3 * MB, 256 * MB, false, &why);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq((uintptr_t)b % (256 * MB), 0);
+	memset(b, 1, 3 * MB);
+	ps_pool_get_info(&after);
+	ck_assert_uint_le(after.backed - before.backed, 4 * MB);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	put(a);
+	put(b);
+	ck_assert_uint_eq(ps_blocks_purge(), 6 * MB);
+	ck_assert_int_eq(ps_blocks_check(), 0);
 }
 END_TEST
 
@@ -220,6 +270,72 @@ START_TEST(test_resize)
 }
 END_TEST
 
+/* The process's address space now, in bytes (VmSize), or 0. */
+static rlim_t vm_size(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	unsigned long kb = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmSize: %lu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (rlim_t)kb << 10;
+}
+
+/*
+ * When the tree cannot grow (its next chunk of nodes cannot be mapped), a
+ * resize fails and leaves the block and errno as they were: realloc then
+ * moves the block, and a call that succeeds does not change errno.
+ */
+START_TEST(test_resize_no_nodes)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	return;   /* the sanitizer's own mappings need an address space without a limit */
+#endif
+	enum { N = 600 };
+	static char *b[N];
+	struct ps_blocks_info info;
+	size_t old;
+
+	setup(PS_HUGE_NONE, 256 * MB);
+	for (int i = 0; i < N; i++)
+		b[i] = get(8 * KB);
+	ps_blocks_get_info(&info);
+	/* One chunk of nodes so far (1024, blocks.c): use up what it has left, a free tail per shrink. */
+	ck_assert_uint_lt(info.live + info.free, 1024);
+	uint64_t left = 1024 - (info.live + info.free);
+	int i = 0;
+	for (; left > 0 && i < N - 1; i++, left--)
+		ck_assert_uint_eq(ps_blocks_resize(b[i], 4 * KB, &old), 4 * KB);
+	ck_assert_uint_eq(left, 0);
+	ps_blocks_get_info(&info);
+	ck_assert_uint_eq(info.live + info.free, 1024);
+
+	struct rlimit was, now;
+	ck_assert_int_eq(getrlimit(RLIMIT_AS, &was), 0);
+	now = was;
+	now.rlim_cur = vm_size();
+	ck_assert_uint_gt(now.rlim_cur, 0);
+	ck_assert_int_eq(setrlimit(RLIMIT_AS, &now), 0);
+	errno = EILSEQ;
+	size_t r = ps_blocks_resize(b[i], 4 * KB, &old);
+	int e = errno;
+	ck_assert_int_eq(setrlimit(RLIMIT_AS, &was), 0);
+	ck_assert_uint_eq(r, 0);
+	ck_assert_uint_eq(old, 8 * KB);
+	ck_assert_int_eq(e, EILSEQ);
+	ck_assert_uint_eq(ps_blocks_size(b[i]), 8 * KB);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	/* With room again, the same shrink works. */
+	ck_assert_uint_eq(ps_blocks_resize(b[i], 4 * KB, &old), 4 * KB);
+	for (i = 0; i < N; i++)
+		put(b[i]);
+}
+END_TEST
+
 /* Zero is known for fresh and purged pages; a reused block is zeroed on request. */
 START_TEST(test_zero_and_purge)
 {
@@ -262,6 +378,64 @@ START_TEST(test_zero_and_purge)
 	/* Nothing dirty is left after a second purge; a third finds nothing. */
 	ck_assert_uint_eq(ps_blocks_purge(), 2 * MB);
 	ck_assert_uint_eq(ps_blocks_purge(), 0);
+}
+END_TEST
+
+/*
+ * At the pool's size, a block at the top still grows in place by what it
+ * needs, without the eighth more it takes when there is room; so does a
+ * request larger than the free block at the top.
+ */
+START_TEST(test_grow_at_cap)
+{
+	size_t old;
+
+	setup(PS_HUGE_NONE, 44 * MB);
+	char *a = get(40 * MB);
+	memset(a, 1, 40 * MB);
+	ck_assert_uint_eq(ps_blocks_resize(a, 41 * MB, &old), 41 * MB);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	put(a);
+	/* 41 MiB free at the top: 42 MiB needs 1 MiB more, 5 with an eighth. */
+	char *b = get(42 * MB);
+	ck_assert_ptr_eq(b, a);
+	put(b);
+}
+END_TEST
+
+/*
+ * A free block given back only in part (with THP, the units it covers in
+ * part stay) is not given back again at each purge: that counted its
+ * whole units again every time.  Merged with a freed neighbour, it is.
+ */
+START_TEST(test_purge_partial_once)
+{
+	struct ps_pool_info pool;
+	struct ps_slab slab;
+
+	setup(PS_HUGE_THP, 256 * MB);
+	char *keep = get(MB);
+	char *a = get(5 * MB);
+	memset(keep, 1, MB);
+	memset(a, 2, 5 * MB);
+	put(a);
+	ck_assert(ps_pool_slab(ps_pool_slab_of(a), &slab));
+	ps_blocks_purge();
+	ps_pool_get_info(&pool);
+	uint64_t purged = pool.purged;
+	if (slab.backing == PS_BACK_THP)
+		ck_assert_uint_gt(purged, 0);   /* its whole units */
+	ck_assert_uint_eq(ps_blocks_purge(), 0);
+	ck_assert_uint_eq(ps_blocks_purge(), 0);
+	ps_pool_get_info(&pool);
+	ck_assert_uint_eq(pool.purged, purged);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	ck_assert_int_eq(keep[0], 1);
+	put(keep);
+	ck_assert_uint_gt(ps_blocks_purge(), 0);
+	ps_pool_get_info(&pool);
+	ck_assert_uint_gt(pool.purged, purged);
+	ck_assert_int_eq(ps_blocks_check(), 0);
 }
 END_TEST
 
@@ -367,10 +541,15 @@ Suite *suite_blocks(void)
 	tcase_add_test(tc, test_page_exact);
 	tcase_add_test(tc, test_best_fit_and_merge);
 	tcase_add_test(tc, test_grow_at_top);
+	tcase_add_test(tc, test_grow_at_top_steps);
 	tcase_add_test(tc, test_aligned);
+	tcase_add_test(tc, test_aligned_gap_unbacked);
 	tcase_add_test(tc, test_resize);
+	tcase_add_test(tc, test_resize_no_nodes);
 	tcase_add_test(tc, test_zero_and_purge);
 	tcase_add_test(tc, test_full);
+	tcase_add_test(tc, test_purge_partial_once);
+	tcase_add_test(tc, test_grow_at_cap);
 	tcase_add_loop_test(tc, test_random_against_model, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
