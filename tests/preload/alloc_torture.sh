@@ -1,0 +1,98 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The pool's placement of blocks, proved through the malloc API only
+# (tests/preload/alloc_torture): 4 threads of seeded random malloc, calloc,
+# realloc, the aligned calls, free and malloc_usable_size over 1 byte to
+# 32 MiB, blocks freed by other threads, every block's pattern, zeroes,
+# alignment, usable size and the absence of overlap checked.  Run under the
+# shim (a) with its defaults, (b) on 4 KiB pages, (c) with a 64 MiB pool
+# that fills, so that large blocks go to glibc's heap mid-run, (d) with
+# purges at every chance (POOLSHIM_POOL_DECAY_MS=1, POOLSHIM_POOL_RETAIN=0:
+# only free memory may be given back), and (e) without the shim, the
+# control.  The JSON report shows each case did what it is there for: the
+# pool served most large blocks in (a), 4 KiB pages in (b), pool_full
+# fallbacks in (c), purges in (d).  The seed is random unless
+# PST_TORTURE_SEED is set, and printed; PST_TORTURE_OPS sets the operations
+# per thread.  A failure prints the command that repeats it.
+. "$PS_TOP_SRCDIR/tests/lib.sh"
+T="$PRELOAD_BIN/alloc_torture"
+seed=${PST_TORTURE_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+ops=${PST_TORTURE_OPS:-15000}
+echo "seed $seed, 4 threads, $ops operations each"
+
+# torture NAME VARS...: run the program (case NAME, seed + its number) with
+# VARS in its environment; its counts line in $out, its report in $j.
+# 0 if the program passed and wrote nothing on stderr.
+n=0
+torture() {
+	name=$1
+	shift
+	n=$((n + 1))
+	s=$((seed + n))
+	j="$PST_TMP/$name.json"
+	start=$(date +%s)
+	timeout 600 env "$@" POOLSHIM_STATS="$j" POOLSHIM_STATS_FORMAT=json \
+		"$T" "$s" 4 "$ops" >"$PST_TMP/$name.out" 2>"$PST_TMP/$name.err"
+	rc=$?
+	out=$(cat "$PST_TMP/$name.out")
+	echo "$name: exit $rc in $(($(date +%s) - start)) s: $out"
+	if [ $rc != 0 ] || [ -s "$PST_TMP/$name.err" ]; then
+		fail "$name: exit $rc (124: hung), stderr: $(head -c 2000 "$PST_TMP/$name.err")"
+		echo "   repeat: env $* $T $s 4 $ops"
+		return 1
+	fi
+	pass "$name: every check held (seed $s)"
+}
+# count NAME: a counter from the counts line
+count() {
+	echo "$out" | tr ' ' '\n' | sed -n "s/^$1=//p"
+}
+# pool EXPR: a Python expression over the report's pool object p
+pool() {
+	json_get "$j" "(lambda p: $1)(r['pool'])"
+}
+
+if torture defaults LD_PRELOAD="$SHIM"; then
+	large=$(count large)
+	pooled=$(count pooled)
+	served=$(pool "p['allocations']")
+	fb=$(pool "sum(p['fallbacks'].values())")
+	# The program asked poolshim_is_pooled about each large block it got.
+	[ "$large" -gt 1000 ] && [ $((pooled * 10)) -ge $((large * 9)) ] &&
+		pass "defaults: the pool served $pooled of $large large blocks" ||
+		fail "defaults: the pool served $pooled of $large large blocks (want 90% or more)"
+	[ "$served" -gt 1000 ] && [ "$fb" -lt $((served / 100 + 10)) ] &&
+		pass "defaults: report: $served pool allocations, $fb fallbacks" ||
+		fail "defaults: report: $served pool allocations, $fb fallbacks"
+fi
+
+if torture nohuge LD_PRELOAD="$SHIM" POOLSHIM_HUGEPAGES=none; then
+	mode=$(pool "p['mode']")
+	served=$(pool "p['allocations']")
+	[ "$mode" = 4k ] && [ "$served" -gt 1000 ] &&
+		pass "nohuge: mode 4k, $served pool allocations" ||
+		fail "nohuge: mode $mode, $served pool allocations (want 4k, over 1000)"
+fi
+
+if torture small LD_PRELOAD="$SHIM" POOLSHIM_POOL_SIZE=64M; then
+	full=$(pool "p['fallbacks']['pool_full']")
+	served=$(pool "p['allocations']")
+	[ "$full" -gt 0 ] && [ "$served" -gt 1000 ] &&
+		pass "small: the 64 MiB pool filled: $served pool allocations, $full went to glibc's heap" ||
+		fail "small: $served pool allocations, $full pool_full fallbacks (want both)"
+fi
+
+if torture purge LD_PRELOAD="$SHIM" POOLSHIM_POOL_DECAY_MS=1 POOLSHIM_POOL_RETAIN=0; then
+	purges=$(pool "p['purges']")
+	purged=$(pool "p['purged']")
+	served=$(pool "p['allocations']")
+	[ "$purges" -ge 10 ] && [ "$purged" -gt 0 ] && [ "$served" -gt 1000 ] &&
+		pass "purge: $purges purges gave back $((purged >> 20)) MiB, $served pool allocations" ||
+		fail "purge: $purges purges, $purged bytes, $served pool allocations (want 10 purges or more)"
+fi
+
+if torture control -u LD_PRELOAD; then
+	[ "$(count shim)" = 0 ] && [ ! -e "$j" ] &&
+		pass "control: glibc alone, no shim" || fail "control: the shim was loaded"
+fi
+finish
