@@ -89,6 +89,7 @@ static struct worker workers[MAX_THREADS];
 static pthread_mutex_t xchg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct block xchg[XCHG];
 static int (*is_pooled)(const void *);
+static int failed;
 
 static void fail(const struct worker *w, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));
@@ -98,6 +99,10 @@ static void fail(const struct worker *w, const char *fmt, ...)
 	char msg[512];
 	va_list ap;
 
+	/* The first failure speaks; a thread failing after it waits for the exit. */
+	if (__atomic_exchange_n(&failed, 1, __ATOMIC_ACQ_REL))
+		for (;;)
+			pause();
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
@@ -185,7 +190,7 @@ static void check_range(struct worker *w, const struct block *b, size_t from, si
 			e++;
 		fail(w, "%s: block %p (%s, %zu bytes, usable %zu, align %zu, pooled %d) "
 		     "lost its pattern at offset %zu (page +%zu): 0x%02x, expected 0x%02x; "
-		     "%zu bad bytes from there",
+		     "%zu wrong bytes in a row",
 		     when, (void *)b->p, b->how, b->req, b->usable, b->align,
 		     is_pooled ? is_pooled(b->p) : 0, o, o & 4095, b->p[o],
 		     byte_at(b->key, o), e - o);
