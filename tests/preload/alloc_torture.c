@@ -28,7 +28,9 @@
  *       random slot ROUNDS times: "churn peak=K" (VmHWM, KiB).  For
  *       measurements only.
  */
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memalign, valloc, pvalloc, malloc_usable_size, RTLD_DEFAULT */
+#endif
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
@@ -550,6 +552,8 @@ static void *run(void *arg)
 			drop(w, b, "before free");
 		} else if (k < 86) {
 			w->c.usable++;
+			if (!b->p && malloc_usable_size(NULL) != 0)
+				fail(w, "malloc_usable_size(NULL) = %zu, not 0", malloc_usable_size(NULL));
 			if (b->p && malloc_usable_size(b->p) != b->usable)
 				fail(w, "usable size of live block %p (%s, %zu bytes) changed from %zu to %zu",
 				     (void *)b->p, b->how, b->req, b->usable,
