@@ -5,8 +5,8 @@
  * out memory that is right.  Threads run seeded random sequences over a
  * table of slots: malloc, calloc, realloc (grow, shrink, across the pool
  * threshold both ways, to 0), posix_memalign, aligned_alloc, memalign,
- * valloc, pvalloc, free, malloc_usable_size, and blocks handed to another
- * thread that checks and frees or keeps them.  Sizes are log-uniform from
+ * valloc, pvalloc, free, malloc_usable_size, now and then malloc_trim, and
+ * blocks handed to another thread that checks and frees or keeps them.  Sizes are log-uniform from
  * 1 byte to 32 MiB (the large end thinned so that the run stays short),
  * with extra weight on page, threshold and 2 MiB edges.  Every live block
  * holds a pattern from its own key over all the bytes it owns, checked in
@@ -52,6 +52,7 @@
 #define XCHG 8                          /* blocks in transit between threads */
 #define MAX_THREADS 64
 #define CHECK_EVERY 400                 /* ops between checks of all threads' blocks */
+#define TRIM_EVERY 1000                 /* ops between malloc_trim calls, per thread */
 #define STEP 0x9E3779B97F4A7C15ULL
 
 typedef uint64_t __attribute__((may_alias)) word_t;
@@ -69,7 +70,7 @@ struct block {
 
 struct counts {
 	long mallocs, callocs, reallocs, aligned, frees, usable, samples;
-	long handed, adopted, large, pooled, scans;
+	long handed, adopted, large, pooled, scans, trims;
 	unsigned long long checked;     /* bytes compared */
 };
 
@@ -528,6 +529,11 @@ static void *run(void *arg)
 	for (w->op = 0; w->op < nops; w->op++) {
 		if (w->op % CHECK_EVERY == CHECK_EVERY - 1)
 			scan(w, &w->rng);
+		/* Now and then all free memory given back at once, live blocks beside it. */
+		if (w->op % TRIM_EVERY == TRIM_EVERY / 2) {
+			malloc_trim(0);
+			w->c.trims++;
+		}
 		pthread_mutex_lock(&w->lock);
 		struct block *b = &w->slot[below(&w->rng, SLOTS)];
 		unsigned k = (unsigned)below(&w->rng, 100);
@@ -618,13 +624,14 @@ static int torture(void)
 		t.large += c->large;
 		t.pooled += c->pooled;
 		t.scans += c->scans;
+		t.trims += c->trims;
 		t.checked += c->checked;
 	}
 	printf("torture ok seed=%llu threads=%d ops=%ld malloc=%ld calloc=%ld realloc=%ld "
 	       "aligned=%ld free=%ld usable=%ld samples=%ld handed=%ld adopted=%ld scans=%ld "
-	       "large=%ld pooled=%ld checked_mib=%llu shim=%d\n",
+	       "trims=%ld large=%ld pooled=%ld checked_mib=%llu shim=%d\n",
 	       seed, nthreads, nops, t.mallocs, t.callocs, t.reallocs, t.aligned, t.frees,
-	       t.usable, t.samples, t.handed, t.adopted, t.scans, t.large, t.pooled,
+	       t.usable, t.samples, t.handed, t.adopted, t.scans, t.trims, t.large, t.pooled,
 	       t.checked >> 20, is_pooled != NULL);
 	return 0;
 }

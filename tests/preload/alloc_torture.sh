@@ -2,44 +2,54 @@
 # SPDX-License-Identifier: MIT
 # The pool's placement of blocks, proved through the malloc API only
 # (tests/preload/alloc_torture): 4 threads of seeded random malloc, calloc,
-# realloc, the aligned calls, free and malloc_usable_size over 1 byte to
-# 32 MiB, blocks freed by other threads, every block's pattern, zeroes,
-# alignment, usable size and the absence of overlap checked.  Run under the
-# shim (a) with its defaults, (b) on 4 KiB pages, (c) with a 64 MiB pool
-# that fills, so that large blocks go to glibc's heap mid-run, (d) with
-# purges at every chance (POOLSHIM_POOL_DECAY_MS=1, POOLSHIM_POOL_RETAIN=0:
-# only free memory may be given back), (e) the same on 4 KiB pages, and (f)
-# without the shim, the control.  The JSON report shows each case did what
-# it is there for: the pool served most large blocks in (a), 4 KiB pages in
-# (b), pool_full fallbacks in (c), purges in (d) and (e).  The seed is random unless
+# realloc, the aligned calls, free, malloc_usable_size and now and then
+# malloc_trim, over 1 byte to 32 MiB, blocks freed by other threads, every
+# block's pattern, zeroes, alignment, usable size and the absence of
+# overlap checked.  Run under the shim (a) with its defaults, (b) on 4 KiB
+# pages, (c) with a 64 MiB pool that fills, so that large blocks go to
+# glibc's heap mid-run, (d) with purges at every chance
+# (POOLSHIM_POOL_DECAY_MS=1, POOLSHIM_POOL_RETAIN=0: only free memory may
+# be given back), (e) the same on 4 KiB pages, (f) the same in a 768 MiB
+# memory cgroup, where purges give back partly used THP units by the page
+# (skipped where no memory cgroup can be made), and (g) without the shim,
+# the control.  The JSON report shows each case did what it is there for:
+# the pool served most large blocks in (a), 4 KiB pages in (b), pool_full
+# fallbacks in (c), purges in (d), (e) and (f).  The seed is random unless
 # PST_TORTURE_SEED is set, and printed; PST_TORTURE_OPS sets the operations
-# per thread.  A failure prints the command that repeats it.
+# per thread; PST_TORTURE_VARS adds settings to every run under the shim
+# (say, POOLSHIM_POOL_ALLOCATOR=jemalloc).  A failure prints the command
+# that repeats it.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 T="$PRELOAD_BIN/alloc_torture"
 seed=${PST_TORTURE_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 ops=${PST_TORTURE_OPS:-12000}
-echo "seed $seed, 4 threads, $ops operations each"
+extra=${PST_TORTURE_VARS:-}
+echo "seed $seed, 4 threads, $ops operations each${extra:+, under the shim with $extra}"
 
 # torture NAME VARS...: run the program (case NAME, seed + its number) with
-# VARS in its environment; its counts line in $out, its report in $j.
-# 0 if the program passed and wrote nothing on stderr.
+# VARS in its environment, through $wrap if set; its counts line in $out,
+# its report in $j.  0 if the program passed and wrote nothing on stderr.
 n=0
+wrap=
 torture() {
 	name=$1
 	shift
 	n=$((n + 1))
 	s=$((seed + n))
 	j="$PST_TMP/$name.json"
+	vars=$extra
+	[ "$1" = -u ] && vars=
 	start=$(date +%s)
-	timeout 600 env "$@" POOLSHIM_STATS="$j" POOLSHIM_STATS_FORMAT=json \
-		"$T" "$s" 4 "$ops" >"$PST_TMP/$name.out" 2>"$PST_TMP/$name.err"
+	# shellcheck disable=SC2086
+	timeout 600 env "$@" $vars POOLSHIM_STATS="$j" POOLSHIM_STATS_FORMAT=json \
+		$wrap "$T" "$s" 4 "$ops" >"$PST_TMP/$name.out" 2>"$PST_TMP/$name.err"
 	rc=$?
 	out=$(cat "$PST_TMP/$name.out")
 	echo "$name: exit $rc in $(($(date +%s) - start)) s: $out"
 	if [ $rc != 0 ] || [ -s "$PST_TMP/$name.err" ]; then
 		[ $rc = 124 ] && echo "$name: still running after 600 s: hung"
 		fail "$name: exit $rc, stderr: $(head -c 2000 "$PST_TMP/$name.err")"
-		echo "   repeat: env $* $T $s 4 $ops"
+		echo "   repeat: env $* $vars $wrap $T $s 4 $ops"
 		return 1
 	fi
 	pass "$name: every check held (seed $s)"
@@ -102,6 +112,33 @@ if torture purge4k LD_PRELOAD="$SHIM" POOLSHIM_HUGEPAGES=none POOLSHIM_POOL_DECA
 		pass "purge4k: $purges purges on 4 KiB pages" ||
 		fail "purge4k: $purges purges, mode $mode (want 10 purges or more, 4k)"
 fi
+
+# In a memory cgroup the pool follows the limit (retains a sixteenth of it)
+# and its purges give back partly used THP units by the page: purges next
+# to live blocks inside a 2 MiB unit.  In a subshell so that a machine
+# without a memory cgroup skips this case only.
+(
+	pst_cleanups=
+	trap 'eval "$pst_cleanups"' EXIT
+	memory_cgroup pst_torture $((768 * 1024 * 1024))
+	printf '#!/bin/sh\necho $$ >"%s/cgroup.procs" && exec "$@"\n' "$PST_CG" >"$PST_TMP/incg"
+	chmod +x "$PST_TMP/incg"
+	wrap="$PST_TMP/incg"
+	if torture cgroup LD_PRELOAD="$SHIM" POOLSHIM_POOL_DECAY_MS=1 POOLSHIM_POOL_RETAIN=0; then
+		limit=$(pool "p['cgroup_limit']")
+		purges=$(pool "p['purges']")
+		purged=$(pool "p['purged']")
+		[ "$limit" = $((768 * 1024 * 1024)) ] && [ "$purges" -ge 10 ] &&
+			pass "cgroup: limit seen, $purges purges gave back $((purged >> 20)) MiB and $((purged % (2 << 20) / 4096)) pages" ||
+			fail "cgroup: limit $limit, $purges purges (want 768 MiB, 10 purges or more)"
+	fi
+	finish
+)
+case $? in
+0|77) ;;
+*) pst_fail=1 ;;
+esac
+n=$((n + 1))
 
 if torture control -u LD_PRELOAD; then
 	[ "$(count shim)" = 0 ] && [ ! -e "$j" ] &&
