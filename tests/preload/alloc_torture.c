@@ -20,7 +20,7 @@
  * check.  The program does not link the shim; when it is preloaded,
  * poolshim_is_pooled (dlsym) says how many large blocks the pool served.
  *
- *   alloc_torture [torture] SEED [THREADS [OPS]]   (defaults 4 threads, 6000 ops each)
+ *   alloc_torture [torture] SEED [THREADS [OPS]]   (defaults 4 threads, 8000 ops each)
  *       "torture ok seed=S ..." with counts, exit 0; on a failed check one
  *       line naming it, the seed and the command to rerun, exit 1
  *   alloc_torture churn SEED [N [ROUNDS]]          (defaults 40, 3000)
@@ -87,7 +87,7 @@ struct worker {
 
 static unsigned long long seed;
 static int nthreads = 4;
-static long nops = 6000;
+static long nops = 8000;
 static struct worker workers[MAX_THREADS];
 static pthread_mutex_t xchg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct block xchg[XCHG];

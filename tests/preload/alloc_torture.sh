@@ -22,7 +22,7 @@
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 T="$PRELOAD_BIN/alloc_torture"
 seed=${PST_TORTURE_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
-ops=${PST_TORTURE_OPS:-12000}
+ops=${PST_TORTURE_OPS:-8000}
 extra=${PST_TORTURE_VARS:-}
 echo "seed $seed, 4 threads, $ops operations each${extra:+, under the shim with $extra}"
 
