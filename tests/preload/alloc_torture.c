@@ -6,9 +6,10 @@
  * table of slots: malloc, calloc, realloc (grow, shrink, across the pool
  * threshold both ways, to 0), posix_memalign, aligned_alloc, memalign,
  * valloc, pvalloc, free, malloc_usable_size, now and then malloc_trim, and
- * blocks handed to another thread that checks and frees or keeps them.  Sizes are log-uniform from
- * 1 byte to 32 MiB (the large end thinned so that the run stays short),
- * with extra weight on page, threshold and 2 MiB edges.  Every live block
+ * blocks handed to another thread that checks and frees or keeps them.
+ * Sizes are log-uniform from 1 byte to 32 MiB (the large end thinned so
+ * that the run stays short), with extra weight on page, threshold and
+ * 2 MiB edges.  Every live block
  * holds a pattern from its own key over all the bytes it owns, checked in
  * full before each free and realloc (realloc keeps the smaller size's
  * bytes), sampled while live, and checked in full when everything is freed
@@ -22,7 +23,9 @@
  *
  *   alloc_torture [torture] SEED [THREADS [OPS]]   (defaults 4 threads, 8000 ops each)
  *       "torture ok seed=S ..." with counts, exit 0; on a failed check one
- *       line naming it, the seed and the command to rerun, exit 1
+ *       line naming it, the seed and the command to rerun, exit 1.  The
+ *       same seed repeats each thread's choices; the threads' interleaving
+ *       (and so which blocks change hands) varies between runs.
  *   alloc_torture churn SEED [N [ROUNDS]]          (defaults 40, 3000)
  *       N live buffers of 1-24 MiB, each written whole, one replaced at a
  *       random slot ROUNDS times: "churn peak=K" (VmHWM, KiB).  For
