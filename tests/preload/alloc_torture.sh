@@ -6,18 +6,20 @@
 # malloc_trim, over 1 byte to 32 MiB, blocks freed by other threads, every
 # block's pattern, zeroes, alignment, usable size and the absence of
 # overlap checked.  Run under the shim (a) with its defaults, (b) on 4 KiB
-# pages, (c) with a 64 MiB pool that fills, so that large blocks go to
+# pages, (c) with a 32 MiB pool that fills, so that large blocks go to
 # glibc's heap mid-run, (d) with purges at every chance
 # (POOLSHIM_POOL_DECAY_MS=1, POOLSHIM_POOL_RETAIN=0: only free memory may
 # be given back), (e) the same on 4 KiB pages, (f) the same in a 768 MiB
 # memory cgroup, where purges give back partly used THP units by the page
-# (skipped where no memory cgroup can be made), and (g) without the shim,
-# the control.  The JSON report shows each case did what it is there for:
-# the pool served most large blocks in (a), 4 KiB pages in (b), pool_full
-# fallbacks in (c), purges in (d), (e) and (f).  The seed is random unless
-# PST_TORTURE_SEED is set, and printed; PST_TORTURE_OPS sets the operations
-# per thread; PST_TORTURE_VARS adds settings to every run under the shim
-# (say, POOLSHIM_POOL_ALLOCATOR=jemalloc).  A failure prints the command
+# (skipped where no memory cgroup can be made), then, where the build has
+# libpoolshim-jemalloc.so, (a) and (e) with POOLSHIM_POOL_ALLOCATOR=jemalloc,
+# and last without the shim, the control.  The JSON report shows each case
+# did what it is there for: the pool served most large blocks in (a),
+# 4 KiB pages in (b), pool_full fallbacks in (c), purges in (d), (e) and
+# (f), the placement asked for where the report names it.  The seed is
+# random unless PST_TORTURE_SEED is set, and printed; PST_TORTURE_OPS sets
+# the operations per thread; PST_TORTURE_VARS adds settings to every run
+# under the shim (say, POOLSHIM_PREFAULT=0).  A failure prints the command
 # that repeats it.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 T="$PRELOAD_BIN/alloc_torture"
@@ -75,6 +77,10 @@ if torture defaults LD_PRELOAD="$SHIM"; then
 	[ "$served" -gt 1000 ] && [ "$fb" -lt $((served / 100 + 10)) ] &&
 		pass "defaults: report: $served pool allocations, $fb fallbacks" ||
 		fail "defaults: report: $served pool allocations, $fb fallbacks"
+	# The placement that served them (pool.allocator, where the report has it).
+	placed=$(pool "p.get('allocator', '-')")
+	[ "$placed" = - ] || [ -n "$extra" ] || [ "$placed" = pages ] ||
+		fail "defaults: placement $placed, want the default, pages"
 fi
 
 if torture nohuge LD_PRELOAD="$SHIM" POOLSHIM_HUGEPAGES=none; then
@@ -85,11 +91,11 @@ if torture nohuge LD_PRELOAD="$SHIM" POOLSHIM_HUGEPAGES=none; then
 		fail "nohuge: mode $mode, $served pool allocations (want 4k, over 1000)"
 fi
 
-if torture small LD_PRELOAD="$SHIM" POOLSHIM_POOL_SIZE=64M; then
+if torture small LD_PRELOAD="$SHIM" POOLSHIM_POOL_SIZE=32M; then
 	full=$(pool "p['fallbacks']['pool_full']")
 	served=$(pool "p['allocations']")
 	[ "$full" -gt 0 ] && [ "$served" -gt 1000 ] &&
-		pass "small: the 64 MiB pool filled: $served pool allocations, $full went to glibc's heap" ||
+		pass "small: the 32 MiB pool filled: $served pool allocations, $full went to glibc's heap" ||
 		fail "small: $served pool allocations, $full pool_full fallbacks (want both)"
 fi
 
@@ -134,11 +140,36 @@ fi
 	fi
 	finish
 )
+# shellcheck disable=SC2034 # pst_fail is read by finish (tests/lib.sh)
 case $? in
 0|77) ;;
 *) pst_fail=1 ;;
 esac
 n=$((n + 1))
+
+# The jemalloc placement (POOLSHIM_POOL_ALLOCATOR=jemalloc), where the
+# build has its library: the same checks with the defaults, and with purges
+# at every chance on 4 KiB pages.
+JE="${SHIM%/*}/libpoolshim-jemalloc.so"
+if [ ! -e "$JE" ]; then
+	echo "note: no $JE: the jemalloc placement's cases not run"
+else
+	if torture jemalloc LD_PRELOAD="$JE" POOLSHIM_POOL_ALLOCATOR=jemalloc; then
+		served=$(pool "p['allocations']")
+		placed=$(pool "p.get('allocator', '-')")
+		[ "$served" -gt 1000 ] && [ "$placed" = jemalloc ] &&
+			pass "jemalloc: $served pool allocations placed by jemalloc" ||
+			fail "jemalloc: $served pool allocations placed by $placed (want over 1000, jemalloc)"
+	fi
+	if torture jemalloc4k LD_PRELOAD="$JE" POOLSHIM_POOL_ALLOCATOR=jemalloc POOLSHIM_HUGEPAGES=none \
+		POOLSHIM_POOL_DECAY_MS=1 POOLSHIM_POOL_RETAIN=0; then
+		purges=$(pool "p['purges']")
+		placed=$(pool "p.get('allocator', '-')")
+		[ "$purges" -ge 10 ] && [ "$placed" = jemalloc ] &&
+			pass "jemalloc4k: $purges purges on 4 KiB pages, placed by jemalloc" ||
+			fail "jemalloc4k: $purges purges, placed by $placed (want 10 purges or more, jemalloc)"
+	fi
+fi
 
 if torture control -u LD_PRELOAD; then
 	[ "$(count shim)" = 0 ] && [ ! -e "$j" ] &&
