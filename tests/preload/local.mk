@@ -183,3 +183,11 @@ pst_scripts += tests/preload/trim_start.sh
 # The page-exact placement through the shim: bad pointers, resizes and the purge policy.
 check_PROGRAMS += tests/preload/alloc_blocks
 pst_scripts += tests/preload/alloc_blocks.sh
+
+# Any placement of pooled blocks, checked through the malloc API: threads of
+# random calls with every block's data, zeroes, alignment, usable size and
+# overlap checked, under the defaults, 4 KiB pages, a pool that fills,
+# constant purges, and without the shim.
+check_PROGRAMS += tests/preload/alloc_torture
+tests_preload_alloc_torture_LDADD = -lpthread
+pst_scripts += tests/preload/alloc_torture.sh
