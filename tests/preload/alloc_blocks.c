@@ -24,7 +24,9 @@
  *                each child asks for 1 MiB; prints how many got it from
  *                glibc's heap (0: every child pools)
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,6 +60,13 @@ static int in_pool(const void *p)
 
 static volatile int go;
 
+/* p as the compiler cannot follow it: the bad calls below are on purpose. */
+static void *opaque(void *p)
+{
+	__asm__ volatile("" : "+r"(p));
+	return p;
+}
+
 static void *first_pooled(void *arg)
 {
 	(void)arg;
@@ -79,7 +88,7 @@ int main(int argc, char **argv)
 		if (!p)
 			return 2;
 		memset(p, 1, 4 * MB);
-		char *bad = p + 4096;
+		char *bad = (char *)opaque(p) + 4096;
 		printf("%p\n", (void *)bad);
 		fflush(stdout);
 		if (mode[3] == 'f')
@@ -103,8 +112,9 @@ int main(int argc, char **argv)
 		if (!g)
 			return 2;
 		memset(g, 2, 64 * MB);
+		uintptr_t where = (uintptr_t)g & ~(uintptr_t)4095;
 		free(g);
-		printf("%zu\n", resident_mb((void *)((uintptr_t)g & ~(uintptr_t)4095), 64 * MB));
+		printf("%zu\n", resident_mb((void *)where, 64 * MB));
 		free(live);
 		return 0;
 	}
