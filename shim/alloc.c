@@ -1150,11 +1150,11 @@ static void *realloc_common(void *p, size_t size)
 			note_free(before);
 			return q;
 		}
-		/* The pool is full: continue in glibc's heap. */
+		/* The pool cannot: continue in glibc's heap, the reason counted. */
 		q = libc.malloc(size);
 		if (!q)
 			return NULL;
-		ps_stats_event(PS_EV_FB_POOL_FULL);
+		ps_stats_event(ps_pool_fail_event(why));
 		return move(p, size, q);
 	}
 	if (pooled && want_pool) {

@@ -57,6 +57,7 @@ static struct ps_blocks_info info;
 static int purging;
 static uintptr_t busy_start;    /* the block being purged, 0 if none */
 static uint64_t *mirror;        /* ps_blocks_set_mirror() */
+static struct ps_blocks_info published;   /* info as of the last change, for lock-free readers */
 
 static struct node nil;         /* node 0: no children */
 
@@ -406,21 +407,36 @@ static uintptr_t carve(uint32_t x, size_t len, size_t align, bool *zero)
 	return a;
 }
 
-/* Under the lock, after a change: the counts to the mirror, if any. */
-static void mirror_update(void)
+/*
+ * Under the lock, after a change: the counts where readers take them
+ * without it (ps_blocks_get_info, from any thread or a signal handler),
+ * and in the mirror, if any.
+ */
+#define PUB(field, v) __atomic_store_n(&published.field, (v), __ATOMIC_RELAXED)
+static void publish_counts(void)
 {
-	uint64_t *m = __atomic_load_n(&mirror, __ATOMIC_ACQUIRE);
-	if (!m)
-		return;
 	uint32_t t = sroot;
 	while (t && N(t)->sright)
 		t = N(t)->sright;
+	uint64_t largest = t ? N(t)->len : 0;
+
+	PUB(live, info.live);
+	PUB(live_bytes, info.live_bytes);
+	PUB(free, info.free);
+	PUB(free_bytes, info.free_bytes);
+	PUB(free_zero_bytes, info.free_zero_bytes);
+	PUB(largest_free, largest);
+	PUB(nodes_mapped, info.nodes_mapped);
+	uint64_t *m = __atomic_load_n(&mirror, __ATOMIC_ACQUIRE);
+	if (!m)
+		return;
 	__atomic_store_n(&m[1], info.free, __ATOMIC_RELAXED);
 	__atomic_store_n(&m[2], info.free_bytes, __ATOMIC_RELAXED);
 	__atomic_store_n(&m[3], info.free_zero_bytes, __ATOMIC_RELAXED);
-	__atomic_store_n(&m[4], t ? N(t)->len : 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&m[4], largest, __ATOMIC_RELAXED);
 	__atomic_store_n(&m[0], 1, __ATOMIC_RELEASE);
 }
+#undef PUB
 
 void ps_blocks_set_mirror(uint64_t *m)
 {
@@ -428,7 +444,7 @@ void ps_blocks_set_mirror(uint64_t *m)
 		return;
 	pthread_mutex_lock(&lock);
 	__atomic_store_n(&mirror, m, __ATOMIC_RELEASE);
-	mirror_update();
+	publish_counts();
 	pthread_mutex_unlock(&lock);
 }
 
@@ -504,7 +520,7 @@ void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *w
 		/* Raced for the top, or the slab did not follow it: next time a whole one. */
 		extend = false;
 	}
-	mirror_update();
+	publish_counts();
 	pthread_mutex_unlock(&lock);
 	errno = saved_errno;
 	*why = fail;
@@ -530,7 +546,7 @@ size_t ps_blocks_free(void *p)
 		info.free_bytes += len;
 		coalesce(x);
 	}
-	mirror_update();
+	publish_counts();
 	pthread_mutex_unlock(&lock);
 	return len;
 }
@@ -616,7 +632,7 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 			room = s_free ? N(s)->len : 0;
 		}
 		if (room < more) {
-			mirror_update();
+			publish_counts();
 			pthread_mutex_unlock(&lock);
 			errno = saved_errno;
 			return 0;
@@ -635,7 +651,7 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 		info.live_bytes += more;
 		info.free_bytes -= more;
 	}
-	mirror_update();
+	publish_counts();
 	pthread_mutex_unlock(&lock);
 	errno = saved_errno;
 	return len;
@@ -673,7 +689,7 @@ size_t ps_blocks_purge(void)
 		free_out(x);
 		N(x)->state = BUSY;
 		busy_start = s;
-		mirror_update();
+		publish_counts();
 		pthread_mutex_unlock(&lock);
 		bool zeroed = ps_pool_purge((void *)s, len) == 0;
 		pthread_mutex_lock(&lock);
@@ -687,7 +703,7 @@ size_t ps_blocks_purge(void)
 		coalesce(x);
 		cursor = s + len;
 	}
-	mirror_update();
+	publish_counts();
 	pthread_mutex_unlock(&lock);
 	__atomic_store_n(&purging, 0, __ATOMIC_RELEASE);
 	return total;
@@ -695,15 +711,15 @@ size_t ps_blocks_purge(void)
 
 void ps_blocks_get_info(struct ps_blocks_info *out)
 {
-	bool locked = pthread_mutex_trylock(&lock) == 0;
-	*out = info;
-	/* The largest needs a walk down the size tree: only under the lock. */
-	uint32_t t = locked ? sroot : 0;
-	while (t && N(t)->sright)
-		t = N(t)->sright;
-	out->largest_free = t ? N(t)->len : 0;
-	if (locked)
-		pthread_mutex_unlock(&lock);
+#define GET(field) out->field = __atomic_load_n(&published.field, __ATOMIC_RELAXED)
+	GET(live);
+	GET(live_bytes);
+	GET(free);
+	GET(free_bytes);
+	GET(free_zero_bytes);
+	GET(largest_free);
+	GET(nodes_mapped);
+#undef GET
 }
 
 /* The walk behind ps_blocks_check(): the subtree's facts, or false at the first fault. */
@@ -845,6 +861,7 @@ void ps_blocks_atfork_child(void)
 		N(x)->zero = N(x)->purged = false;
 		busy_start = 0;
 		coalesce(x);
+		publish_counts();
 	}
 	__atomic_store_n(&purging, 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&lock);
@@ -858,6 +875,7 @@ void ps_blocks_reset_for_tests(void)
 	nchunks = used_nodes = spare = nspare = root = sroot = 0;
 	top_end = busy_start = 0;
 	mirror = NULL;
+	memset(&published, 0, sizeof(published));
 	info = (struct ps_blocks_info){ 0 };
 	purging = 0;
 }

@@ -88,8 +88,9 @@ struct ps_blocks_info {
 };
 
 /*
- * A copy of the counts above: under the lock, or without it if it is held
- * (a signal handler), and then largest_free is 0 (not known).
+ * A copy of the counts above as of the last change: no lock, so any
+ * thread or a signal handler may ask; fields copied one by one, so a copy
+ * taken during a change may mix before and after.
  */
 void ps_blocks_get_info(struct ps_blocks_info *out);
 

@@ -153,14 +153,15 @@ void ps_pool_get_info(struct ps_pool_info *info);
 extern void (*ps_pool_on_change)(void);
 
 /*
- * Give the free pages of [addr, addr + len) (page aligned, inside one
- * slab, free in the pool arena) back to the kernel: MADV_DONTNEED on 4 KiB
- * units, whole 2 MiB units only on THP ones (purging part of one would
- * split the hugepage), never hugetlb units (their pages come from a pool
- * the administrator reserved; giving one back risks a SIGBUS at the next
- * touch).  0 when all of it was given back (it reads as zeros now), else
- * -EAGAIN with whatever could be given back gone.  Called by the pool
- * arena's purge hook, under jemalloc's locks.  Nothing else holds these
+ * Give the free pages of [addr, addr + len) (page aligned, inside slabs
+ * without a gap between them, free in the pool) back to the kernel:
+ * MADV_DONTNEED on 4 KiB units, whole 2 MiB units only on THP ones
+ * (purging part of one would split the hugepage), never hugetlb units
+ * (their pages come from a pool the administrator reserved; giving one
+ * back risks a SIGBUS at the next touch).  0 when all of it was given back
+ * (it reads as zeros now), else -EAGAIN with whatever could be given back
+ * gone.  Called by blocks.c's purge (no lock held) or the jemalloc arena's
+ * purge hook (under jemalloc's locks).  Nothing else holds these
  * pages: io_uring registers no buffers (uring.c), so the program's next
  * I/O on them sees the fresh pages, as it would after its own madvise.
  */

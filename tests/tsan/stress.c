@@ -721,6 +721,11 @@ int main(int argc, char **argv)
 	/* Every block back, and the trees whole after all that. */
 	if (ps_blocks_check() != 0)
 		FAIL("the pool's block trees are damaged");
+	struct ps_blocks_info binfo;
+	ps_blocks_get_info(&binfo);
+	if (binfo.live != 0)
+		FAIL("%llu pooled blocks still live after every buffer was freed",
+		     (unsigned long long)binfo.live);
 
 	printf("threads: %d counter blocks; pool: %llu allocations; io: %llu calls through "
 	       "io_uring (%llu SQEs, %llu rings), %llu plain; call sites: %llu captures\n",

@@ -441,7 +441,7 @@ START_TEST(test_free_blocks)
 	ck_assert(!b.truncated);
 	ck_assert_ptr_nonnull(strstr(ps_buf_str(&b), "\"free\":{\"blocks\":3,\"bytes\":12582912,"
 				     "\"largest\":8388608,\"resident_max\":8388608,\"zero\":4194304}"));
-	/* The largest not known (read from a signal handler while the lock was held). */
+	/* The largest not known (a record whose counts do not add up): not said. */
 	d.free_largest = 0;
 	ck_assert_ptr_nonnull(strstr(render_text(&d), "\npool     free blocks 3, 12M; up to 8M"));
 }
