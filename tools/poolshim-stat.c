@@ -380,6 +380,42 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 			fprintf(f, "} %llu\n", (unsigned long long)v[m]);
 		}
 	}
+	/*
+	 * The page-exact placement's free blocks, where the record has them
+	 * (blocks.c's mirror): bytes split by what is known of them, so that
+	 * the two states add up to the free memory; the count; the largest.
+	 */
+	prom_family(f, "poolshim_pool_free_bytes", "gauge",
+		    "Free pool memory (page-exact placement): resident_max may be resident, "
+		    "zero is given back or never touched.");
+	for (int i = 0; i < n; i++) {
+		const struct ps_live_header *h = t[i].r.fd >= 0 ? t[i].r.hdr : NULL;
+		if (!h || h->free.known != 1 || h->free.zero_bytes > h->free.bytes)
+			continue;
+		fputs("poolshim_pool_free_bytes{", f);
+		prom_id(f, &t[i]);
+		fprintf(f, ",state=\"resident_max\"} %llu\npoolshim_pool_free_bytes{",
+			(unsigned long long)(h->free.bytes - h->free.zero_bytes));
+		prom_id(f, &t[i]);
+		fprintf(f, ",state=\"zero\"} %llu\n", (unsigned long long)h->free.zero_bytes);
+	}
+	static const struct { const char *name, *help; } fb[] = {
+		{ "poolshim_pool_free_blocks", "Free blocks the pool holds (page-exact placement)." },
+		{ "poolshim_pool_free_largest_bytes",
+		  "The largest free block: what one request gets without a new slab." },
+	};
+	for (size_t m = 0; m < sizeof(fb) / sizeof(fb[0]); m++) {
+		prom_family(f, fb[m].name, "gauge", fb[m].help);
+		for (int i = 0; i < n; i++) {
+			const struct ps_live_header *h = t[i].r.fd >= 0 ? t[i].r.hdr : NULL;
+			if (!h || h->free.known != 1 || h->free.zero_bytes > h->free.bytes)
+				continue;
+			fprintf(f, "%s{", fb[m].name);
+			prom_id(f, &t[i]);
+			fprintf(f, "} %llu\n", (unsigned long long)(m == 0 ? h->free.blocks
+					: h->free.largest <= h->free.bytes ? h->free.largest : 0));
+		}
+	}
 	static const struct { const char *name, *help; size_t off; } u[] = {
 		{ "poolshim_uring_enters_total", "io_uring_enter calls.",
 		  offsetof(struct ps_uring_counts, enters) },

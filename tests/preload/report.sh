@@ -147,9 +147,22 @@ L="$PST_TMP/rec2"
 mkdir "$L"
 (env POOLSHIM_LIVE_DIR="$L" LD_PRELOAD="$SHIM" "$PRELOAD_BIN/advice_helper" loop 20 1048576 kill) \
 	>/dev/null 2>&1
+# (stat first: collect renders the record and removes it)
+timeout 120 "$PS_TOP_BUILDDIR/tools/poolshim-stat" --live-dir "$L" --prometheus >"$PST_TMP/prom" 2>&1
 timeout 120 "$PS_TOP_BUILDDIR/tools/poolshim-collect" --live-dir "$L" >"$PST_TMP/coll" 2>&1
 grep -q "^pool     free blocks 1, 1M (largest 1M); up to 1M of it resident, " "$PST_TMP/coll" &&
 	pass "collect: the killed process's free blocks from the record" ||
 	fail "record free blocks: $(grep '^pool' "$PST_TMP/coll")"
+grep -q '^poolshim_pool_free_bytes{.*,state="resident_max"} 1048576$' "$PST_TMP/prom" &&
+	grep -q '^poolshim_pool_free_bytes{.*,state="zero"} 0$' "$PST_TMP/prom" &&
+	grep -q '^poolshim_pool_free_blocks{.*} 1$' "$PST_TMP/prom" &&
+	grep -q '^poolshim_pool_free_largest_bytes{.*} 1048576$' "$PST_TMP/prom" &&
+	pass "stat --prometheus: the free blocks' gauges" ||
+	fail "prometheus free blocks: $(grep free "$PST_TMP/prom")"
+if command -v promtool >/dev/null; then
+	promtool check metrics <"$PST_TMP/prom" >"$PST_TMP/lint" 2>&1 &&
+		pass "promtool accepts the scrape with the free blocks" ||
+		fail "promtool: $(head -5 "$PST_TMP/lint")"
+fi
 
 finish
