@@ -27,12 +27,17 @@
 #include "sys.h"
 
 enum { LIVE, FREE, BUSY };
+enum { ADDR, SIZE };            /* the two trees */
 
 struct node {
 	uintptr_t start;
 	size_t len;
-	uint32_t left, right;   /* by address; on the spare list, left is the next spare */
-	uint32_t sleft, sright; /* by size, then address: FREE nodes only */
+	/*
+	 * Children, [tree][side]: in the address tree every block, in the
+	 * size tree (size, then address) the FREE ones.  On the spare list,
+	 * kid[ADDR][0] is the next spare.
+	 */
+	uint32_t kid[2][2];
 	uint32_t prio;          /* a heap on these keeps both trees balanced, expectedly */
 	uint8_t state;
 	uint8_t zero;           /* FREE or BUSY: the pages are known to read as zeros */
@@ -67,6 +72,9 @@ static inline struct node *N(uint32_t i)
 				 : &nil;
 }
 
+/* Node i's child on side (0 left, 1 right) in tree tr. */
+#define KID(i, tr, side) (N(i)->kid[tr][side])
+
 static size_t round_page(size_t v)
 {
 	return (v + PS_PAGE - 1) & ~(size_t)(PS_PAGE - 1);
@@ -95,7 +103,7 @@ static uint32_t node_new(uintptr_t start, size_t len, int state, bool zero)
 
 	if (spare) {
 		i = spare;
-		spare = N(i)->left;
+		spare = KID(i, ADDR, 0);
 		nspare--;
 	} else {
 		i = ++used_nodes;
@@ -111,7 +119,7 @@ static uint32_t node_new(uintptr_t start, size_t len, int state, bool zero)
 
 static void node_drop(uint32_t i)
 {
-	N(i)->left = spare;
+	KID(i, ADDR, 0) = spare;
 	spare = i;
 	nspare++;
 }
@@ -121,72 +129,84 @@ static uintptr_t end_of(uint32_t i)
 	return N(i)->start + N(i)->len;
 }
 
-/* ---- the address tree: every block ---- */
+/*
+ * ---- the two treaps, one code: tr says which links and which key ----
+ * The address tree orders by start, the size tree by (len, start); every
+ * call names the node whose key it goes by.
+ */
 
-/* Split t into the keys below key (*l) and the rest (*r). */
-static void split(uint32_t t, uintptr_t key, uint32_t *l, uint32_t *r)
+/* Whether a's key is below b's in tree tr. */
+static bool key_below(int tr, uint32_t a, uint32_t b)
+{
+	const struct node *x = N(a), *y = N(b);
+
+	if (tr == SIZE && x->len != y->len)
+		return x->len < y->len;
+	return x->start < y->start;
+}
+
+/* Split t into the nodes below x's key (*l) and the rest (*r). */
+static void split(int tr, uint32_t t, uint32_t x, uint32_t *l, uint32_t *r)
 {
 	if (!t) {
 		*l = *r = 0;
 		return;
 	}
-	if (N(t)->start < key) {
-		split(N(t)->right, key, &N(t)->right, r);
+	if (key_below(tr, t, x)) {
+		split(tr, KID(t, tr, 1), x, &KID(t, tr, 1), r);
 		*l = t;
 	} else {
-		split(N(t)->left, key, l, &N(t)->left);
+		split(tr, KID(t, tr, 0), x, l, &KID(t, tr, 0));
 		*r = t;
 	}
 }
 
 /* Join two trees, every key of a below every key of b. */
-static uint32_t join(uint32_t a, uint32_t b)
+static uint32_t join(int tr, uint32_t a, uint32_t b)
 {
 	if (!a)
 		return b;
 	if (!b)
 		return a;
 	if (N(a)->prio > N(b)->prio) {
-		N(a)->right = join(N(a)->right, b);
+		KID(a, tr, 1) = join(tr, KID(a, tr, 1), b);
 		return a;
 	}
-	N(b)->left = join(a, N(b)->left);
+	KID(b, tr, 0) = join(tr, a, KID(b, tr, 0));
 	return b;
 }
 
-static uint32_t insert(uint32_t t, uint32_t x)
+static uint32_t insert(int tr, uint32_t t, uint32_t x)
 {
 	if (!t)
 		return x;
 	if (N(x)->prio > N(t)->prio) {
-		split(t, N(x)->start, &N(x)->left, &N(x)->right);
+		split(tr, t, x, &KID(x, tr, 0), &KID(x, tr, 1));
 		return x;
 	}
-	if (N(x)->start < N(t)->start)
-		N(t)->left = insert(N(t)->left, x);
-	else
-		N(t)->right = insert(N(t)->right, x);
+	int side = !key_below(tr, x, t);
+	KID(t, tr, side) = insert(tr, KID(t, tr, side), x);
 	return t;
 }
 
-/* Take the node whose start is key out of t (it is there). */
-static uint32_t erase(uint32_t t, uintptr_t key)
+/* Take x (it is there) out of t. */
+static uint32_t erase(int tr, uint32_t t, uint32_t x)
 {
-	if (N(t)->start == key)
-		return join(N(t)->left, N(t)->right);
-	if (key < N(t)->start)
-		N(t)->left = erase(N(t)->left, key);
-	else
-		N(t)->right = erase(N(t)->right, key);
+	if (t == x)
+		return join(tr, KID(t, tr, 0), KID(t, tr, 1));
+	int side = !key_below(tr, x, t);
+	KID(t, tr, side) = erase(tr, KID(t, tr, side), x);
 	return t;
 }
+
+/* ---- lookups in the address tree ---- */
 
 static uint32_t find(uintptr_t key)
 {
 	uint32_t t = root;
 
 	while (t && N(t)->start != key)
-		t = key < N(t)->start ? N(t)->left : N(t)->right;
+		t = key < N(t)->start ? KID(t, ADDR, 0) : KID(t, ADDR, 1);
 	return t;
 }
 
@@ -198,9 +218,9 @@ static uint32_t below(uintptr_t key)
 	while (t) {
 		if (N(t)->start < key) {
 			best = t;
-			t = N(t)->right;
+			t = KID(t, ADDR, 1);
 		} else {
-			t = N(t)->left;
+			t = KID(t, ADDR, 0);
 		}
 	}
 	return best;
@@ -214,9 +234,9 @@ static uint32_t at_or_above(uintptr_t key)
 	while (t) {
 		if (N(t)->start >= key) {
 			best = t;
-			t = N(t)->left;
+			t = KID(t, ADDR, 0);
 		} else {
-			t = N(t)->right;
+			t = KID(t, ADDR, 1);
 		}
 	}
 	return best;
@@ -226,12 +246,10 @@ static uint32_t last_node(void)
 {
 	uint32_t t = root;
 
-	while (t && N(t)->right)
-		t = N(t)->right;
+	while (t && KID(t, ADDR, 1))
+		t = KID(t, ADDR, 1);
 	return t;
 }
-
-/* ---- the size tree: FREE blocks by (len, start) ---- */
 
 /* Whether t's key is below (len, start). */
 static bool size_below(uint32_t t, size_t len, uintptr_t start)
@@ -239,73 +257,18 @@ static bool size_below(uint32_t t, size_t len, uintptr_t start)
 	return N(t)->len < len || (N(t)->len == len && N(t)->start < start);
 }
 
-static void ssplit(uint32_t t, size_t len, uintptr_t start, uint32_t *l, uint32_t *r)
-{
-	if (!t) {
-		*l = *r = 0;
-		return;
-	}
-	if (size_below(t, len, start)) {
-		ssplit(N(t)->sright, len, start, &N(t)->sright, r);
-		*l = t;
-	} else {
-		ssplit(N(t)->sleft, len, start, l, &N(t)->sleft);
-		*r = t;
-	}
-}
-
-static uint32_t sjoin(uint32_t a, uint32_t b)
-{
-	if (!a)
-		return b;
-	if (!b)
-		return a;
-	if (N(a)->prio > N(b)->prio) {
-		N(a)->sright = sjoin(N(a)->sright, b);
-		return a;
-	}
-	N(b)->sleft = sjoin(a, N(b)->sleft);
-	return b;
-}
-
-static uint32_t sinsert(uint32_t t, uint32_t x)
-{
-	if (!t)
-		return x;
-	if (N(x)->prio > N(t)->prio) {
-		ssplit(t, N(x)->len, N(x)->start, &N(x)->sleft, &N(x)->sright);
-		return x;
-	}
-	if (size_below(x, N(t)->len, N(t)->start))
-		N(t)->sleft = sinsert(N(t)->sleft, x);
-	else
-		N(t)->sright = sinsert(N(t)->sright, x);
-	return t;
-}
-
-static uint32_t serase(uint32_t t, uint32_t x)
-{
-	if (t == x)
-		return sjoin(N(t)->sleft, N(t)->sright);
-	if (size_below(x, N(t)->len, N(t)->start))
-		N(t)->sleft = serase(N(t)->sleft, x);
-	else
-		N(t)->sright = serase(N(t)->sright, x);
-	return t;
-}
-
 /* x becomes FREE (or changes while FREE): into the size tree after, out before. */
 static void free_in(uint32_t x)
 {
-	N(x)->sleft = N(x)->sright = 0;
-	sroot = sinsert(sroot, x);
+	KID(x, SIZE, 0) = KID(x, SIZE, 1) = 0;
+	sroot = insert(SIZE, sroot, x);
 	if (N(x)->zero)
 		info.free_zero_bytes += N(x)->len;
 }
 
 static void free_out(uint32_t x)
 {
-	sroot = serase(sroot, x);
+	sroot = erase(SIZE, sroot, x);
 	if (N(x)->zero)
 		info.free_zero_bytes -= N(x)->len;
 }
@@ -318,9 +281,9 @@ static uint32_t best_fit(size_t need)
 	while (t) {
 		if (N(t)->len >= need) {
 			best = t;
-			t = N(t)->sleft;
+			t = KID(t, SIZE, 0);
 		} else {
-			t = N(t)->sright;
+			t = KID(t, SIZE, 1);
 		}
 	}
 	return best;
@@ -340,7 +303,7 @@ static uint32_t coalesce(uint32_t x)
 		N(p)->len += N(x)->len;
 		N(p)->zero &= N(x)->zero;
 		N(p)->purged &= N(x)->purged;
-		root = erase(root, N(x)->start);
+		root = erase(ADDR, root, x);
 		node_drop(x);
 		info.free--;
 		x = p;
@@ -351,7 +314,7 @@ static uint32_t coalesce(uint32_t x)
 		N(x)->len += N(s)->len;
 		N(x)->zero &= N(s)->zero;
 		N(x)->purged &= N(s)->purged;
-		root = erase(root, N(s)->start);
+		root = erase(ADDR, root, s);
 		node_drop(s);
 		info.free--;
 	}
@@ -364,7 +327,7 @@ static void add_free(uintptr_t start, size_t len, bool zero)
 {
 	uint32_t x = node_new(start, len, FREE, zero);
 
-	root = insert(root, x);
+	root = insert(ADDR, root, x);
 	info.free++;
 	info.free_bytes += len;
 	coalesce(x);
@@ -395,12 +358,12 @@ static uintptr_t carve(uint32_t x, size_t len, size_t align, bool *zero)
 	} else {
 		n->len = a - s;
 		free_in(x);
-		root = insert(root, node_new(a, len, LIVE, false));
+		root = insert(ADDR, root, node_new(a, len, LIVE, false));
 	}
 	if (a + len < e) {
 		uint32_t y = node_new(a + len, e - (a + len), FREE, z);
 		N(y)->purged = purged;
-		root = insert(root, y);
+		root = insert(ADDR, root, y);
 		free_in(y);
 		info.free++;
 	}
@@ -416,8 +379,8 @@ static uintptr_t carve(uint32_t x, size_t len, size_t align, bool *zero)
 static void publish_counts(void)
 {
 	uint32_t t = sroot;
-	while (t && N(t)->sright)
-		t = N(t)->sright;
+	while (t && KID(t, SIZE, 1))
+		t = KID(t, SIZE, 1);
 	uint64_t largest = t ? N(t)->len : 0;
 
 	PUB(live, info.live);
@@ -591,7 +554,7 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 			free_in(s);
 		} else {
 			uint32_t y = node_new(end - tail, tail, FREE, false);
-			root = insert(root, y);
+			root = insert(ADDR, root, y);
 			free_in(y);
 			info.free++;
 		}
@@ -640,7 +603,7 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 		N(x)->len = len;
 		free_out(s);
 		if (N(s)->len == more) {
-			root = erase(root, N(s)->start);
+			root = erase(ADDR, root, s);
 			node_drop(s);
 			info.free--;
 		} else {
@@ -745,12 +708,12 @@ static bool walk(uint32_t t, uint32_t depth, struct walk *w)
 		w->where = n->start;
 		return false;
 	}
-	if ((n->left && N(n->left)->prio > n->prio) || (n->right && N(n->right)->prio > n->prio)) {
+	if ((n->kid[ADDR][0] && N(n->kid[ADDR][0])->prio > n->prio) || (n->kid[ADDR][1] && N(n->kid[ADDR][1])->prio > n->prio)) {
 		w->fault = "a child outranks its parent";
 		w->where = n->start;
 		return false;
 	}
-	if (!walk(n->left, depth + 1, w))
+	if (!walk(n->kid[ADDR][0], depth + 1, w))
 		return false;
 	w->where = n->start;
 	if (n->len == 0 || n->len % PS_PAGE || n->start % PS_PAGE || n->state > BUSY) {
@@ -780,7 +743,7 @@ static bool walk(uint32_t t, uint32_t depth, struct walk *w)
 		w->seen.free_bytes += n->len;
 		w->free_nodes += n->state == FREE;
 	}
-	return walk(n->right, depth + 1, w);
+	return walk(n->kid[ADDR][1], depth + 1, w);
 }
 
 /* The size tree: in order of (len, start), FREE nodes only, each once. */
@@ -790,12 +753,12 @@ static bool swalk(uint32_t t, uint32_t depth, struct walk *w)
 		return true;
 	struct node *n = N(t);
 	w->where = n->start;
-	if (depth > 4096 || (n->sleft && N(n->sleft)->prio > n->prio) ||
-	    (n->sright && N(n->sright)->prio > n->prio)) {
+	if (depth > 4096 || (n->kid[SIZE][0] && N(n->kid[SIZE][0])->prio > n->prio) ||
+	    (n->kid[SIZE][1] && N(n->kid[SIZE][1])->prio > n->prio)) {
 		w->fault = "the size tree is out of shape";
 		return false;
 	}
-	if (!swalk(n->sleft, depth + 1, w))
+	if (!swalk(n->kid[SIZE][0], depth + 1, w))
 		return false;
 	w->where = n->start;
 	if (n->state != FREE || find(n->start) != t) {
@@ -810,7 +773,7 @@ static bool swalk(uint32_t t, uint32_t depth, struct walk *w)
 	w->zero_bytes += n->zero ? n->len : 0;
 	w->last_len = n->len;
 	w->last_start = n->start;
-	return swalk(n->sright, depth + 1, w);
+	return swalk(n->kid[SIZE][1], depth + 1, w);
 }
 
 int ps_blocks_check(void)

@@ -4,6 +4,12 @@
 #define PST_SUITES_H
 
 #include <check.h>
+#include <stdint.h>
+
+#include "names.h"
+
+/* Forget the pool and set it up afresh: size bytes, pages of mode (test_pool.c). */
+void pst_pool_setup(enum ps_hugepages mode, uint64_t size);
 
 Suite *suite_blocks(void);
 Suite *suite_cgroup(void);

@@ -19,16 +19,6 @@
 #define KB ((size_t)1 << 10)
 #define MB ((size_t)1 << 20)
 
-static void setup(enum ps_hugepages mode, uint64_t size)
-{
-	struct ps_config cfg;
-
-	ps_config_defaults(&cfg);
-	cfg.hugepages = mode;
-	cfg.pool_size = size;
-	ps_pool_reset_for_tests();
-	ck_assert_int_eq(ps_pool_init(&cfg), 0);
-}
 
 static char *get(size_t size)
 {
@@ -49,7 +39,7 @@ static void put(void *p)
 /* A block is the request rounded to the page, no size class. */
 START_TEST(test_page_exact)
 {
-	setup(PS_HUGE_NONE, 256 * MB);
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
 	char *a = get(9 * MB + 1);
 	ck_assert_uint_eq(ps_blocks_size(a), 9 * MB + 4 * KB);
 	char *b = get(64 * KB);
@@ -75,7 +65,7 @@ END_TEST
  */
 START_TEST(test_best_fit_and_merge)
 {
-	setup(PS_HUGE_NONE, 256 * MB);
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
 	char *a = get(MB), *b = get(MB), *c = get(MB), *d = get(MB);
 	ck_assert_int_ne(ps_pool_slab_of(a), ps_pool_slab_of(b));
 	put(a);
@@ -120,7 +110,7 @@ START_TEST(test_grow_at_top)
 {
 	struct ps_pool_info before, after;
 
-	setup(PS_HUGE_NONE, 256 * MB);
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
 	char *a = get(4 * MB);
 	char *b = get(2 * MB);
 	put(b);
@@ -144,7 +134,7 @@ END_TEST
  */
 START_TEST(test_grow_at_top_steps)
 {
-	setup(PS_HUGE_NONE, 256 * MB);
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
 	char *keep = get(MB);
 	int slabs = ps_pool_nslabs();
 	for (size_t n = MB + 4 * KB; n <= 2 * MB; n += 4 * KB) {
@@ -162,7 +152,7 @@ START_TEST(test_aligned)
 {
 	enum ps_pool_fail why;
 
-	setup(PS_HUGE_NONE, 256 * MB);
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
 	char *a = get(12 * KB);
 	/* A new slab is aligned itself: the block starts it. */
 	char *b = ps_blocks_alloc(100 * KB, 2 * MB, false, &why);
@@ -200,7 +190,7 @@ START_TEST(test_aligned_gap_unbacked)
 	enum ps_pool_fail why;
 	struct ps_pool_info before, after;
 
-	setup(PS_HUGE_NONE, 2048 * MB);
+	pst_pool_setup(PS_HUGE_NONE, 2048 * MB);
 	char *a = get(3 * MB);
 	ps_pool_get_info(&before);
 	char *b = ps_blocks_alloc(3 * MB, 256 * MB, false, &why);
@@ -222,7 +212,7 @@ START_TEST(test_resize)
 {
 	size_t old;
 
-	setup(PS_HUGE_NONE, 256 * MB);
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
 	char *a = get(2 * MB);
 	char *b = get(MB);
 	memset(a, 3, 2 * MB);
@@ -300,7 +290,7 @@ START_TEST(test_resize_no_nodes)
 	struct ps_blocks_info info;
 	size_t old;
 
-	setup(PS_HUGE_NONE, 256 * MB);
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
 	for (int i = 0; i < N; i++)
 		b[i] = get(8 * KB);
 	ps_blocks_get_info(&info);
@@ -342,7 +332,7 @@ START_TEST(test_zero_and_purge)
 	enum ps_pool_fail why;
 	struct ps_pool_info pool;
 
-	setup(PS_HUGE_NONE, 256 * MB);
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
 	char *a = ps_blocks_alloc(MB, 0, true, &why);
 	ck_assert_ptr_nonnull(a);
 	ck_assert_int_eq(a[0] | a[MB - 1], 0);
@@ -390,7 +380,7 @@ START_TEST(test_grow_at_cap)
 {
 	size_t old;
 
-	setup(PS_HUGE_NONE, 44 * MB);
+	pst_pool_setup(PS_HUGE_NONE, 44 * MB);
 	char *a = get(40 * MB);
 	memset(a, 1, 40 * MB);
 	ck_assert_uint_eq(ps_blocks_resize(a, 41 * MB, &old), 41 * MB);
@@ -413,7 +403,7 @@ START_TEST(test_purge_partial_once)
 	struct ps_pool_info pool;
 	struct ps_slab slab;
 
-	setup(PS_HUGE_THP, 256 * MB);
+	pst_pool_setup(PS_HUGE_THP, 256 * MB);
 	char *keep = get(MB);
 	char *a = get(5 * MB);
 	memset(keep, 1, MB);
@@ -444,7 +434,7 @@ START_TEST(test_full)
 {
 	enum ps_pool_fail why;
 
-	setup(PS_HUGE_NONE, 8 * MB);
+	pst_pool_setup(PS_HUGE_NONE, 8 * MB);
 	char *a = get(6 * MB);
 	ck_assert_ptr_null(ps_blocks_alloc(4 * MB, 0, false, &why));
 	ck_assert_int_eq(why, PS_FAIL_POOL_FULL);
@@ -475,7 +465,7 @@ START_TEST(test_random_against_model)
 	enum ps_pool_fail why;
 
 	memset(slot, 0, sizeof(slot));
-	setup(PS_HUGE_NONE, 512 * MB);
+	pst_pool_setup(PS_HUGE_NONE, 512 * MB);
 	for (int step = 0; step < STEPS; step++) {
 		struct live *s = &slot[rand_r(&seed) % SLOTS];
 		int op = rand_r(&seed) % 8;

@@ -15,7 +15,7 @@
 #include "stats.h"
 #include "suites.h"
 
-static void pool_setup(enum ps_hugepages mode, uint64_t size)
+void pst_pool_setup(enum ps_hugepages mode, uint64_t size)
 {
 	struct ps_config cfg;
 
@@ -28,7 +28,7 @@ static void pool_setup(enum ps_hugepages mode, uint64_t size)
 
 START_TEST(test_reserve)
 {
-	pool_setup(PS_HUGE_NONE, 64 << 20);
+	pst_pool_setup(PS_HUGE_NONE, 64 << 20);
 	/* Nothing is reserved until the pool is first used. */
 	ck_assert_uint_eq(ps_pool_hi, 0);
 	ck_assert(!ps_pool_contains((void *)4096));
@@ -55,7 +55,7 @@ START_TEST(test_reserved_as_used)
 	enum ps_pool_fail why;
 	struct ps_pool_info info;
 
-	pool_setup(PS_HUGE_NONE, 1 << 30);
+	pst_pool_setup(PS_HUGE_NONE, 1 << 30);
 	char *a = ps_pool_take(5 << 20, 4096, 0, &zeroed, &why);
 	ck_assert_ptr_nonnull(a);
 	uintptr_t end = ((uintptr_t)a + (5 << 20) + PS_UNIT - 1) & ~(PS_UNIT - 1);
@@ -81,7 +81,7 @@ START_TEST(test_take_and_lookup)
 	bool zeroed = false;
 	enum ps_pool_fail why;
 
-	pool_setup(PS_HUGE_NONE, 64 << 20);
+	pst_pool_setup(PS_HUGE_NONE, 64 << 20);
 	char *a = ps_pool_take(3 << 20, 4096, 0, &zeroed, &why);
 	ck_assert_ptr_nonnull(a);
 	ck_assert(zeroed);
@@ -157,7 +157,7 @@ START_TEST(test_slab_table_chunks)
 	enum { N = 1100 };
 	static char *s[N];
 
-	pool_setup(PS_HUGE_NONE, 64 << 20);
+	pst_pool_setup(PS_HUGE_NONE, 64 << 20);
 	/* Close the small region first: past it, 4 KiB slabs lie back to back. */
 	ck_assert_ptr_nonnull(ps_pool_take(2 << 20, 4096, 0, &zeroed, &why));
 	for (int i = 0; i < N; i++) {
@@ -193,7 +193,7 @@ START_TEST(test_cap_and_too_large)
 	bool zeroed;
 	enum ps_pool_fail why;
 
-	pool_setup(PS_HUGE_NONE, 8 << 20);
+	pst_pool_setup(PS_HUGE_NONE, 8 << 20);
 	char *a = ps_pool_take(6 << 20, 4096, 0, &zeroed, &why);
 	ck_assert_ptr_nonnull(a);
 	memset(a, 1, 6 << 20);
@@ -209,7 +209,7 @@ START_TEST(test_cap_and_too_large)
 	ck_assert_uint_eq(full.backed, 12 << 20);
 	ck_assert_uint_eq(full.failures[PS_FAIL_POOL_FULL], 1);
 
-	pool_setup(PS_HUGE_NONE, 4ULL << 30);
+	pst_pool_setup(PS_HUGE_NONE, 4ULL << 30);
 	ck_assert_ptr_null(ps_pool_take(PS_SLAB_MAX + 4096, 4096, 0, &zeroed, &why));
 	ck_assert_int_eq(why, PS_FAIL_TOO_LARGE);
 
@@ -225,7 +225,7 @@ START_TEST(test_mode_reasons)
 	bool zeroed;
 	enum ps_pool_fail why;
 
-	pool_setup(PS_HUGE_NONE, 64 << 20);
+	pst_pool_setup(PS_HUGE_NONE, 64 << 20);
 	/* The page kinds are probed with the reservation, on first use. */
 	ps_pool_get_info(&info);
 	ck_assert_ptr_null(info.hugetlb_reason);
@@ -234,7 +234,7 @@ START_TEST(test_mode_reasons)
 	ck_assert_ptr_nonnull(info.hugetlb_reason);
 	ck_assert_ptr_nonnull(strstr(info.thp_reason, "POOLSHIM_HUGEPAGES=none"));
 
-	pool_setup(PS_HUGE_THP, 64 << 20);
+	pst_pool_setup(PS_HUGE_THP, 64 << 20);
 	ck_assert_ptr_nonnull(ps_pool_take(2 << 20, 4096, 0, &zeroed, &why));
 	ps_pool_get_info(&info);
 	ck_assert_ptr_nonnull(strstr(info.hugetlb_reason, "not requested"));
@@ -250,7 +250,7 @@ START_TEST(test_small_first)
 	enum ps_pool_fail why;
 	struct ps_pool_info info;
 
-	pool_setup(PS_HUGE_NONE, 64 << 20);
+	pst_pool_setup(PS_HUGE_NONE, 64 << 20);
 	char *a = ps_pool_take((128 << 10) + 4096, 4096, 0, &zeroed, &why);
 	ck_assert_ptr_nonnull(a);
 	ck_assert_ptr_eq(a, (char *)ps_pool_lo);
@@ -282,7 +282,7 @@ START_TEST(test_small_first)
 	 * whole hugepage; the first request too big for the region goes to
 	 * the next unit, which is THP.
 	 */
-	pool_setup(PS_HUGE_THP, 64 << 20);
+	pst_pool_setup(PS_HUGE_THP, 64 << 20);
 	char *d = ps_pool_take(64 << 10, 4096, 0, &zeroed, &why);
 	ck_assert_ptr_eq(d, (char *)ps_pool_lo);
 	ps_pool_get_info(&info);
@@ -305,7 +305,7 @@ START_TEST(test_within_slab_wrap)
 	bool zeroed;
 	enum ps_pool_fail why;
 
-	pool_setup(PS_HUGE_NONE, 64 << 20);
+	pst_pool_setup(PS_HUGE_NONE, 64 << 20);
 	char *a = ps_pool_take(1 << 20, 4096, 0, &zeroed, &why);
 	ck_assert_ptr_nonnull(a);
 	ck_assert(ps_pool_within_slabs(a + 4096, (1 << 20) - 4096));
@@ -325,7 +325,7 @@ START_TEST(test_purge)
 	enum ps_pool_fail why;
 	struct ps_pool_info info;
 
-	pool_setup(PS_HUGE_NONE, 64 << 20);
+	pst_pool_setup(PS_HUGE_NONE, 64 << 20);
 	char *a = ps_pool_take(4 << 20, 4096, 0, &zeroed, &why);
 	ck_assert_ptr_nonnull(a);
 	memset(a, 0x5a, 4 << 20);
@@ -339,7 +339,7 @@ START_TEST(test_purge)
 	ck_assert(!ps_pool_range_protected(a, 4 << 20));
 	ck_assert_int_eq(ps_pool_purge((void *)4096, 4096), -EINVAL);
 
-	pool_setup(PS_HUGE_THP, 64 << 20);
+	pst_pool_setup(PS_HUGE_THP, 64 << 20);
 	char *b = ps_pool_take(4 << 20, 4096, 0, &zeroed, &why);
 	ck_assert_ptr_nonnull(b);
 	ps_pool_get_info(&info);
