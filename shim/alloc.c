@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Routing between glibc's heap and the pool arena.
+ * Routing between glibc's heap and the pool.
  *
  * Below POOLSHIM_POOL_MIN, and whenever the pool cannot serve, a request
  * goes to glibc's own malloc (its __libc_* entry points), exactly as it
@@ -10,7 +10,13 @@
  * CPU per 1 MiB request: docs/results.md.)  A block is told apart by its
  * address: the pool's range is one reserved mapping (ps_pool_contains).
  *
- * The pool arena is jemalloc's arena 0, made with jemalloc's default
+ * Which pages of the pool a block gets is blocks.c's (the default,
+ * POOLSHIM_POOL_ALLOCATOR=pages: page-exact best fit, see blocks.h), or
+ * with POOLSHIM_POOL_ALLOCATOR=jemalloc, in libpoolshim-jemalloc.so only,
+ * a jemalloc arena's.  The rest of this comment is about that arena, then
+ * about what both share: when to purge.
+ *
+ * The jemalloc arena is its arena 0, made with jemalloc's default
  * hooks (so its metadata stays out of the pool) and then switched to the
  * hooks below, which take slabs from pool.c, never unmap or decommit them, and let jemalloc split
  * and merge extents freely, across slabs too: slabs are carved back to
