@@ -226,35 +226,40 @@ static uint32_t below(uintptr_t key)
 	return best;
 }
 
-/* The node with the smallest start at or above key, or 0. */
-static uint32_t at_or_above(uintptr_t key)
+/*
+ * The first node of tree tr whose start (ADDR) or length (SIZE) is at
+ * least v, or 0: in the size tree, the smallest block of v bytes or more,
+ * the lowest of equals.
+ */
+static uint32_t first_at_least(int tr, uint64_t v)
 {
-	uint32_t t = root, best = 0;
+	uint32_t t = tr == ADDR ? root : sroot, best = 0;
 
 	while (t) {
-		if (N(t)->start >= key) {
+		if ((tr == ADDR ? N(t)->start : N(t)->len) >= v) {
 			best = t;
-			t = KID(t, ADDR, 0);
+			t = KID(t, tr, 0);
 		} else {
-			t = KID(t, ADDR, 1);
+			t = KID(t, tr, 1);
 		}
 	}
 	return best;
 }
 
-static uint32_t last_node(void)
+/* The node with the smallest start at or above key, or 0. */
+static uint32_t at_or_above(uintptr_t key)
 {
-	uint32_t t = root;
-
-	while (t && KID(t, ADDR, 1))
-		t = KID(t, ADDR, 1);
-	return t;
+	return first_at_least(ADDR, key);
 }
 
-/* Whether t's key is below (len, start). */
-static bool size_below(uint32_t t, size_t len, uintptr_t start)
+/* The last node of tree tr (the highest block, or the largest free one), or 0. */
+static uint32_t last_of(int tr)
 {
-	return N(t)->len < len || (N(t)->len == len && N(t)->start < start);
+	uint32_t t = tr == ADDR ? root : sroot;
+
+	while (t && KID(t, tr, 1))
+		t = KID(t, tr, 1);
+	return t;
 }
 
 /* x becomes FREE (or changes while FREE): into the size tree after, out before. */
@@ -276,17 +281,7 @@ static void free_out(uint32_t x)
 /* The smallest FREE block of at least need bytes, the lowest of equals; or 0. */
 static uint32_t best_fit(size_t need)
 {
-	uint32_t t = sroot, best = 0;
-
-	while (t) {
-		if (N(t)->len >= need) {
-			best = t;
-			t = KID(t, SIZE, 0);
-		} else {
-			t = KID(t, SIZE, 1);
-		}
-	}
-	return best;
+	return first_at_least(SIZE, need);
 }
 
 /*
@@ -378,9 +373,7 @@ static uintptr_t carve(uint32_t x, size_t len, size_t align, bool *zero)
 #define PUB(field, v) __atomic_store_n(&published.field, (v), __ATOMIC_RELAXED)
 static void publish_counts(void)
 {
-	uint32_t t = sroot;
-	while (t && KID(t, SIZE, 1))
-		t = KID(t, SIZE, 1);
+	uint32_t t = last_of(SIZE);
 	uint64_t largest = t ? N(t)->len : 0;
 
 	PUB(live, info.live);
@@ -455,7 +448,7 @@ void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *w
 		 * (PS_MAX_SLABS).  At the cap, only the rest.
 		 */
 		size_t want = len, need = len;
-		uint32_t t = last_node();
+		uint32_t t = last_of(ADDR);
 		if (extend && align == PS_PAGE && t && N(t)->state == FREE && end_of(t) == top_end) {
 			need = len - N(t)->len;
 			size_t step = round_page(len / 8 < PS_SLAB_MAX / 16 ? len / 8 : PS_SLAB_MAX / 16);
@@ -688,8 +681,7 @@ void ps_blocks_get_info(struct ps_blocks_info *out)
 /* The walk behind ps_blocks_check(): the subtree's facts, or false at the first fault. */
 struct walk {
 	uint64_t free_nodes, sized, zero_bytes;
-	size_t last_len;
-	uintptr_t last_start;
+	uint32_t last_sized;     /* the size tree's node before, in order */
 	uintptr_t last_end;
 	int last_state;
 	bool any;
@@ -765,14 +757,13 @@ static bool swalk(uint32_t t, uint32_t depth, struct walk *w)
 		w->fault = "the size tree holds a block that is not free";
 		return false;
 	}
-	if (w->sized && size_below(t, w->last_len, w->last_start + 1)) {
+	if (w->sized && !key_below(SIZE, w->last_sized, t)) {
 		w->fault = "the size tree is out of order";
 		return false;
 	}
 	w->sized++;
 	w->zero_bytes += n->zero ? n->len : 0;
-	w->last_len = n->len;
-	w->last_start = n->start;
+	w->last_sized = t;
 	return swalk(n->kid[SIZE][1], depth + 1, w);
 }
 
