@@ -91,7 +91,7 @@ KINDS = ["none", "socket", "file", "direct", "pipe", "other"]
 
 def sampled_below(r):
     """The size under which the report's malloc-family calls are counted by
-    sampling (shim/alloc.h: POOLSHIM_POOL_MIN/16), or None if it does not say."""
+    sampling (shim/core/alloc.h: POOLSHIM_POOL_MIN/16), or None if it does not say."""
     t = (r.get("pool") or {}).get("threshold")
     return t // 16 if is_uint(t) and t else None
 
@@ -433,7 +433,7 @@ class Group:
 
 
 # ---------------------------------------------------------------------------
-# Text, in the columns of the shim's own report (shim/report.c)
+# Text, in the columns of the shim's own report (shim/format/report.c)
 # ---------------------------------------------------------------------------
 
 def size(v):

@@ -21,7 +21,7 @@
 # mallctl, ...) is renamed to psje_*, so the copy inside libpoolshim.so never
 # collides with the interposers, with a jemalloc the program links itself, or
 # with another preloaded allocator.  Its secure_getenv and readlink go to
-# shim/alloc.c, which hides MALLOC_CONF and /etc/malloc.conf: those are the
+# shim/core/alloc.c, which hides MALLOC_CONF and /etc/malloc.conf: those are the
 # program's allocator settings, not ours.  Its constructor is dropped: the
 # copy starts when the pool is made, so a process the shim leaves alone
 # never starts it.
@@ -47,30 +47,30 @@ PS_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -ftls-model=initial-exec
 
 # The format layer.
 PS_FMT_SOURCES = \
-	shim/names.c shim/names.h \
-	shim/fmt.c shim/fmt.h \
-	shim/emit.c shim/emit.h \
-	shim/report.c shim/report.h \
-	shim/config.c shim/config.h \
-	shim/stats.c shim/stats.h \
-	shim/livefmt.c shim/live.h \
-	shim/sitesfmt.c shim/sites.h \
-	shim/sys.h shim/compiler.h
+	shim/format/names.c shim/format/names.h \
+	shim/format/fmt.c shim/format/fmt.h \
+	shim/format/emit.c shim/format/emit.h \
+	shim/format/report.c shim/format/report.h \
+	shim/format/config.c shim/format/config.h \
+	shim/format/stats.c shim/format/stats.h \
+	shim/format/livefmt.c shim/format/live.h \
+	shim/format/sitesfmt.c shim/format/sites.h \
+	shim/format/sys.h shim/format/compiler.h
 noinst_LTLIBRARIES = libpsfmt.la
 libpsfmt_la_SOURCES = $(PS_FMT_SOURCES)
 libpsfmt_la_CFLAGS = $(PS_CFLAGS)
 
 # The runtime.
 PS_CORE_SOURCES = \
-	shim/pool.c shim/pool.h shim/blocks.c shim/blocks.h \
-	shim/alloc.c shim/alloc.h shim/posix.h shim/heap.h \
-	shim/gather.c shim/report_out.c shim/report_out.h \
-	shim/fdinfo.c shim/fdinfo.h \
-	shim/uring.c shim/uring.h \
-	shim/route.c shim/route.h \
-	shim/live.c \
-	shim/callsite.c shim/callsite.h \
-	shim/jemalloc_ps.h
+	shim/core/pool.c shim/core/pool.h shim/core/blocks.c shim/core/blocks.h \
+	shim/core/alloc.c shim/core/alloc.h shim/core/posix.h shim/doors/heap.h \
+	shim/core/gather.c shim/core/report_out.c shim/core/report_out.h \
+	shim/core/fdinfo.c shim/core/fdinfo.h \
+	shim/core/uring.c shim/core/uring.h \
+	shim/core/route.c shim/core/route.h \
+	shim/core/live.c \
+	shim/core/callsite.c shim/core/callsite.h \
+	shim/core/jemalloc_ps.h
 noinst_LTLIBRARIES += libpscore.la
 libpscore_la_SOURCES = $(PS_CORE_SOURCES)
 libpscore_la_CFLAGS = $(PS_CFLAGS) $(URING_CFLAGS) $(UNWIND_CFLAGS)
@@ -80,17 +80,17 @@ libpscore_la_LIBADD = libpsfmt.la
 lib_LTLIBRARIES = libpoolshim.la libpoolshim-jemalloc.la
 include_HEADERS = shim/poolshim.h
 PS_DOOR_SOURCES = \
-	shim/init.c shim/init.h \
-	shim/real.c shim/real.h \
-	shim/heap.c shim/heap.h \
-	shim/malloc.c shim/protect.c \
-	shim/iocount.c shim/iocount.h \
-	shim/direct.c shim/direct.h \
-	shim/io.c shim/fdcalls.c \
-	shim/dump.c shim/dump.h \
-	shim/end.c shim/end.h \
-	shim/leave.c \
-	shim/api.c
+	shim/doors/init.c shim/doors/init.h \
+	shim/doors/real.c shim/doors/real.h \
+	shim/doors/heap.c shim/doors/heap.h \
+	shim/doors/malloc.c shim/doors/protect.c \
+	shim/doors/iocount.c shim/doors/iocount.h \
+	shim/doors/direct.c shim/doors/direct.h \
+	shim/doors/io.c shim/doors/fdcalls.c \
+	shim/doors/dump.c shim/doors/dump.h \
+	shim/doors/end.c shim/doors/end.h \
+	shim/doors/leave.c \
+	shim/doors/api.c
 # -U_FORTIFY_SOURCE: the interposers define read, pread, recv, ..., which
 # fortified headers turn into always-inline wrappers that cannot also be
 # defined here (distribution CPPFLAGS, Debian's dpkg-buildflags among them,

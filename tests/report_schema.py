@@ -58,7 +58,7 @@ MODES = {"hugetlb", "thp", "4k", "mixed", "unused", "unavailable", "foreign", "o
 ALLOCATORS = {"pages", "jemalloc", None}
 POOL_FREE = {"blocks": U, "bytes": U, "largest": U, "resident_max": U, "zero": U}
 KINDS = {"none", "socket", "file", "direct", "pipe", "other"}
-# The calls whose small sizes are counted by sampling (shim/alloc.h).
+# The calls whose small sizes are counted by sampling (shim/core/alloc.h).
 SAMPLED = {"malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc",
            "memalign", "valloc", "pvalloc"}
 

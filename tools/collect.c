@@ -44,11 +44,11 @@
 #include <linux/openat2.h>
 #endif
 
-#include "fmt.h"
-#include "live.h"
+#include "format/fmt.h"
+#include "format/live.h"
 #include "record.h"
-#include "report.h"
-#include "stats.h"
+#include "format/report.h"
+#include "format/stats.h"
 
 /* The most a report rendered here may be (call sites are never in a record). */
 #define REPORT_MAX (8u << 20)

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "collect.h"
-#include "config.h"
+#include "format/config.h"
 
 static void usage(FILE *f)
 {

@@ -39,12 +39,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "fmt.h"
-#include "live.h"
+#include "format/config.h"
+#include "format/fmt.h"
+#include "format/live.h"
 #include "record.h"
-#include "report.h"
-#include "stats.h"
+#include "format/report.h"
+#include "format/stats.h"
 
 struct target {
 	struct ps_record r;           /* the record, its latest snapshot (record.h) */
@@ -297,7 +297,7 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 							((const char *)pc + cnt[m].off));
 				}
 	}
-	/* Small allocations are sampled (shim/alloc.h): say how much is an estimate. */
+	/* Small allocations are sampled (shim/core/alloc.h): say how much is an estimate. */
 	prom_family(f, "poolshim_calls_estimated_total", "counter",
 		    "Of poolshim_calls_total, the calls that are a sampled estimate: malloc-family "
 		    "calls below POOLSHIM_POOL_MIN/16, counted one call in about 128.");

@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fmt.h"
-#include "names.h"
+#include "format/fmt.h"
+#include "format/names.h"
 
 int ps_record_open(struct ps_record *r, int pid, uint64_t ns, const char **why)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Reading a live record (shim/live.h) as untrusted input, for the tools
+ * Reading a live record (shim/format/live.h) as untrusted input, for the tools
  * that render it: `poolshim stat`, `poolshim collect` and the `poolshim`
  * wrapper.  Anyone can put a file in the live directory, and a record is
  * written by the process it describes, which may be hostile to whoever
@@ -23,11 +23,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "config.h"
-#include "live.h"
-#include "report.h"
-#include "sites.h"
-#include "stats.h"
+#include "format/config.h"
+#include "format/live.h"
+#include "format/report.h"
+#include "format/sites.h"
+#include "format/stats.h"
 
 /* Larger than any record the shim writes (at most 128 blocks and a kept report). */
 #define PS_RECORD_MAX_FILE (256u << 20)

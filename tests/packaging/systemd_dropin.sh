@@ -10,7 +10,7 @@
 # nothing); the shim leaves that collector alone although it runs with the
 # unit's LD_PRELOAD.  Bad unit names and variables the shim does not read are
 # refused with status 2; --install --root writes the file by rename; the
-# list of variables the command accepts is shim/config.c's.
+# list of variables the command accepts is shim/format/config.c's.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 PS="$PS_TOP_BUILDDIR/poolshim"
 [ -x "$PS" ] || { fail "$PS not built"; finish; }
@@ -20,14 +20,14 @@ unset POOLSHIM_LIBRARY
 # The variables the command accepts are the shim's option table, less the
 # rows under #ifdef PS_TEST_HOOKS: the fault injection that only the test
 # build of the library has.
-awk '/^#ifdef PS_TEST_HOOKS/ { t = 1 } !t; /^#endif/ { t = 0 }' "$PS_TOP_SRCDIR/shim/config.c" |
+awk '/^#ifdef PS_TEST_HOOKS/ { t = 1 } !t; /^#endif/ { t = 0 }' "$PS_TOP_SRCDIR/shim/format/config.c" |
 	grep -o '{ "POOLSHIM[A-Z_]*"' | tr -d '{ "' | sort >"$PST_TMP/table"
 sed -n "/^known_vars='/,/'$/p" "$PS" | tr -d "'" | sed 's/^known_vars=//' | tr ' ' '\n' |
 	grep . | sort >"$PST_TMP/known"
 if [ -s "$PST_TMP/table" ] && cmp -s "$PST_TMP/table" "$PST_TMP/known"; then
-	pass "accepted variables = shim/config.c's table ($(wc -l <"$PST_TMP/table"))"
+	pass "accepted variables = shim/format/config.c's table ($(wc -l <"$PST_TMP/table"))"
 else
-	fail "accepted variables differ from shim/config.c: $(diff "$PST_TMP/table" "$PST_TMP/known" | tr '\n' ' ')"
+	fail "accepted variables differ from shim/format/config.c: $(diff "$PST_TMP/table" "$PST_TMP/known" | tr '\n' ' ')"
 fi
 
 # verify_unit NAME DROPIN: NAME.service (ExecStart=/bin/true) with DROPIN as

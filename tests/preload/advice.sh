@@ -58,7 +58,7 @@ m=$(json_get "$PST_TMP/fixed.json" "(r['meta']['host'], r['meta']['kernel'], boo
 json_get "$PST_TMP/fixed.json" "r['meta']['start_time']" | grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$' &&
 	pass "start time in ISO 8601 UTC" || fail "start_time: $(json_get "$PST_TMP/fixed.json" "r['meta']")"
 # The options of the shipped build: the table without its test-build entries.
-want=$(sed '/^#ifdef PS_TEST_HOOKS/,/^#endif/d' "$PS_TOP_SRCDIR/shim/config.c" |
+want=$(sed '/^#ifdef PS_TEST_HOOKS/,/^#endif/d' "$PS_TOP_SRCDIR/shim/format/config.c" |
 	sed -n 's/^	{ "\(POOLSHIM[A-Z_]*\)", OPT_.*/\1/p' | sort | tr '\n' ' ')
 got=$(json_get "$PST_TMP/fixed.json" "' '.join(sorted(r['config']))")
 [ -n "$want" ] && [ "$got " = "$want" ] && pass "config lists every option" || fail "config keys: got '$got' want '$want'"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The O_DIRECT router (shim/route.c, issue 36).  The test build's
+# The O_DIRECT router (shim/core/route.c, issue 36).  The test build's
 # POOLSHIM_URING_TEST makes one route dearer (1 ms of CPU and 10 ms asleep
 # per call) and measures again every 64 calls: with the ring dear the
 # router gives a device's reads to the plain call, with the plain call dear

@@ -66,7 +66,7 @@ else
 	fail "bad value: $got $(cat "$T/bad")"
 fi
 
-# 4. No pool range: the pool lives between 16 and 32 TiB (shim/pool.c).
+# 4. No pool range: the pool lives between 16 and 32 TiB (shim/core/pool.c).
 in_pool_range() {
 	awk '{ split($1, a, "-"); if (length(a[1]) == 12 && a[1] >= "100000000000" && a[1] < "200000000000") n++ }
 	     END { print n + 0 }' "$1"

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "collect.h"
-#include "live.h"
+#include "format/live.h"
 
 static int bad;
 

@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "live.h"
-#include "sites.h"
+#include "format/live.h"
+#include "format/sites.h"
 
 #define F(name) printf("%s %zu %zu\n", #name, offsetof(struct ps_live_header, name), \
 		       sizeof(((struct ps_live_header *)0)->name))

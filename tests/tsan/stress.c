@@ -42,17 +42,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "blocks.h"
-#include "callsite.h"
-#include "config.h"
-#include "fdinfo.h"
-#include "fmt.h"
-#include "live.h"
-#include "pool.h"
-#include "report_out.h"
-#include "stats.h"
-#include "uring.h"
+#include "core/alloc.h"
+#include "core/blocks.h"
+#include "core/callsite.h"
+#include "format/config.h"
+#include "core/fdinfo.h"
+#include "format/fmt.h"
+#include "format/live.h"
+#include "core/pool.h"
+#include "core/report_out.h"
+#include "format/stats.h"
+#include "core/uring.h"
 
 #define ALLOC_THREADS 3
 #define IO_THREADS 2

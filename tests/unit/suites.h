@@ -6,7 +6,7 @@
 #include <check.h>
 #include <stdint.h>
 
-#include "names.h"
+#include "format/names.h"
 
 /* Forget the pool and set it up afresh: size bytes, pages of mode (test_pool.c). */
 void pst_pool_setup(enum ps_hugepages mode, uint64_t size);

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "blocks.h"
-#include "config.h"
-#include "pool.h"
+#include "core/blocks.h"
+#include "format/config.h"
+#include "core/pool.h"
 #include "suites.h"
 
 #define KB ((size_t)1 << 10)

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pool.h"
+#include "core/pool.h"
 #include "suites.h"
 
 static char root[64];

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "fmt.h"
+#include "format/config.h"
+#include "format/fmt.h"
 #include "suites.h"
 
 START_TEST(test_parse_size)

@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "fdinfo.h"
+#include "core/fdinfo.h"
 #include "suites.h"
 
 START_TEST(test_set_get_across_chunks)

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fmt.h"
+#include "format/fmt.h"
 #include "suites.h"
 
 #define BUF(name, n) char name##_s[n]; struct ps_buf name; ps_buf_init(&name, name##_s, n, -1)

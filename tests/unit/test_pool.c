@@ -9,10 +9,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "alloc.h"
-#include "config.h"
-#include "pool.h"
-#include "stats.h"
+#include "core/alloc.h"
+#include "format/config.h"
+#include "core/pool.h"
+#include "format/stats.h"
 #include "suites.h"
 
 void pst_pool_setup(enum ps_hugepages mode, uint64_t size)

@@ -3,9 +3,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "emit.h"
-#include "fmt.h"
-#include "report.h"
+#include "format/emit.h"
+#include "format/fmt.h"
+#include "format/report.h"
 #include "suites.h"
 
 static struct ps_tstats totals;

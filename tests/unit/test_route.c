@@ -6,7 +6,7 @@
  * in a wide spread, a difference under PS_ROUTE_NOISE_PCT, a CPU saving
  * the speed's noise leaves unsettled, and no samples.
  */
-#include "route.h"
+#include "core/route.h"
 #include "suites.h"
 
 /* n samples of 1 MiB each: wall_per_mib ns (+- spread, alternately), cpu_per_mib ns of CPU. */
