@@ -91,14 +91,42 @@ static struct {
 
 static const char *debuginfo_path;   /* of the rendering now: NULL, elfutils' default */
 
-/* Open path for the caller of local_debuginfo(), or -1. */
+/*
+ * The most an object or debug file handed to libdw may be: larger ones
+ * (a sparse file made to look like debug info) are left alone.
+ */
+#define DEBUG_FILE_MAX (4ull << 30)
+
+/*
+ * Whether the file open at fd may be given to libdw: a regular file (not a
+ * FIFO or device another user put at the path: it was opened without
+ * blocking) of a size libdw can read through.
+ */
+static bool parsable(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	       (uint64_t)st.st_size <= DEBUG_FILE_MAX;
+}
+
+/*
+ * Open path for the caller of local_debuginfo(), or -1: without blocking
+ * (a FIFO at .build-id/xx/rest.debug), not through a symbolic link at its
+ * end, a regular file of a bounded size.
+ */
 static int try_debug_file(const char *path, const char *object, char **name_out)
 {
 	if (object && strcmp(path, object) == 0)
 		return -1;
-	long fd = ps_sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	long fd = ps_sys_openat(AT_FDCWD, path,
+				O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
+	if (!parsable((int)fd)) {
+		close((int)fd);
+		return -1;
+	}
 	*name_out = strdup(path);
 	return (int)fd;
 }
@@ -289,15 +317,19 @@ static Dwfl *dw_open_offline(const struct ps_site_module *list, unsigned n, bool
 			continue;
 		/*
 		 * Opened here, not by libdw: without blocking (a FIFO put at
-		 * the path) and only a regular file.  libdw keeps the
-		 * descriptor when it takes the module.
+		 * the path) and only a regular file of a bounded size.  libdw
+		 * keeps the descriptor when it takes the module.  A link is
+		 * followed here: the loader's names are links
+		 * (libz.so.1 -> libz.so.1.2.13); the tools name call sites
+		 * of another user's record only in a child that has become
+		 * that user (tools/record.c), so a link reaches nothing its
+		 * owner could not read.
 		 */
 		int fd = (int)ps_sys_openat(AT_FDCWD, list[i].path,
 					    O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0);
-		struct stat st;
 		if (fd < 0)
 			continue;
-		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		if (!parsable(fd)) {
 			close(fd);
 			continue;
 		}
