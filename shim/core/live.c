@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The live record's file (live.h says what it holds and who reads it).
- * Created with O_EXCL | O_NOFOLLOW, mode 0600, under a hidden name and
- * renamed into place once its header is written; it holds the header and
+ * Created with O_EXCL | O_NOFOLLOW, mode 0600, under a hidden name with an
+ * unpredictable tag and renamed into place once its header is written
+ * (to a tagged name where another user holds the plain one: live.h); it holds the header and
  * grows by one counter block per thread that counts (handed out by an
  * atomic index), so its size and the process's mappings follow what it
  * holds: the header is one mapping, each block another.  tmpfs gives a
@@ -29,6 +30,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
@@ -48,6 +50,10 @@
 #include <sys/utsname.h>
 
 
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE 1
+#endif
+
 _Static_assert(sizeof(struct ps_live_header) <= PS_LIVE_HEADER, "header outgrew its room");
 
 static struct ps_live_header *hdr;
@@ -57,6 +63,8 @@ static size_t map_len;
 static void *blk[PS_LIVE_BLOCKS];
 static int live_pid;
 static uint64_t live_ns;
+/* The tag of the file's name: 0 for the plain name (livefmt.c, live.h). */
+static uint64_t live_tag;
 static bool live_verbose;
 static uint64_t live_pool_min;
 int ps_live_file_due;
@@ -164,7 +172,7 @@ static void *map_block(struct ps_live_header *h, uint32_t i)
 
 	if (live_unlinked || !room_for(len))
 		return NULL;
-	ps_live_path(path, sizeof(path), live_pid, live_ns);
+	ps_live_path_tagged(path, sizeof(path), live_pid, live_ns, live_tag);
 	long fd = open_mine(path, O_RDWR);
 	if (fd < 0)
 		return NULL;
@@ -328,6 +336,24 @@ static void fill_identity(struct ps_live_header *h, int pid, uint64_t ns)
 }
 
 /*
+ * A tag for the file's hidden name (and its name where the plain one is
+ * held): from getrandom, else the clock and addresses (still unknown to
+ * another user ahead of time).  Never 0.
+ */
+static uint64_t new_tag(void)
+{
+	uint64_t t = 0;
+
+	if (PS_SYSCALL(SYS_getrandom, &t, sizeof(t), GRND_NONBLOCK) != (long)sizeof(t)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		t = ((uint64_t)ts.tv_nsec << 32 ^ (uint64_t)ts.tv_sec) ^ (uint64_t)(uintptr_t)&ts ^
+		    (uint64_t)(uintptr_t)&live_tag * 0x9e3779b97f4a7c15ull;
+	}
+	return t ? t : 1;
+}
+
+/*
  * Create and map PID's file with its header's pages reserved and its
  * identity written.  The mapping or NULL.  The file is made under a hidden
  * name and renamed into place once its header says what it is: a reader
@@ -336,21 +362,13 @@ static void fill_identity(struct ps_live_header *h, int pid, uint64_t ns)
 static struct ps_live_header *create(int pid, uint64_t ns, int *err)
 {
 	char path[PS_LIVE_DIR_MAX + 64], tmp[PS_LIVE_DIR_MAX + 64];
+	uint64_t tag = new_tag();
 	ps_live_path(path, sizeof(path), pid, ns);
-	ps_live_path_new(tmp, sizeof(tmp), pid, ns);
+	ps_live_path_new(tmp, sizeof(tmp), pid, ns, tag);
 
+	/* An unpredictable name, made new: no other user can have put a file there first. */
 	long fd = ps_sys_openat(AT_FDCWD, tmp,
 				O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd == -EEXIST) {
-		/* Left by a process with our pid in our namespace that died while making its file. */
-		struct stat st;
-		if (lstat(tmp, &st) == 0 && S_ISREG(st.st_mode) &&
-		    st.st_uid == (uid_t)PS_SYSCALL(SYS_geteuid)) {
-			unlink(tmp);
-			fd = ps_sys_openat(AT_FDCWD, tmp,
-					   O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		}
-	}
 	if (fd < 0) {
 		*err = (int)fd;
 		return NULL;
@@ -373,6 +391,17 @@ static struct ps_live_header *create(int pid, uint64_t ns, int *err)
 		 * pid: in a sticky directory (/dev/shm) only its owner's.
 		 */
 		r = PS_SYSCALL(SYS_renameat, AT_FDCWD, tmp, AT_FDCWD, path);
+		/*
+		 * The plain name held by a file we may not replace (another
+		 * user's: the sticky bit says EPERM; a directory): the tagged
+		 * name, which nobody could have known.  Never over a file.
+		 */
+		if (r == -EPERM || r == -EACCES || r == -EISDIR || r == -ENOTEMPTY || r == -EBUSY) {
+			ps_live_path_tagged(path, sizeof(path), pid, ns, tag);
+			r = PS_SYSCALL(SYS_renameat2, AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE);
+		} else {
+			tag = 0;
+		}
 	}
 	if (r < 0) {
 		*err = (int)r;
@@ -384,6 +413,7 @@ static struct ps_live_header *create(int pid, uint64_t ns, int *err)
 	live_dev = st.st_dev;
 	live_ino = st.st_ino;
 	live_owner = st.st_uid;
+	live_tag = tag;
 	live_unlinked = false;
 	return p;
 }
@@ -438,7 +468,7 @@ static void attach_sites(struct ps_live_header *h)
 			       "only in the process's own report", ps_live_dir());
 		return;
 	}
-	ps_live_path(path, sizeof(path), live_pid, live_ns);
+	ps_live_path_tagged(path, sizeof(path), live_pid, live_ns, live_tag);
 	long fd = open_mine(path, O_RDWR);
 	if (fd < 0)
 		return;
@@ -694,7 +724,7 @@ void ps_live_before_exec(void)
 
 	if (!h || live_unlinked || live_pid != (int)PS_SYSCALL(SYS_getpid))
 		return;
-	ps_live_path(path, sizeof(path), live_pid, live_ns);
+	ps_live_path_tagged(path, sizeof(path), live_pid, live_ns, live_tag);
 	if (PS_SYSCALL(SYS_unlinkat, AT_FDCWD, path, 0) == 0) {
 		live_unlinked = true;
 		unlinked_for_exec = true;
@@ -732,7 +762,7 @@ void ps_live_remove(void)
 	h->exited = 1;
 	if (live_unlinked)
 		return;
-	ps_live_path(path, sizeof(path), live_pid, live_ns);
+	ps_live_path_tagged(path, sizeof(path), live_pid, live_ns, live_tag);
 	unlink(path);
 }
 
@@ -774,7 +804,7 @@ void ps_live_before_uid(uid_t euid)
 	if (euid == (uid_t)-1 || euid == live_owner || !ours_by_path())
 		return;
 	int saved_errno = errno;
-	ps_live_path(path, sizeof(path), live_pid, live_ns);
+	ps_live_path_tagged(path, sizeof(path), live_pid, live_ns, live_tag);
 	long fd = open_mine(path, O_RDONLY);
 	if (fd >= 0 && PS_SYSCALL(SYS_fchown, fd, euid, -1) == 0) {
 		owner_before = live_owner;
@@ -802,7 +832,7 @@ void ps_live_after_uid(bool changed)
 	if (to == (uid_t)-1 || !ours_by_path())
 		return;
 	int saved_errno = errno;
-	ps_live_path(path, sizeof(path), live_pid, live_ns);
+	ps_live_path_tagged(path, sizeof(path), live_pid, live_ns, live_tag);
 	long fd = open_mine(path, O_RDONLY);
 	if (fd >= 0 && PS_SYSCALL(SYS_fchown, fd, to, -1) == 0)
 		live_owner = to;
@@ -820,7 +850,7 @@ int ps_live_before_chroot(const char *root)
 	if (!root || !ours_by_path())
 		return -1;
 	int saved_errno = errno;
-	ps_live_path(path, sizeof(path), live_pid, live_ns);
+	ps_live_path_tagged(path, sizeof(path), live_pid, live_ns, live_tag);
 	/* The new root reaches the file (a bind-mounted /dev/shm): its path stays good. */
 	ps_buf_init(&b, inside, sizeof(inside), -1);
 	ps_buf_puts(&b, root);
@@ -866,7 +896,7 @@ int ps_live_where(char *out, size_t cap)
 {
 	if (!ps_live_exists() || cap < PS_LIVE_DIR_MAX + 64)
 		return -ENOENT;
-	ps_live_path(out, cap, live_pid, live_ns);
+	ps_live_path_tagged(out, cap, live_pid, live_ns, live_tag);
 	return 0;
 }
 
@@ -931,7 +961,7 @@ int ps_live_keep_report(int format, unsigned how, const char *why)
 	copy_str(h->report_error, sizeof(h->report_error), why);
 	if (live_unlinked)
 		return -ENOENT;
-	ps_live_path(path, sizeof(path), live_pid, live_ns);
+	ps_live_path_tagged(path, sizeof(path), live_pid, live_ns, live_tag);
 	long fd = open_mine(path, O_RDWR);
 	if (fd < 0)
 		return (int)fd;

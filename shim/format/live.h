@@ -235,10 +235,29 @@ int ps_live_set_dir(const char *dir);
 const char *ps_live_dir(void);
 #define PS_LIVE_DIR_MAX 160
 
-/* The path of the file of PID in pid namespace NS into out[cap]. */
+/*
+ * Record names.  A process makes its file under a hidden name with an
+ * unpredictable TAG (16 hex digits: getrandom), .poolshim-PID-NS.TAG.stats.new,
+ * with O_EXCL, so no other user can take that name first, and renames it
+ * to the plain name poolshim-PID-NS.stats; where the plain name is held
+ * by a file the process may not replace (another user's, in the sticky
+ * /dev/shm: one put there to deny it a record), to poolshim-PID-NS.TAG.stats
+ * instead.  Readers find both (ps_live_parse_name; tools/record.c's
+ * ps_record_find, ps_record_scan).
+ *
+ * The path of the file of PID in pid namespace NS into out[cap]: the
+ * plain name, or with tag (non-zero) the tagged one.
+ */
 void ps_live_path(char *out, unsigned long cap, int pid, uint64_t ns);
+void ps_live_path_tagged(char *out, unsigned long cap, int pid, uint64_t ns, uint64_t tag);
 /* The hidden name a file is made under before it is renamed into place. */
-void ps_live_path_new(char *out, unsigned long cap, int pid, uint64_t ns);
+void ps_live_path_new(char *out, unsigned long cap, int pid, uint64_t ns, uint64_t tag);
+/*
+ * Which record a directory entry's name is: 1 a visible record (*tag 0
+ * for the plain name), 2 a hidden one being made (or left half made),
+ * 0 not a record's name.
+ */
+int ps_live_parse_name(const char *name, int *pid, uint64_t *ns, uint64_t *tag);
 /* The start time of pid from /proc, of this process when pid is 0 (0 when unknown). */
 uint64_t ps_live_starttime(int pid);
 /* The inode of this process's pid namespace (0 when /proc is not mounted). */

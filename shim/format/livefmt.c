@@ -8,6 +8,7 @@
 #include "format/live.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -48,18 +49,88 @@ const char *ps_live_dir(void)
 
 void ps_live_path(char *out, unsigned long cap, int pid, uint64_t ns)
 {
-	struct ps_buf b;
-	ps_buf_init(&b, out, cap, -1);
-	ps_buf_printf(&b, "%s/poolshim-%d-%lu.stats", live_dir, pid, (unsigned long)ns);
-	ps_buf_str(&b);
+	ps_live_path_tagged(out, cap, pid, ns, 0);
 }
 
-void ps_live_path_new(char *out, unsigned long cap, int pid, uint64_t ns)
+void ps_live_path_tagged(char *out, unsigned long cap, int pid, uint64_t ns, uint64_t tag)
 {
 	struct ps_buf b;
 	ps_buf_init(&b, out, cap, -1);
-	ps_buf_printf(&b, "%s/.poolshim-%d-%lu.stats.new", live_dir, pid, (unsigned long)ns);
+	ps_buf_printf(&b, "%s/poolshim-%d-%lu", live_dir, pid, (unsigned long)ns);
+	if (tag)
+		ps_buf_printf(&b, ".%016lx", (unsigned long)tag);
+	ps_buf_puts(&b, ".stats");
 	ps_buf_str(&b);
+}
+
+void ps_live_path_new(char *out, unsigned long cap, int pid, uint64_t ns, uint64_t tag)
+{
+	struct ps_buf b;
+	ps_buf_init(&b, out, cap, -1);
+	ps_buf_printf(&b, "%s/.poolshim-%d-%lu.%016lx.stats.new", live_dir, pid, (unsigned long)ns,
+		      (unsigned long)tag);
+	ps_buf_str(&b);
+}
+
+/* A decimal number at *s, at most max, ending at a non-digit: advances *s. */
+static bool number(const char **s, uint64_t max, uint64_t *v)
+{
+	const char *p = *s;
+	uint64_t n = 0;
+
+	if (*p < '0' || *p > '9' || (*p == '0' && p[1] >= '0' && p[1] <= '9'))
+		return false;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (n > (max - (uint64_t)(*p - '0')) / 10)
+			return false;
+		n = n * 10 + (uint64_t)(*p - '0');
+	}
+	*v = n;
+	*s = p;
+	return true;
+}
+
+/* Exactly 16 lower-case hex digits at *s (the tag, never 0): advances *s. */
+static bool hex_tag(const char **s, uint64_t *tag)
+{
+	uint64_t t = 0;
+	const char *p = *s;
+
+	for (int i = 0; i < 16; i++, p++) {
+		int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+		if (d < 0)
+			return false;
+		t = t << 4 | (uint64_t)d;
+	}
+	if (!t)
+		return false;
+	*tag = t;
+	*s = p;
+	return true;
+}
+
+int ps_live_parse_name(const char *name, int *pid, uint64_t *ns, uint64_t *tag)
+{
+	bool hidden = name[0] == '.';
+	const char *s = name + hidden;
+	uint64_t p;
+
+	*tag = 0;
+	if (strncmp(s, "poolshim-", 9) != 0)
+		return 0;
+	s += 9;
+	if (!number(&s, 0x7fffffff, &p) || p == 0 || *s++ != '-' || !number(&s, UINT64_MAX, ns))
+		return 0;
+	*pid = (int)p;
+	/* ".TAG" (hidden names of older builds had none: .poolshim-PID-NS.stats.new). */
+	if (s[0] == '.' && s[1] != 's') {
+		s++;
+		if (!hex_tag(&s, tag))
+			return 0;
+	}
+	if (strcmp(s, hidden ? ".stats.new" : ".stats") != 0)
+		return 0;
+	return hidden ? 2 : 1;
 }
 
 uint64_t ps_live_pidns(void)
