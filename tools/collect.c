@@ -52,21 +52,20 @@
 
 /* The most a report rendered here may be (call sites are never in a record). */
 #define REPORT_MAX (8u << 20)
-#define FIFO_WAIT_MS 2000
+/*
+ * What the whole collection may wait, in all, for FIFO readers to make
+ * room: a report that does not fit in a FIFO whose reader never reads is
+ * refused (record kept) once this is spent.
+ */
+#define FIFO_BUDGET_MS 500
+static int fifo_budget_ms = FIFO_BUDGET_MS;
 
 static const char *who;
 
-/* s with control characters (and escape sequences with them) made '?', into out[cap]. */
+/* s made safe for a terminal (record.h's ps_term_clean), into out[cap]. */
 static const char *clean(char *out, size_t cap, const char *s)
 {
-	size_t i = 0;
-
-	for (; *s && i + 1 < cap; s++) {
-		unsigned char c = (unsigned char)*s;
-		out[i++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
-	}
-	out[i] = '\0';
-	return out;
+	return ps_term_clean(out, cap, s, SIZE_MAX, false);
 }
 
 /* A program name for a file name: [A-Za-z0-9._+-] kept, the rest '_', never empty or dots only. */
@@ -88,32 +87,12 @@ static void file_part(char *out, size_t cap, const char *s)
 }
 
 /*
- * Bytes for a terminal or a log: control characters other than newline
- * and tab, and the UTF-8 forms of the C1 controls (which some terminals
- * obey as escape sequences), become '?'.
+ * All of p[len] to fd.  A FIFO (non-blocking) may wait for its reader
+ * *budget_ms in all, spent here (a reader that never reads costs the
+ * collection that much, once: FIFO_BUDGET_MS for the whole run).
  */
-static int put_clean(FILE *f, const char *p, size_t len)
+static int write_all(int fd, const char *p, size_t len, int *budget_ms)
 {
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)p[i];
-		if (c == 0xc2 && i + 1 < len && (unsigned char)p[i + 1] >= 0x80 &&
-		    (unsigned char)p[i + 1] <= 0x9f) {
-			putc('?', f);
-			i++;
-		} else if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
-			putc('?', f);
-		} else {
-			putc(c, f);
-		}
-	}
-	return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
-}
-
-/* All of p[len] to fd; a FIFO (non-blocking) gets FIFO_WAIT_MS in all. */
-static int write_all(int fd, const char *p, size_t len)
-{
-	int waited = 0;
-
 	while (len > 0) {
 		ssize_t n = write(fd, p, len);
 		if (n > 0) {
@@ -123,10 +102,15 @@ static int write_all(int fd, const char *p, size_t len)
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && errno == EAGAIN && waited < FIFO_WAIT_MS) {
+		if (n < 0 && errno == EAGAIN && *budget_ms > 0) {
 			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-			poll(&pfd, 1, 100);
-			waited += 100;
+			int step = *budget_ms < 50 ? *budget_ms : 50;
+			struct timespec a, b;
+			clock_gettime(CLOCK_MONOTONIC, &a);
+			poll(&pfd, 1, step);
+			clock_gettime(CLOCK_MONOTONIC, &b);
+			int spent = (int)((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000);
+			*budget_ms -= spent > 0 ? spent : 1;
 			continue;
 		}
 		return n < 0 ? (errno == EAGAIN ? -ETIMEDOUT : -errno) : -EIO;
@@ -201,12 +185,13 @@ static bool earlier_report(int fd, int pid)
  * Write the report data[len] at path (under dir) as the calling user,
  * under the rules the shim's open_report() keeps: no link anywhere along
  * the path, no blocking; a regular file owned by this user with no other
- * hard link, or (not per_process) a FIFO of this user's with a reader; a
+ * hard link, or (not per_process) a FIFO of this user's with a reader,
+ * waited for at most *budget_ms (what is left of it comes back); a
  * per-process path (%p) made new or holding an earlier report of pid.
  * 0, or -errno with *why saying what was wrong when errno alone would not.
  */
 static int write_report(int dir, const char *path, bool per_process, int pid, const char *data,
-			size_t len, const char **why)
+			size_t len, const char **why, int *budget_ms)
 {
 	const int how = O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
 	struct stat st;
@@ -256,7 +241,7 @@ static int write_report(int dir, const char *path, bool per_process, int pid, co
 	if (r == 0) {
 		/* A FIFO's reader that went away must not end us with SIGPIPE. */
 		void (*was)(int) = signal(SIGPIPE, SIG_IGN);
-		r = write_all(fd, data, len);
+		r = write_all(fd, data, len, budget_ms);
 		signal(SIGPIPE, was);
 	}
 	if (close(fd) < 0 && r == 0)
@@ -265,15 +250,13 @@ static int write_report(int dir, const char *path, bool per_process, int pid, co
 }
 
 /*
- * write_report() as user uid: a child drops every group, takes the user's
- * primary group from the password database (65534 when the user has no
- * entry: never a group the record names), then the uid, and writes.
+ * write_report() as user uid: a child becomes that user for good
+ * (ps_record_become) and writes; what it spent of the FIFO budget comes
+ * back with its result.
  */
 static int write_as(uid_t uid, const char *path, bool per_process, int pid, const char *data,
 		    size_t len, char *why, size_t why_cap)
 {
-	struct passwd *pw = getpwuid(uid);
-	gid_t gid = pw ? pw->pw_gid : 65534;
 	int p[2];
 
 	why[0] = '\0';
@@ -289,20 +272,14 @@ static int write_as(uid_t uid, const char *path, bool per_process, int pid, cons
 	}
 	if (c == 0) {
 		const char *w = NULL;
-		int r = 0;
+		int r = 0, budget = fifo_budget_ms;
 		close(p[0]);
-		if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 ||
-		    setresuid(uid, uid, uid) < 0) {
-			r = -errno;
+		if ((r = ps_record_become(uid)) < 0)
 			w = "cannot become the record's owner";
-		} else if (getuid() != uid || geteuid() != uid || getegid() != gid) {
-			r = -EPERM;
-			w = "cannot become the record's owner";
-		} else {
-			r = write_report(AT_FDCWD, path, per_process, pid, data, len, &w);
-		}
+		else
+			r = write_report(AT_FDCWD, path, per_process, pid, data, len, &w, &budget);
 		char msg[160];
-		int n = snprintf(msg, sizeof(msg), "%d %s", -r, w ? w : "");
+		int n = snprintf(msg, sizeof(msg), "%d %d %s", -r, budget, w ? w : "");
 		if (write(p[1], msg, (size_t)n) < 0)
 			_exit(2);
 		_exit(r == 0 ? 0 : 1);
@@ -317,12 +294,14 @@ static int write_as(uid_t uid, const char *path, bool per_process, int pid, cons
 	if (n <= 0)
 		return -ECHILD;
 	msg[n] = '\0';
-	int e = atoi(msg);
-	const char *w = strchr(msg, ' ');
-	snprintf(why, why_cap, "%s", w && w[1] ? w + 1 : "");
+	int e = 0, left = 0, at = 0;
+	if (sscanf(msg, "%d %d %n", &e, &left, &at) < 2)
+		return -ECHILD;
+	if (left < fifo_budget_ms)
+		fifo_budget_ms = left > 0 ? left : 0;
+	snprintf(why, why_cap, "%s", msg + at);
 	return e > 0 ? -e : (WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -ECHILD);
 }
-
 
 static const char *err_name(int r)
 {
@@ -400,7 +379,18 @@ static void fill_end(const struct ps_collect_opts *o, const struct ps_record *r,
  * The report's bytes into *out (malloc'd): the kept report (text: after
  * the "ended" line), or one rendered from the counters.  0 or -errno.
  */
-static int make_report(const struct ps_record *r, const struct ps_report_data *d, char **out,
+struct rendering {
+	const struct ps_report_data *d;
+	enum ps_stats_format format;
+};
+
+static void render(struct ps_buf *b, void *arg)
+{
+	const struct rendering *job = arg;
+	ps_report_render(b, job->d, job->format);
+}
+
+static int make_report(struct ps_record *r, const struct ps_report_data *d, char **out,
 		       size_t *len)
 {
 	const struct ps_live_header *h = r->hdr;
@@ -436,7 +426,14 @@ static int make_report(const struct ps_record *r, const struct ps_report_data *d
 		ps_buf_put(&b, blob + head, n - head);
 		free(blob);
 	} else {
-		ps_report_render(&b, d, (enum ps_stats_format)h->stats_format);
+		/* Rendered from the counters: call sites are named away from us (record.h). */
+		struct rendering job = { d, (enum ps_stats_format)h->stats_format };
+		const char *note;
+		free(mem);
+		int e = ps_record_render(r, render, &job, cap, out, len, &note);
+		if (note)
+			say(r, "%s", note);
+		return e;
 	}
 	if (b.truncated) {
 		free(mem);
@@ -474,7 +471,7 @@ static int deliver(const struct ps_collect_opts *o, const struct ps_record *r, i
 		file_part(prog, sizeof(prog), h->program);
 		snprintf(name, sizeof(name), "%s-%d.%s", prog, r->pid,
 			 h->stats_format == PS_FORMAT_JSON ? "json" : "txt");
-		e = write_report(into_fd, name, true, r->pid, data, len, &w);
+		e = write_report(into_fd, name, true, r->pid, data, len, &w, &fifo_budget_ms);
 		if (e < 0) {
 			say(r, "cannot write the report to %s/%s: %s%s%s%s; record kept", o->into,
 			    name, err_name(e), w ? " (" : "", w ? w : "", w ? ")" : "");
@@ -484,7 +481,18 @@ static int deliver(const struct ps_collect_opts *o, const struct ps_record *r, i
 		return 0;
 	}
 	if (strcmp(h->stats, "stderr") == 0) {
-		if (put_clean(o->out ? o->out : stdout, data, len) < 0) {
+		/*
+		 * Printed into the run's output (a unit's journal): only a
+		 * record of the run's own user or root may speak there; anyone
+		 * can name any run in a record of their own.
+		 */
+		if (o->run && r->owner != 0 && r->owner != geteuid() &&
+		    !(o->run_user_set && r->owner == o->run_user)) {
+			say(r, "a report for stderr in a record of user %u, not the run's: not printed; "
+			       "record kept", (unsigned)r->owner);
+			return -1;
+		}
+		if (ps_term_put(o->out ? o->out : stdout, data, len) < 0) {
 			say(r, "cannot print the report; record kept");
 			return -1;
 		}
@@ -507,7 +515,8 @@ static int deliver(const struct ps_collect_opts *o, const struct ps_record *r, i
 	if (me == 0 && r->owner != 0) {
 		e = write_as(r->owner, h->stats, per_process, r->pid, data, len, why, sizeof(why));
 	} else {
-		e = write_report(AT_FDCWD, h->stats, per_process, r->pid, data, len, &w);
+		e = write_report(AT_FDCWD, h->stats, per_process, r->pid, data, len, &w,
+				 &fifo_budget_ms);
 		snprintf(why, sizeof(why), "%s", w ? w : "");
 	}
 	if (e < 0) {
@@ -537,8 +546,8 @@ static bool wanted_pid(const struct ps_collect_opts *o, int pid)
 	return o->npids == 0;
 }
 
-static void collect_one(const struct ps_collect_opts *o, int pid, uint64_t ns, uint64_t my_ns,
-			int into_fd, struct tally *t)
+static void collect_one(const struct ps_collect_opts *o, const struct ps_record_id *id,
+			uint64_t my_ns, int into_fd, struct tally *t)
 {
 	struct ps_record r;
 	const char *why;
@@ -551,7 +560,7 @@ static void collect_one(const struct ps_collect_opts *o, int pid, uint64_t ns, u
 	 */
 	bool quiet = o->run && !named;
 
-	if (ps_record_open(&r, pid, ns, &why) < 0) {
+	if (ps_record_open(&r, id, &why) < 0) {
 		if (quiet) {
 			/* Not the run's business: see above. */
 		} else if (r.fd < 0 && errno == ENOENT) {
@@ -605,8 +614,14 @@ static void collect_one(const struct ps_collect_opts *o, int pid, uint64_t ns, u
 		free(tmp);
 		goto out;
 	}
-	ps_record_totals(&r, tot, tmp);
+	why = ps_record_totals(&r, tot, tmp);
 	free(tmp);
+	if (why) {
+		say(&r, "damaged record: %s; refused and kept", why);
+		t->refused++;
+		free(tot);
+		goto out;
+	}
 	if (h->report == PS_REC_PENDING && (h->flags & PS_REC_CHILD) &&
 	    !ps_stats_worked(tot, NULL, r.cfg_known && !r.cfg.pool ? r.cfg.pool_min : 0)) {
 		/* A fork child with no work of its own: the shim's rule, no report. */
@@ -616,6 +631,8 @@ static void collect_one(const struct ps_collect_opts *o, int pid, uint64_t ns, u
 		goto out;
 	}
 	struct ps_report_data d;
+	if (h->report != PS_REC_KEPT)
+		ps_record_sites(&r);
 	ps_record_data(&r, &d, tot);
 	d.rendered_by = h->report == PS_REC_KEPT ? "the process itself" : who;
 	fill_end(o, &r, &d);
@@ -623,9 +640,7 @@ static void collect_one(const struct ps_collect_opts *o, int pid, uint64_t ns, u
 		say(&r, "call sites refused: %s; the report has none", r.sites_why);
 	char *data = NULL;
 	size_t len = 0;
-	ps_record_as_owner(&r, true);
 	int e = make_report(&r, &d, &data, &len);
-	ps_record_as_owner(&r, false);
 	free(tot);
 	if (e < 0) {
 		say(&r, "its report could not be made: %s; record kept", err_name(e));
@@ -647,7 +662,7 @@ out:
 #define HALF_MADE_AGE 60
 
 /*
- * Hidden records, .poolshim-PID-NS.stats.new, that are a minute old: their
+ * Hidden records, .poolshim-PID-NS.TAG.stats.new, that are a minute old: their
  * process died (SIGKILL, the OOM killer) between creating its record and
  * renaming it into place, and only a later process with the same pid would
  * clear the name.  Regular files only, the caller's own (any, as root:
@@ -665,11 +680,10 @@ static int remove_half_made(void)
 	if (!dir)
 		return 0;
 	while ((e = readdir(dir)) != NULL) {
-		int pid, end = 0;
-		unsigned long ns;
+		int pid;
+		uint64_t ns, tag;
 		struct stat st;
-		if (sscanf(e->d_name, ".poolshim-%d-%lu.stats.new%n", &pid, &ns, &end) != 2 ||
-		    end <= 0 || e->d_name[end] != '\0' || pid <= 0)
+		if (ps_live_parse_name(e->d_name, &pid, &ns, &tag) != 2)
 			continue;
 		if (fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(st.st_mode) || (me != 0 && st.st_uid != me) ||
@@ -725,7 +739,7 @@ int ps_collect(const struct ps_collect_opts *o)
 	for (int i = 0; i < n; i++) {
 		if (!wanted_pid(o, ids[i].pid) || (o->npids && ids[i].ns != my_ns))
 			continue;
-		collect_one(o, ids[i].pid, ids[i].ns, my_ns, into_fd, &t);
+		collect_one(o, &ids[i], my_ns, into_fd, &t);
 	}
 	for (int k = 0; k < o->npids; k++) {
 		bool seen = false;

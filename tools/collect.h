@@ -18,6 +18,12 @@
 struct ps_collect_opts {
 	const char *live_dir;        /* where records are, or NULL: as set (POOLSHIM_LIVE_DIR, /dev/shm) */
 	const char *run;             /* only records whose run (POOLSHIM_RUN) is this, or NULL */
+	/*
+	 * With run: whose records may print a "stderr" report here, besides
+	 * root's and the caller's own (a unit's User=, for its ExecStopPost=+).
+	 */
+	bool run_user_set;
+	uid_t run_user;
 	const int *pids;             /* only these pids (of our pid namespace), or NULL */
 	int npids;
 	const char *into;            /* every report into this directory as PROGRAM-PID.json|.txt, or NULL */

@@ -7,12 +7,13 @@
  * text on stdout for "stderr", a path written as the record's owner.
  * `poolshim collect` runs it; collect.c does the work.
  *
- *   poolshim-collect [--live-dir DIR] [--run ID] [--into DIR] [--keep] [PID ...]
+ *   poolshim-collect [--live-dir DIR] [--run ID [--user USER]] [--into DIR] [--keep] [PID ...]
  *
  * Exit status: 0 every record looked at collected, 1 nothing to collect,
  * 3 some refused or not delivered (kept), 2 bad usage.
  */
 #include <errno.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,8 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: poolshim collect [--live-dir DIR] [--run ID] [--into DIR] [--keep] [PID ...]\n"
+	fprintf(f, "usage: poolshim collect [--live-dir DIR] [--run ID [--user USER]] [--into DIR] [--keep]\n"
+		   "                        [PID ...]\n"
 		   "Writes the reports of processes that ran under libpoolshim.so and have ended\n"
 		   "(killed, crashed, or unable to write their own), from the records they left in\n"
 		   "the live directory, then removes the records.  Each report goes where the\n"
@@ -30,7 +32,10 @@ static void usage(FILE *f)
 		   "root to collect other users' processes), \"stderr\" is printed here on stdout.\n"
 		   "--into DIR writes every report into DIR as PROGRAM-PID.json or .txt instead.\n"
 		   "--run ID takes only the processes of that run (POOLSHIM_RUN, set by the\n"
-		   "`poolshim` wrapper); PIDs, only those.  --keep leaves the records.\n"
+		   "`poolshim` wrapper); PIDs, only those.  With --run, a report for \"stderr\" is\n"
+		   "printed only from a record of root, of the user running collect, or of --user\n"
+		   "USER (the run's user: a unit's User=); others are refused and kept.  --keep\n"
+		   "leaves the records.\n"
 		   "--live-dir DIR (default $POOLSHIM_LIVE_DIR, else /dev/shm) is where records are.\n"
 		   "Processes still running are left alone; a record that fails its checks is\n"
 		   "refused in one line and kept.\n"
@@ -63,6 +68,22 @@ int main(int argc, char **argv)
 						"'.', '_' or '-', not '%s'\n", o.run);
 				return 2;
 			}
+		} else if (!strcmp(a, "--user") && more) {
+			const char *u = argv[++i];
+			struct passwd *pw = getpwnam(u);
+			char *end;
+			errno = 0;
+			unsigned long id = strtoul(u, &end, 10);
+			if (pw) {
+				o.run_user = pw->pw_uid;
+			} else if (*u && !*end && !errno && id < (uid_t)-1) {
+				o.run_user = (uid_t)id;
+			} else {
+				fprintf(stderr, "poolshim collect: --user wants a user name or id, not "
+						"'%s'\n", u);
+				return 2;
+			}
+			o.run_user_set = true;
 		} else if (!strcmp(a, "--into") && more) {
 			o.into = argv[++i];
 		} else if (!strcmp(a, "--keep")) {

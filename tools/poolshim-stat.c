@@ -90,25 +90,31 @@ static const char *snapshot(struct target *t)
 /* Whether PID's live file is there (of any kind: open_target judges it). */
 static bool file_exists(int pid, uint64_t ns)
 {
-	char path[PS_LIVE_DIR_MAX + 64];
-	struct stat st;
+	struct ps_record_id id;
 
-	ps_live_path(path, sizeof(path), pid, ns);
-	return lstat(path, &st) == 0;
+	return ps_record_find(pid, ns, &id) == 0;
 }
 
-/* 0 shown, -1 refused (said why), 1 skipped quietly (another user's). */
-static int open_target(struct target *t, int pid, uint64_t ns, bool named)
+/*
+ * 0 shown, -1 refused (said why), 1 skipped quietly (another user's).
+ * A named pid (named) is looked up among its record's names.  The
+ * previous totals are kept only for -i deltas (want_prev).
+ */
+static int open_target(struct target *t, const struct ps_record_id *given, bool named,
+		       bool want_prev)
 {
+	struct ps_record_id id = *given;
 	const char *why;
 
 	memset(t, 0, sizeof(*t));
-	if (ps_record_open(&t->r, pid, ns, &why) < 0) {
+	if (named)
+		ps_record_find(given->pid, given->ns, &id);
+	if (ps_record_open(&t->r, &id, &why) < 0) {
 		if (t->r.fd < 0 && named)
 			fprintf(stderr, "poolshim stat: %d: no live statistics (%s): not running "
 					"under the shim, POOLSHIM_LIVE=off, or nothing to show yet (a "
 					"process publishes once it has taken a pooled buffer, or "
-					"counted calls past its first second)\n", pid, why);
+					"counted calls past its first second)\n", id.pid, why);
 		else
 			refuse(t, why);
 		return -1;
@@ -119,8 +125,7 @@ static int open_target(struct target *t, int pid, uint64_t ns, bool named)
 					"it\n", t->r.path, (unsigned)t->r.owner);
 		return named ? -1 : 1;
 	}
-	t->prev = calloc(1, sizeof(struct ps_tstats));
-	if (!t->prev) {
+	if (want_prev && !(t->prev = calloc(1, sizeof(struct ps_tstats)))) {
 		refuse(t, "out of memory");
 		return -1;
 	}
@@ -141,9 +146,10 @@ static void close_target(struct target *t)
 	t->r.fd = -1;
 }
 
-static void totals(const struct target *t, struct ps_tstats *out, struct ps_tstats *tmp)
+/* Its blocks summed into out; NULL, or why not (refused: it stops being followed). */
+static const char *totals(const struct target *t, struct ps_tstats *out, struct ps_tstats *tmp)
 {
-	ps_record_totals(&t->r, out, tmp);
+	return ps_record_totals(&t->r, out, tmp);
 }
 
 /*
@@ -170,13 +176,24 @@ static void proc_usage(struct target *t, struct ps_report_data *d, bool delta)
 	d->stime_us = shown[3] * 1000000u / hz;
 }
 
+struct rendering {
+	const struct ps_report_data *d;
+	enum ps_stats_format format;
+};
+
+static void render(struct ps_buf *b, void *arg)
+{
+	const struct rendering *job = arg;
+	ps_report_render(b, job->d, job->format);
+}
+
 static void show(struct target *t, const struct ps_tstats *counters, const char *what, bool delta)
 {
 	const struct ps_live_header *h = t->r.hdr;
 	struct ps_report_data d;
-	char storage[4096];
-	struct ps_buf b;
+	char prog[sizeof(h->program) * 4];
 
+	ps_record_sites(&t->r);
 	ps_record_data(&t->r, &d, counters);
 	/* The live view's table: the run's metadata belongs to the report. */
 	d.version = NULL;
@@ -185,9 +202,10 @@ static void show(struct target *t, const struct ps_tstats *counters, const char 
 	d.start_time = -1;
 	proc_usage(t, &d, delta);
 
+	ps_term_clean(prog, sizeof(prog), h->program, sizeof(h->program), false);
 	fflush(stdout);
 	if (!opt_json) {
-		printf("---- pid %d (%s): %s%s ----\n", t->r.pid, h->program, what,
+		printf("---- pid %d (%s): %s%s ----\n", t->r.pid, prog, what,
 		       t->r.dead ? " [process gone: `poolshim collect` writes its report]" :
 		       t->r.foreign_ns ? " [another pid namespace: not judged, left in place]" : "");
 		if (h->unpublished)
@@ -197,43 +215,57 @@ static void show(struct target *t, const struct ps_tstats *counters, const char 
 			       (unsigned)h->unpublished);
 	}
 	fflush(stdout);
-	if (opt_json) {
-		/* In memory, so the line can open with when it was read. */
-		static char *big;
-		const size_t cap = 16u << 20;
-		if (!big && !(big = malloc(cap)))
-			return;
-		ps_buf_init(&b, big, cap, -1);
-		ps_record_as_owner(&t->r, true);
-		ps_report_render(&b, &d, PS_FORMAT_JSON);
-		ps_record_as_owner(&t->r, false);
-		char *j = (char *)ps_buf_str(&b);
-		/* One line per report: raw newlines in JSON are only layout. */
-		size_t o = 0;
-		for (size_t k = 0; j[k]; k++)
-			if (j[k] != '\n')
-				j[o++] = j[k];
-		j[o] = '\0';
-		struct timespec now;
-		clock_gettime(CLOCK_REALTIME, &now);
-		if (*j == '{')
-			printf("{\"timestamp\":%lld.%03ld,%s\n", (long long)now.tv_sec,
-			       now.tv_nsec / 1000000, j + 1);
-		else
-			puts(j);
-		fflush(stdout);
+	/*
+	 * Rendered in memory (call sites named in a child: record.h), then
+	 * made safe for the terminal: every string in it came from the record
+	 * or from files it names.
+	 */
+	struct rendering job = { &d, opt_json ? PS_FORMAT_JSON : PS_FORMAT_TEXT };
+	const char *note;
+	char *out = NULL;
+	size_t len = 0;
+	int e = ps_record_render(&t->r, render, &job, 16u << 20, &out, &len, &note);
+	free(t->r.sites);
+	t->r.sites = NULL;
+	if (note)
+		fprintf(stderr, "poolshim stat: %s: %s\n", t->r.path, note);
+	if (e < 0) {
+		fprintf(stderr, "poolshim stat: %s: cannot render: %s\n", t->r.path, strerror(-e));
 		return;
 	}
-	ps_buf_init(&b, storage, sizeof(storage), 1);
-	ps_record_as_owner(&t->r, true);
-	ps_report_render(&b, &d, PS_FORMAT_TEXT);
-	ps_record_as_owner(&t->r, false);
-	ps_buf_flush(&b);
+	if (opt_json) {
+		/* One line per report: raw newlines in JSON are only layout. */
+		size_t o = 0;
+		for (size_t k = 0; k < len; k++)
+			if (out[k] != '\n')
+				out[o++] = out[k];
+		out[o] = '\0';
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		if (*out == '{') {
+			printf("{\"timestamp\":%lld.%03ld,", (long long)now.tv_sec,
+			       now.tv_nsec / 1000000);
+			ps_term_put(stdout, out + 1, o - 1);
+		} else {
+			ps_term_put(stdout, out, o);
+		}
+		putchar('\n');
+	} else {
+		ps_term_put(stdout, out, len);
+	}
+	fflush(stdout);
+	free(out);
 }
 
-/* Label values may hold anything the writer put there; escape as the format asks. */
-static void prom_label(FILE *f, const char *s)
+/*
+ * Label values may hold anything the writer put there: made safe (as for
+ * a terminal), then escaped as the format asks.
+ */
+static void prom_label(FILE *f, const char *raw)
 {
+	char safe[4 * 64];
+	const char *s = ps_term_clean(safe, sizeof(safe), raw, strnlen(raw, 64), false);
+
 	for (; *s; s++) {
 		if (*s == '\\' || *s == '"')
 			fprintf(f, "\\%c", *s);
@@ -257,195 +289,210 @@ static const char *prom_kind(int k)
 	return k == PS_FD_NONE ? "none" : ps_fdkind_name((enum ps_fdkind)k);
 }
 
-static void prom_family(FILE *f, const char *name, const char *type, const char *help)
-{
-	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
 /*
- * One scrape of all targets.  The format wants every sample of a family
- * together under its HELP and TYPE, so families are the outer loop.
- * Series whose call never happened are left out: they would be most of
- * the output and say nothing.
+ * The families, in the order a scrape prints them.  The format wants every
+ * sample of a family together under its HELP and TYPE: each target's
+ * samples go into its family's buffer as the target is read (prom_add),
+ * and the buffers are printed at the end (prom_end), so a scrape holds
+ * its output, not every target's counters.
  */
-static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
-{
-	static const struct { const char *name, *help; size_t off; } cnt[] = {
-		{ "poolshim_calls_total", "Calls seen, by call and descriptor kind.",
-		  offsetof(struct ps_counter, calls) },
-		{ "poolshim_bytes_total", "Bytes moved (or requested) by the calls.",
-		  offsetof(struct ps_counter, bytes) },
-		{ "poolshim_errors_total", "Calls that failed.",
-		  offsetof(struct ps_counter, errors) },
-		{ "poolshim_eagain_total", "Calls that failed with EAGAIN.",
-		  offsetof(struct ps_counter, eagain) },
-	};
-	for (size_t m = 0; m < sizeof(cnt) / sizeof(cnt[0]); m++) {
-		prom_family(f, cnt[m].name, "counter", cnt[m].help);
-		for (int i = 0; i < n; i++)
-			for (int c = 0; c < PS_CALL__COUNT; c++)
-				for (int k = 0; k < PS_FD__COUNT; k++) {
-					const struct ps_counter *pc = &tot[i].c[c][k];
-					if (!pc->calls)
-						continue;
-					fprintf(f, "%s{", cnt[m].name);
-					prom_id(f, &t[i]);
-					fprintf(f, ",call=\"%s\",kind=\"%s\"} %llu\n",
-						ps_call_name((enum ps_call)c),
-						prom_kind(k),
-						(unsigned long long)*(const uint64_t *)
-							((const char *)pc + cnt[m].off));
-				}
-	}
+enum {
+	F_CALLS, F_BYTES, F_ERRORS, F_EAGAIN, F_ESTIMATED, F_DURATION, F_EVENTS,
+	F_GAUGES, F_FREE_BYTES = F_GAUGES + 9, F_FREE_BLOCKS, F_FREE_LARGEST, F_URING,
+	F_URING_FB = F_URING + 4, F__COUNT
+};
+static const struct { const char *name, *type, *help; } fam_info[F__COUNT] = {
+	{ "poolshim_calls_total", "counter", "Calls seen, by call and descriptor kind." },
+	{ "poolshim_bytes_total", "counter", "Bytes moved (or requested) by the calls." },
+	{ "poolshim_errors_total", "counter", "Calls that failed." },
+	{ "poolshim_eagain_total", "counter", "Calls that failed with EAGAIN." },
 	/* Small allocations are sampled (shim/core/alloc.h): say how much is an estimate. */
-	prom_family(f, "poolshim_calls_estimated_total", "counter",
-		    "Of poolshim_calls_total, the calls that are a sampled estimate: malloc-family "
-		    "calls below POOLSHIM_POOL_MIN/16, counted one call in about 128.");
-	for (int i = 0; i < n; i++)
-		for (int c = 0; t[i].r.fd >= 0 && c < PS_CALL__COUNT; c++) {
-			enum ps_alloc_event ev = ps_call_estimate_event((enum ps_call)c);
-			if (ev == PS_EV__COUNT || !tot[i].c[c][PS_FD_NONE].calls)
-				continue;
-			fputs("poolshim_calls_estimated_total{", f);
-			prom_id(f, &t[i]);
-			fprintf(f, ",call=\"%s\",kind=\"%s\"} %llu\n",
-				ps_call_name((enum ps_call)c), prom_kind(PS_FD_NONE),
-				(unsigned long long)tot[i].events[ev]);
-		}
-	prom_family(f, "poolshim_call_duration_seconds", "histogram",
-		    "Time in the call, of the sampled calls (log2 buckets).");
-	for (int i = 0; i < n; i++)
-		for (int c = 0; t[i].r.fd >= 0 && c < PS_CALL__COUNT; c++)
-			for (int k = 0; k < PS_FD__COUNT; k++) {
-				const struct ps_counter *pc = &tot[i].c[c][k];
-				if (!pc->calls)
-					continue;
-				uint64_t cum = 0;
-				/* Bucket b holds [2^b, 2^(b+1)) ns: its upper bound is le. */
-				for (int b = 0; b < PS_LAT_BUCKETS; b++) {
-					cum += pc->lat_hist[b];
-					fputs("poolshim_call_duration_seconds_bucket{", f);
-					prom_id(f, &t[i]);
-					fprintf(f, ",call=\"%s\",kind=\"%s\",le=\"%.9g\"} %llu\n",
-						ps_call_name((enum ps_call)c),
-						prom_kind(k),
-						(double)(1ull << (b + 1)) * 1e-9, (unsigned long long)cum);
-				}
-				const char *sfx[] = { "_bucket", "_sum", "_count" };
-				for (int s = 0; s < 3; s++) {
-					fprintf(f, "poolshim_call_duration_seconds%s{", sfx[s]);
-					prom_id(f, &t[i]);
-					fprintf(f, ",call=\"%s\",kind=\"%s\"%s} ",
-						ps_call_name((enum ps_call)c),
-						prom_kind(k),
-						s == 0 ? ",le=\"+Inf\"" : "");
-					if (s == 1)
-						fprintf(f, "%.9f\n", (double)pc->nsec * 1e-9);
-					else
-						fprintf(f, "%llu\n", (unsigned long long)cum);
-				}
-			}
-	prom_family(f, "poolshim_pool_events_total", "counter",
-		    "Pool allocations, frees and fallbacks to glibc's heap, by reason.");
-	for (int i = 0; i < n; i++)
-		for (int e = 0; t[i].r.fd >= 0 && e < PS_EV__COUNT; e++) {
-			fputs("poolshim_pool_events_total{", f);
-			prom_id(f, &t[i]);
-			fprintf(f, ",event=\"%s\"} %llu\n", ps_event_name(e),
-				(unsigned long long)tot[i].events[e]);
-		}
-	static const struct { const char *name, *help; } g[] = {
-		{ "poolshim_pool_in_use_bytes", "Pooled memory held by live allocations." },
-		{ "poolshim_pool_peak_bytes", "Most pooled memory in use at once." },
-		{ "poolshim_pool_backed_bytes", "Pool memory backed so far." },
-		{ "poolshim_pool_cap_bytes", "The pool's size limit." },
-		{ "poolshim_pool_min_bytes", "Smallest request served from the pool." },
-		{ "poolshim_threads", "The most threads counting at once." },
-		{ "poolshim_uring_rings", "io_uring rings set up." },
-		{ "poolshim_process_gone", "1 when the process is gone (file left behind)." },
-		{ "poolshim_pool_on", "0 with POOLSHIM_POOL=off (a baseline: counted, nothing pooled), else 1." },
-	};
-	for (size_t m = 0; m < sizeof(g) / sizeof(g[0]); m++) {
-		prom_family(f, g[m].name, "gauge", g[m].help);
-		for (int i = 0; i < n; i++) {
-			if (t[i].r.fd < 0)
-				continue;
-			const struct ps_live_header *h = t[i].r.hdr;
-			uint64_t v[] = { h->gauges.pool_in_use, h->gauges.pool_peak, h->pool.backed,
-					 h->pool.cap, h->pool_min,
-					 h->threads_peak ? h->threads_peak : t[i].r.nblocks, h->uring_rings,
-					 t[i].r.dead, !(t[i].r.cfg_known && !t[i].r.cfg.pool) };
-			fprintf(f, "%s{", g[m].name);
-			prom_id(f, &t[i]);
-			fprintf(f, "} %llu\n", (unsigned long long)v[m]);
-		}
-	}
+	{ "poolshim_calls_estimated_total", "counter",
+	  "Of poolshim_calls_total, the calls that are a sampled estimate: malloc-family "
+	  "calls below POOLSHIM_POOL_MIN/16, counted one call in about 128." },
+	{ "poolshim_call_duration_seconds", "histogram",
+	  "Time in the call, of the sampled calls (log2 buckets)." },
+	{ "poolshim_pool_events_total", "counter",
+	  "Pool allocations, frees and fallbacks to glibc's heap, by reason." },
+	{ "poolshim_pool_in_use_bytes", "gauge", "Pooled memory held by live allocations." },
+	{ "poolshim_pool_peak_bytes", "gauge", "Most pooled memory in use at once." },
+	{ "poolshim_pool_backed_bytes", "gauge", "Pool memory backed so far." },
+	{ "poolshim_pool_cap_bytes", "gauge", "The pool's size limit." },
+	{ "poolshim_pool_min_bytes", "gauge", "Smallest request served from the pool." },
+	{ "poolshim_threads", "gauge", "The most threads counting at once." },
+	{ "poolshim_uring_rings", "gauge", "io_uring rings set up." },
+	{ "poolshim_process_gone", "gauge", "1 when the process is gone (file left behind)." },
+	{ "poolshim_pool_on", "gauge",
+	  "0 with POOLSHIM_POOL=off (a baseline: counted, nothing pooled), else 1." },
 	/*
 	 * The page-exact placement's free blocks, where the record has them
 	 * (blocks.c's mirror): bytes split by what is known of them, so that
 	 * the two states add up to the free memory; the count; the largest.
 	 */
-	prom_family(f, "poolshim_pool_free_bytes", "gauge",
-		    "Free pool memory (page-exact placement): resident_max may be resident, "
-		    "zero is given back or never touched.");
-	for (int i = 0; i < n; i++) {
-		const struct ps_live_header *h = t[i].r.fd >= 0 ? t[i].r.hdr : NULL;
-		if (!h || h->free.known != 1 || h->free.zero_bytes > h->free.bytes)
+	{ "poolshim_pool_free_bytes", "gauge",
+	  "Free pool memory (page-exact placement): resident_max may be resident, "
+	  "zero is given back or never touched." },
+	{ "poolshim_pool_free_blocks", "gauge", "Free blocks the pool holds (page-exact placement)." },
+	{ "poolshim_pool_free_largest_bytes", "gauge",
+	  "The largest free block: what one request gets without a new slab." },
+	{ "poolshim_uring_enters_total", "counter", "io_uring_enter calls." },
+	{ "poolshim_uring_sqes_total", "counter", "Submission queue entries." },
+	{ "poolshim_uring_fixed_sqes_total", "counter", "Entries that used a registered buffer." },
+	{ "poolshim_uring_split_calls_total", "counter", "Calls split into more than one entry." },
+	{ "poolshim_uring_fallbacks_total", "counter",
+	  "Eligible-looking calls that went to libc instead of io_uring, by reason." },
+};
+
+struct prom {
+	FILE *f[F__COUNT];
+	char *buf[F__COUNT];
+	size_t len[F__COUNT];
+};
+
+static int prom_begin(struct prom *p)
+{
+	memset(p, 0, sizeof(*p));
+	for (int k = 0; k < F__COUNT; k++)
+		if (!(p->f[k] = open_memstream(&p->buf[k], &p->len[k])))
+			return -1;
+	return 0;
+}
+
+/*
+ * One target's samples into their families.  Series whose call never
+ * happened are left out: they would be most of the output and say nothing.
+ */
+static void prom_add(struct prom *p, const struct target *t, const struct ps_tstats *tot)
+{
+	static const size_t cnt_off[] = {
+		offsetof(struct ps_counter, calls), offsetof(struct ps_counter, bytes),
+		offsetof(struct ps_counter, errors), offsetof(struct ps_counter, eagain),
+	};
+	for (size_t m = 0; m < sizeof(cnt_off) / sizeof(cnt_off[0]); m++) {
+		FILE *f = p->f[F_CALLS + m];
+		for (int c = 0; c < PS_CALL__COUNT; c++)
+			for (int k = 0; k < PS_FD__COUNT; k++) {
+				const struct ps_counter *pc = &tot->c[c][k];
+				if (!pc->calls)
+					continue;
+				fprintf(f, "%s{", fam_info[F_CALLS + m].name);
+				prom_id(f, t);
+				fprintf(f, ",call=\"%s\",kind=\"%s\"} %llu\n",
+					ps_call_name((enum ps_call)c), prom_kind(k),
+					(unsigned long long)*(const uint64_t *)
+						((const char *)pc + cnt_off[m]));
+			}
+	}
+	for (int c = 0; c < PS_CALL__COUNT; c++) {
+		FILE *f = p->f[F_ESTIMATED];
+		enum ps_alloc_event ev = ps_call_estimate_event((enum ps_call)c);
+		if (ev == PS_EV__COUNT || !tot->c[c][PS_FD_NONE].calls)
 			continue;
+		fputs("poolshim_calls_estimated_total{", f);
+		prom_id(f, t);
+		fprintf(f, ",call=\"%s\",kind=\"%s\"} %llu\n", ps_call_name((enum ps_call)c),
+			prom_kind(PS_FD_NONE), (unsigned long long)tot->events[ev]);
+	}
+	for (int c = 0; c < PS_CALL__COUNT; c++)
+		for (int k = 0; k < PS_FD__COUNT; k++) {
+			FILE *f = p->f[F_DURATION];
+			const struct ps_counter *pc = &tot->c[c][k];
+			if (!pc->calls)
+				continue;
+			uint64_t cum = 0;
+			/* Bucket b holds [2^b, 2^(b+1)) ns: its upper bound is le. */
+			for (int b = 0; b < PS_LAT_BUCKETS; b++) {
+				cum += pc->lat_hist[b];
+				fputs("poolshim_call_duration_seconds_bucket{", f);
+				prom_id(f, t);
+				fprintf(f, ",call=\"%s\",kind=\"%s\",le=\"%.9g\"} %llu\n",
+					ps_call_name((enum ps_call)c), prom_kind(k),
+					(double)(1ull << (b + 1)) * 1e-9, (unsigned long long)cum);
+			}
+			const char *sfx[] = { "_bucket", "_sum", "_count" };
+			for (int x = 0; x < 3; x++) {
+				fprintf(f, "poolshim_call_duration_seconds%s{", sfx[x]);
+				prom_id(f, t);
+				fprintf(f, ",call=\"%s\",kind=\"%s\"%s} ", ps_call_name((enum ps_call)c),
+					prom_kind(k), x == 0 ? ",le=\"+Inf\"" : "");
+				if (x == 1)
+					fprintf(f, "%.9f\n", (double)pc->nsec * 1e-9);
+				else
+					fprintf(f, "%llu\n", (unsigned long long)cum);
+			}
+		}
+	for (int e = 0; e < PS_EV__COUNT; e++) {
+		FILE *f = p->f[F_EVENTS];
+		fputs("poolshim_pool_events_total{", f);
+		prom_id(f, t);
+		fprintf(f, ",event=\"%s\"} %llu\n", ps_event_name(e),
+			(unsigned long long)tot->events[e]);
+	}
+	const struct ps_live_header *h = t->r.hdr;
+	uint64_t v[] = { h->gauges.pool_in_use, h->gauges.pool_peak, h->pool.backed,
+			 h->pool.cap, h->pool_min,
+			 h->threads_peak ? h->threads_peak : t->r.nblocks, h->uring_rings,
+			 t->r.dead, !(t->r.cfg_known && !t->r.cfg.pool) };
+	for (size_t m = 0; m < sizeof(v) / sizeof(v[0]); m++) {
+		FILE *f = p->f[F_GAUGES + m];
+		fprintf(f, "%s{", fam_info[F_GAUGES + m].name);
+		prom_id(f, t);
+		fprintf(f, "} %llu\n", (unsigned long long)v[m]);
+	}
+	if (h->free.known == 1 && h->free.zero_bytes <= h->free.bytes) {
+		FILE *f = p->f[F_FREE_BYTES];
 		fputs("poolshim_pool_free_bytes{", f);
-		prom_id(f, &t[i]);
+		prom_id(f, t);
 		fprintf(f, ",state=\"resident_max\"} %llu\npoolshim_pool_free_bytes{",
 			(unsigned long long)(h->free.bytes - h->free.zero_bytes));
-		prom_id(f, &t[i]);
+		prom_id(f, t);
 		fprintf(f, ",state=\"zero\"} %llu\n", (unsigned long long)h->free.zero_bytes);
-	}
-	static const struct { const char *name, *help; } fb[] = {
-		{ "poolshim_pool_free_blocks", "Free blocks the pool holds (page-exact placement)." },
-		{ "poolshim_pool_free_largest_bytes",
-		  "The largest free block: what one request gets without a new slab." },
-	};
-	for (size_t m = 0; m < sizeof(fb) / sizeof(fb[0]); m++) {
-		prom_family(f, fb[m].name, "gauge", fb[m].help);
-		for (int i = 0; i < n; i++) {
-			const struct ps_live_header *h = t[i].r.fd >= 0 ? t[i].r.hdr : NULL;
-			if (!h || h->free.known != 1 || h->free.zero_bytes > h->free.bytes)
-				continue;
-			fprintf(f, "%s{", fb[m].name);
-			prom_id(f, &t[i]);
+		for (int m = 0; m < 2; m++) {
+			f = p->f[F_FREE_BLOCKS + m];
+			fprintf(f, "%s{", fam_info[F_FREE_BLOCKS + m].name);
+			prom_id(f, t);
 			fprintf(f, "} %llu\n", (unsigned long long)(m == 0 ? h->free.blocks
 					: h->free.largest <= h->free.bytes ? h->free.largest : 0));
 		}
 	}
-	static const struct { const char *name, *help; size_t off; } u[] = {
-		{ "poolshim_uring_enters_total", "io_uring_enter calls.",
-		  offsetof(struct ps_uring_counts, enters) },
-		{ "poolshim_uring_sqes_total", "Submission queue entries.",
-		  offsetof(struct ps_uring_counts, sqes) },
-		{ "poolshim_uring_fixed_sqes_total", "Entries that used a registered buffer.",
-		  offsetof(struct ps_uring_counts, fixed) },
-		{ "poolshim_uring_split_calls_total", "Calls split into more than one entry.",
-		  offsetof(struct ps_uring_counts, split_calls) },
+	static const size_t u_off[] = {
+		offsetof(struct ps_uring_counts, enters), offsetof(struct ps_uring_counts, sqes),
+		offsetof(struct ps_uring_counts, fixed), offsetof(struct ps_uring_counts, split_calls),
 	};
-	for (size_t m = 0; m < sizeof(u) / sizeof(u[0]); m++) {
-		prom_family(f, u[m].name, "counter", u[m].help);
-		for (int i = 0; i < n; i++) {
-			if (t[i].r.fd < 0)
-				continue;
-			fprintf(f, "%s{", u[m].name);
-			prom_id(f, &t[i]);
-			fprintf(f, "} %llu\n", (unsigned long long)*(const uint64_t *)
-				((const char *)&tot[i].uring + u[m].off));
-		}
+	for (size_t m = 0; m < sizeof(u_off) / sizeof(u_off[0]); m++) {
+		FILE *f = p->f[F_URING + m];
+		fprintf(f, "%s{", fam_info[F_URING + m].name);
+		prom_id(f, t);
+		fprintf(f, "} %llu\n", (unsigned long long)*(const uint64_t *)
+			((const char *)&tot->uring + u_off[m]));
 	}
-	prom_family(f, "poolshim_uring_fallbacks_total", "counter",
-		    "Eligible-looking calls that went to libc instead of io_uring, by reason.");
-	for (int i = 0; i < n; i++)
-		for (int r = 0; t[i].r.fd >= 0 && r < PS_UFB__COUNT; r++) {
-			fputs("poolshim_uring_fallbacks_total{", f);
-			prom_id(f, &t[i]);
-			fprintf(f, ",reason=\"%s\"} %llu\n", ps_uring_fb_name(r),
-				(unsigned long long)tot[i].uring.fallbacks[r]);
-		}
+	for (int r = 0; r < PS_UFB__COUNT; r++) {
+		FILE *f = p->f[F_URING_FB];
+		fputs("poolshim_uring_fallbacks_total{", f);
+		prom_id(f, t);
+		fprintf(f, ",reason=\"%s\"} %llu\n", ps_uring_fb_name(r),
+			(unsigned long long)tot->uring.fallbacks[r]);
+	}
+}
+
+/* The scrape to out, every family under its HELP and TYPE; p is freed.  0, or -1 out of memory. */
+static int prom_end(FILE *out, struct prom *p)
+{
+	int bad = 0;
+
+	for (int k = 0; k < F__COUNT; k++) {
+		if (!p->f[k] || fclose(p->f[k]) != 0)
+			bad = -1;
+		p->f[k] = NULL;
+	}
+	for (int k = 0; out && k < F__COUNT && !bad; k++) {
+		fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", fam_info[k].name, fam_info[k].help,
+			fam_info[k].name, fam_info[k].type);
+		fwrite(p->buf[k], 1, p->len[k], out);
+	}
+	for (int k = 0; k < F__COUNT; k++)
+		free(p->buf[k]);
+	return bad;
 }
 
 /*
@@ -470,7 +517,7 @@ static int probe_dir(const char *dir)
 }
 
 /* DIR/poolshim.prom replaced whole: a collector never reads half a scrape. */
-static int write_textfile(struct target *t, int n, struct ps_tstats *tot)
+static int write_textfile(struct prom *p)
 {
 	char tmp[4096], dst[4096];
 	snprintf(dst, sizeof(dst), "%s/poolshim.prom", opt_textfile);
@@ -479,6 +526,7 @@ static int write_textfile(struct target *t, int n, struct ps_tstats *tot)
 	if (fd < 0) {
 		fprintf(stderr, "poolshim stat: --textfile %s: cannot write there: %s\n",
 			opt_textfile, strerror(errno));
+		prom_end(NULL, p);
 		return -1;
 	}
 	fchmod(fd, 0644);   /* node_exporter often runs as another user */
@@ -486,10 +534,11 @@ static int write_textfile(struct target *t, int n, struct ps_tstats *tot)
 	if (!f) {
 		close(fd);
 		unlink(tmp);
+		prom_end(NULL, p);
 		return -1;
 	}
-	prometheus(f, t, n, tot);
-	int bad = fflush(f) != 0 || fsync(fd) != 0;
+	int bad = prom_end(f, p) != 0;
+	bad |= fflush(f) != 0 || fsync(fd) != 0;
 	bad |= fclose(f) != 0;
 	if (bad || rename(tmp, dst) != 0) {
 		fprintf(stderr, "poolshim stat: --textfile %s: %s\n", dst, strerror(errno));
@@ -652,21 +701,80 @@ int main(int argc, char **argv)
 		}
 	}
 
-	struct target *t = calloc((size_t)(nids ? nids : 1), sizeof(*t));
 	struct ps_tstats *now = calloc(1, sizeof(*now)), *tmp = calloc(1, sizeof(*tmp));
 	struct ps_tstats *delta = calloc(1, sizeof(*delta));
-	if (!t || !now || !tmp || !delta) {
+	bool prom = opt_prom || opt_textfile;
+	struct prom scrape;
+	if (!now || !tmp || !delta || (prom && prom_begin(&scrape) < 0)) {
 		fprintf(stderr, "poolshim stat: out of memory\n");
 		return 1;
 	}
 	int ok = 0, refused = 0, others = 0;
+
+	/*
+	 * Once: one record at a time, read, shown and let go: whatever the
+	 * directory holds, stat holds one record (its header, one block and
+	 * the sum) and one descriptor, and the scrape's text.
+	 */
+	if (interval <= 0) {
+		struct target one;
+		for (int i = 0; i < nids; i++) {
+			int r = open_target(&one, &ids[i], named, false);
+			const char *why = r == 0 ? totals(&one, now, tmp) : NULL;
+			if (why) {
+				refuse(&one, why);
+				r = -1;
+			}
+			if (r == 0) {
+				ok++;
+				if (prom)
+					prom_add(&scrape, &one, now);
+				else
+					show(&one, now, "totals", false);
+				say_gone(&one);
+			} else if (r < 0) {
+				refused++;
+			} else {
+				others++;
+			}
+			close_target(&one);
+		}
+		if (others)
+			fprintf(stderr, "poolshim stat: %d files of other users not read (--all-users "
+					"reads them)\n", others);
+		if (ok == 0) {
+			if (prom)
+				prom_end(NULL, &scrape);
+			if (!refused)
+				fprintf(stderr, "poolshim stat: none of the files in %s is yours\n",
+					ps_live_dir());
+			return 1;
+		}
+		if (opt_textfile) {
+			if (write_textfile(&scrape) < 0)
+				return 1;
+		} else if (prom) {
+			prom_end(stdout, &scrape);
+			fflush(stdout);
+		}
+		return refused ? 3 : 0;
+	}
+	if (prom)
+		prom_end(NULL, &scrape);
+
+	/* -i: every record followed stays open, with its last totals for the deltas (not for a scrape). */
+	struct target *t = calloc((size_t)(nids ? nids : 1), sizeof(*t));
+	if (!t) {
+		fprintf(stderr, "poolshim stat: out of memory\n");
+		return 1;
+	}
 	for (int i = 0; i < nids; i++) {
 		/*
 		 * A process makes its file once it works (its first pooled
 		 * buffer, or counted calls past its first second): with -i, one
 		 * named and running without one yet is waited for.
 		 */
-		if (named && interval > 0 && !file_exists(ids[i].pid, ids[i].ns) &&
+		if (named && !file_exists(ids[i].pid, ids[i].ns) &&
 		    (kill(ids[i].pid, 0) == 0 || errno == EPERM)) {
 			memset(&t[ok], 0, sizeof(t[ok]));
 			t[ok].r.pid = ids[i].pid;
@@ -679,7 +787,7 @@ int main(int argc, char **argv)
 			ok++;
 			continue;
 		}
-		int r = open_target(&t[ok], ids[i].pid, ids[i].ns, named);
+		int r = open_target(&t[ok], &ids[i], named, !prom);
 		if (r == 0) {
 			ok++;
 			continue;
@@ -693,21 +801,13 @@ int main(int argc, char **argv)
 	if (others)
 		fprintf(stderr, "poolshim stat: %d files of other users not read (--all-users "
 				"reads them)\n", others);
-	if (ok == 0 && (named || interval <= 0)) {
+	if (ok == 0 && named) {
 		if (!refused)
 			fprintf(stderr, "poolshim stat: none of the files in %s is yours\n",
 				ps_live_dir());
 		return 1;
 	}
 
-	struct ps_tstats *tot = NULL;
-	if (opt_prom || opt_textfile) {
-		tot = calloc((size_t)(ok ? ok : 1), sizeof(*tot));
-		if (!tot) {
-			fprintf(stderr, "poolshim stat: out of memory\n");
-			return 1;
-		}
-	}
 	for (long round = 0; count < 0 || round < count; round++) {
 		if (round > 0 && !named) {
 			/* Processes started since: follow them too; drop those that ended. */
@@ -717,7 +817,7 @@ int main(int argc, char **argv)
 				bool known = false;
 				for (int i = 0; i < ok && !known; i++)
 					known = t[i].r.pid == more[j].pid && t[i].r.ns == more[j].ns &&
-						t[i].r.fd >= 0;
+						t[i].r.tag == more[j].tag && t[i].r.fd >= 0;
 				if (known)
 					continue;
 				struct target *nt = realloc(t, sizeof(*t) * (size_t)(ok + 1));
@@ -725,14 +825,7 @@ int main(int argc, char **argv)
 					break;
 				t = nt;
 				memset(&t[ok], 0, sizeof(*t));
-				if (tot) {
-					struct ps_tstats *ntot = realloc(tot, sizeof(*tot) * (size_t)(ok + 1));
-					if (!ntot)
-						break;
-					tot = ntot;
-				}
-				if (open_target(&t[ok], more[j].pid, more[j].ns, false) == 0 &&
-				    !t[ok].r.dead)
+				if (open_target(&t[ok], &more[j], false, !prom) == 0 && !t[ok].r.dead)
 					ok++;
 				else
 					close_target(&t[ok]);
@@ -757,38 +850,26 @@ int main(int argc, char **argv)
 			}
 			if (!file_exists(t[i].r.pid, t[i].r.ns))
 				continue;
-			int pid = t[i].r.pid;
-			uint64_t ns = t[i].r.ns;
-			if (open_target(&t[i], pid, ns, true) == 0) {
+			struct ps_record_id id = { t[i].r.pid, t[i].r.ns, 0 };
+			if (open_target(&t[i], &id, true, !prom) == 0) {
 				t[i].pending = false;
 				t[i].fresh = true;
 			} else {
 				close_target(&t[i]);
-				t[i].r.pid = pid;
+				t[i].r.pid = id.pid;
 				refused++;
 			}
 		}
-		for (int i = 0; tot && i < ok; i++) {
-			const char *why = t[i].r.fd >= 0 && round > 0 && !t[i].fresh ? snapshot(&t[i]) : NULL;
-			if (why) {
-				refuse(&t[i], why);
-				close(t[i].r.fd);
-				t[i].r.fd = -1;
-			}
-			if (t[i].r.fd >= 0)
-				totals(&t[i], &tot[i], tmp);
+		if (prom && prom_begin(&scrape) < 0) {
+			fprintf(stderr, "poolshim stat: out of memory\n");
+			return 1;
 		}
-		if (opt_textfile) {
-			if (write_textfile(t, ok, tot) < 0)
-				return 1;
-		} else if (opt_prom) {
-			prometheus(stdout, t, ok, tot);
-			fflush(stdout);
-		}
-		for (int i = 0; !tot && i < ok; i++) {
+		for (int i = 0; i < ok; i++) {
 			if (t[i].r.fd < 0)
 				continue;
 			const char *why = round > 0 && !t[i].fresh ? snapshot(&t[i]) : NULL;
+			if (!why)
+				why = totals(&t[i], now, tmp);
 			if (why) {
 				/* Changed under us: stop following it; it is no longer shown. */
 				refuse(&t[i], why);
@@ -796,20 +877,27 @@ int main(int argc, char **argv)
 				t[i].r.fd = -1;
 				continue;
 			}
-			totals(&t[i], now, tmp);
-			if (interval > 0 && round > 0 && !t[i].fresh) {
+			if (prom) {
+				prom_add(&scrape, &t[i], now);
+			} else if (round > 0 && !t[i].fresh) {
 				memcpy(delta, now, sizeof(*now));
 				ps_stats_add(delta, t[i].prev, -1);
 				char what[64];
 				snprintf(what, sizeof(what), "change over %.3gs", interval);
 				show(&t[i], delta, what, true);
 			} else {
-				show(&t[i], now, interval > 0 ? "totals so far" : "totals", false);
+				show(&t[i], now, "totals so far", false);
 			}
-			memcpy(t[i].prev, now, sizeof(*now));
+			if (t[i].prev)
+				memcpy(t[i].prev, now, sizeof(*now));
 		}
-		if (interval <= 0)
-			break;
+		if (opt_textfile) {
+			if (write_textfile(&scrape) < 0)
+				return 1;
+		} else if (prom) {
+			prom_end(stdout, &scrape);
+			fflush(stdout);
+		}
 		bool all_dead = true;
 		for (int i = 0; i < ok; i++)
 			all_dead &= (t[i].r.fd < 0 && !t[i].pending) || t[i].r.dead ||

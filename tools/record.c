@@ -16,24 +16,38 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/fsuid.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "format/fmt.h"
 #include "format/names.h"
 
-int ps_record_open(struct ps_record *r, int pid, uint64_t ns, const char **why)
+uint64_t ps_record_max_file(void)
+{
+	uint64_t stride = (sizeof(struct ps_tstats) + 4095) & ~(uint64_t)4095;
+
+	/* The blob starts on a page after everything else (ps_live_keep_report). */
+	return PS_LIVE_HEADER + PS_RECORD_MAX_BLOCKS * stride + PS_SITES_LEN + 4096 +
+	       PS_RECORD_MAX_BLOB;
+}
+
+int ps_record_open(struct ps_record *r, const struct ps_record_id *id, const char **why)
 {
 	struct stat st;
 
 	memset(r, 0, sizeof(*r));
-	r->pid = pid;
-	r->ns = ns;
+	r->pid = id->pid;
+	r->ns = id->ns;
+	r->tag = id->tag;
 	r->fd = -1;
-	ps_live_path(r->path, sizeof(r->path), pid, ns);
+	ps_live_path_tagged(r->path, sizeof(r->path), id->pid, id->ns, id->tag);
 	/* O_NONBLOCK: a FIFO put there in place of a file must not hang us. */
-	r->fd = open(r->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	r->fd = open(r->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (r->fd < 0) {
 		*why = strerror(errno);
 		return -1;
@@ -46,8 +60,9 @@ int ps_record_open(struct ps_record *r, int pid, uint64_t ns, const char **why)
 	r->group = st.st_gid;
 	r->dev = st.st_dev;
 	r->ino = st.st_ino;
-	if (st.st_size < PS_LIVE_HEADER || (uint64_t)st.st_size > PS_RECORD_MAX_FILE) {
-		*why = st.st_size < PS_LIVE_HEADER ? "too short" : "too large";
+	if (st.st_size < PS_LIVE_HEADER || (uint64_t)st.st_size > ps_record_max_file()) {
+		*why = st.st_size < PS_LIVE_HEADER ? "too short" :
+		       "too large (larger than any record the shim writes)";
 		return -1;
 	}
 	r->size = (size_t)st.st_size;
@@ -140,10 +155,11 @@ static const char *check_header(struct ps_record *r, const struct ps_live_header
 	if (memcmp(h->magic, PS_LIVE_MAGIC, 8) != 0 || h->version != PS_LIVE_VERSION ||
 	    h->block_size != sizeof(struct ps_tstats))
 		return "not a live statistics file of this version (a different poolshim build?)";
-	if (h->block_stride < h->block_size || h->block_stride > PS_RECORD_MAX_FILE)
+	/* The shim's stride: a block's size rounded up to a page. */
+	if (h->block_stride != ((h->block_size + 4095) & ~(uint64_t)4095))
 		return "header lies: block stride out of range";
 	if (h->max_blocks > PS_RECORD_MAX_BLOCKS)
-		return "header lies: too many blocks";
+		return "header lies: more blocks than the shim has";
 	if (h->pid != r->pid || h->pidns != r->ns)
 		return "header lies: pid or namespace differs from the file name";
 	if ((uint32_t)h->pool.requested > PS_HUGE_NONE ||
@@ -201,11 +217,12 @@ static const char *check_header(struct ps_record *r, const struct ps_live_header
 
 /*
  * The call-site table, if the record has one: its place checked against
- * the file, read whole into private memory and checked (sites.h).  A
+ * the file (where the shim puts it: after every block's room), read whole
+ * into private memory and checked (sites.h).  A
  * table that fails is refused alone (r->sites_why); the counters and the
  * rest of the report do not depend on it.
  */
-static void read_sites(struct ps_record *r)
+void ps_record_sites(struct ps_record *r)
 {
 	const struct ps_live_header *h = r->hdr;
 	uint64_t off = __atomic_load_n(&h->sites_off, __ATOMIC_ACQUIRE), len = h->sites_len;
@@ -215,8 +232,8 @@ static void read_sites(struct ps_record *r)
 	r->sites_why = NULL;
 	if (off == 0)
 		return;
-	if (len != PS_SITES_LEN || off % 4096 || off < PS_LIVE_HEADER || off > r->size ||
-	    len > r->size - off) {
+	if (len != PS_SITES_LEN || off != PS_LIVE_HEADER + (uint64_t)h->max_blocks * h->block_stride ||
+	    off > r->size || len > r->size - off) {
 		r->sites_why = "its place in the file is not one the shim would use";
 		return;
 	}
@@ -245,34 +262,41 @@ static void read_sites(struct ps_record *r)
 	};
 }
 
-void ps_record_as_owner(const struct ps_record *r, bool on)
-{
-	if (geteuid() != 0 || r->owner == 0)
-		return;
-	if (on) {
-		setfsgid(r->group);
-		setfsuid(r->owner);
-	} else {
-		setfsuid(geteuid());
-		setfsgid(getegid());
-	}
-}
-
 const char *ps_record_read(struct ps_record *r)
 {
 	struct ps_live_header *h = r->hdr;
 	struct stat st;
 
+	free(r->sites);
+	r->sites = NULL;
+	r->sites_why = NULL;
+	r->nblocks = 0;
 	/* Its size now: it grows while the process runs. */
-	if (fstat(r->fd, &st) < 0 || st.st_size < PS_LIVE_HEADER ||
-	    (uint64_t)st.st_size > PS_RECORD_MAX_FILE)
+	if (fstat(r->fd, &st) < 0 || st.st_size < PS_LIVE_HEADER)
 		return "cut short";
+	if ((uint64_t)st.st_size > ps_record_max_file())
+		return "too large (larger than any record the shim writes)";
 	r->size = (size_t)st.st_size;
 	if (pread(r->fd, h, PS_LIVE_HEADER, 0) != PS_LIVE_HEADER)
 		return "cut short";
 	const char *why = check_header(r, h, r->size);
 	if (why)
 		return why;
+	/*
+	 * Holes: the shim reserves (fallocate) every page before it writes
+	 * it, so a record's only unstored bytes are block room never
+	 * reserved.  A file with more is not one the shim wrote: reading it
+	 * would cost its reader the zeros of every hole.
+	 */
+	uint64_t stored = (uint64_t)st.st_blocks * 512, room = (uint64_t)h->max_blocks * h->block_stride;
+	if (stored + room + 4096 < (uint64_t)st.st_size) {
+		static char line[160];
+		snprintf(line, sizeof(line), "sparse: %llu of its %llu bytes are not stored "
+			 "(the shim leaves holes only in unused block room)",
+			 (unsigned long long)((uint64_t)st.st_size - stored),
+			 (unsigned long long)st.st_size);
+		return line;
+	}
 	/* The writer owns these strings; ours end inside their room whatever it wrote. */
 	h->program[sizeof(h->program) - 1] = '\0';
 	h->pool.hugetlb_reason[PS_LIVE_REASON - 1] = '\0';
@@ -287,17 +311,7 @@ const char *ps_record_read(struct ps_record *r)
 	 */
 	if (n > (r->size - PS_LIVE_HEADER) / h->block_stride)
 		n = (uint32_t)((r->size - PS_LIVE_HEADER) / h->block_stride);
-	size_t len = (size_t)n * h->block_stride;
-	char *b = realloc(r->blocks, len ? len : 1);
-	if (!b)
-		return "out of memory";
-	r->blocks = b;
-	/* Holes (blocks never reserved) read as zeros. */
-	ssize_t got = len ? pread(r->fd, b, len, PS_LIVE_HEADER) : 0;
-	if (got != (ssize_t)len)
-		return "cut short";
 	r->nblocks = n;
-	read_sites(r);
 	return NULL;
 }
 
@@ -334,14 +348,18 @@ void ps_record_judge(struct ps_record *r, uint64_t my_ns)
 		   zombie(r->pid));
 }
 
-void ps_record_totals(const struct ps_record *r, struct ps_tstats *out, struct ps_tstats *tmp)
+const char *ps_record_totals(const struct ps_record *r, struct ps_tstats *out,
+			     struct ps_tstats *tmp)
 {
 	memset(out, 0, sizeof(*out));
 	for (uint32_t i = 0; i < r->nblocks; i++) {
-		/* Copied out: the stride need not keep a block aligned. */
-		memcpy(tmp, r->blocks + (size_t)i * r->hdr->block_stride, sizeof(*tmp));
+		/* Holes (blocks never reserved) read as zeros. */
+		off_t at = (off_t)(PS_LIVE_HEADER + (uint64_t)i * r->hdr->block_stride);
+		if (pread(r->fd, tmp, sizeof(*tmp), at) != (ssize_t)sizeof(*tmp))
+			return "cut short";
 		ps_stats_add(out, tmp, 1);
 	}
+	return NULL;
 }
 
 void ps_record_data(const struct ps_record *r, struct ps_report_data *d,
@@ -437,7 +455,6 @@ void ps_record_close(struct ps_record *r)
 	if (r->fd >= 0)
 		close(r->fd);
 	free(r->hdr);
-	free(r->blocks);
 	free(r->sites);
 	memset(r, 0, sizeof(*r));
 	r->fd = -1;
@@ -457,10 +474,8 @@ int ps_record_scan(struct ps_record_id **ids)
 		return -err;
 	}
 	while ((e = readdir(dir)) != NULL) {
-		int pid, end = 0;
-		unsigned long ns;
-		if (sscanf(e->d_name, "poolshim-%d-%lu.stats%n", &pid, &ns, &end) != 2 || end <= 0 ||
-		    e->d_name[end] != '\0' || pid <= 0)
+		struct ps_record_id id;
+		if (ps_live_parse_name(e->d_name, &id.pid, &id.ns, &id.tag) != 1)
 			continue;
 		if (n == cap) {
 			struct ps_record_id *m = realloc(*ids, sizeof(**ids) * (size_t)(cap *= 2));
@@ -468,9 +483,271 @@ int ps_record_scan(struct ps_record_id **ids)
 				break;
 			*ids = m;
 		}
-		(*ids)[n].pid = pid;
-		(*ids)[n++].ns = ns;
+		(*ids)[n++] = id;
 	}
 	closedir(dir);
 	return n;
+}
+
+int ps_record_find(int pid, uint64_t ns, struct ps_record_id *id)
+{
+	char path[64];
+	struct stat st;
+	struct ps_record_id *ids = NULL;
+	int n = ps_record_scan(&ids), best = -1, best_rank = 0;
+
+	/* Whose the process is, while it runs: its record is that user's. */
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	bool running = ns == ps_live_pidns() && stat(path, &st) == 0;
+	uid_t user = running ? st.st_uid : (uid_t)-1;
+	for (int i = 0; i < n; i++) {
+		if (ids[i].pid != pid || ids[i].ns != ns)
+			continue;
+		int rank = 1 + (ids[i].tag == 0);
+		char p[PS_LIVE_DIR_MAX + 64];
+		ps_live_path_tagged(p, sizeof(p), pid, ns, ids[i].tag);
+		if (running && lstat(p, &st) == 0 && st.st_uid == user)
+			rank += 2;
+		if (rank > best_rank) {
+			best = i;
+			best_rank = rank;
+		}
+	}
+	if (best >= 0)
+		*id = ids[best];
+	free(ids);
+	return best >= 0 ? 0 : -ENOENT;
+}
+
+int ps_record_become(uid_t uid)
+{
+	struct passwd *pw = getpwuid(uid);
+	gid_t gid = pw ? pw->pw_gid : 65534;
+	uid_t ru, eu, su;
+	gid_t rg, eg, sg;
+
+	if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+		return -errno;
+	/* Believed only once seen: every id, and no group left over. */
+	if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0 || ru != uid ||
+	    eu != uid || su != uid || rg != gid || eg != gid || sg != gid || getgroups(0, NULL) != 0)
+		return -EPERM;
+	return 0;
+}
+
+/* The child's exit statuses (render_in_child). */
+enum { CHILD_OK = 0, CHILD_NOT_OWNER = 3, CHILD_TOO_BIG = 4 };
+
+static uint64_t ms_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * render() in a child that has become the record's owner (we being root
+ * and the record another user's), its bytes back through a pipe into
+ * mem[cap - 1], within PS_RECORD_RENDER_S seconds.  0 (*len set) or
+ * -errno: -EPERM it could not become the owner, -ETIMEDOUT it took too
+ * long (killed), -EFBIG more than cap, -ECHILD it died otherwise.
+ */
+static int render_in_child(const struct ps_record *r, void (*render)(struct ps_buf *, void *),
+			   void *arg, char *mem, size_t cap, size_t *len)
+{
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	fflush(NULL);
+	pid_t c = fork();
+	if (c < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		return -e;
+	}
+	if (c == 0) {
+		struct ps_buf b;
+		close(p[0]);
+		signal(SIGALRM, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		alarm(PS_RECORD_RENDER_S);
+		if (geteuid() == 0 && r->owner != 0 && ps_record_become(r->owner) < 0)
+			_exit(CHILD_NOT_OWNER);
+		ps_buf_init(&b, mem, cap, -1);
+		render(&b, arg);
+		if (b.truncated || b.len >= cap)
+			_exit(CHILD_TOO_BIG);
+		for (size_t o = 0; o < b.len;) {
+			ssize_t n = write(p[1], b.p + o, b.len - o);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				_exit(CHILD_TOO_BIG + 1);
+			o += (size_t)n;
+		}
+		_exit(CHILD_OK);
+	}
+	close(p[1]);
+	uint64_t deadline = ms_now() + PS_RECORD_RENDER_S * 1000u + 500;
+	size_t got = 0;
+	int e = 0;
+	for (;;) {
+		uint64_t now = ms_now();
+		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+		if (now >= deadline) {
+			e = -ETIMEDOUT;
+			break;
+		}
+		int k = poll(&pfd, 1, (int)(deadline - now));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			e = k == 0 ? -ETIMEDOUT : -errno;
+			break;
+		}
+		if (got + 1 >= cap) {
+			e = -EFBIG;
+			break;
+		}
+		ssize_t n = read(p[0], mem + got, cap - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(p[0]);
+	if (e)
+		kill(c, SIGKILL);
+	int st;
+	while (waitpid(c, &st, 0) < 0 && errno == EINTR)
+		;
+	if (e)
+		return e;
+	if (WIFSIGNALED(st))
+		return WTERMSIG(st) == SIGALRM ? -ETIMEDOUT : -ECHILD;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != CHILD_OK)
+		return WIFEXITED(st) && WEXITSTATUS(st) == CHILD_NOT_OWNER ? -EPERM :
+		       WIFEXITED(st) && WEXITSTATUS(st) == CHILD_TOO_BIG ? -EFBIG : -ECHILD;
+	mem[got] = '\0';
+	*len = got;
+	return 0;
+}
+
+int ps_record_render(struct ps_record *r, void (*render)(struct ps_buf *b, void *arg), void *arg,
+		     size_t cap, char **out, size_t *len, const char **note)
+{
+	char *mem = malloc(cap);
+	struct ps_buf b;
+
+	*note = NULL;
+	if (!mem)
+		return -ENOMEM;
+	/* Only naming call sites reads files the record names: that, away from us. */
+	if (r->sites && r->sites_view.symbolize) {
+		int e = render_in_child(r, render, arg, mem, cap, len);
+		if (e == 0) {
+			*out = mem;
+			return 0;
+		}
+		if (e == -EFBIG) {
+			free(mem);
+			return e;
+		}
+		*note = e == -ETIMEDOUT ? "naming its call sites took too long; their addresses "
+					  "are left unnamed" :
+			e == -EPERM ? "could not become the record's owner to name its call sites; "
+				      "their addresses are left unnamed" :
+				      "naming its call sites failed; their addresses are left unnamed";
+		r->sites_view.symbolize = false;
+	}
+	ps_buf_init(&b, mem, cap, -1);
+	render(&b, arg);
+	if (b.truncated || b.len >= cap) {
+		free(mem);
+		return -EFBIG;
+	}
+	ps_buf_str(&b);
+	*out = mem;
+	*len = b.len;
+	return 0;
+}
+
+/*
+ * The length of the well-formed UTF-8 sequence at p (n bytes there) when
+ * it is not a C1 control, else 0: no overlong form, no surrogate, nothing
+ * past U+10FFFF.
+ */
+static size_t utf8_printable(const unsigned char *p, size_t n)
+{
+	unsigned c = p[0];
+
+	if (c < 0xc2 || c > 0xf4)
+		return 0;   /* a continuation byte, an overlong lead (c0, c1), or past U+10FFFF */
+	size_t k = c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+	if (n < k)
+		return 0;
+	uint32_t cp = c & (0x7fu >> k);
+	for (size_t i = 1; i < k; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3fu);
+	}
+	static const uint32_t least[] = { 0, 0, 0x80, 0x800, 0x10000 };
+	if (cp < least[k] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp <= 0x9f)
+		return 0;
+	return k;
+}
+
+/* How many bytes at p[n] go out as they are (0: one byte becomes '?'). */
+static size_t safe_run(const unsigned char *p, size_t n, bool keep_lines)
+{
+	unsigned c = p[0];
+
+	if (c >= 0x20 && c < 0x7f)
+		return 1;
+	if (keep_lines && (c == '\n' || c == '\t'))
+		return 1;
+	return c >= 0x80 ? utf8_printable(p, n) : 0;
+}
+
+const char *ps_term_clean(char *out, size_t cap, const char *s, size_t len, bool keep_lines)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t o = 0;
+
+	for (size_t i = 0; i < len && p[i];) {
+		size_t k = safe_run(p + i, len - i, keep_lines);
+		if (o + (k ? k : 1) >= cap)
+			break;
+		if (k) {
+			memcpy(out + o, p + i, k);
+			o += k;
+			i += k;
+		} else {
+			out[o++] = '?';
+			i++;
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
+int ps_term_put(FILE *f, const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (size_t i = 0; i < len;) {
+		size_t k = safe_run(p + i, len - i, true);
+		if (k) {
+			fwrite(p + i, 1, k, f);
+			i += k;
+		} else {
+			putc('?', f);
+			i++;
+		}
+	}
+	return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
 }
