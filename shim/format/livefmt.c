@@ -47,6 +47,18 @@ const char *ps_live_dir(void)
 	return live_dir;
 }
 
+/* ".TAG": 16 lower-case hex digits, whatever the tag (ps_buf_printf has no widths). */
+static void put_tag(struct ps_buf *b, uint64_t tag)
+{
+	char t[18];
+
+	t[0] = '.';
+	for (int i = 0; i < 16; i++)
+		t[1 + i] = "0123456789abcdef"[(tag >> (60 - 4 * i)) & 15];
+	t[17] = '\0';
+	ps_buf_puts(b, t);
+}
+
 void ps_live_path(char *out, unsigned long cap, int pid, uint64_t ns)
 {
 	ps_live_path_tagged(out, cap, pid, ns, 0);
@@ -58,7 +70,7 @@ void ps_live_path_tagged(char *out, unsigned long cap, int pid, uint64_t ns, uin
 	ps_buf_init(&b, out, cap, -1);
 	ps_buf_printf(&b, "%s/poolshim-%d-%lu", live_dir, pid, (unsigned long)ns);
 	if (tag)
-		ps_buf_printf(&b, ".%016lx", (unsigned long)tag);
+		put_tag(&b, tag);
 	ps_buf_puts(&b, ".stats");
 	ps_buf_str(&b);
 }
@@ -67,8 +79,9 @@ void ps_live_path_new(char *out, unsigned long cap, int pid, uint64_t ns, uint64
 {
 	struct ps_buf b;
 	ps_buf_init(&b, out, cap, -1);
-	ps_buf_printf(&b, "%s/.poolshim-%d-%lu.%016lx.stats.new", live_dir, pid, (unsigned long)ns,
-		      (unsigned long)tag);
+	ps_buf_printf(&b, "%s/.poolshim-%d-%lu", live_dir, pid, (unsigned long)ns);
+	put_tag(&b, tag);
+	ps_buf_puts(&b, ".stats.new");
 	ps_buf_str(&b);
 }
 

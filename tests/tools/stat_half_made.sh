@@ -31,7 +31,8 @@ at_exit "kill -KILL $pid 2>/dev/null"
 F="$D/poolshim-$pid-$NS.stats"
 hidden=0 early=0 bad=0 good=0
 for _ in $(seq 80); do
-	[ -e "$D/.poolshim-$pid-$NS.stats.new" ] && hidden=$((hidden + 1))
+	# .poolshim-PID-NS.TAG.stats.new: TAG is unpredictable (live.h).
+	ls -A "$D" | grep -q "^\.poolshim-$pid-$NS\.[0-9a-f]\{16\}\.stats\.new\$" && hidden=$((hidden + 1))
 	"$STAT" --live-dir "$D" "$pid" >"$PST_TMP/s" 2>&1
 	grep -q 'not a live statistics file' "$PST_TMP/s" && { bad=$((bad + 1)); cp "$PST_TMP/s" "$PST_TMP/bad"; }
 	grep -q "pid $pid (live_late)" "$PST_TMP/s" && good=$((good + 1))
