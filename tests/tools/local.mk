@@ -84,3 +84,8 @@ pst_tools_scripts += tests/tools/collect_killed.sh tests/tools/collect_kept.sh \
 # README runs them.
 check_PROGRAMS += tests/tools/run_helper
 pst_tools_scripts += tests/tools/wrapper_end.sh tests/tools/wrapper_nginx.sh tests/tools/wrapper_haproxy.sh
+
+# Issue 45, records are untrusted input (root runs collect and stat):
+# what reaches a terminal is made safe (S4).
+pst_tools_scripts += tests/tools/sec_terminal.sh
+EXTRA_DIST += tests/tools/sec_craft.py
