@@ -88,4 +88,6 @@ pst_tools_scripts += tests/tools/wrapper_end.sh tests/tools/wrapper_nginx.sh tes
 # Issue 45, records are untrusted input (root runs collect and stat):
 # what reaches a terminal is made safe (S4).
 pst_tools_scripts += tests/tools/sec_terminal.sh
+# A record costs its reader what the shim writes at most (S2).
+pst_tools_scripts += tests/tools/sec_sparse.sh
 EXTRA_DIST += tests/tools/sec_craft.py
