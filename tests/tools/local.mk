@@ -90,4 +90,6 @@ pst_tools_scripts += tests/tools/wrapper_end.sh tests/tools/wrapper_nginx.sh tes
 pst_tools_scripts += tests/tools/sec_terminal.sh
 # A record costs its reader what the shim writes at most (S2).
 pst_tools_scripts += tests/tools/sec_sparse.sh
+# stat holds a bounded amount per record (S3).
+pst_tools_scripts += tests/tools/sec_memory.sh
 EXTRA_DIST += tests/tools/sec_craft.py
