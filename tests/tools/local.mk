@@ -92,4 +92,6 @@ pst_tools_scripts += tests/tools/sec_terminal.sh
 pst_tools_scripts += tests/tools/sec_sparse.sh
 # stat holds a bounded amount per record (S3).
 pst_tools_scripts += tests/tools/sec_memory.sh
+# collect --run prints "stderr" reports only of the run's user or root.
+pst_tools_scripts += tests/tools/sec_stderr_owner.sh
 EXTRA_DIST += tests/tools/sec_craft.py

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Issue 45, S3: `poolshim stat` holds a bounded amount per record.  300
 # copies of a killed dd's record (under pids above any pid_max, in the
 # test's own live directory) against 30: stat's peak resident memory
@@ -7,7 +8,6 @@
 # and 8 KB (it holds the text, families being printed whole, in buffers
 # that grow by doubling).  Before, ~176 KB per
 # record: every record's blocks and one struct of totals each, held at once.
-# SPDX-License-Identifier: MIT
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 STAT="$PS_TOP_BUILDDIR/tools/poolshim-stat"
 OFFSETS="$PS_TOP_BUILDDIR/tests/tools/live_offsets"
