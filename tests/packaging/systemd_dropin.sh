@@ -81,8 +81,8 @@ fi
 	fail "LimitMEMLOCK without --memlock: $(grep LimitMEMLOCK "$PST_TMP/d1")"
 # The collect step: the installed poolshim-collect, for this unit's run, as
 # root, its failure no failure of the unit.
-grep -qx 'ExecStopPost=-+/.*/poolshim-collect --run pstest' "$PST_TMP/d1" &&
-	grep -A1 'ExecStopPost:' "$PST_TMP/dump" | grep -q 'Command Line: /.*/poolshim-collect --run pstest$' &&
+grep -qx 'ExecStopPost=-+/.*/poolshim-collect --run pstest --user %u' "$PST_TMP/d1" &&
+	grep -A1 'ExecStopPost:' "$PST_TMP/dump" | grep -q 'Command Line: /.*/poolshim-collect --run pstest --user [^ ]*$' &&
 	pass "ExecStopPost= collects the run pstest, and systemd reads it" ||
 	fail "ExecStopPost: $(grep ExecStopPost "$PST_TMP/d1") / $(grep -i 'ExecStopPost' "$PST_TMP/dump")"
 # The collector runs with the unit's environment, LD_PRELOAD included: the
