@@ -243,6 +243,9 @@ static int write_report(int dir, const char *path, bool per_process, int pid, co
 		void (*was)(int) = signal(SIGPIPE, SIG_IGN);
 		r = write_all(fd, data, len, budget_ms);
 		signal(SIGPIPE, was);
+		if (r == -ETIMEDOUT)
+			*why = "its reader did not make room within the 500 ms a collection "
+			       "gives FIFOs in all";
 	}
 	if (close(fd) < 0 && r == 0)
 		r = -errno;

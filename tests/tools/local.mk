@@ -94,4 +94,6 @@ pst_tools_scripts += tests/tools/sec_sparse.sh
 pst_tools_scripts += tests/tools/sec_memory.sh
 # collect --run prints "stderr" reports only of the run's user or root.
 pst_tools_scripts += tests/tools/sec_stderr_owner.sh
+# A FIFO report path whose reader never reads costs collect 500 ms in all.
+pst_tools_scripts += tests/tools/sec_fifo.sh
 EXTRA_DIST += tests/tools/sec_craft.py
