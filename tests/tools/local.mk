@@ -96,4 +96,6 @@ pst_tools_scripts += tests/tools/sec_memory.sh
 pst_tools_scripts += tests/tools/sec_stderr_owner.sh
 # A FIFO report path whose reader never reads costs collect 500 ms in all.
 pst_tools_scripts += tests/tools/sec_fifo.sh
+# Record names no other user can take first.
+pst_tools_scripts += tests/tools/sec_names.sh
 EXTRA_DIST += tests/tools/sec_craft.py
