@@ -87,6 +87,8 @@ pst_tools_scripts += tests/tools/wrapper_end.sh tests/tools/wrapper_nginx.sh tes
 
 # Issue 45, records are untrusted input (root runs collect and stat):
 # what reaches a terminal is made safe (S4).
+# Another user's call sites are named in a child become that user, never blocking (S1).
+pst_tools_scripts += tests/tools/sec_debuginfo.sh
 pst_tools_scripts += tests/tools/sec_terminal.sh
 # A record costs its reader what the shim writes at most (S2).
 pst_tools_scripts += tests/tools/sec_sparse.sh
