@@ -100,4 +100,5 @@ pst_tools_scripts += tests/tools/sec_stderr_owner.sh
 pst_tools_scripts += tests/tools/sec_fifo.sh
 # Record names no other user can take first.
 pst_tools_scripts += tests/tools/sec_names.sh
-EXTRA_DIST += tests/tools/sec_craft.py
+# The reader fuzz, run by hand against a --enable-sanitizers build (docs/deploy.md).
+EXTRA_DIST += tests/tools/sec_craft.py tests/tools/fuzz_records.py
