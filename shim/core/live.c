@@ -399,6 +399,9 @@ static struct ps_live_header *create(int pid, uint64_t ns, int *err)
 		if (r == -EPERM || r == -EACCES || r == -EISDIR || r == -ENOTEMPTY || r == -EBUSY) {
 			ps_live_path_tagged(path, sizeof(path), pid, ns, tag);
 			r = PS_SYSCALL(SYS_renameat2, AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE);
+			/* A kernel or file system without it: the tag alone keeps the name ours. */
+			if (r == -ENOSYS || r == -EINVAL)
+				r = PS_SYSCALL(SYS_renameat, AT_FDCWD, tmp, AT_FDCWD, path);
 		} else {
 			tag = 0;
 		}
