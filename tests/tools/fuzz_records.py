@@ -60,38 +60,47 @@ def mutate(b, fake):
     b = bytearray(b)
     struct.pack_into('<i', b, offs['pid'][0], fake)
     for _ in range(rnd.choice([1, 1, 1, 2, 3, 5])):
-        m = rnd.randrange(9)
-        if m == 0:      # random bytes anywhere in the header
-            for _ in range(rnd.randint(1, 8)):
-                b[rnd.randrange(HEADER)] = rnd.randrange(256)
-        elif m == 1:    # a numeric field to an edge or a random value
-            f = rnd.choice(NUMERIC)
-            off, size = offs[f]
-            v = rnd.choice(EDGES + [rnd.getrandbits(size * 8)]) % (1 << (size * 8))
-            b[off:off + size] = v.to_bytes(size, 'little')
-        elif m == 2:    # a string field: no NUL, control bytes, C1, bad UTF-8
-            f = rnd.choice(STRINGS)
-            off, size = offs[f]
-            junk = bytes(rnd.choice([0x1b, 0x07, 0x9b, 0xc2, 0xff, 0x0a, 0x41, 0x2f, 0x25, 0x3d, 0x7f])
-                         for _ in range(rnd.randint(1, size)))
-            b[off:off + len(junk)] = junk
-        elif m == 3:    # bytes in the blocks, the call-site region or the kept report
-            if len(b) > HEADER:
-                for _ in range(rnd.randint(1, 64)):
-                    b[rnd.randrange(HEADER, len(b))] = rnd.randrange(256)
-        elif m == 4:    # cut short
-            del b[rnd.randrange(len(b)):]
-        elif m == 5:    # grown (sparse once written: zeros past the end)
-            b.extend(bytes(rnd.choice([1, 4096, 65536, 200000])))
-        elif m == 6 and 'sites_off' in offs:   # the call-site region moved
-            off, _ = offs['sites_off']
-            struct.pack_into('<Q', b, off, rnd.choice([HEADER, 4096 * rnd.randrange(1, 8000), len(b)]))
-        elif m == 7:    # a byte of the config text
-            off, size = offs['config']
-            b[off + rnd.randrange(size)] = rnd.randrange(256)
-        elif m == 8:    # the same pid as another record (a name that lies)
-            struct.pack_into('<i', b, offs['pid'][0], fake + rnd.choice([1, -1]))
+        try:
+            one(b)
+        except (IndexError, struct.error):
+            pass   # a record already cut short: the next mutation
     return bytes(b)
+
+
+def one(b):
+    """One mutation of b, in place."""
+    m = rnd.randrange(9)
+    if m == 0:      # random bytes anywhere in the header
+        for _ in range(rnd.randint(1, 8)):
+            b[rnd.randrange(HEADER)] = rnd.randrange(256)
+    elif m == 1:    # a numeric field to an edge or a random value
+        f = rnd.choice(NUMERIC)
+        off, size = offs[f]
+        v = rnd.choice(EDGES + [rnd.getrandbits(size * 8)]) % (1 << (size * 8))
+        b[off:off + size] = v.to_bytes(size, 'little')
+    elif m == 2:    # a string field: no NUL, control bytes, C1, bad UTF-8
+        f = rnd.choice(STRINGS)
+        off, size = offs[f]
+        junk = bytes(rnd.choice([0x1b, 0x07, 0x9b, 0xc2, 0xff, 0x0a, 0x41, 0x2f, 0x25, 0x3d, 0x7f])
+                     for _ in range(rnd.randint(1, size)))
+        b[off:off + len(junk)] = junk
+    elif m == 3:    # bytes in the blocks, the call-site region or the kept report
+        if len(b) > HEADER:
+            for _ in range(rnd.randint(1, 64)):
+                b[rnd.randrange(HEADER, len(b))] = rnd.randrange(256)
+    elif m == 4:    # cut short
+        del b[rnd.randrange(len(b)):]
+    elif m == 5:    # grown (sparse once written: zeros past the end)
+        b.extend(bytes(rnd.choice([1, 4096, 65536, 200000])))
+    elif m == 6 and 'sites_off' in offs:   # the call-site region moved
+        off, _ = offs['sites_off']
+        struct.pack_into('<Q', b, off, rnd.choice([HEADER, 4096 * rnd.randrange(1, 8000), len(b)]))
+    elif m == 7:    # a byte of the config text
+        off, size = offs['config']
+        b[off + rnd.randrange(size)] = rnd.randrange(256)
+    elif m == 8:    # the pid of another record (a name that lies)
+        o = offs['pid'][0]
+        struct.pack_into('<i', b, o, struct.unpack_from('<i', b, o)[0] + rnd.choice([1, -1]))
 
 
 def write_sparse(path, data):
