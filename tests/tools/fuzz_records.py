@@ -195,7 +195,7 @@ try:
                     shutil.copy(path, keep)
                     print('FINDING %s: %s: %s' % (keep, cmd, why), flush=True)
         done += len(batch)
-        if done % 500 < a.batch:
+        if done % 500 < a.batch or os.environ.get("FUZZ_VERBOSE"):
             print('%d records, %d rendered, %d findings' % (done, rendered, findings), flush=True)
 finally:
     shutil.rmtree(work, ignore_errors=True)
