@@ -83,7 +83,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/blocks.h"
 #include "format/compiler.h"
 #include "format/fmt.h"
 #include "format/sys.h"
@@ -1037,6 +1036,4 @@ void ps_pool_reset_for_tests(void)
 	memset(&cgroup, 0, sizeof(cgroup));
 	ps_pool_lo = ps_pool_hi = ps_pool_span = 0;
 	memset(&info, 0, sizeof(info));
-	/* The blocks placed in the slabs are gone with them. */
-	ps_blocks_reset_for_tests();
 }

@@ -10,10 +10,18 @@
 #include <sys/mman.h>
 
 #include "core/alloc.h"
+#include "core/blocks.h"
 #include "format/config.h"
 #include "core/pool.h"
 #include "format/stats.h"
 #include "suites.h"
+
+/* Forget the slabs and the blocks placed in them (the pool never calls up into its placement). */
+void pst_pool_forget(void)
+{
+	ps_blocks_reset_for_tests();
+	ps_pool_reset_for_tests();
+}
 
 void pst_pool_setup(enum ps_hugepages mode, uint64_t size)
 {
@@ -22,7 +30,7 @@ void pst_pool_setup(enum ps_hugepages mode, uint64_t size)
 	ps_config_defaults(&cfg);
 	cfg.hugepages = mode;
 	cfg.pool_size = size;
-	ps_pool_reset_for_tests();
+	pst_pool_forget();
 	ck_assert_int_eq(ps_pool_init(&cfg), 0);
 }
 
@@ -362,7 +370,7 @@ START_TEST(test_arena_routing)
 	cfg.pool_allocator = (enum ps_pool_allocator)_i;
 	cfg.hugepages = PS_HUGE_NONE;
 	cfg.pool_size = 256 << 20;
-	ps_pool_reset_for_tests();
+	pst_pool_forget();
 	ck_assert_int_eq(ps_alloc_init(&cfg), 0);
 	ck_assert(ps_alloc_pool_ready());
 
@@ -409,7 +417,7 @@ START_TEST(test_arena_merges)
 	cfg.pool_allocator = (enum ps_pool_allocator)_i;
 	cfg.hugepages = PS_HUGE_NONE;
 	cfg.pool_size = 256 << 20;
-	ps_pool_reset_for_tests();
+	pst_pool_forget();
 	ck_assert_int_eq(ps_alloc_init(&cfg), 0);
 
 	char *a = ps_malloc(1 << 20);
