@@ -29,8 +29,8 @@
 
 #include "format/config.h"
 #include "format/fmt.h"
-#include "doors/init.h"
-#include "format/live.h"
+#include "doors/start.h"
+#include "core/live.h"
 #include "doors/real.h"
 #include "core/report_out.h"
 #include "format/stats.h"

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Start-up and lifecycle of the preloaded library.  The first call into
- * any interposer may come before our constructor (from the dynamic loader,
- * from another library's constructor, from inside dlsym), so initialisation
- * is lazy, runs once, and decides on/off before anything is allocated.
+ * The start-up state every door reads, and the one call a door makes up
+ * into start-up (init.c): ps_enabled().  The first call into any
+ * interposer may come before our constructor (from the dynamic loader,
+ * from another library's constructor, from inside dlsym), so start-up is
+ * lazy, runs once, and decides on/off before anything is allocated.  The
+ * doors include this header, never init.c's neighbours' headers to learn
+ * whether the shim is on.
  */
-#ifndef PS_INIT_H
-#define PS_INIT_H
+#ifndef PS_START_H
+#define PS_START_H
 
 #include <stdbool.h>
 
@@ -23,15 +26,7 @@ extern PS_HIDDEN int ps_state;
 /* Our pid as of start-up or the last fork (a vfork child has another). */
 extern int ps_pid;
 
-/*
- * Whether this process writes a report where it ends or execs without
- * exit(): the process that started the shim, or a fork child that did
- * work of its own (so a shell's fork child that only sets up an exec adds
- * no report); never a vfork or raw clone child.  Async-signal-safe.
- */
-bool ps_report_due(void);
-
-/* Slow path of ps_enabled(): initialise, or wait for the thread that is. */
+/* Slow path of ps_enabled(): start up (init.c), or wait for the thread that is. */
 bool ps_init_slow(void);
 
 /* Whether the shim is on; initialises on first use.  Never blocks for long. */
