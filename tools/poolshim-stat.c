@@ -41,7 +41,7 @@
 
 #include "format/config.h"
 #include "format/fmt.h"
-#include "format/live.h"
+#include "format/livefmt.h"
 #include "record.h"
 #include "format/report.h"
 #include "format/stats.h"

@@ -6,7 +6,6 @@
  * poolshim(7) documents the same rows (the README lists the essential ones).
  */
 #include "format/config.h"
-#include "format/live.h"
 
 #include <errno.h>
 #include <signal.h>

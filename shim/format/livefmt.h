@@ -37,7 +37,6 @@
 #define PS_LIVE_MAGIC "PSLIVE01"
 #define PS_LIVE_VERSION 4
 #define PS_LIVE_BLOCKS 128
-#define PS_LIVE_DIR "/dev/shm"
 #define PS_LIVE_HEADER 8192          /* bytes before the first block */
 #define PS_LIVE_REASON 112
 #define PS_LIVE_STATS (PS_PATH_MAX + 64)   /* POOLSHIM_STATS expanded for the process */

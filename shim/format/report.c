@@ -12,7 +12,6 @@
 #include <signal.h>
 #include <string.h>
 
-#include "core/alloc.h"
 #include "format/emit.h"
 #include "format/fmt.h"
 #include "format/names.h"
@@ -987,7 +986,7 @@ static void emit_call(struct ps_emit *e, const struct ps_report_data *d, int cal
 	ps_emit_col(e, "eagain", 9, PS_EMIT_U64, &c->eagain);
 	ps_emit_kv(e, "timed", PS_EMIT_U64, &c->timed);
 	ps_emit_kv(e, "nsec", PS_EMIT_U64, &c->nsec);
-	/* Small allocations are counted one in about PS_ALLOC_SAMPLE (alloc.h). */
+	/* Small allocations are counted one in about PS_ALLOC_SAMPLE (names.h). */
 	enum ps_alloc_event est = ps_call_estimate_event((enum ps_call)call);
 	uint64_t estimated = k == PS_FD_NONE && est != PS_EV__COUNT ? t->events[est] : 0;
 	ps_emit_kv(e, "estimated", PS_EMIT_U64, &estimated);

@@ -14,6 +14,10 @@ pst_tools_scripts += tests/tools/poolshim_run.sh
 # `poolshim stat` links the format layer only: no jemalloc, liburing, libunwind.
 pst_tools_scripts += tests/tools/stat_deps.sh
 
+# The shim's folders are its layers: no upward include or use, no circle.
+pst_tools_scripts += tests/tools/layers.sh
+EXTRA_DIST += tests/tools/layers.py
+
 # `poolshim stat` on live files whose header lies (crafted in /dev/shm).
 pst_tools_scripts += tests/tools/stat_lying.sh
 
