@@ -124,6 +124,22 @@ int ps_pool_nslabs(void);
 bool ps_pool_within_slabs(const void *p, size_t len);
 
 /*
+ * What one lookup tells of [p, p + len) (p's slab alone when len is 0):
+ * the slabs that hold its two ends (first, last; -1 when outside), the
+ * first one's backing, whether the range is pool memory with no gap
+ * (within) and whether the program protected any slab it touches.  The
+ * O_DIRECT path asks once and carries the answer (uring.c).
+ */
+struct ps_pool_range {
+	int first, last;
+	enum ps_backing backing;
+	bool within;
+	bool protected;
+};
+/* Fill *out for [p, p + len); returns out->within.  Lock-free: two slab lookups. */
+bool ps_pool_range_of(const void *p, size_t len, struct ps_pool_range *out);
+
+/*
  * A copy of the pool's state.  Safe in a signal handler: if the lock is
  * held (perhaps by the interrupted thread) the copy is taken without it.
  */

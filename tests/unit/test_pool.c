@@ -151,6 +151,20 @@ START_TEST(test_take_and_lookup)
 	ck_assert(ps_pool_range_protected(b, 0));
 	ck_assert(!ps_pool_range_protected(a, 3 << 20));
 	ck_assert(!ps_pool_range_protected(c, 8192));
+
+	/* One lookup says it all: both ends' slabs, the backing, gapless, protected. */
+	struct ps_pool_range r;
+	ck_assert(ps_pool_range_of(a, 4 << 20, &r));
+	ck_assert_int_eq(r.first, ps_pool_slab_of(a));
+	ck_assert_int_eq(r.last, ps_pool_slab_of(b));
+	ck_assert_int_eq(r.backing, PS_BACK_4K);
+	ck_assert(r.within && r.protected);
+	ck_assert(ps_pool_range_of(a, 3 << 20, &r));
+	ck_assert(r.first == r.last && !r.protected);
+	ck_assert(!ps_pool_range_of((void *)4096, 1, &r));
+	ck_assert(r.first == -1 && r.last == -1 && !r.within && !r.protected);
+	ck_assert(!ps_pool_range_of(c, (size_t)(d - c) + 1, &r));   /* across the alignment gap */
+	ck_assert_int_eq(r.first, ps_pool_slab_of(c));
 }
 END_TEST
 
