@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-# The shim in three layers (included from Makefile.am; docs/architecture.md
+# The shim in three layers, one folder each (shim/format, shim/core,
+# shim/doors; included from Makefile.am; docs/architecture.md
 # draws them):
 #   libpsfmt.la    names, formatting, configuration, counters, the report's
 #                  renderer and the live file's format: what the tools link;
