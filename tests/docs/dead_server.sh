@@ -51,13 +51,26 @@ n=$(wc -l <"$PST_TMP/blocks")
 [ "$n" -ge 6 ] && pass "$n blocks start a server and wait for it" ||
 	fail "only $n blocks that start a server and wait for it: $(cat "$PST_TMP/blocks")"
 
+# The examples run in directories under $PST_TMP/tmp: what is left running
+# there after a block (a loop still waiting when doctest.py was killed) is
+# this test's, and is killed.
+mkdir "$PST_TMP/tmp"
+kill_left() {
+	for d in /proc/[0-9]*; do
+		case $(readlink "$d/cwd" 2>/dev/null) in
+		"$PST_TMP/tmp"/*) kill -KILL "${d#/proc/}" 2>/dev/null ;;
+		esac
+	done
+}
+at_exit kill_left
 while read -r where; do
 	start=$(date +%s)
 	env -u STACK_DIR PATH="$PST_TMP/bin:$PATH" PS_TOP_BUILDDIR="$PST_TMP/build" \
-		POOLSHIM_LIVE_DIR="$PST_TMP/live" PYTHONDONTWRITEBYTECODE=1 \
+		POOLSHIM_LIVE_DIR="$PST_TMP/live" PYTHONDONTWRITEBYTECODE=1 TMPDIR="$PST_TMP/tmp" \
 		timeout -s KILL 30 python3 tests/docs/doctest.py --only "$where" "${where%%:*}" \
 		>"$PST_TMP/out" 2>&1
 	rc=$?
+	kill_left
 	took=$(($(date +%s) - start))
 	if grep -q "^SKIP: $where" "$PST_TMP/out"; then
 		echo "SKIP: $where: $(sed -n "s|^SKIP: $where: ||p" "$PST_TMP/out")"
