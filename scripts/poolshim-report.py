@@ -1403,7 +1403,35 @@ def parse_args(argv):
         ap.error(f"--diff compares exactly two reports, A and B; also given: {' '.join(a.files)}")
     if a.top < 1:
         ap.error("--top must be at least 1")
+    if a.json and a.json != "-":
+        clash = json_output_clash(a.json, a.files + list(a.diff or ()))
+        if clash:
+            ap.error(clash)
     return a
+
+
+def json_output_clash(out, inputs):
+    """Why --json OUT must not be written, or None: OUT is one of the input
+    reports, or is itself a report (`--json A.json B.json` names A.json as
+    the output where the user meant two inputs)."""
+    for path in inputs:
+        try:
+            same = os.path.samefile(out, path)
+        except OSError:
+            same = os.path.realpath(out) == os.path.realpath(path)
+        if same:
+            return (f"--json {out}: that is also an input report; --json takes the name of a "
+                    "new file for the merged numbers (or - for stdout), refusing to overwrite it")
+    try:
+        with open(out, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return None
+    if re.search(rb'"schema"\s*:\s*"poolshim-report"', head):
+        return (f"--json {out}: {out} is a poolshim report, not an output: --json takes the name "
+                f"of a new file for the merged numbers, as in `--json merged.json {out} ...` "
+                "(or --json - for stdout); refusing to overwrite it")
+    return None
 
 
 def main(argv):

@@ -5,6 +5,8 @@
 # `poolshim report`: merging JSON reports, plots, errors.  The tool is
 # scripts/poolshim-report.py; the test runs it from the source tree.
 pst_tools_scripts = tests/tools/report_merge.sh
+# --json OUT never overwrites an input report.
+pst_tools_scripts += tests/tools/report_json_out.sh
 TESTS += $(pst_tools_scripts)
 EXTRA_DIST += $(pst_tools_scripts) scripts/poolshim-report.py
 
