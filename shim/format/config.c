@@ -559,12 +559,14 @@ static size_t name_distance(const char *a, size_t alen, const char *b, size_t li
 
 /*
  * The option a misspelt name most likely meant: the nearest by edit
- * distance, within a quarter of the name's length (at least 2, at most 4),
- * the first in the table on a tie; NULL when none is that near.
+ * distance, within a quarter of the length of the part after "POOLSHIM_"
+ * (at least 1, at most 3), the first in the table on a tie; NULL when none
+ * is that near.
  */
 static const struct option *find_option_near(const char *name, size_t len)
 {
-	size_t limit = len / 4 < 2 ? 2 : len / 4 > 4 ? 4 : len / 4, best_d = limit + 1;
+	size_t tail = len > 9 ? (len - 9) / 4 : 0;
+	size_t limit = tail < 1 ? 1 : tail > 3 ? 3 : tail, best_d = limit + 1;
 	const struct option *best = NULL;
 
 	for (size_t i = 0; i < PS_ARRAY_SIZE(options); i++) {

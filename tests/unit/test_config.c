@@ -241,11 +241,12 @@ START_TEST(test_load_did_you_mean)
 		ck_assert_msg(memcmp(&cfg, &defaults, sizeof(cfg)) == 0, "%s changed the config",
 			      cases[i].env);
 	}
-	/* Nothing near: no guess. */
-	const char *far[] = { "POOLSHIM_COMPLETELY_DIFFERENT=1", NULL };
+	/* Nothing near: no guess (POOL_MAXX is 3 edits from POOL_MIN: too far). */
+	const char *far[] = { "POOLSHIM_COMPLETELY_DIFFERENT=1", "POOLSHIM_POOL_MAXX=1", NULL };
 	char msgs[4096];
-	ck_assert_int_eq(load_captured(&cfg, far, msgs, sizeof(msgs)), 1);
+	ck_assert_int_eq(load_captured(&cfg, far, msgs, sizeof(msgs)), 2);
 	ck_assert_ptr_nonnull(strstr(msgs, "unknown variable POOLSHIM_COMPLETELY_DIFFERENT=1"));
+	ck_assert_ptr_nonnull(strstr(msgs, "unknown variable POOLSHIM_POOL_MAXX=1"));
 	ck_assert_ptr_null(strstr(msgs, "did you mean"));
 }
 END_TEST
