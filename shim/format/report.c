@@ -907,7 +907,7 @@ static void verdict_idle(struct ps_buf *m, const struct ps_report_data *d,
 				      "POOLSHIM_POOL_MIN=%s", size_text(lo, 1ULL << top),
 				      size_text(hi, 2ULL << top), min);
 		else
-			ps_buf_printf(m, "the pool served %lu allocations", (unsigned long)allocs);
+			ps_buf_printf(m, "only %lu allocations reached the pool", (unsigned long)allocs);
 	} else {
 		ps_buf_printf(m, "the pool served %lu allocations and reused memory for %lu, "
 			      "which saves nothing", (unsigned long)allocs, (unsigned long)pool_reused(d));

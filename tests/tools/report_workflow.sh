@@ -21,7 +21,8 @@ T=$PST_TMP
 # 1. advice: two processes told to lower POOLSHIM_POOL_MIN, one to raise
 # POOLSHIM_POOL_SIZE; each says its own.
 for i in 1 2; do
-	shim "POOLSHIM_STATS=$T/a$i.json" -- "$ADV" alloc 40 40000 >/dev/null || fail "advice_helper run $i"
+	shim "POOLSHIM_STATS=$T/a$i.json" POOLSHIM_POOL_MIN=1M -- "$ADV" loop 40 393216 >/dev/null ||
+		fail "advice_helper run $i"
 done
 shim "POOLSHIM_STATS=$T/full.json" POOLSHIM_POOL_SIZE=4M -- "$ADV" alloc 10 1048576 >/dev/null ||
 	fail "advice_helper pool_full run"
@@ -31,7 +32,7 @@ n=$(python3 -c 'import json,sys; print(sum(len(json.load(open(f))["advice"]) for
 report --summary --json "$T/m.json" "$T/a1.json" "$T/a2.json" "$T/full.json" >"$T/out" 2>"$T/err" ||
 	fail "merge: $(cat "$T/err")"
 p1=$(json_get "$T/a1.json" "r['pid']") pf=$(json_get "$T/full.json" "r['pid']")
-grep -q "^  - \[pid $p1 advice_helper\] .*POOLSHIM_POOL_MIN=32K would pool them" "$T/out" &&
+grep -q "^  - \[pid $p1 advice_helper\] .*POOLSHIM_POOL_MIN=256K would pool them" "$T/out" &&
 	grep -q "^  - \[pid $pf advice_helper\] .*POOLSHIM_POOL_SIZE=8M" "$T/out" &&
 	[ "$(grep -c '^  - \[pid' "$T/out")" = 3 ] &&
 	pass "merged text keeps the 3 advice lines, each with its pid" ||
