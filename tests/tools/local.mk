@@ -7,6 +7,8 @@
 pst_tools_scripts = tests/tools/report_merge.sh
 # --json OUT never overwrites an input report.
 pst_tools_scripts += tests/tools/report_json_out.sh
+# --diff compares whole runs (directories of reports), says what else differed.
+pst_tools_scripts += tests/tools/report_diff_runs.sh
 TESTS += $(pst_tools_scripts)
 EXTRA_DIST += $(pst_tools_scripts) scripts/poolshim-report.py
 

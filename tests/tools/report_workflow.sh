@@ -84,10 +84,13 @@ head -c 2000000 /dev/zero >"$T/data"
 shim "POOLSHIM_STATS=$T/c1.json" POOLSHIM_COUNT_SMALL=on -- cat "$T/data" >/dev/null
 shim "POOLSHIM_STATS=$T/c2.json" POOLSHIM_COUNT_SMALL=on -- cat "$T/data" >/dev/null
 report --diff "$T/c1.json" "$T/c2.json" >"$T/diff" 2>"$T/err" || fail "--diff: $(cat "$T/err")"
-for what in "page faults, minor" "CPU us per MiB I/O" "I/O system calls per I/O call" \
-	"mean latency of timed I/O calls, ns"; do
+for what in "page faults, minor" "CPU us per MiB I/O" "I/O system calls per I/O call"; do
 	grep -q "^$what  *[0-9]" "$T/diff" || fail "--diff has no '$what' line: $(cat "$T/diff")"
 done
+# latency call by call, never one mean over different mixes of calls
+grep -q "mean latency of timed I/O calls" "$T/diff" && fail "--diff has a mixed-latency row"
+grep -Eq "^latency  mean per call, B/A, calls timed on both sides: [a-z_0-9]+ [a-z]+ x[0-9.]+" "$T/diff" &&
+	pass "diff: latency per call" || fail "diff: no per-call latency line: $(cat "$T/diff")"
 grep -q "^I/O system calls per I/O call  *1.000  *1.000  *x1.00" "$T/diff" &&
 	pass "diff: process figures (plain I/O: one system call per call)" ||
 	fail "diff: system calls per call: $(grep 'system calls' "$T/diff")"
