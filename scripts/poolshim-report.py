@@ -301,6 +301,7 @@ class Group:
         self.sampled_below = {}  # malloc-family size counted by sampling -> processes
         self.saved = {}  # the reports' "saved" objects, summed (those that have one)
         self.saved_from = 0
+        self.verdicts = []  # (pid, verdict object) of the reports that have one
 
     def add(self, path, r):
         self.members.append((path, r["pid"], r["program"]))
@@ -329,6 +330,9 @@ class Group:
         if isinstance(r.get("saved"), dict):
             add_counts(self.saved, r["saved"])
             self.saved_from += 1
+        v = r.get("verdict")
+        if isinstance(v, dict) and isinstance(v.get("kind"), str) and isinstance(v.get("text"), str):
+            self.verdicts.append((r["pid"], v))
         add_counts(self.sampled_below, {sampled_below(r): 1})
         u = r["uring"]
         for n in self.uring:
@@ -493,6 +497,14 @@ def render(g, out, exact, top):
         w(f"==== {g.label}: pid {pid} ({prog}), {path} ====\n")
     else:
         w(f"==== {g.label}: {n} processes, pids {' '.join(str(m[1]) for m in g.members)} ====\n")
+    # The answer first: the process's own verdict, or how the processes' verdicts tally.
+    if n == 1 and g.verdicts:
+        w(f"verdict  {g.verdicts[0][1]['text']}\n")
+    elif g.verdicts:
+        kinds = {}
+        for _, v in g.verdicts:
+            add_counts(kinds, {v["kind"]: 1})
+        w(f"verdict  {len(g.verdicts)} of {n} processes' verdicts: {tally(kinds)}\n")
     p = g.pool
     sumof = " (sum over processes)" if n > 1 else ""
     w(f"pool     mode {tally(g.modes)} (requested {tally(g.requested)}); placement "

@@ -43,6 +43,12 @@ shim POOLSHIM_POOL=off -- "$H" loop 64 1048576 >/dev/null 2>"$PST_TMP/off.txt"
 sed -n 2p "$PST_TMP/off.txt" | grep -q "^verdict  baseline: " && pass "text: baseline verdict" ||
 	fail "text baseline: $(head -3 "$PST_TMP/off.txt")"
 
+# 2b. `poolshim report` tables: each process's verdict under its header, the program's tally
+python3 "$PS_TOP_SRCDIR/scripts/poolshim-report.py" "$PST_TMP/saved.json" "$PST_TMP/idle.json" >"$PST_TMP/merged" 2>&1
+grep -A1 "^==== program advice_helper: 2 processes" "$PST_TMP/merged" | grep -Eq "^verdict  2 of 2 processes' verdicts: (saved:1 idle:1|idle:1 saved:1)$" &&
+	grep -A1 "^==== process: pid [0-9]* (advice_helper), $PST_TMP/saved.json" "$PST_TMP/merged" | grep -q "^verdict  pool reused memory" &&
+	pass "merged tables: verdicts under the headers" || fail "merged: $(grep -E '^(====|verdict)' "$PST_TMP/merged")"
+
 # 3. no work, no text report: LD_PRELOAD and the wrapper; the exit status as without the shim
 sh -c 'exit 5'
 want=$?
