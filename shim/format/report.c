@@ -646,8 +646,11 @@ static void emit_meta(struct ps_emit *e, const struct ps_report_data *d)
 }
 
 /* Text: an "advice" section, none when there is none.  JSON: the array, always. */
-static void emit_advice(struct ps_emit *e, const struct advice_list *l)
+static void emit_advice(struct ps_emit *e, const struct ps_report_data *d)
 {
+	struct advice_list list, *l = &list;
+
+	gather_advice(d, l);
 	if (!e->json && !l->n)
 		return;
 	ps_emit_array_begin(e, "advice");
@@ -920,15 +923,21 @@ static void verdict_idle(struct ps_buf *m, const struct ps_report_data *d,
  * JSON: "verdict" {"kind", "text"}, kind one of no_work, baseline,
  * foreign, idle, saved.
  */
-static void emit_verdict(struct ps_emit *e, const struct ps_report_data *d,
-			 const struct advice_list *l)
+static void emit_verdict(struct ps_emit *e, const struct ps_report_data *d)
 {
+	/*
+	 * The advice is gathered here and again at the end (emit_advice), the
+	 * same from the same numbers: the list (some 8 KiB) is on the stack
+	 * only while each needs it, not across the call sites between.
+	 */
+	struct advice_list list, *l = &list;
 	const struct ps_tstats *t = d->totals;
 	uint64_t sqes = t->uring.sqes;
 	char text[400];
 	const char *kind, *line;
 	struct ps_buf m;
 
+	gather_advice(d, l);
 	ps_buf_init(&m, text, sizeof(text), -1);
 	if (ps_stats_idle(t, d->rows_known ? &d->rows : NULL, d->pool_min / 4)) {
 		char big[SIZE_TEXT];
@@ -1303,9 +1312,6 @@ void ps_report_render(struct ps_buf *b, const struct ps_report_data *d,
 	const char *schema = "poolshim-report";
 	int version = PS_REPORT_VERSION;
 
-	struct advice_list advice;
-
-	gather_advice(d, &advice);
 	ps_emit_init(e, b, format == PS_FORMAT_JSON);
 	ps_emit_object_begin(e, NULL);
 	ps_emit_kv(e, "schema", PS_EMIT_NAME, &schema);
@@ -1313,7 +1319,7 @@ void ps_report_render(struct ps_buf *b, const struct ps_report_data *d,
 	ps_emit_text(e, "==== poolshim report: pid %d (%s) ====\n", d->pid, d->program);
 	ps_emit_kv(e, "pid", PS_EMIT_INT, &d->pid);
 	ps_emit_kv(e, "program", PS_EMIT_STR, &d->program);
-	emit_verdict(e, d, &advice);
+	emit_verdict(e, d);
 	emit_end(e, d);
 	emit_pool(e, d);
 	emit_saved(e, d);
@@ -1365,7 +1371,7 @@ void ps_report_render(struct ps_buf *b, const struct ps_report_data *d,
 			     d->sites_refused);
 	if (e->json)
 		emit_meta(e, d);
-	emit_advice(e, &advice);
+	emit_advice(e, d);
 	ps_emit_text(e, "==== end of poolshim report ====\n");
 	ps_emit_object_end(e);
 }
