@@ -1185,13 +1185,17 @@ def diff_warnings(a, b):
         out.append(f"A is {a.program} and B is {b.program}: different programs do different "
                    "work, and the figures below compare unlike things")
     elif len(a.members) == 1 and len(b.members) == 1:
-        ia, ib = a.work[3], b.work[3]
-        lo, hi = min(ia, ib), max(ia, ib)
-        if hi >= 1000 and hi >= 20 * max(lo, 1):
-            small = "A" if ia < ib else "B"
-            out.append(f"{small}'s {a.program} process made {lo} I/O calls against {hi}: a master "
-                       "(which does next to nothing) against a worker?  Give each run's reports "
-                       "(a directory, or a glob) to compare whole runs")
+        # One process against one, one of them next to idle: by I/O bytes
+        # (100 times fewer, the other past 1 MiB) or calls (20 times fewer,
+        # the other past 200).
+        (ba, ca), (bb, cb) = (a.work[0], a.work[3]), (b.work[0], b.work[3])
+        small = "A" if (ba, ca) < (bb, cb) else "B"
+        (lb, lc), (hb, hc) = ((ba, ca), (bb, cb)) if small == "A" else ((bb, cb), (ba, ca))
+        if (hb >= 2**20 and hb >= 100 * max(lb, 1)) or (hc >= 200 and hc >= 20 * max(lc, 1)):
+            out.append(f"{small}'s {a.program} process made {lc} I/O calls ({size(lb)}) against "
+                       f"{hc} ({size(hb)}): a master (which does next to nothing) against a "
+                       "worker?  Give each run's reports (a directory, or a glob) to compare "
+                       "whole runs")
     return out
 
 

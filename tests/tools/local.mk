@@ -9,6 +9,8 @@ pst_tools_scripts = tests/tools/report_merge.sh
 pst_tools_scripts += tests/tools/report_json_out.sh
 # --diff compares whole runs (directories of reports), says what else differed.
 pst_tools_scripts += tests/tools/report_diff_runs.sh
+# The same on Debian's nginx, workers as nobody, pool off against on (skips without nginx or root).
+pst_tools_scripts += tests/tools/report_diff_nginx.sh
 TESTS += $(pst_tools_scripts)
 EXTRA_DIST += $(pst_tools_scripts) scripts/poolshim-report.py
 

@@ -90,7 +90,7 @@ head -c 1048576 /dev/zero >"$F.2"
 shim "POOLSHIM_STATS=$PST_TMP/idle.json" -- dd if="$F.2" of=/dev/null bs=4k count=1 2>/dev/null
 shim "POOLSHIM_STATS=$PST_TMP/busy.json" -- dd if="$F.2" of=/dev/null bs=512 2>/dev/null
 report --diff "$PST_TMP/idle.json" "$PST_TMP/busy.json" >"$PST_TMP/d3" 2>&1
-grep -Eq "^warning  A's dd process made [0-9]+ I/O calls against [0-9]+: a master .* against a worker\?" "$PST_TMP/d3" &&
+grep -Eq "^warning  A's dd process made [0-9]+ I/O calls \([0-9.]+[KMG]?\) against [0-9]+ \([0-9.]+[KMG]?\): a master .* against a worker\?" "$PST_TMP/d3" &&
 	sed -n 2p "$PST_TMP/d3" | grep -q "^verdict  not comparable as given" &&
 	pass "master against worker: warned" || fail "master/worker: $(head -8 "$PST_TMP/d3")"
 report --diff "$PST_TMP/busy.json" "$PST_TMP/busy.json" >"$PST_TMP/d4" 2>&1
