@@ -68,6 +68,10 @@ pst_scripts += tests/preload/saved.sh
 pst_scripts += tests/preload/pool_off.sh
 # Debian's nginx with sendfile on and default buffers: the report says why the pool did nothing.
 pst_scripts += tests/preload/advice_nginx.sh
+# The haproxy POOLSHIM_POOL_MIN trap (issue 46): no threshold advice that saves nothing.
+pst_scripts += tests/preload/advice_haproxy.sh
+# The verdict line under every report's header; no text report for a process that did no work.
+pst_scripts += tests/preload/report_verdict.sh
 
 # A forwarding malloc wrapper (as tracers preload) for alloc_foreign.sh.
 check_LTLIBRARIES += tests/preload/libfwdwrap.la
