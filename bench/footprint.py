@@ -117,6 +117,7 @@ def run(argv, env):
 
 def main():
     if sys.argv[1:2] in (["real"], ["shapes"]):  # bench/realprogs.py
+        sys.dont_write_bytecode = True  # no bench/__pycache__ in the source tree
         import realprogs
         sys.exit(realprogs.main(sys.argv[1], sys.argv[2:]))
     ap = argparse.ArgumentParser(description=__doc__,

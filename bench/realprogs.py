@@ -4,7 +4,7 @@
 
   scripts/bench footprint real [--repeat N] [--program NAME,...] [--config NAME,...]
                                [--shim-lib PATH] [--baseline-lib PATH] [--json FILE]
-  scripts/bench footprint shapes [--repeat N] [--idle-seconds S] [--config NAME,...]
+  scripts/bench footprint shapes [--repeat N] [--idle-seconds S] [--count N] [--config NAME,...]
                                  [--shim-lib PATH] [--baseline-lib PATH] [--json FILE]
 
 real: programs nobody here wrote, each run on generated inputs (the same
@@ -24,8 +24,8 @@ glibc + 4 MiB and CPU <= 1.05x glibc, met or MISSED.  Every run's output
 is hashed and compared with glibc's: a difference is an error (exit 1).
 
 shapes: bench/shapes under the same configurations (without
-POOLSHIM_PREFAULT=off): 1000 x posix_memalign(2 MiB | 64 KiB | 8 KiB,
-200000), fill, free: RSS at the end against glibc's + 4 MiB; 16 x 32 MiB
+POOLSHIM_PREFAULT=off): --count (1000) x posix_memalign(2 MiB | 64 KiB |
+8 KiB, 200000), fill, free: RSS at the end against glibc's + 4 MiB; 16 x 32 MiB
 written and freed, then a 200-byte malloc and a 4 KiB write to /dev/null
 every 10 ms for --idle-seconds (12; the shim's POOLSHIM_POOL_DECAY_MS is
 10 s): RSS at the end against glibc's + 64 MiB.  The idle runs of all
@@ -91,32 +91,35 @@ SELECT count(*) FROM (SELECT v, count(*) FROM t GROUP BY v);
 '''
 
 
-def make_inputs(d):
-    rng = random.Random(44)
-    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 11)))
-             for _ in range(3000)]
-    text = os.path.join(d, "text")
-    with open(text, "w") as f:
-        size = 0
-        while size < 2 << 20:
-            line = " ".join(rng.choice(words) for _ in range(rng.randint(4, 14))) + "\n"
-            f.write(line)
-            size += len(line)
-    lines = os.path.join(d, "lines")
-    with open(lines, "w") as f:
-        for i in range(600_000):
-            f.write(f"{rng.choice(words)} {rng.randrange(1 << 30):010d} {rng.choice(words)}\n")
-    sql = os.path.join(d, "t.sql")
-    with open(sql, "w") as f:
+def make_inputs(d, wanted):
+    """The input files the programs wanted read, the same bytes on every run."""
+    words_rng = random.Random(44)
+    words = ["".join(words_rng.choice("abcdefghijklmnopqrstuvwxyz")
+                     for _ in range(words_rng.randint(2, 11))) for _ in range(3000)]
+    inp = {k: os.path.join(d, k) for k in ("text", "lines", "sql", "py")}
+    if {"xz", "zstd"} & wanted:
+        rng = random.Random(45)
+        with open(inp["text"], "w") as f:
+            size = 0
+            while size < 2 << 20:
+                line = " ".join(rng.choice(words) for _ in range(rng.randint(4, 14))) + "\n"
+                f.write(line)
+                size += len(line)
+    if "sort" in wanted:
+        rng = random.Random(46)
+        with open(inp["lines"], "w") as f:
+            for i in range(600_000):
+                f.write(f"{rng.choice(words)} {rng.randrange(1 << 30):010d} {rng.choice(words)}\n")
+    with open(inp["sql"], "w") as f:
         f.write(SQL)
-    py = os.path.join(d, "drop.py")
-    with open(py, "w") as f:
+    with open(inp["py"], "w") as f:
         f.write(PY_SCRIPT)
-    return {"text": text, "lines": lines, "sql": sql, "py": py}
+    return inp
 
 
 def programs(inp):
-    """(name, argv, stdin path or None, what it is)."""
+    """(name, argv, stdin path or None, what it is); inp maps input names to files."""
+    inp = dict({k: "" for k in ("text", "lines", "sql", "py")}, **inp)
     proxy = os.path.join(footprint.BUILD, "bench", "proxybuf")
     return [
         ("xz", ["xz", "-9", "-c", inp["text"]], None, "xz -9 of 2 MiB"),
@@ -147,7 +150,7 @@ def rss_ok(rss_mib, base_mib):
 
 
 def real(args, cfgs):
-    missing = [argv[0] for _, argv, _, _ in programs({"text": "", "lines": "", "sql": "", "py": ""})
+    missing = [argv[0] for _, argv, _, _ in programs({})
                if not (os.access(argv[0], os.X_OK) or any(
                    os.access(os.path.join(d, argv[0]), os.X_OK)
                    for d in os.environ.get("PATH", "").split(":")))]
@@ -157,9 +160,12 @@ def real(args, cfgs):
     res = {}       # (program, config) -> [(hash, rss KiB, cpu s)]
     errors = []
     with tempfile.TemporaryDirectory(prefix="poolshim-real.") as d:
-        progs = programs(make_inputs(d))
-        if args.program:
-            progs = [p for p in progs if p[0] in args.program.split(",")]
+        names = [p[0] for p in programs({})]
+        wanted = set(args.program.split(",")) if args.program else set(names)
+        if wanted - set(names):
+            sys.exit(f"bench footprint real: unknown program {', '.join(sorted(wanted - set(names)))}; "
+                     f"known: {', '.join(names)}")
+        progs = [p for p in programs(make_inputs(d, wanted)) if p[0] in wanted]
         total, done, t0 = len(progs) * len(cfgs) * args.repeat, 0, time.monotonic()
         for rep in range(args.repeat):
             for prog, argv, stdin, _ in progs:
@@ -241,7 +247,7 @@ def shapes(args, cfgs):
             for name, env in cfgs:
                 print(f"\r[{rep + 1}/{args.repeat}] aligned {label} under {name}        ", end="",
                       file=sys.stderr, flush=True)
-                out, _, _ = footprint.run([exe, "aligned", label, "200000", "1000"], env)
+                out, _, _ = footprint.run([exe, "aligned", label, "200000", str(args.count)], env)
                 res.setdefault((f"aligned {label}", name), []).append(fields(out))
         print(f"\r[{rep + 1}/{args.repeat}] idle, {args.idle_seconds:g} s, all configurations "
               "at once        ", end="", file=sys.stderr, flush=True)
@@ -264,7 +270,7 @@ def shapes(args, cfgs):
           "/proc/self/status")
     print(f"machine: {footprint.machine_line()}; load average at the end "
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print("aligned A: 1000 x posix_memalign(A, 200000), fill, free; RSS at the end "
+    print(f"aligned A: {args.count} x posix_memalign(A, 200000), fill, free; RSS at the end "
           "(target <= glibc + 4 MiB)")
     print(f"idle: 16 x 32 MiB written and freed, then 200-byte malloc + 4 KiB write every 10 ms "
           f"for {args.idle_seconds:g} s; RSS at the end (target <= glibc + 64 MiB); "
@@ -301,6 +307,7 @@ def main(what, argv):
     ap.add_argument("--repeat", type=int, default=3 if what == "real" else 1)
     ap.add_argument("--program", help="real: only these programs (NAME,NAME)")
     ap.add_argument("--idle-seconds", type=float, default=12.0)
+    ap.add_argument("--count", type=int, default=1000, help="shapes: aligned blocks (1000)")
     ap.add_argument("--config", help="only these configurations (NAME,NAME; glibc always runs)")
     ap.add_argument("--shim-lib", default=os.environ.get("POOLSHIM_LIB") or
                     os.path.join(footprint.BUILD, ".libs", "libpoolshim.so"))

@@ -32,6 +32,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no bench/__pycache__ in the source tree
 import footprint  # noqa: E402  (the configurations and the child runner)
 
 PEERS = ("glibc", "jemalloc", "tcmalloc", "mimalloc")
