@@ -59,6 +59,11 @@ def configs(shim, baseline):
                       "POOLSHIM_POOL_ALLOCATOR": "jemalloc"})]
     if baseline:
         c.append(("baseline", {"LD_PRELOAD": baseline, "POOLSHIM_STATS": "off"}))
+        # The baseline's jemalloc placement, when its build is beside it.
+        je = os.path.join(os.path.dirname(baseline), "libpoolshim-jemalloc.so")
+        if os.path.exists(je):
+            c.append(("baseline-je", {"LD_PRELOAD": je, "POOLSHIM_STATS": "off",
+                                      "POOLSHIM_POOL_ALLOCATOR": "jemalloc"}))
     return c
 
 

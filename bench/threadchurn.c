@@ -9,10 +9,11 @@
  * request buffers and fill them, or fill a little of them.
  *
  *   threadchurn [--threads T] [--touch byte|pages] [--steps N | --seconds S]
- *               [--seed N] [--label L]
+ *               [--warmup N] [--seed N] [--label L]
  *
- * The timed part starts when every thread has its 8 blocks and ends when the
- * last thread has freed them: --steps per thread (default 20000), or as many
+ * The timed part starts when every thread has its 8 blocks and has made
+ * --warmup steps (256: the allocator's first slabs and caches are not the
+ * steady state) and ends when the last thread has freed its blocks: --steps per thread (default 20000), or as many
  * steps as fit in --seconds of wall time.  Prints one line:
  *   threadchurn label=L threads=T touch=pages steps=N wall_s=W cpu_s=C
  *     steps_per_s=N/W steps_per_cpu_s=N/C maxrss_kib=K minflt=F
@@ -44,6 +45,7 @@
 static size_t sizes[NSIZES];
 static int touch_pages;
 static long steps_per_thread = 20000;
+static long warmup_steps = 256;
 static double seconds;
 static atomic_int stop;
 static pthread_barrier_t start;
@@ -99,6 +101,12 @@ static void *worker(void *arg)
 
 	for (int k = 0; k < LIVE; k++)
 		live[k] = new_block(&w->seed);
+	/* Untimed: the allocator's first slabs, arenas and caches. */
+	for (long j = 0; j < warmup_steps; j++) {
+		unsigned k = rnd(&w->seed) % LIVE;
+		free(live[k]);
+		live[k] = new_block(&w->seed);
+	}
 	pthread_barrier_wait(&start);
 	for (i = 0; seconds > 0 ? !atomic_load_explicit(&stop, memory_order_relaxed)
 				: i < steps_per_thread; i++) {
@@ -138,7 +146,7 @@ static double now(void)
 static int usage(void)
 {
 	fprintf(stderr, "usage: threadchurn [--threads T] [--touch byte|pages] "
-			"[--steps N | --seconds S] [--seed N] [--label L]\n");
+			"[--steps N | --seconds S] [--warmup N] [--seed N] [--label L]\n");
 	return 2;
 }
 
@@ -159,6 +167,8 @@ int main(int argc, char **argv)
 			touch_pages = !strcmp(v, "pages");
 		else if (!strcmp(a, "--steps"))
 			steps_per_thread = atol(v);
+		else if (!strcmp(a, "--warmup"))
+			warmup_steps = atol(v);
 		else if (!strcmp(a, "--seconds"))
 			seconds = atof(v);
 		else if (!strcmp(a, "--seed"))
@@ -168,7 +178,8 @@ int main(int argc, char **argv)
 		else
 			return usage();
 	}
-	if (nthreads < 1 || nthreads > 1024 || steps_per_thread < 1 || seconds < 0)
+	if (nthreads < 1 || nthreads > 1024 || steps_per_thread < 1 || seconds < 0 ||
+	    warmup_steps < 0)
 		return usage();
 	make_sizes(seed);
 

@@ -115,19 +115,20 @@ def main():
         print(f"not installed, left out: {', '.join(missing)}")
     print("\nsteps per CPU second (k); shim / best peer (glibc, jemalloc, tcmalloc, mimalloc); "
           "target >= 1.0x at 1-2 threads, >= 0.9x above")
-    hdr = f"{'threads, touch':<16}" + "".join(f"{c:>10}" for c in names)
-    hdr += "".join(f"{s + '/best':>16}" for s in shims)
+    w = {c: max(10, len(c) + 2) for c in names}
+    hdr = f"{'threads, touch':<16}" + "".join(f"{c:>{w[c]}}" for c in names)
+    hdr += "".join(f"{s + '/best':>{max(16, len(s) + 7)}}" for s in shims)
     print(hdr)
     rows = []
     for n in threads:
         for touch in touches:
             cpu = {c: med(n, touch, c, "steps_per_cpu_s") for c in names}
             best = max((cpu[c] for c in PEERS if c in cpu), default=0)
-            line = f"{f'{n}, {touch}':<16}" + "".join(f"{cpu[c] / 1e3:10.0f}" for c in names)
+            line = f"{f'{n}, {touch}':<16}" + "".join(f"{cpu[c] / 1e3:{w[c]}.0f}" for c in names)
             for s in shims:
                 ratio = cpu[s] / best if best else 0
                 verdict = "met" if ratio >= target(n) else "MISSED"
-                line += f"{f'{ratio:.2f}x {verdict}':>16}"
+                line += f"{f'{ratio:.2f}x {verdict}':>{max(16, len(s) + 7)}}"
             print(line)
             for c in names:
                 rows.append({"threads": n, "touch": touch, "config": c,
@@ -141,17 +142,17 @@ def main():
     for title, key, div in (("steps per wall second (k)", "steps_per_s", 1e3),
                             ("peak RSS (MiB)", "maxrss_kib", 1024)):
         print(f"\n{title}")
-        print(f"{'threads, touch':<16}" + "".join(f"{c:>10}" for c in names))
+        print(f"{'threads, touch':<16}" + "".join(f"{c:>{w[c]}}" for c in names))
         for n in threads:
             for touch in touches:
                 print(f"{f'{n}, {touch}':<16}" +
-                      "".join(f"{med(n, touch, c, key) / div:10.0f}" for c in names))
+                      "".join(f"{med(n, touch, c, key) / div:{w[c]}.0f}" for c in names))
     print("\nminor faults per step")
-    print(f"{'threads, touch':<16}" + "".join(f"{c:>10}" for c in names))
+    print(f"{'threads, touch':<16}" + "".join(f"{c:>{w[c]}}" for c in names))
     for n in threads:
         for touch in touches:
             print(f"{f'{n}, {touch}':<16}" + "".join(
-                f"{statistics.median(r['minflt'] / r['steps'] for r in res[(n, touch, c)]):10.1f}"
+                f"{statistics.median(r['minflt'] / r['steps'] for r in res[(n, touch, c)]):{w[c]}.1f}"
                 for c in names))
     if args.json:
         with open(args.json, "w") as f:
