@@ -128,7 +128,7 @@ def main():
             for s in shims:
                 ratio = cpu[s] / best if best else 0
                 verdict = "met" if ratio >= target(n) else "MISSED"
-                line += f"{f'{ratio:.2f}x {verdict}':>{max(16, len(s) + 7)}}"
+                line += f"{f'{ratio:.3f}x {verdict}':>{max(16, len(s) + 7)}}"
             print(line)
             for c in names:
                 rows.append({"threads": n, "touch": touch, "config": c,
