@@ -5,9 +5,12 @@
 # give the same output through the shim as without it, and their peak RSS
 # (wait4's ru_maxrss) stays within issue 44's target, 1.10x glibc's + 4 MiB.
 # Skips (77) when xz, sort, sqlite3 or GNU time is not installed.
-# Measured on the 2-core VM at dc7ac00 (KiB, no shim / shim): xz -9 of
-# 512 KiB 44,000 / 690,000 (POOLSHIM_PREFAULT=on makes the whole 674 MiB
-# match finder resident), with POOLSHIM_PREFAULT=off 44,000 / 46,000.
+# Measured on the 2-core VM at dc7ac00 (peak KiB, no shim / shim): xz -9
+# of 512 KiB 9,300 / 692,800 (POOLSHIM_PREFAULT=on, the default, makes the
+# whole 674 MiB match finder resident); with POOLSHIM_PREFAULT=off 76,400
+# (each touch of the sparse hash table makes a 2 MiB huge page resident);
+# with POOLSHIM_HUGEPAGES=none too 9,700.  sort -S 512M 16,800 / 168,400,
+# with POOLSHIM_PREFAULT=off 20,800.
 # POOLSHIM_* variables set by the caller reach the shimmed runs (and are
 # harmless without the shim), so the test can be run under other settings.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
