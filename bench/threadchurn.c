@@ -12,9 +12,10 @@
  *               [--warmup N] [--seed N] [--label L]
  *
  * The timed part starts when every thread has its 8 blocks and has made
- * --warmup steps (256: the allocator's first slabs and caches are not the
- * steady state) and ends when the last thread has freed its blocks: --steps per thread (default 20000), or as many
- * steps as fit in --seconds of wall time.  Prints one line:
+ * --warmup steps (256: the allocator's first slabs and caches are not its
+ * steady state) and ends when the last thread has freed its blocks:
+ * --steps per thread (default 20000), or as many steps as fit in
+ * --seconds of wall time.  Prints one line:
  *   threadchurn label=L threads=T touch=pages steps=N wall_s=W cpu_s=C
  *     steps_per_s=N/W steps_per_cpu_s=N/C maxrss_kib=K minflt=F
  * where CPU is user + system of the whole process (getrusage), so that
