@@ -195,3 +195,6 @@ pst_scripts += tests/preload/alloc_blocks.sh
 check_PROGRAMS += tests/preload/alloc_torture
 tests_preload_alloc_torture_LDADD = -lpthread
 pst_scripts += tests/preload/alloc_torture.sh
+# Real programs (xz -9, sort -S, sqlite3) with and without the shim: the same
+# output, peak RSS within issue 44's target (1.10x glibc + 4 MiB).
+pst_scripts += tests/preload/real_programs.sh
