@@ -8,7 +8,7 @@
  * `poolshim collect`, which writes its report and removes it.
  *
  *   poolshim-stat [-i SECONDS] [-c COUNT] [--json | --prometheus | --textfile DIR]
- *                 [--live-dir DIR] [--all-users] [PID ...]
+ *                 [--per-pid] [--live-dir DIR] [--all-users] [PID ...]
  *   poolshim-stat --check-config NAME=VALUE ...   (for `poolshim systemd`)
  *
  * Anyone can put a file in /dev/shm, so nothing in one is trusted: records
@@ -41,7 +41,7 @@
 
 #include "format/config.h"
 #include "format/fmt.h"
-#include "format/live.h"
+#include "format/livefmt.h"
 #include "record.h"
 #include "format/report.h"
 #include "format/stats.h"
@@ -55,21 +55,23 @@ struct target {
 	bool fresh;                   /* opened this round: its totals, not a change */
 };
 
-static bool opt_json, opt_all_users, opt_prom;
+static bool opt_json, opt_all_users, opt_prom, opt_per_pid;
 static const char *opt_textfile;
 static uint64_t my_ns;
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: poolshim stat [-i SECONDS] [-c COUNT] [--json | --prometheus | --textfile DIR]\n"
-		   "                     [--live-dir DIR] [--all-users] [PID ...]\n"
+		   "                     [--per-pid] [--live-dir DIR] [--all-users] [PID ...]\n"
 		   "Prints the live counters of processes running under libpoolshim.so\n"
 		   "(all of them when no PID is given); with -i, the change every SECONDS.\n"
 		   "Records of processes that are gone are shown as such and left in place:\n"
 		   "`poolshim collect` writes their reports.  Only your own files are read\n"
 		   "unless --all-users (root reads all).  --prometheus prints the Prometheus text\n"
 		   "exposition format 0.0.4 (not OpenMetrics: no \"# EOF\" line); --textfile DIR\n"
-		   "writes it to DIR/poolshim.prom (atomically) for node_exporter.  -c COUNT stops\n"
+		   "writes it to DIR/poolshim.prom (atomically) for node_exporter: one series per\n"
+		   "program (label program, its processes summed), or with --per-pid one per\n"
+		   "process (labels pid and program).  -c COUNT stops\n"
 		   "-i after COUNT intervals (without -i it is an error).  --live-dir DIR\n"
 		   "(default $POOLSHIM_LIVE_DIR, else /dev/shm) is where files are.  (--keep,\n"
 		   "which kept gone processes' files, is still taken.)\n"
@@ -276,13 +278,6 @@ static void prom_label(FILE *f, const char *raw)
 	}
 }
 
-static void prom_id(FILE *f, const struct target *t)
-{
-	fprintf(f, "pid=\"%d\",program=\"", t->r.pid);
-	prom_label(f, t->r.hdr->program);
-	fputc('"', f);
-}
-
 /* A descriptor kind as the JSON report names it ("none" for calls on no descriptor). */
 static const char *prom_kind(int k)
 {
@@ -290,209 +285,450 @@ static const char *prom_kind(int k)
 }
 
 /*
- * The families, in the order a scrape prints them.  The format wants every
- * sample of a family together under its HELP and TYPE: each target's
- * samples go into its family's buffer as the target is read (prom_add),
- * and the buffers are printed at the end (prom_end), so a scrape holds
- * its output, not every target's counters.
+ * A scrape is made series by series (a series' records read, summed and
+ * let go: prom_series_add), but the format wants every sample of a family
+ * together under its HELP and TYPE: each family's samples go into a
+ * buffer of their own, printed whole at the end (prom_end).  The scrape
+ * holds its text, the records' headers and one sum, not every record's
+ * counters.
  */
-enum {
-	F_CALLS, F_BYTES, F_ERRORS, F_EAGAIN, F_ESTIMATED, F_DURATION, F_EVENTS,
-	F_GAUGES, F_FREE_BYTES = F_GAUGES + 9, F_FREE_BLOCKS, F_FREE_LARGEST, F_URING,
-	F_URING_FB = F_URING + 4, F__COUNT
-};
-static const struct { const char *name, *type, *help; } fam_info[F__COUNT] = {
-	{ "poolshim_calls_total", "counter", "Calls seen, by call and descriptor kind." },
-	{ "poolshim_bytes_total", "counter", "Bytes moved (or requested) by the calls." },
-	{ "poolshim_errors_total", "counter", "Calls that failed." },
-	{ "poolshim_eagain_total", "counter", "Calls that failed with EAGAIN." },
-	/* Small allocations are sampled (shim/core/alloc.h): say how much is an estimate. */
-	{ "poolshim_calls_estimated_total", "counter",
-	  "Of poolshim_calls_total, the calls that are a sampled estimate: malloc-family "
-	  "calls below POOLSHIM_POOL_MIN/16, counted one call in about 128." },
-	{ "poolshim_call_duration_seconds", "histogram",
-	  "Time in the call, of the sampled calls (log2 buckets)." },
-	{ "poolshim_pool_events_total", "counter",
-	  "Pool allocations, frees and fallbacks to glibc's heap, by reason." },
-	{ "poolshim_pool_in_use_bytes", "gauge", "Pooled memory held by live allocations." },
-	{ "poolshim_pool_peak_bytes", "gauge", "Most pooled memory in use at once." },
-	{ "poolshim_pool_backed_bytes", "gauge", "Pool memory backed so far." },
-	{ "poolshim_pool_cap_bytes", "gauge", "The pool's size limit." },
-	{ "poolshim_pool_min_bytes", "gauge", "Smallest request served from the pool." },
-	{ "poolshim_threads", "gauge", "The most threads counting at once." },
-	{ "poolshim_uring_rings", "gauge", "io_uring rings set up." },
-	{ "poolshim_process_gone", "gauge", "1 when the process is gone (file left behind)." },
-	{ "poolshim_pool_on", "gauge",
-	  "0 with POOLSHIM_POOL=off (a baseline: counted, nothing pooled), else 1." },
-	/*
-	 * The page-exact placement's free blocks, where the record has them
-	 * (blocks.c's mirror): bytes split by what is known of them, so that
-	 * the two states add up to the free memory; the count; the largest.
-	 */
-	{ "poolshim_pool_free_bytes", "gauge",
-	  "Free pool memory (page-exact placement): resident_max may be resident, "
-	  "zero is given back or never touched." },
-	{ "poolshim_pool_free_blocks", "gauge", "Free blocks the pool holds (page-exact placement)." },
-	{ "poolshim_pool_free_largest_bytes", "gauge",
-	  "The largest free block: what one request gets without a new slab." },
-	{ "poolshim_uring_enters_total", "counter", "io_uring_enter calls." },
-	{ "poolshim_uring_sqes_total", "counter", "Submission queue entries." },
-	{ "poolshim_uring_fixed_sqes_total", "counter", "Entries that used a registered buffer." },
-	{ "poolshim_uring_split_calls_total", "counter", "Calls split into more than one entry." },
-	{ "poolshim_uring_fallbacks_total", "counter",
-	  "Eligible-looking calls that went to libc instead of io_uring, by reason." },
-};
-
+#define PROM_FAMILIES 40
 struct prom {
-	FILE *f[F__COUNT];
-	char *buf[F__COUNT];
-	size_t len[F__COUNT];
+	int n;
+	struct {
+		const char *name, *type, *help;
+		FILE *f;
+		char *buf;
+		size_t len;
+	} fam[PROM_FAMILIES];
+	bool failed;
 };
 
-static int prom_begin(struct prom *p)
+static void prom_begin(struct prom *p)
 {
 	memset(p, 0, sizeof(*p));
-	for (int k = 0; k < F__COUNT; k++)
-		if (!(p->f[k] = open_memstream(&p->buf[k], &p->len[k])))
-			return -1;
-	return 0;
+}
+
+/* The buffer of family name (made on first use, in the order of first use), or NULL. */
+static FILE *prom_family(struct prom *p, const char *name, const char *type, const char *help)
+{
+	for (int k = 0; k < p->n; k++)
+		if (!strcmp(p->fam[k].name, name))
+			return p->fam[k].f;
+	if (p->n == PROM_FAMILIES) {
+		p->failed = true;
+		return NULL;
+	}
+	p->fam[p->n].name = name;
+	p->fam[p->n].type = type;
+	p->fam[p->n].help = help;
+	p->fam[p->n].f = open_memstream(&p->fam[p->n].buf, &p->fam[p->n].len);
+	if (!p->fam[p->n].f)
+		p->failed = true;
+	return p->fam[p->n++].f;
+}
+
+/* The scrape to out (NULL: dropped), every family under its HELP and TYPE; p freed.  0 or -1. */
+static int prom_end(FILE *out, struct prom *p)
+{
+	int bad = p->failed ? -1 : 0;
+
+	for (int k = 0; k < p->n; k++)
+		if (p->fam[k].f && fclose(p->fam[k].f) != 0)
+			bad = -1;
+	for (int k = 0; out && !bad && k < p->n; k++) {
+		fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", p->fam[k].name, p->fam[k].help,
+			p->fam[k].name, p->fam[k].type);
+		fwrite(p->fam[k].buf, 1, p->fam[k].len, out);
+	}
+	for (int k = 0; k < p->n; k++)
+		free(p->fam[k].buf);
+	memset(p, 0, sizeof(*p));
+	return bad;
 }
 
 /*
- * One target's samples into their families.  Series whose call never
- * happened are left out: they would be most of the output and say nothing.
+ * A series of the scrape: by default one per program, its processes
+ * summed (a reload, a new worker, adds no series); with --per-pid one per
+ * process.  member[first .. first + n) are the targets it sums.
  */
-static void prom_add(struct prom *p, const struct target *t, const struct ps_tstats *tot)
+struct prom_series {
+	const char *program;
+	int pid;                      /* -1: per program */
+	int first, n;
+};
+
+static void prom_id(FILE *f, const struct prom_series *g)
 {
-	static const size_t cnt_off[] = {
-		offsetof(struct ps_counter, calls), offsetof(struct ps_counter, bytes),
-		offsetof(struct ps_counter, errors), offsetof(struct ps_counter, eagain),
-	};
-	for (size_t m = 0; m < sizeof(cnt_off) / sizeof(cnt_off[0]); m++) {
-		FILE *f = p->f[F_CALLS + m];
-		for (int c = 0; c < PS_CALL__COUNT; c++)
-			for (int k = 0; k < PS_FD__COUNT; k++) {
-				const struct ps_counter *pc = &tot->c[c][k];
-				if (!pc->calls)
-					continue;
-				fprintf(f, "%s{", fam_info[F_CALLS + m].name);
-				prom_id(f, t);
-				fprintf(f, ",call=\"%s\",kind=\"%s\"} %llu\n",
-					ps_call_name((enum ps_call)c), prom_kind(k),
-					(unsigned long long)*(const uint64_t *)
-						((const char *)pc + cnt_off[m]));
-			}
-	}
-	for (int c = 0; c < PS_CALL__COUNT; c++) {
-		FILE *f = p->f[F_ESTIMATED];
-		enum ps_alloc_event ev = ps_call_estimate_event((enum ps_call)c);
-		if (ev == PS_EV__COUNT || !tot->c[c][PS_FD_NONE].calls)
-			continue;
-		fputs("poolshim_calls_estimated_total{", f);
-		prom_id(f, t);
-		fprintf(f, ",call=\"%s\",kind=\"%s\"} %llu\n", ps_call_name((enum ps_call)c),
-			prom_kind(PS_FD_NONE), (unsigned long long)tot->events[ev]);
-	}
-	for (int c = 0; c < PS_CALL__COUNT; c++)
-		for (int k = 0; k < PS_FD__COUNT; k++) {
-			FILE *f = p->f[F_DURATION];
-			const struct ps_counter *pc = &tot->c[c][k];
-			if (!pc->calls)
-				continue;
-			uint64_t cum = 0;
-			/* Bucket b holds [2^b, 2^(b+1)) ns: its upper bound is le. */
-			for (int b = 0; b < PS_LAT_BUCKETS; b++) {
-				cum += pc->lat_hist[b];
-				fputs("poolshim_call_duration_seconds_bucket{", f);
-				prom_id(f, t);
-				fprintf(f, ",call=\"%s\",kind=\"%s\",le=\"%.9g\"} %llu\n",
-					ps_call_name((enum ps_call)c), prom_kind(k),
-					(double)(1ull << (b + 1)) * 1e-9, (unsigned long long)cum);
-			}
-			const char *sfx[] = { "_bucket", "_sum", "_count" };
-			for (int x = 0; x < 3; x++) {
-				fprintf(f, "poolshim_call_duration_seconds%s{", sfx[x]);
-				prom_id(f, t);
-				fprintf(f, ",call=\"%s\",kind=\"%s\"%s} ", ps_call_name((enum ps_call)c),
-					prom_kind(k), x == 0 ? ",le=\"+Inf\"" : "");
-				if (x == 1)
-					fprintf(f, "%.9f\n", (double)pc->nsec * 1e-9);
-				else
-					fprintf(f, "%llu\n", (unsigned long long)cum);
-			}
-		}
-	for (int e = 0; e < PS_EV__COUNT; e++) {
-		FILE *f = p->f[F_EVENTS];
-		fputs("poolshim_pool_events_total{", f);
-		prom_id(f, t);
-		fprintf(f, ",event=\"%s\"} %llu\n", ps_event_name(e),
-			(unsigned long long)tot->events[e]);
-	}
-	const struct ps_live_header *h = t->r.hdr;
-	uint64_t v[] = { h->gauges.pool_in_use, h->gauges.pool_peak, h->pool.backed,
-			 h->pool.cap, h->pool_min,
-			 h->threads_peak ? h->threads_peak : t->r.nblocks, h->uring_rings,
-			 t->r.dead, !(t->r.cfg_known && !t->r.cfg.pool) };
-	for (size_t m = 0; m < sizeof(v) / sizeof(v[0]); m++) {
-		FILE *f = p->f[F_GAUGES + m];
-		fprintf(f, "%s{", fam_info[F_GAUGES + m].name);
-		prom_id(f, t);
-		fprintf(f, "} %llu\n", (unsigned long long)v[m]);
-	}
-	if (h->free.known == 1 && h->free.zero_bytes <= h->free.bytes) {
-		FILE *f = p->f[F_FREE_BYTES];
-		fputs("poolshim_pool_free_bytes{", f);
-		prom_id(f, t);
-		fprintf(f, ",state=\"resident_max\"} %llu\npoolshim_pool_free_bytes{",
-			(unsigned long long)(h->free.bytes - h->free.zero_bytes));
-		prom_id(f, t);
-		fprintf(f, ",state=\"zero\"} %llu\n", (unsigned long long)h->free.zero_bytes);
-		for (int m = 0; m < 2; m++) {
-			f = p->f[F_FREE_BLOCKS + m];
-			fprintf(f, "%s{", fam_info[F_FREE_BLOCKS + m].name);
-			prom_id(f, t);
-			fprintf(f, "} %llu\n", (unsigned long long)(m == 0 ? h->free.blocks
-					: h->free.largest <= h->free.bytes ? h->free.largest : 0));
-		}
-	}
-	static const size_t u_off[] = {
-		offsetof(struct ps_uring_counts, enters), offsetof(struct ps_uring_counts, sqes),
-		offsetof(struct ps_uring_counts, fixed), offsetof(struct ps_uring_counts, split_calls),
-	};
-	for (size_t m = 0; m < sizeof(u_off) / sizeof(u_off[0]); m++) {
-		FILE *f = p->f[F_URING + m];
-		fprintf(f, "%s{", fam_info[F_URING + m].name);
-		prom_id(f, t);
-		fprintf(f, "} %llu\n", (unsigned long long)*(const uint64_t *)
-			((const char *)&tot->uring + u_off[m]));
-	}
-	for (int r = 0; r < PS_UFB__COUNT; r++) {
-		FILE *f = p->f[F_URING_FB];
-		fputs("poolshim_uring_fallbacks_total{", f);
-		prom_id(f, t);
-		fprintf(f, ",reason=\"%s\"} %llu\n", ps_uring_fb_name(r),
-			(unsigned long long)tot->uring.fallbacks[r]);
-	}
+	if (g->pid >= 0)
+		fprintf(f, "pid=\"%d\",", g->pid);
+	fputs("program=\"", f);
+	prom_label(f, g->program);
+	fputc('"', f);
 }
 
-/* The scrape to out, every family under its HELP and TYPE; p is freed.  0, or -1 out of memory. */
-static int prom_end(FILE *out, struct prom *p)
+/*
+ * The series of targets t[0..n) with a record open, into *out (malloc'd,
+ * with member[] the targets in series order); the count, or -1 when out
+ * of memory.
+ */
+static int prom_group(const struct target *t, int n, struct prom_series **out, int **member)
 {
-	int bad = 0;
+	struct prom_series *g = calloc((size_t)n + 1, sizeof(*g));
+	int *m = calloc((size_t)n + 1, sizeof(*m));
+	int ng = 0, nm = 0;
 
-	for (int k = 0; k < F__COUNT; k++) {
-		if (!p->f[k] || fclose(p->f[k]) != 0)
-			bad = -1;
-		p->f[k] = NULL;
+	if (!g || !m) {
+		free(g);
+		free(m);
+		return -1;
 	}
-	for (int k = 0; out && k < F__COUNT && !bad; k++) {
-		fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", fam_info[k].name, fam_info[k].help,
-			fam_info[k].name, fam_info[k].type);
-		fwrite(p->buf[k], 1, p->len[k], out);
+	for (int i = 0; i < n; i++) {
+		if (t[i].r.fd < 0)
+			continue;
+		const char *prog = t[i].r.hdr->program;
+		bool seen = false;
+		for (int j = 0; j < i && !opt_per_pid; j++)
+			seen |= t[j].r.fd >= 0 && !strcmp(t[j].r.hdr->program, prog);
+		if (seen)
+			continue;
+		g[ng] = (struct prom_series){ prog, opt_per_pid ? t[i].r.pid : -1, nm, 0 };
+		for (int j = i; j < n; j++)
+			if (t[j].r.fd >= 0 && (opt_per_pid ? j == i : !strcmp(t[j].r.hdr->program, prog))) {
+				m[nm++] = j;
+				g[ng].n++;
+			}
+		ng++;
 	}
-	for (int k = 0; k < F__COUNT; k++)
-		free(p->buf[k]);
-	return bad;
+	*out = g;
+	*member = m;
+	return ng;
+}
+
+/* A uint64_t at byte offset off in the series' summed counters (a call row, an event...). */
+static uint64_t prom_sum(const struct prom_series *g, const int *member, const struct ps_tstats *tot,
+			 size_t off)
+{
+	(void)g, (void)member;
+	return *(const uint64_t *)((const char *)tot + off);
+}
+
+#define TOT_OFF(field) offsetof(struct ps_tstats, field)
+
+/* Page faults and CPU time: from /proc while the process runs, else the record's last. */
+static void prom_usage(struct target *t, uint64_t v[4])
+{
+	struct ps_report_data d;
+	const struct ps_live_header *h = t->r.hdr;
+
+	memset(&d, 0, sizeof(d));
+	d.minflt = h->minflt;
+	d.majflt = h->majflt;
+	d.utime_us = h->utime_us;
+	d.stime_us = h->stime_us;
+	proc_usage(t, &d, false);
+	v[0] = d.minflt;
+	v[1] = d.majflt;
+	v[2] = d.utime_us;
+	v[3] = d.stime_us;
+}
+
+/*
+ * The latency histogram's buckets in the scrape: every other log2 bound
+ * from 1.024 us to 4.29 s (le = 2^(b+1) ns for these b), then +Inf: 13
+ * lines per call instead of 41; the sums at these bounds are exact.
+ */
+static const int prom_lat_bounds[] = { 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31 };
+
+/*
+ * One series' samples into the scrape's families: grp[0] with members
+ * member[] among t[], tot their counters summed.  Series whose call never
+ * happened are left out: they would be most of the output and say nothing.
+ */
+static void prom_series_add(struct prom *p, struct target *t, const struct prom_series *grp,
+			    const int *member, const struct ps_tstats *tot)
+{
+	const int ng = 1;
+	FILE *f;
+	static const struct { const char *name, *help; size_t off; } cnt[] = {
+		{ "poolshim_calls_total", "Calls seen, by call and descriptor kind.",
+		  offsetof(struct ps_counter, calls) },
+		{ "poolshim_bytes_total", "Bytes moved (or requested) by the calls.",
+		  offsetof(struct ps_counter, bytes) },
+		{ "poolshim_errors_total", "Calls that failed.",
+		  offsetof(struct ps_counter, errors) },
+		{ "poolshim_eagain_total", "Calls that failed with EAGAIN.",
+		  offsetof(struct ps_counter, eagain) },
+	};
+	for (size_t m = 0; m < sizeof(cnt) / sizeof(cnt[0]); m++) {
+		if (!(f = prom_family(p, cnt[m].name, "counter", cnt[m].help)))
+			return;
+		for (int i = 0; i < ng; i++)
+			for (int c = 0; c < PS_CALL__COUNT; c++)
+				for (int k = 0; k < PS_FD__COUNT; k++) {
+					size_t row = TOT_OFF(c) + ((size_t)c * PS_FD__COUNT + (size_t)k) *
+							 sizeof(struct ps_counter);
+					if (!prom_sum(&grp[i], member, tot, row + offsetof(struct ps_counter, calls)))
+						continue;
+					fprintf(f, "%s{", cnt[m].name);
+					prom_id(f, &grp[i]);
+					fprintf(f, ",call=\"%s\",kind=\"%s\"} %llu\n",
+						ps_call_name((enum ps_call)c), prom_kind(k),
+						(unsigned long long)prom_sum(&grp[i], member, tot, row + cnt[m].off));
+				}
+	}
+	/* Small allocations are sampled (shim/core/alloc.h): say how much is an estimate. */
+	if (!(f = prom_family(p, "poolshim_calls_estimated_total", "counter",
+		    "Of poolshim_calls_total, the calls that are a sampled estimate: malloc-family "
+		    "calls below POOLSHIM_POOL_MIN/16, counted one call in about 128.")))
+		return;
+	for (int i = 0; i < ng; i++)
+		for (int c = 0; c < PS_CALL__COUNT; c++) {
+			enum ps_alloc_event ev = ps_call_estimate_event((enum ps_call)c);
+			size_t row = TOT_OFF(c) + (size_t)c * PS_FD__COUNT * sizeof(struct ps_counter);
+			if (ev == PS_EV__COUNT ||
+			    !prom_sum(&grp[i], member, tot, row + offsetof(struct ps_counter, calls)))
+				continue;
+			fputs("poolshim_calls_estimated_total{", f);
+			prom_id(f, &grp[i]);
+			fprintf(f, ",call=\"%s\",kind=\"%s\"} %llu\n",
+				ps_call_name((enum ps_call)c), prom_kind(PS_FD_NONE),
+				(unsigned long long)prom_sum(&grp[i], member, tot,
+							     TOT_OFF(events) + (size_t)ev * sizeof(uint64_t)));
+		}
+	if (!(f = prom_family(p, "poolshim_call_duration_seconds", "histogram",
+		    "Time in the call, of the sampled calls (buckets every factor of 4 from 1 us).")))
+		return;
+	for (int i = 0; i < ng; i++)
+		for (int c = 0; c < PS_CALL__COUNT; c++)
+			for (int k = 0; k < PS_FD__COUNT; k++) {
+				size_t row = TOT_OFF(c) + ((size_t)c * PS_FD__COUNT + (size_t)k) *
+						 sizeof(struct ps_counter);
+				if (!prom_sum(&grp[i], member, tot, row + offsetof(struct ps_counter, calls)))
+					continue;
+				uint64_t cum = 0;
+				int b = 0;
+				/* Bucket b holds [2^b, 2^(b+1)) ns: its upper bound is le. */
+				for (size_t q = 0; q < sizeof(prom_lat_bounds) / sizeof(prom_lat_bounds[0]); q++) {
+					for (; b <= prom_lat_bounds[q]; b++)
+						cum += prom_sum(&grp[i], member, tot, row +
+								offsetof(struct ps_counter, lat_hist) +
+								(size_t)b * sizeof(uint64_t));
+					fputs("poolshim_call_duration_seconds_bucket{", f);
+					prom_id(f, &grp[i]);
+					fprintf(f, ",call=\"%s\",kind=\"%s\",le=\"%.9g\"} %llu\n",
+						ps_call_name((enum ps_call)c), prom_kind(k),
+						(double)(1ull << (prom_lat_bounds[q] + 1)) * 1e-9,
+						(unsigned long long)cum);
+				}
+				for (; b < PS_LAT_BUCKETS; b++)
+					cum += prom_sum(&grp[i], member, tot, row +
+							offsetof(struct ps_counter, lat_hist) +
+							(size_t)b * sizeof(uint64_t));
+				const char *sfx[] = { "_bucket", "_sum", "_count" };
+				for (int s = 0; s < 3; s++) {
+					fprintf(f, "poolshim_call_duration_seconds%s{", sfx[s]);
+					prom_id(f, &grp[i]);
+					fprintf(f, ",call=\"%s\",kind=\"%s\"%s} ",
+						ps_call_name((enum ps_call)c), prom_kind(k),
+						s == 0 ? ",le=\"+Inf\"" : "");
+					if (s == 1)
+						fprintf(f, "%.9f\n", (double)prom_sum(&grp[i], member, tot, row +
+							offsetof(struct ps_counter, nsec)) * 1e-9);
+					else
+						fprintf(f, "%llu\n", (unsigned long long)cum);
+				}
+			}
+	if (!(f = prom_family(p, "poolshim_pool_events_total", "counter",
+		    "Pool allocations, frees and fallbacks to glibc's heap, by reason.")))
+		return;
+	for (int i = 0; i < ng; i++)
+		for (int e = 0; e < PS_EV__COUNT; e++) {
+			fputs("poolshim_pool_events_total{", f);
+			prom_id(f, &grp[i]);
+			fprintf(f, ",event=\"%s\"} %llu\n", ps_event_name(e), (unsigned long long)
+				prom_sum(&grp[i], member, tot, TOT_OFF(events) + (size_t)e * sizeof(uint64_t)));
+		}
+	/* What the process itself cost: the page faults and CPU time the pool is meant to save. */
+	static const struct { const char *name, *help, *label, *values[2]; bool seconds; } use[] = {
+		{ "poolshim_page_faults_total", "Page faults of the processes (/proc/PID/stat).",
+		  "type", { "minor", "major" }, false },
+		{ "poolshim_cpu_seconds_total", "CPU time of the processes (/proc/PID/stat).",
+		  "mode", { "user", "system" }, true },
+	};
+	for (size_t m = 0; m < sizeof(use) / sizeof(use[0]); m++) {
+		if (!(f = prom_family(p, use[m].name, "counter", use[m].help)))
+			return;
+		for (int i = 0; i < ng; i++) {
+			uint64_t sum[2] = { 0, 0 };
+			for (int x = grp[i].first; x < grp[i].first + grp[i].n; x++) {
+				uint64_t v[4];
+				prom_usage(&t[member[x]], v);
+				sum[0] += v[2 * m];
+				sum[1] += v[2 * m + 1];
+			}
+			for (int j = 0; j < 2; j++) {
+				fprintf(f, "%s{", use[m].name);
+				prom_id(f, &grp[i]);
+				if (use[m].seconds)
+					fprintf(f, ",%s=\"%s\"} %.6f\n", use[m].label, use[m].values[j],
+						(double)sum[j] * 1e-6);
+				else
+					fprintf(f, ",%s=\"%s\"} %llu\n", use[m].label, use[m].values[j],
+						(unsigned long long)sum[j]);
+			}
+		}
+	}
+	/* Gauges: summed over a program's processes, but for the limits (the most of any). */
+	enum { G_SUM, G_MAX, G_MIN };
+	static const struct { const char *name, *help; int how; } g[] = {
+		{ "poolshim_pool_in_use_bytes", "Pooled memory held by live allocations.", G_SUM },
+		{ "poolshim_pool_peak_bytes", "Most pooled memory in use at once (summed over processes: "
+		  "an upper bound of the program's).", G_SUM },
+		{ "poolshim_pool_backed_bytes", "Pool memory backed so far.", G_SUM },
+		{ "poolshim_pool_cap_bytes", "The pool's size limit (per process; the most of any).", G_MAX },
+		{ "poolshim_pool_min_bytes", "Smallest request served from the pool (the most of any "
+		  "process).", G_MAX },
+		{ "poolshim_threads", "The most threads counting at once (summed over processes).", G_SUM },
+		{ "poolshim_uring_rings", "io_uring rings set up.", G_SUM },
+		{ "poolshim_processes", "Processes counted in the series.", G_SUM },
+		{ "poolshim_process_gone", "Processes that are gone (file left behind).", G_SUM },
+		{ "poolshim_pool_on", "0 with POOLSHIM_POOL=off in any of the processes (a baseline: "
+		  "counted, nothing pooled), else 1.", G_MIN },
+	};
+	for (size_t m = 0; m < sizeof(g) / sizeof(g[0]); m++) {
+		if (!(f = prom_family(p, g[m].name, "gauge", g[m].help)))
+			return;
+		for (int i = 0; i < ng; i++) {
+			uint64_t acc = g[m].how == G_MIN ? UINT64_MAX : 0;
+			for (int x = grp[i].first; x < grp[i].first + grp[i].n; x++) {
+				const struct target *ti = &t[member[x]];
+				const struct ps_live_header *h = ti->r.hdr;
+				uint64_t v[] = { h->gauges.pool_in_use, h->gauges.pool_peak, h->pool.backed,
+						 h->pool.cap, h->pool_min,
+						 h->threads_peak ? h->threads_peak : ti->r.nblocks,
+						 h->uring_rings, 1, ti->r.dead,
+						 !(ti->r.cfg_known && !ti->r.cfg.pool) };
+				acc = g[m].how == G_SUM ? acc + v[m] : g[m].how == G_MAX
+					? (v[m] > acc ? v[m] : acc) : (v[m] < acc ? v[m] : acc);
+			}
+			fprintf(f, "%s{", g[m].name);
+			prom_id(f, &grp[i]);
+			fprintf(f, "} %llu\n", (unsigned long long)acc);
+		}
+	}
+	/*
+	 * The page-exact placement's free blocks, where the records have them
+	 * (blocks.c's mirror): bytes split by what is known of them, so that
+	 * the two states add up to the free memory; the count; the largest.
+	 */
+	static const char *const fb_name[] = { "poolshim_pool_free_bytes", "poolshim_pool_free_blocks",
+					       "poolshim_pool_free_largest_bytes" };
+	static const char *const fb_help[] = {
+		"Free pool memory (page-exact placement): resident_max may be resident, "
+		"zero is given back or never touched.",
+		"Free blocks the pool holds (page-exact placement).",
+		"The largest free block: what one request gets without a new slab (the largest "
+		"of any process).",
+	};
+	for (int m = 0; m < 3; m++) {
+		if (!(f = prom_family(p, fb_name[m], "gauge", fb_help[m])))
+			return;
+		for (int i = 0; i < ng; i++) {
+			uint64_t v[2] = { 0, 0 };
+			bool known = false;
+			for (int x = grp[i].first; x < grp[i].first + grp[i].n; x++) {
+				const struct ps_live_header *h = t[member[x]].r.hdr;
+				if (h->free.known != 1 || h->free.zero_bytes > h->free.bytes)
+					continue;
+				known = true;
+				if (m == 0) {
+					v[0] += h->free.bytes - h->free.zero_bytes;
+					v[1] += h->free.zero_bytes;
+				} else if (m == 1) {
+					v[0] += h->free.blocks;
+				} else {
+					uint64_t l = h->free.largest <= h->free.bytes ? h->free.largest : 0;
+					v[0] = l > v[0] ? l : v[0];
+				}
+			}
+			if (!known)
+				continue;
+			fprintf(f, "%s{", fb_name[m]);
+			prom_id(f, &grp[i]);
+			if (m == 0) {
+				fprintf(f, ",state=\"resident_max\"} %llu\n%s{", (unsigned long long)v[0],
+					fb_name[m]);
+				prom_id(f, &grp[i]);
+				fprintf(f, ",state=\"zero\"} %llu\n", (unsigned long long)v[1]);
+			} else {
+				fprintf(f, "} %llu\n", (unsigned long long)v[0]);
+			}
+		}
+	}
+	static const struct { const char *name, *help; size_t off; } u[] = {
+		{ "poolshim_uring_enters_total", "io_uring_enter calls.",
+		  offsetof(struct ps_uring_counts, enters) },
+		{ "poolshim_uring_sqes_total", "Submission queue entries.",
+		  offsetof(struct ps_uring_counts, sqes) },
+		{ "poolshim_uring_fixed_sqes_total", "Entries that used a registered buffer.",
+		  offsetof(struct ps_uring_counts, fixed) },
+		{ "poolshim_uring_split_calls_total", "Calls split into more than one entry.",
+		  offsetof(struct ps_uring_counts, split_calls) },
+	};
+	for (size_t m = 0; m < sizeof(u) / sizeof(u[0]); m++) {
+		if (!(f = prom_family(p, u[m].name, "counter", u[m].help)))
+			return;
+		for (int i = 0; i < ng; i++) {
+			fprintf(f, "%s{", u[m].name);
+			prom_id(f, &grp[i]);
+			fprintf(f, "} %llu\n", (unsigned long long)prom_sum(&grp[i], member, tot,
+									   TOT_OFF(uring) + u[m].off));
+		}
+	}
+	if (!(f = prom_family(p, "poolshim_uring_fallbacks_total", "counter",
+		    "Eligible-looking calls that went to libc instead of io_uring, by reason.")))
+		return;
+	for (int i = 0; i < ng; i++)
+		for (int r = 0; r < PS_UFB__COUNT; r++) {
+			fputs("poolshim_uring_fallbacks_total{", f);
+			prom_id(f, &grp[i]);
+			fprintf(f, ",reason=\"%s\"} %llu\n", ps_uring_fb_name(r), (unsigned long long)
+				prom_sum(&grp[i], member, tot, TOT_OFF(uring) + offsetof(struct ps_uring_counts,
+										  fallbacks) +
+					 (size_t)r * sizeof(uint64_t)));
+		}
+}
+
+/*
+ * The scrape of t[0..n) (those with a record open) into p, series by
+ * series: each series' records summed one block at a time into sum (one
+ * and tmp: room for one record's sum and one block).  A record whose
+ * blocks cannot be read is refused and left out.  0, or -1 out of memory.
+ */
+static int scrape(struct prom *p, struct target *t, int n, struct ps_tstats *sum,
+		  struct ps_tstats *one, struct ps_tstats *tmp)
+{
+	struct prom_series *grp;
+	int *member;
+	int ng = prom_group(t, n, &grp, &member);
+
+	if (ng < 0)
+		return -1;
+	for (int i = 0; i < ng; i++) {
+		memset(sum, 0, sizeof(*sum));
+		for (int x = grp[i].first; x < grp[i].first + grp[i].n; x++) {
+			const char *why = totals(&t[member[x]], one, tmp);
+			if (why)
+				refuse(&t[member[x]], why);
+			else
+				ps_stats_add(sum, one, 1);
+		}
+		prom_series_add(p, t, &grp[i], member, sum);
+	}
+	free(grp);
+	free(member);
+	return p->failed ? -1 : 0;
 }
 
 /*
@@ -644,6 +880,8 @@ int main(int argc, char **argv)
 			i++;   /* taken above, before any file is named */
 		} else if (!strcmp(a, "--prometheus")) {
 			opt_prom = true;
+		} else if (!strcmp(a, "--per-pid")) {
+			opt_per_pid = true;
 		} else if (!strcmp(a, "--textfile") && i + 1 < argc) {
 			opt_textfile = argv[++i];
 			struct stat st;
@@ -687,6 +925,11 @@ int main(int argc, char **argv)
 				"give -i too (without -i, stat prints once)\n");
 		return 2;
 	}
+	if (opt_per_pid && !opt_prom && !opt_textfile) {
+		fprintf(stderr, "poolshim stat: --per-pid labels the Prometheus series by process; "
+				"give --prometheus or --textfile DIR too\n");
+		return 2;
+	}
 	bool named = nids > 0;
 	if (!named) {
 		free(ids);
@@ -704,33 +947,42 @@ int main(int argc, char **argv)
 	struct ps_tstats *now = calloc(1, sizeof(*now)), *tmp = calloc(1, sizeof(*tmp));
 	struct ps_tstats *delta = calloc(1, sizeof(*delta));
 	bool prom = opt_prom || opt_textfile;
-	struct prom scrape;
-	if (!now || !tmp || !delta || (prom && prom_begin(&scrape) < 0)) {
+	struct prom P;
+	if (!now || !tmp || !delta) {
 		fprintf(stderr, "poolshim stat: out of memory\n");
 		return 1;
 	}
 	int ok = 0, refused = 0, others = 0;
 
 	/*
-	 * Once: one record at a time, read, shown and let go: whatever the
-	 * directory holds, stat holds one record (its header, one block and
-	 * the sum) and one descriptor, and the scrape's text.
+	 * Once, a table: one record at a time, read, shown and let go:
+	 * whatever the directory holds, stat holds one record (its header and
+	 * one block) and one descriptor.  A scrape keeps the records' headers
+	 * (a series sums a program's processes) and reads their blocks series
+	 * by series (scrape()).
 	 */
 	if (interval <= 0) {
-		struct target one;
+		struct target one, *kept = NULL;
 		for (int i = 0; i < nids; i++) {
 			int r = open_target(&one, &ids[i], named, false);
-			const char *why = r == 0 ? totals(&one, now, tmp) : NULL;
+			const char *why = r == 0 && !prom ? totals(&one, now, tmp) : NULL;
 			if (why) {
 				refuse(&one, why);
 				r = -1;
 			}
+			if (r == 0 && prom) {
+				struct target *k = realloc(kept, sizeof(*kept) * (size_t)(ok + 1));
+				if (!k) {
+					fprintf(stderr, "poolshim stat: out of memory\n");
+					return 1;
+				}
+				kept = k;
+				kept[ok++] = one;
+				continue;
+			}
 			if (r == 0) {
 				ok++;
-				if (prom)
-					prom_add(&scrape, &one, now);
-				else
-					show(&one, now, "totals", false);
+				show(&one, now, "totals", false);
 				say_gone(&one);
 			} else if (r < 0) {
 				refused++;
@@ -743,24 +995,31 @@ int main(int argc, char **argv)
 			fprintf(stderr, "poolshim stat: %d files of other users not read (--all-users "
 					"reads them)\n", others);
 		if (ok == 0) {
-			if (prom)
-				prom_end(NULL, &scrape);
 			if (!refused)
 				fprintf(stderr, "poolshim stat: none of the files in %s is yours\n",
 					ps_live_dir());
 			return 1;
 		}
-		if (opt_textfile) {
-			if (write_textfile(&scrape) < 0)
+		if (prom) {
+			prom_begin(&P);
+			if (scrape(&P, kept, ok, now, delta, tmp) < 0) {
+				prom_end(NULL, &P);
+				fprintf(stderr, "poolshim stat: --prometheus: out of memory\n");
 				return 1;
-		} else if (prom) {
-			prom_end(stdout, &scrape);
-			fflush(stdout);
+			}
+			if (opt_textfile) {
+				if (write_textfile(&P) < 0)
+					return 1;
+			} else {
+				prom_end(stdout, &P);
+				fflush(stdout);
+			}
+			for (int i = 0; i < ok; i++)
+				close_target(&kept[i]);
+			free(kept);
 		}
 		return refused ? 3 : 0;
 	}
-	if (prom)
-		prom_end(NULL, &scrape);
 
 	/* -i: every record followed stays open, with its last totals for the deltas (not for a scrape). */
 	struct target *t = calloc((size_t)(nids ? nids : 1), sizeof(*t));
@@ -860,15 +1119,11 @@ int main(int argc, char **argv)
 				refused++;
 			}
 		}
-		if (prom && prom_begin(&scrape) < 0) {
-			fprintf(stderr, "poolshim stat: out of memory\n");
-			return 1;
-		}
 		for (int i = 0; i < ok; i++) {
 			if (t[i].r.fd < 0)
 				continue;
 			const char *why = round > 0 && !t[i].fresh ? snapshot(&t[i]) : NULL;
-			if (!why)
+			if (!why && !prom)
 				why = totals(&t[i], now, tmp);
 			if (why) {
 				/* Changed under us: stop following it; it is no longer shown. */
@@ -878,7 +1133,7 @@ int main(int argc, char **argv)
 				continue;
 			}
 			if (prom) {
-				prom_add(&scrape, &t[i], now);
+				/* Summed series by series below. */
 			} else if (round > 0 && !t[i].fresh) {
 				memcpy(delta, now, sizeof(*now));
 				ps_stats_add(delta, t[i].prev, -1);
@@ -891,11 +1146,19 @@ int main(int argc, char **argv)
 			if (t[i].prev)
 				memcpy(t[i].prev, now, sizeof(*now));
 		}
+		if (prom) {
+			prom_begin(&P);
+			if (scrape(&P, t, ok, now, delta, tmp) < 0) {
+				prom_end(NULL, &P);
+				fprintf(stderr, "poolshim stat: --prometheus: out of memory\n");
+				return 1;
+			}
+		}
 		if (opt_textfile) {
-			if (write_textfile(&scrape) < 0)
+			if (write_textfile(&P) < 0)
 				return 1;
 		} else if (prom) {
-			prom_end(stdout, &scrape);
+			prom_end(stdout, &P);
 			fflush(stdout);
 		}
 		bool all_dead = true;

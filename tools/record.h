@@ -26,7 +26,7 @@
 
 #include "format/config.h"
 #include "format/fmt.h"
-#include "format/live.h"
+#include "format/livefmt.h"
 #include "format/report.h"
 #include "format/sites.h"
 #include "format/stats.h"
