@@ -53,7 +53,19 @@ struct target {
 	bool have_usage;
 	bool pending;                 /* named, running, no file yet (-i): opened when it comes */
 	bool fresh;                   /* opened this round: its totals, not a change */
+	/*
+	 * A scrape without -i: the header kept, the descriptor closed (r.fd
+	 * -1), opened again only to sum the blocks, so that a scrape of more
+	 * records than descriptors works.
+	 */
+	bool parked;
 };
+
+/* Whether t's record is in the scrape: open, or parked. */
+static bool scraped(const struct target *t)
+{
+	return t->r.fd >= 0 || t->parked;
+}
 
 static bool opt_json, opt_all_users, opt_prom, opt_per_pid;
 static const char *opt_textfile;
@@ -384,17 +396,17 @@ static int prom_group(const struct target *t, int n, struct prom_series **out, i
 		return -1;
 	}
 	for (int i = 0; i < n; i++) {
-		if (t[i].r.fd < 0)
+		if (!scraped(&t[i]))
 			continue;
 		const char *prog = t[i].r.hdr->program;
 		bool seen = false;
 		for (int j = 0; j < i && !opt_per_pid; j++)
-			seen |= t[j].r.fd >= 0 && !strcmp(t[j].r.hdr->program, prog);
+			seen |= scraped(&t[j]) && !strcmp(t[j].r.hdr->program, prog);
 		if (seen)
 			continue;
 		g[ng] = (struct prom_series){ prog, opt_per_pid ? t[i].r.pid : -1, nm, 0 };
 		for (int j = i; j < n; j++)
-			if (t[j].r.fd >= 0 && (opt_per_pid ? j == i : !strcmp(t[j].r.hdr->program, prog))) {
+			if (scraped(&t[j]) && (opt_per_pid ? j == i : !strcmp(t[j].r.hdr->program, prog))) {
 				m[nm++] = j;
 				g[ng].n++;
 			}
@@ -701,7 +713,30 @@ static void prom_series_add(struct prom *p, struct target *t, const struct prom_
 }
 
 /*
- * The scrape of t[0..n) (those with a record open) into p, series by
+ * totals() of a target, opened again for it when parked: the same file
+ * (device and inode), its header read and checked afresh, then let go.
+ */
+static const char *parked_totals(const struct target *t, struct ps_tstats *out,
+				 struct ps_tstats *tmp)
+{
+	if (!t->parked)
+		return totals(t, out, tmp);
+	struct ps_record_id id = { t->r.pid, t->r.ns, t->r.tag };
+	struct target again;
+	const char *why = NULL;
+	memset(&again, 0, sizeof(again));
+	if (ps_record_open(&again.r, &id, &why) < 0)
+		why = why ? why : "gone";
+	else if (again.r.dev != t->r.dev || again.r.ino != t->r.ino)
+		why = "replaced by another file";
+	else if (!(why = ps_record_read(&again.r)))
+		why = totals(&again, out, tmp);
+	ps_record_close(&again.r);
+	return why;
+}
+
+/*
+ * The scrape of t[0..n) (those with a record open or parked) into p, series by
  * series: each series' records summed one block at a time into sum (one
  * and tmp: room for one record's sum and one block).  A record whose
  * blocks cannot be read is refused and left out.  0, or -1 out of memory.
@@ -718,7 +753,7 @@ static int scrape(struct prom *p, struct target *t, int n, struct ps_tstats *sum
 	for (int i = 0; i < ng; i++) {
 		memset(sum, 0, sizeof(*sum));
 		for (int x = grp[i].first; x < grp[i].first + grp[i].n; x++) {
-			const char *why = totals(&t[member[x]], one, tmp);
+			const char *why = parked_totals(&t[member[x]], one, tmp);
 			if (why)
 				refuse(&t[member[x]], why);
 			else
@@ -977,6 +1012,10 @@ int main(int argc, char **argv)
 					return 1;
 				}
 				kept = k;
+				/* Parked: 8 KiB and no descriptor each, however many. */
+				close(one.r.fd);
+				one.r.fd = -1;
+				one.parked = true;
 				kept[ok++] = one;
 				continue;
 			}

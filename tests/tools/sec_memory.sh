@@ -9,7 +9,8 @@
 # less than twice the scrape's own text per record and 16 KB (the text is
 # held, families being printed whole, in buffers that grow by doubling).
 # Before, ~176 KB per record: every record's blocks and one struct of
-# totals each, held at once.
+# totals each, held at once.  And a scrape of the 300 under a limit of 64
+# descriptors counts all 300 (one descriptor was held per record).
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 STAT="$PS_TOP_BUILDDIR/tools/poolshim-stat"
 OFFSETS="$PS_TOP_BUILDDIR/tests/tools/live_offsets"
@@ -67,4 +68,8 @@ echo "peak KB: table 30 $t30, 300 $t300; prometheus 30 $p30, 300 $p300;" \
 [ $(( (q300 - q30) / 270 )) -lt $((2 * text + 16)) ] &&
 	pass "prometheus --per-pid: $(( (q300 - q30) / 270 )) KB more per record, its text $text KB" ||
 	fail "prometheus --per-pid: $(( (q300 - q30) / 270 )) KB more per record, its text $text KB"
+(ulimit -n 64 && "$STAT" --live-dir "$L" --prometheus) >"$PST_TMP/prom" 2>"$PST_TMP/err"
+grep -q '^poolshim_processes{program="dd"} 300$' "$PST_TMP/prom" &&
+	pass "a scrape of 300 records with 64 descriptors counts them all" ||
+	fail "with 64 descriptors: $(grep '^poolshim_processes' "$PST_TMP/prom") $(head -2 "$PST_TMP/err")"
 finish
