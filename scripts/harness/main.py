@@ -102,7 +102,11 @@ def run_plan(args, sel, plan, text_run, result, workdir, outdir, deadline):
     rgw_txt = None
     try:
         progress.plan(len(plan), seconds_per_run(args, plan))
-        say(f"demo: {len(plan)} runs; results in {outdir}")
+        est = len(plan) * seconds_per_run(args, plan) / 60
+        say(f"demo: {len(plan)} runs, about {est:.0f} min; "
+            + (f"then rounds where a headline row is undecided, until {args.budget:g} min from the "
+               f"start (--budget); " if args.budget > 0 else "")
+            + f"results in {outdir}")
         for run in plan:
             run_one(args, cluster, run, text_run, result, workdir, outdir)
         more_rounds(args, sel, cluster, result, workdir, outdir, deadline)
