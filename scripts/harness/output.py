@@ -150,7 +150,7 @@ def print_targets(result, sel, parts, titles):
               f"{os.cpu_count()} CPUs" + (": the machine was shared and oversubscribed, read every "
                                           "ratio as indicative" if busy else ""))
     added = rounds_line(result.get("rounds"), result["settings"].get("budget_min", 0))
-    if added:
+    if added and head:
         print(added)
     if head:
         print("\n-- Headline: what the README's \"Should I deploy it?\" rests on --")
