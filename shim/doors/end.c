@@ -144,16 +144,15 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 	/*
 	 * Whoever started it, a process that did nothing the report is about
 	 * (no counted I/O call, no allocation from a quarter of
-	 * POOLSHIM_POOL_MIN up: `sh -c 'exit 5'`) writes no text report: one
-	 * line says why, where the program was started by the user (not under
-	 * POOLSHIM_PROGRAMS, nor in a fork child, where it would be noise).  A
-	 * JSON report asked for is still written: it is data a script reads,
-	 * and says the same in its verdict.
+	 * POOLSHIM_POOL_MIN up: `sh -c 'exit 5'`, every `true` or `cp` a
+	 * wrapped script runs) writes no text report and says nothing: its
+	 * stderr is what it would be without the shim.  POOLSHIM_VERBOSE says
+	 * why in one line.  A JSON report asked for is still written: it is
+	 * data a script reads, and says the same in its verdict.
 	 */
 	if (due && ps_cfg.stats_format == PS_FORMAT_TEXT && did_nothing()) {
 		due = false;
-		if (ps_cfg.verbose || (!ps_cfg.programs[0] && pid == ps_start_pid &&
-				       strcmp(ps_cfg.stats, "off") != 0)) {
+		if (ps_cfg.verbose) {
 			char min[24];
 			struct ps_buf mb;
 			ps_buf_init(&mb, min, sizeof(min), -1);
