@@ -11,8 +11,9 @@
  * writable from its chroot or by its new user), it renders the report into
  * the record and leaves it there for `poolshim collect`, saying so where a
  * line can go.  Under the `poolshim` wrapper (POOLSHIM_RUN set) the report
- * always goes into the record: the wrapper, which outlives the program,
- * prints or writes it.  A process that ends any other way (SIGKILL, the
+ * goes into the record, and the wrapper's helper, which outlives the
+ * process, prints or writes it; the wrapper's program itself writes its
+ * own as without the wrapper, where it can.  A process that ends any other way (SIGKILL, the
  * OOM killer, a crash, a signal it left at its default) does nothing at
  * all: its record, with the counters as they were, is rendered by whoever
  * is left.  No signal is taken for any of this.
@@ -112,6 +113,27 @@ static void keep(unsigned how, const char *why)
 			      r < 0 ? " (its counters only)" : "");
 }
 
+/*
+ * The pid in the wrapper's run id, "PID-" and 8 hex digits (poolshim-run
+ * makes it: the pid of the program it exec'd in place), or 0 when the run
+ * is another's (a systemd unit's name).
+ */
+static int run_pid(void)
+{
+	const char *p = ps_cfg.run;
+	int v = 0;
+	if (*p < '1' || *p > '9')
+		return 0;
+	for (; *p >= '0' && *p <= '9' && v < 100000000; p++)
+		v = v * 10 + (*p - '0');
+	if (*p++ != '-')
+		return 0;
+	int n = 0;
+	for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
+		n++;
+	return n == 8 && *p == '\0' ? v : 0;
+}
+
 void ps_end(int end, int status, bool status_known, unsigned how)
 {
 	if (__atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) != PS_STATE_ON)
@@ -190,8 +212,24 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 		errno = saved_errno;
 		return;
 	}
-	/* Under the wrapper: it delivers, from the record; the process only renders. */
-	if (ps_cfg.run[0]) {
+	/*
+	 * Under the wrapper its helper delivers, from the record, and the
+	 * process only renders; but the wrapper's program itself (the run id
+	 * starts with its pid: the wrapper exec'd it in place) writes its own
+	 * report where it can, as without the wrapper, so that it is there
+	 * before its caller's wait returns, and keeps it for the helper where
+	 * it cannot.
+	 */
+	int wrapped = run_pid();
+	bool program = wrapped == pid;
+	/*
+	 * The helper lives as long as the program: a process of the run that
+	 * outlives it (a daemon), or one in a pid namespace of its own, where
+	 * the pid names no process, writes its own report as without the
+	 * wrapper (kept for `poolshim collect` where it cannot, saying so).
+	 */
+	bool alone = wrapped && !program && PS_SYSCALL(SYS_kill, wrapped, 0) == -ESRCH;
+	if (ps_cfg.run[0] && !program && !alone) {
 		make_record_now();
 		if (ps_live_keep_report(ps_cfg.stats_format, how, NULL) == 0) {
 			errno = saved_errno;
@@ -199,6 +237,13 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 		}
 	}
 	int r = ps_report_emit(&ps_cfg, how);
+	if (r < 0 && program) {
+		make_record_now();
+		if (ps_live_keep_report(ps_cfg.stats_format, how, NULL) == 0) {
+			errno = saved_errno;
+			return;
+		}
+	}
 	if (r == 0) {
 		ps_live_delivered();
 		ps_live_remove();
