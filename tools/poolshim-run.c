@@ -297,15 +297,24 @@ static bool start_helper(const char *run)
 		}
 		if (chdir("/") < 0)
 			_exit(1);
-		/* Default dispositions and nothing blocked: it is asked nothing by signal. */
+		/*
+		 * Default dispositions and nothing blocked, but the signals
+		 * that end a whole unit or session (systemd's KillMode=
+		 * control-group sends SIGTERM to every process of the cgroup,
+		 * the helper too) are ignored: the helper ends by itself once
+		 * the program has, after delivering its report.  A stderr whose
+		 * reader went (SIGPIPE): the report fails, the record stays
+		 * for `poolshim collect`.
+		 */
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		for (int s = 1; s < NSIG; s++)
 			if (s != SIGKILL && s != SIGSTOP)
 				signal(s, SIG_DFL);
-		/* A stderr whose reader went: the report fails, the record stays for collect. */
-		signal(SIGPIPE, SIG_IGN);
+		static const int ignored[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE };
+		for (size_t k = 0; k < sizeof(ignored) / sizeof(ignored[0]); k++)
+			signal(ignored[k], SIG_IGN);
 		if (write(ready[1], "1", 1) != 1)
 			_exit(1);
 		close(ready[1]);

@@ -94,3 +94,10 @@ pst_tools_scripts += tests/tools/collect_killed.sh tests/tools/collect_kept.sh \
 # README runs them.
 check_PROGRAMS += tests/tools/run_helper
 pst_tools_scripts += tests/tools/wrapper_end.sh tests/tools/wrapper_nginx.sh tests/tools/wrapper_haproxy.sh
+
+# Issue 45, the wrapper is a plain exec to its caller: SIGCHLD ignored,
+# STOP/CONT to the program, a signal sent to each process of the job or to
+# its group, PR_SET_PDEATHSIG, core dumps, job control, each compared with
+# the program run without the wrapper.
+pst_tools_scripts += tests/tools/wrapper_plain.sh
+EXTRA_DIST += tests/tools/wrapper_plain.py
