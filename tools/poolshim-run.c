@@ -2,7 +2,7 @@
 /*
  * poolshim-run: the `poolshim` command's last step.  The script has
  * exported the program's POOLSHIM_* settings and worked out LD_PRELOAD;
- * this marks the run (POOLSHIM_RUN=<pid>-<random>, in the program's
+ * this marks the run (POOLSHIM_RUN=<pid>-<helper>-<random>, in the program's
  * environment and so in everything it starts), starts a detached helper,
  * and then execs the program in place:
  *
@@ -53,6 +53,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,8 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "format/live.h"
+#include "record.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -76,8 +79,13 @@
 #define SYS_close_range 436
 #endif
 
-/* How often the helper delivers the reports of the run's ended processes. */
-#define PS_RUN_SWEEP_MS 200
+/*
+ * How often the helper delivers the reports of the run's ended processes:
+ * every PS_RUN_SWEEP_MS, and PS_RUN_BUSY_MS after a sweep that found some
+ * (a shell loop, make: more are likely to follow).
+ */
+#define PS_RUN_SWEEP_MS 100
+#define PS_RUN_BUSY_MS 20
 
 static const char *me = "poolshim";
 
@@ -89,8 +97,8 @@ static void usage(FILE *f)
 		   "runs it; it is not meant to be run by hand.\n");
 }
 
-/* A fresh run id, "PID-RANDOM": [A-Za-z0-9._-], well under 63 characters. */
-static void make_run_id(char *out, size_t cap)
+/* 32 random bits (from the clock and pid when getrandom cannot say). */
+static unsigned int random_bits(void)
 {
 	unsigned int r = 0;
 	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
@@ -98,7 +106,18 @@ static void make_run_id(char *out, size_t cap)
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		r = (unsigned int)ts.tv_nsec ^ (unsigned int)getpid() << 16;
 	}
-	snprintf(out, cap, "%d-%08x", (int)getpid(), r);
+	return r;
+}
+
+/*
+ * The run id, "PID-HELPER-RANDOM" ([A-Za-z0-9._-], well under 63
+ * characters): the program's pid and the helper's, which the shim reads
+ * (shim/doors/end.c): the program writes its own report, and so does a
+ * process whose stderr is the helper's, or that outlives the helper.
+ */
+static void make_run_id(char *out, size_t cap, int pid, int helper_pid, unsigned int r)
+{
+	snprintf(out, cap, "%d-%d-%08x", pid, helper_pid, r);
 }
 
 /*
@@ -191,22 +210,76 @@ static bool zombie_status(int statfd, int pidfd, int *status, struct rusage *ru)
 	return true;
 }
 
-/* Deliver the run's ended processes' reports; the program's with its end when known. */
-static void sweep(const char *run, int pid, bool known, int status, const struct rusage *ru)
+/*
+ * The pids of this pid namespace's records of the run whose processes
+ * have ended, into *out (malloc'd); how many.  Only the start of each
+ * header is read (its run id and start time): a sweep every
+ * PS_RUN_SWEEP_MS costs a directory read and a page per record, and the
+ * collect code reads whole records only of the run's ended processes.
+ */
+static int ended_of_run(const char *run, int **out)
+{
+	static struct ps_live_header h;
+	const size_t want = offsetof(struct ps_live_header, run) + sizeof(h.run);
+	struct ps_record_id *ids = NULL;
+	uint64_t my_ns = ps_live_pidns();
+	int n = ps_record_scan(&ids), k = 0;
+
+	*out = NULL;
+	if (n <= 0 || !(*out = calloc((size_t)n, sizeof(int)))) {
+		free(ids);
+		return 0;
+	}
+	for (int i = 0; i < n; i++) {
+		char path[PS_LIVE_DIR_MAX + 64];
+		if (ids[i].ns != my_ns)
+			continue;
+		ps_live_path(path, sizeof(path), ids[i].pid, ids[i].ns);
+		int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		memset(&h, 0, sizeof(h));
+		ssize_t got = pread(fd, &h, want, 0);
+		close(fd);
+		if (got != (ssize_t)want || memcmp(h.magic, PS_LIVE_MAGIC, sizeof(h.magic)) != 0 ||
+		    strncmp(h.run, run, sizeof(h.run)) != 0)
+			continue;
+		/* As ps_record_judge has it: gone, another process now, or a zombie. */
+		unsigned long long f[F_START - 3];
+		char state = '?';
+		if (stat_fields(ids[i].pid, f, F_START - 3, &state) != F_START - 3 ||
+		    (h.starttime && f[F_START - 4] != h.starttime) || state == 'Z')
+			(*out)[k++] = ids[i].pid;
+	}
+	free(ids);
+	return k;
+}
+
+/*
+ * Deliver the run's ended processes' reports; the program's with its end
+ * when known.  How many records were found.
+ */
+static int sweep(const char *run, int pid, bool known, int status, const struct rusage *ru)
 {
 	struct ps_collect_opts o;
 	memset(&o, 0, sizeof(o));
 	o.live_dir = getenv("POOLSHIM_LIVE_DIR");
 	if (o.live_dir && !*o.live_dir)
 		o.live_dir = NULL;
+	int *pids;
+	o.npids = ended_of_run(run, &pids);
+	o.pids = pids;
 	o.run = run;
 	o.out = stderr;
 	o.who = me;
 	o.known_pid = known ? pid : 0;
 	o.known_status = status;
 	o.known_rusage = known ? ru : NULL;
-	(void)ps_collect(&o);
+	if (o.npids > 0)
+		(void)ps_collect(&o);
+	free(pids);
 	fflush(stderr);
+	return o.npids;
 }
 
 /*
@@ -217,20 +290,31 @@ static void sweep(const char *run, int pid, bool known, int status, const struct
  */
 static void helper(int pid, int pidfd, unsigned long long started, const char *run)
 {
+	const char *dir = getenv("POOLSHIM_LIVE_DIR");
+	if (dir && *dir && ps_live_set_dir(dir) < 0)
+		return;
+	/*
+	 * Each sweep's reports leave in one write() (flushed after each
+	 * sweep): the run's processes write theirs on the same stderr
+	 * meanwhile, and neither cuts the other's.
+	 */
+	static char out[1 << 20];
+	setvbuf(stderr, out, _IOFBF, sizeof(out));
 	/* Opened now: the race with the caller's wait is read alone, not path lookups. */
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	int statfd = open(path, O_RDONLY | O_CLOEXEC);
+	int wait_ms = PS_RUN_SWEEP_MS;
 	for (;;) {
 		bool ended;
 		if (pidfd >= 0) {
 			struct pollfd p = { .fd = pidfd, .events = POLLIN };
-			int r = poll(&p, 1, PS_RUN_SWEEP_MS);
+			int r = poll(&p, 1, wait_ms);
 			ended = r > 0;
 			if (r < 0 && errno != EINTR)
 				ended = true;
 		} else {
-			struct timespec ts = { 0, PS_RUN_SWEEP_MS * 1000000L };
+			struct timespec ts = { 0, wait_ms * 1000000L };
 			nanosleep(&ts, NULL);
 			char state = '?';
 			unsigned long long f[F_START - 3];
@@ -238,13 +322,13 @@ static void helper(int pid, int pidfd, unsigned long long started, const char *r
 				f[F_START - 4] != started || state == 'Z';
 		}
 		if (!ended) {
-			sweep(run, pid, false, 0, NULL);
+			wait_ms = sweep(run, pid, false, 0, NULL) > 0 ? PS_RUN_BUSY_MS : PS_RUN_SWEEP_MS;
 			continue;
 		}
 		int status = 0;
 		struct rusage ru;
 		bool known = zombie_status(statfd, pidfd, &status, &ru);
-		sweep(run, pid, known, status, &ru);
+		(void)sweep(run, pid, known, status, &ru);
 		return;
 	}
 }
@@ -256,8 +340,9 @@ static void helper(int pid, int pidfd, unsigned long long started, const char *r
  * it, and it never waits for the caller).  Returns once the helper holds
  * its pidfd; false (said in one line) when it could not be started.
  */
-static bool start_helper(const char *run)
+static bool start_helper(char *run, size_t cap)
 {
+	unsigned int r = random_bits();
 	int self = (int)getpid();
 	unsigned long long started = start_of(self);
 	int ready[2];
@@ -315,7 +400,9 @@ static bool start_helper(const char *run)
 		static const int ignored[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE };
 		for (size_t k = 0; k < sizeof(ignored) / sizeof(ignored[0]); k++)
 			signal(ignored[k], SIG_IGN);
-		if (write(ready[1], "1", 1) != 1)
+		int me_pid = (int)getpid();
+		make_run_id(run, cap, self, me_pid, r);
+		if (write(ready[1], &me_pid, sizeof(me_pid)) != (ssize_t)sizeof(me_pid))
 			_exit(1);
 		close(ready[1]);
 		helper(self, pidfd, started, run);
@@ -330,16 +417,17 @@ static bool start_helper(const char *run)
 	}
 	while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
 		;
-	char c;
+	int helper_pid = 0;
 	ssize_t n;
-	while ((n = read(ready[0], &c, 1)) < 0 && errno == EINTR)
+	while ((n = read(ready[0], &helper_pid, sizeof(helper_pid))) < 0 && errno == EINTR)
 		;
 	close(ready[0]);
-	if (n != 1) {
+	if (n != (ssize_t)sizeof(helper_pid) || helper_pid <= 0) {
 		fprintf(stderr, "%s: no helper (it could not start): reports of processes that do not "
 			"write their own stay in their records for `poolshim collect`\n", me);
 		return false;
 	}
+	make_run_id(run, cap, self, helper_pid, r);
 	return true;
 }
 
@@ -376,15 +464,12 @@ int main(int argc, char **argv)
 	 * meanwhile.  The run is not marked: each process writes its own
 	 * report, as without the wrapper.
 	 */
-	if (getpid() != 1) {
-		char run[64];
-		make_run_id(run, sizeof(run));
+	char run[64];
+	if (getpid() != 1 && start_helper(run, sizeof(run))) {
 		if (setenv("POOLSHIM_RUN", run, 1) < 0) {
 			fprintf(stderr, "%s: %s\n", me, strerror(errno));
 			return 127;
 		}
-		if (!start_helper(run))
-			unsetenv("POOLSHIM_RUN");
 	} else {
 		unsetenv("POOLSHIM_RUN");
 	}

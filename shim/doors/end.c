@@ -26,6 +26,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "format/config.h"
@@ -114,24 +116,45 @@ static void keep(unsigned how, const char *why)
 }
 
 /*
- * The pid in the wrapper's run id, "PID-" and 8 hex digits (poolshim-run
- * makes it: the pid of the program it exec'd in place), or 0 when the run
- * is another's (a systemd unit's name).
+ * The pids in the wrapper's run id, "PID-HELPER-" and 8 hex digits
+ * (poolshim-run makes it: the program it exec'd in place, and its
+ * helper); false when the run is another's (a systemd unit's name).
  */
-static int run_pid(void)
+static bool run_pids(int *program, int *helper)
 {
 	const char *p = ps_cfg.run;
-	int v = 0;
-	if (*p < '1' || *p > '9')
-		return 0;
-	for (; *p >= '0' && *p <= '9' && v < 100000000; p++)
-		v = v * 10 + (*p - '0');
-	if (*p++ != '-')
-		return 0;
+	int v[2] = { 0, 0 };
+	for (int k = 0; k < 2; k++) {
+		if (*p < '1' || *p > '9')
+			return false;
+		for (; *p >= '0' && *p <= '9' && v[k] < 100000000; p++)
+			v[k] = v[k] * 10 + (*p - '0');
+		if (*p++ != '-')
+			return false;
+	}
 	int n = 0;
 	for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
 		n++;
-	return n == 8 && *p == '\0' ? v : 0;
+	*program = v[0];
+	*helper = v[1];
+	return n == 8 && *p == '\0';
+}
+
+/* Whether fd 2 is the file the process pid has as its fd 2 (raw calls only). */
+static bool same_stderr(int pid)
+{
+	char path[48] = "/proc/", digits[12];
+	int n = 0, len = 6;
+	do
+		digits[n++] = (char)('0' + pid % 10);
+	while ((pid /= 10) > 0);
+	while (n > 0)
+		path[len++] = digits[--n];
+	memcpy(path + len, "/fd/2", 6);
+	struct stat mine, theirs;
+	return PS_SYSCALL(SYS_fstat, 2, &mine) == 0 &&
+	       PS_SYSCALL(SYS_newfstatat, AT_FDCWD, path, &theirs, 0) == 0 &&
+	       mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino;
 }
 
 void ps_end(int end, int status, bool status_known, unsigned how)
@@ -214,22 +237,23 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 	}
 	/*
 	 * Under the wrapper its helper delivers, from the record, and the
-	 * process only renders; but the wrapper's program itself (the run id
-	 * starts with its pid: the wrapper exec'd it in place) writes its own
-	 * report where it can, as without the wrapper, so that it is there
-	 * before its caller's wait returns, and keeps it for the helper where
-	 * it cannot.
+	 * process only renders.  But where the report goes to a path, or to
+	 * a stderr that is the helper's (the wrapper's own), the process
+	 * writes it itself, as without the wrapper, so that it is there when the
+	 * process ends (the program's before its caller's wait returns) and
+	 * the record goes with it; the program itself writes its own in any
+	 * case; and a process that outlives the helper (a daemon), or one in
+	 * a pid namespace of its own where the helper's pid names nothing,
+	 * writes its own as without the wrapper.  What cannot be written so
+	 * is kept in the record for the helper while it lives.
 	 */
-	int wrapped = run_pid();
-	bool program = wrapped == pid;
-	/*
-	 * The helper lives as long as the program: a process of the run that
-	 * outlives it (a daemon), or one in a pid namespace of its own, where
-	 * the pid names no process, writes its own report as without the
-	 * wrapper (kept for `poolshim collect` where it cannot, saying so).
-	 */
-	bool alone = wrapped && !program && PS_SYSCALL(SYS_kill, wrapped, 0) == -ESRCH;
-	if (ps_cfg.run[0] && !program && !alone) {
+	int w_program = 0, w_helper = 0;
+	bool wrapped = ps_cfg.run[0] && run_pids(&w_program, &w_helper);
+	bool helper_lives = wrapped && PS_SYSCALL(SYS_kill, w_helper, 0) != -ESRCH;
+	bool to_stderr = strcmp(ps_cfg.stats, "stderr") == 0;
+	bool direct = !ps_cfg.run[0] || (wrapped && (w_program == pid || !helper_lives || !to_stderr ||
+						     same_stderr(w_helper)));
+	if (!direct) {
 		make_record_now();
 		if (ps_live_keep_report(ps_cfg.stats_format, how, NULL) == 0) {
 			errno = saved_errno;
@@ -237,7 +261,7 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 		}
 	}
 	int r = ps_report_emit(&ps_cfg, how);
-	if (r < 0 && program) {
+	if (r < 0 && helper_lives) {
 		make_record_now();
 		if (ps_live_keep_report(ps_cfg.stats_format, how, NULL) == 0) {
 			errno = saved_errno;
