@@ -212,12 +212,13 @@ static bool zombie_status(int statfd, int pidfd, int *status, struct rusage *ru)
 
 /*
  * The pids of this pid namespace's records of the run whose processes
- * have ended, into *out (malloc'd); how many.  Only the start of each
+ * have ended, into *out (malloc'd); how many.  *foreign is set when the
+ * run has records of another pid namespace that has ended.  Only the start of each
  * header is read (its run id and start time): a sweep every
  * PS_RUN_SWEEP_MS costs a directory read and a page per record, and the
  * collect code reads whole records only of the run's ended processes.
  */
-static int ended_of_run(const char *run, int **out)
+static int ended_of_run(const char *run, int **out, bool *foreign)
 {
 	static struct ps_live_header h;
 	const size_t want = offsetof(struct ps_live_header, run) + sizeof(h.run);
@@ -232,8 +233,6 @@ static int ended_of_run(const char *run, int **out)
 	}
 	for (int i = 0; i < n; i++) {
 		char path[PS_LIVE_DIR_MAX + 64];
-		if (ids[i].ns != my_ns)
-			continue;
 		ps_live_path(path, sizeof(path), ids[i].pid, ids[i].ns);
 		int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0)
@@ -244,6 +243,12 @@ static int ended_of_run(const char *run, int **out)
 		if (got != (ssize_t)want || memcmp(h.magic, PS_LIVE_MAGIC, sizeof(h.magic)) != 0 ||
 		    strncmp(h.run, run, sizeof(h.run)) != 0)
 			continue;
+		/* Another pid namespace's (the program ran unshare -p), seen ended from here. */
+		if (ids[i].ns != my_ns) {
+			if (ps_collect_foreign_ended(h.pid, h.starttime, my_ns))
+				*foreign = true;
+			continue;
+		}
 		/* As ps_record_judge has it: gone, another process now, or a zombie. */
 		unsigned long long f[F_START - 3];
 		char state = '?';
@@ -267,19 +272,22 @@ static int sweep(const char *run, int pid, bool known, int status, const struct 
 	if (o.live_dir && !*o.live_dir)
 		o.live_dir = NULL;
 	int *pids;
-	o.npids = ended_of_run(run, &pids);
-	o.pids = pids;
+	bool foreign = false;
+	int found = ended_of_run(run, &pids, &foreign);
+	/* Records of a namespace that has ended are collected by run, not by pid. */
+	o.npids = foreign ? 0 : found;
+	o.pids = foreign ? NULL : pids;
 	o.run = run;
 	o.out = stderr;
 	o.who = me;
 	o.known_pid = known ? pid : 0;
 	o.known_status = status;
 	o.known_rusage = known ? ru : NULL;
-	if (o.npids > 0)
+	if (found > 0 || foreign)
 		(void)ps_collect(&o);
 	free(pids);
 	fflush(stderr);
-	return o.npids;
+	return found + foreign;
 }
 
 /*

@@ -140,17 +140,51 @@ static bool run_pids(int *program, int *helper)
 	return n == 8 && *p == '\0';
 }
 
-/* Whether fd 2 is the file the process pid has as its fd 2 (raw calls only). */
-static bool same_stderr(int pid)
+/* "/proc/PID" and then tail into path (48 bytes). */
+static void proc_path(char *path, int pid, const char *tail)
 {
-	char path[48] = "/proc/", digits[12];
+	char digits[12];
 	int n = 0, len = 6;
+	memcpy(path, "/proc/", 6);
 	do
 		digits[n++] = (char)('0' + pid % 10);
 	while ((pid /= 10) > 0);
 	while (n > 0)
 		path[len++] = digits[--n];
-	memcpy(path + len, "/fd/2", 6);
+	size_t t = strlen(tail);
+	memcpy(path + len, tail, t + 1);
+}
+
+/*
+ * Whether the wrapper's helper (pid) still runs: its /proc/PID/stat names
+ * poolshim-run, and it is no zombie (its parent, init or a subreaper,
+ * may take a while to reap it).  No /proc (a chroot): taken as gone.
+ */
+static bool helper_runs(int pid)
+{
+	char path[48], buf[256];
+	proc_path(path, pid, "/stat");
+	long fd = ps_sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	long n = PS_SYSCALL(SYS_read, fd, buf, sizeof(buf) - 1);
+	ps_sys_close((int)fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	static const char comm[] = " (poolshim-run) ";
+	char *p = strstr(buf, comm);
+	if (!p)
+		return false;
+	char state = p[sizeof(comm) - 1];
+	return state != 'Z' && state != 'X' && state != 'x';
+}
+
+/* Whether fd 2 is the file the process pid has as its fd 2 (raw calls only). */
+static bool same_stderr(int pid)
+{
+	char path[48];
+	proc_path(path, pid, "/fd/2");
 	struct stat mine, theirs;
 	return PS_SYSCALL(SYS_fstat, 2, &mine) == 0 &&
 	       PS_SYSCALL(SYS_newfstatat, AT_FDCWD, path, &theirs, 0) == 0 &&
@@ -249,7 +283,7 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 	 */
 	int w_program = 0, w_helper = 0;
 	bool wrapped = ps_cfg.run[0] && run_pids(&w_program, &w_helper);
-	bool helper_lives = wrapped && PS_SYSCALL(SYS_kill, w_helper, 0) != -ESRCH;
+	bool helper_lives = wrapped && helper_runs(w_helper);
 	bool to_stderr = strcmp(ps_cfg.stats, "stderr") == 0;
 	bool direct = !ps_cfg.run[0] || (wrapped && (w_program == pid || !helper_lives || !to_stderr ||
 						     same_stderr(w_helper)));

@@ -101,3 +101,8 @@ pst_tools_scripts += tests/tools/wrapper_end.sh tests/tools/wrapper_nginx.sh tes
 # the program run without the wrapper.
 pst_tools_scripts += tests/tools/wrapper_plain.sh
 EXTRA_DIST += tests/tools/wrapper_plain.py
+# Issue 45, pid namespaces and daemons: reports of `poolshim unshare -fp`
+# as the library alone prints them, a killed process's in an ended
+# namespace by the wrapper and by collect, a daemon's when it ends, and
+# the program as PID 1 (orphans, death by SIGSEGV) as without the wrapper.
+pst_tools_scripts += tests/tools/wrapper_ns.sh
