@@ -106,3 +106,6 @@ EXTRA_DIST += tests/tools/wrapper_plain.py
 # namespace by the wrapper and by collect, a daemon's when it ends, and
 # the program as PID 1 (orphans, death by SIGSEGV) as without the wrapper.
 pst_tools_scripts += tests/tools/wrapper_ns.sh
+# Issue 45, records do not pile up: 100 processes that keep their reports
+# in their records, under the wrapper, leave at most a few at once.
+pst_tools_scripts += tests/tools/wrapper_records.sh
