@@ -403,13 +403,16 @@ int ps_report_write(int fd, enum ps_stats_format format, unsigned how)
 		r = write_fifo(fd, &d, format);
 	} else {
 		/*
-		 * Rendered into memory and written with one write() where it
-		 * fits: a report on a shared stderr is then not cut by another
-		 * process's (the `poolshim` wrapper's helper writes the reports
-		 * of the run's other processes while they run).  Else in pieces.
+		 * On stderr under the `poolshim` wrapper, rendered into memory
+		 * and written with one write() where it fits: the wrapper's
+		 * helper writes the reports of the run's other processes on
+		 * the same stderr meanwhile, and neither cuts the other's.
+		 * Else (and without the wrapper, where nothing else is added)
+		 * in pieces as it fills.
 		 */
-		char *mem = mmap(NULL, FIFO_REPORT_MAX, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		bool shared = fd == 2 && ps_cfg.run[0];
+		char *mem = shared ? mmap(NULL, FIFO_REPORT_MAX, PROT_READ | PROT_WRITE,
+					  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) : MAP_FAILED;
 		bool whole = false;
 		if (mem != MAP_FAILED) {
 			ps_buf_init(&b, mem, FIFO_REPORT_MAX, -1);
