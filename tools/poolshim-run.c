@@ -60,6 +60,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -191,6 +192,13 @@ static bool zombie_status(int statfd, int pidfd, int *status, struct rusage *ru)
 	char state;
 	if (statfd < 0 || stat_fields_at(statfd, f, F_EXIT_CODE - 3, &state) != F_EXIT_CODE - 3 ||
 	    state != 'Z')
+		return false;
+	/*
+	 * /proc shows the status only to whoever may trace the process, and
+	 * 0 to others: a program that exec'd a setuid file is not ours.
+	 */
+	struct stat owner;
+	if (fstat(statfd, &owner) < 0 || (geteuid() != 0 && owner.st_uid != geteuid()))
 		return false;
 	if (pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) != 0)
 		return false;
@@ -372,9 +380,8 @@ static bool start_helper(char *run, size_t cap)
 		pid_t h = fork();
 		if (h != 0)
 			_exit(h < 0);
+		/* No pidfd (before Linux 5.3, or a seccomp filter): the start time, polled. */
 		int pidfd = (int)syscall(SYS_pidfd_open, self, 0);
-		if (pidfd < 0 && errno != ENOSYS)
-			_exit(1);
 		/* Nothing of the caller's but stderr: a pipe's reader sees end-of-file when the helper ends. */
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0)
