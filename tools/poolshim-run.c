@@ -67,7 +67,7 @@
 #include <unistd.h>
 
 #include "collect.h"
-#include "format/live.h"
+#include "format/livefmt.h"
 #include "record.h"
 
 #ifndef SYS_pidfd_open
