@@ -270,6 +270,13 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 		return;
 	}
 	/*
+	 * In a systemd unit's run (POOLSHIM_RUN the unit's name) a process
+	 * writes its own report as without the run, where it can, and its
+	 * record goes with it; what it cannot write it keeps in the record,
+	 * quietly, for the unit's ExecStopPost= (`poolshim collect --run`).
+	 * Records then last, until the unit stops, only for processes
+	 * killed or unable to write (a stderr changed since start).
+	 *
 	 * Under the wrapper its helper delivers, from the record, and the
 	 * process only renders.  But where the report goes to a path, or to
 	 * a stderr that is the helper's (the wrapper's own), the process
@@ -285,8 +292,9 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 	bool wrapped = ps_cfg.run[0] && run_pids(&w_program, &w_helper);
 	bool helper_lives = wrapped && helper_runs(w_helper);
 	bool to_stderr = strcmp(ps_cfg.stats, "stderr") == 0;
-	bool direct = !ps_cfg.run[0] || (wrapped && (w_program == pid || !helper_lives || !to_stderr ||
-						     same_stderr(w_helper)));
+	bool unit = ps_cfg.run[0] && !wrapped;
+	bool direct = !ps_cfg.run[0] || unit ||
+		      w_program == pid || !helper_lives || !to_stderr || same_stderr(w_helper);
 	if (!direct) {
 		make_record_now();
 		if (ps_live_keep_report(ps_cfg.stats_format, how, NULL) == 0) {
@@ -295,7 +303,7 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 		}
 	}
 	int r = ps_report_emit(&ps_cfg, how);
-	if (r < 0 && helper_lives) {
+	if (r < 0 && (helper_lives || unit)) {
 		make_record_now();
 		if (ps_live_keep_report(ps_cfg.stats_format, how, NULL) == 0) {
 			errno = saved_errno;

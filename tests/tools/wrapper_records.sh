@@ -11,6 +11,7 @@
 # records at once (at most 20 here, on a busy machine: 12 at load 17;
 # before issue 45 all of them stayed until the shell ended), every report
 # reaches the wrapper's stderr, and none is left once the run has ended.
+# In a systemd unit's run, processes that end cleanly leave no record.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 PS="$PS_TOP_BUILDDIR/poolshim"
 for p in "$PS" "$SHIM"; do
@@ -45,4 +46,16 @@ dd=$(grep -c '^==== poolshim report: pid [0-9]* (dd) ====$' "$PST_TMP/err")
 [ "$dd" = 100 ] && [ -z "$(ls -A "$L")" ] &&
 	pass "every dd's report delivered, no record left" ||
 	fail "$dd dd reports of 100; left: $(ls -A "$L" | wc -l) records"
+
+# A systemd unit's run (POOLSHIM_RUN=its name, as the drop-in sets it):
+# processes that end cleanly write their own reports and leave no record
+# (before, each kept its report in its record until the unit stopped and
+# ExecStopPost= collected: 100 here).
+rm -f "$L"/*
+env LD_PRELOAD="$SHIM" POOLSHIM_RUN=unit sh -c 'for i in $(seq 50); do head -c 300000 /dev/zero | cat >/dev/null; done' \
+	2>"$PST_TMP/unit.err"
+n=$(grep -c '^==== poolshim report: pid [0-9]* (cat) ====$' "$PST_TMP/unit.err")
+[ "$n" = 50 ] && [ -z "$(ls -A "$L")" ] &&
+	pass "a unit's run: 50 cat write their own reports, no record left" ||
+	fail "a unit's run: $n cat reports of 50, $(ls -A "$L" | wc -l) records left"
 finish
