@@ -356,6 +356,28 @@ static void helper(int pid, int pidfd, unsigned long long started, const char *r
  * it, and it never waits for the caller).  Returns once the helper holds
  * its pidfd; false (said in one line) when it could not be started.
  */
+/*
+ * The helper's command line: "poolshim-run helper PID" in place of the
+ * program's, so that `pgrep -f`, `pkill -f` and ps aimed at the program
+ * find the program alone.  The kernel shows /proc/PID/cmdline from the
+ * argument strings' memory, which is contiguous from argv[0] on.
+ */
+static char **arg_v;
+static int arg_c;
+
+static void rename_args(int pid)
+{
+	if (arg_c < 1)
+		return;
+	char *start = arg_v[0], *end = arg_v[arg_c - 1] + strlen(arg_v[arg_c - 1]);
+	size_t room = (size_t)(end - start);
+	char name[64];
+	int n = snprintf(name, sizeof(name), "poolshim-run%chelper%c%d", 0, 0, pid);
+	memset(start, 0, room);
+	if (n > 0 && (size_t)n <= room)
+		memcpy(start, name, (size_t)n);
+}
+
 static bool start_helper(char *run, size_t cap)
 {
 	unsigned int r = random_bits();
@@ -420,6 +442,7 @@ static bool start_helper(char *run, size_t cap)
 		if (write(ready[1], &me_pid, sizeof(me_pid)) != (ssize_t)sizeof(me_pid))
 			_exit(1);
 		close(ready[1]);
+		rename_args(self);
 		helper(self, pidfd, started, run);
 		_exit(0);
 	}
@@ -472,6 +495,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	char **prog = argv + i;
+	arg_v = argv;
+	arg_c = argc;
 
 	/*
 	 * PID 1 of a pid namespace: a helper there would die with the
