@@ -86,6 +86,15 @@ else
 	kill -KILL $wp
 fi
 
+# Through a pipe the caller reads the killed program's report before end
+# of file: the helper, which writes it after the program's end, holds the
+# pipe until it is done ($(...) waits for it).
+out=$("$PS" python3 -c 'import os; open("/dev/zero", "rb").read(65536); os.kill(os.getpid(), 9)' 2>&1)
+printf '%s\n' "$out" | grep -q '^==== poolshim report: pid [0-9]* (python3) ====$' &&
+	printf '%s\n' "$out" | grep -q '^==== end of poolshim report' &&
+	pass "\$(poolshim prog 2>&1): a killed program's report is in it" ||
+	fail "\$(poolshim prog 2>&1) of a killed program: $out"
+
 # A worker killed by SIGKILL while the program lives on: its report too.
 "$PS" "$H" worker 40 "$PST_TMP/r2" 2>"$PST_TMP/e2" &
 wp=$!
