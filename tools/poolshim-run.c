@@ -60,6 +60,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -89,6 +90,8 @@
 #define PS_RUN_BUSY_MS 20
 
 static const char *me = "poolshim";
+/* The helper's signalfd for SIGUSR1, or -1. */
+static int asked = -1;
 
 static void usage(FILE *f)
 {
@@ -324,11 +327,15 @@ static void helper(int pid, int pidfd, unsigned long long started, const char *r
 	for (;;) {
 		bool ended;
 		if (pidfd >= 0) {
-			struct pollfd p = { .fd = pidfd, .events = POLLIN };
-			int r = poll(&p, 1, wait_ms);
-			ended = r > 0;
+			struct pollfd p[2] = { { .fd = pidfd, .events = POLLIN },
+					       { .fd = asked, .events = POLLIN } };
+			int r = poll(p, asked >= 0 ? 2 : 1, wait_ms);
+			ended = r > 0 && (p[0].revents & POLLIN);
 			if (r < 0 && errno != EINTR)
 				ended = true;
+			struct signalfd_siginfo si;
+			while (asked >= 0 && read(asked, &si, sizeof(si)) == (ssize_t)sizeof(si))
+				;
 		} else {
 			struct timespec ts = { 0, wait_ms * 1000000L };
 			nanosleep(&ts, NULL);
@@ -437,6 +444,12 @@ static bool start_helper(char *run, size_t cap)
 		static const int ignored[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE };
 		for (size_t k = 0; k < sizeof(ignored) / sizeof(ignored[0]); k++)
 			signal(ignored[k], SIG_IGN);
+		/* SIGUSR1: the program, ending, asks for a look now (shim/doors/end.c). */
+		sigset_t usr1;
+		sigemptyset(&usr1);
+		sigaddset(&usr1, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &usr1, NULL);
+		asked = signalfd(-1, &usr1, SFD_CLOEXEC | SFD_NONBLOCK);
 		int me_pid = (int)getpid();
 		make_run_id(run, cap, self, me_pid, r);
 		if (write(ready[1], &me_pid, sizeof(me_pid)) != (ssize_t)sizeof(me_pid))

@@ -27,7 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stddef.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "format/config.h"
@@ -180,6 +183,129 @@ static bool helper_runs(int pid)
 	return state != 'Z' && state != 'X' && state != 'x';
 }
 
+/*
+ * State and start time (clock ticks after boot) of pid from /proc; false
+ * when it is gone.  Raw calls only.
+ */
+static bool proc_state(int pid, char *state, uint64_t *start)
+{
+	char path[48], buf[512];
+	proc_path(path, pid, "/stat");
+	long fd = ps_sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	long n = PS_SYSCALL(SYS_read, fd, buf, sizeof(buf) - 1);
+	ps_sys_close((int)fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return false;
+	*state = p[2];
+	p += 3;
+	/* Field 22 (starttime) is the 19th after the state. */
+	for (int field = 4; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	uint64_t v = 0;
+	if (p)
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			v = v * 10 + (uint64_t)(*p - '0');
+	*start = v;
+	return true;
+}
+
+/*
+ * How many records of the run, in this pid namespace, belong to
+ * processes that have ended (gone, a zombie, or their pid now another
+ * process's): what the wrapper's helper still has to deliver.  Only the
+ * start of each header is read.  Raw calls only.
+ */
+static int run_records_ended(int self)
+{
+	static struct ps_live_header h;
+	const size_t want = offsetof(struct ps_live_header, run) + sizeof(h.run);
+	char dents[4096], path[PS_LIVE_DIR_MAX + 64];
+	uint64_t ns = ps_live_pidns();
+	int pending = 0;
+	long dir = ps_sys_openat(AT_FDCWD, ps_live_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+
+	if (dir < 0)
+		return 0;
+	for (;;) {
+		long n = PS_SYSCALL(SYS_getdents64, dir, dents, sizeof(dents));
+		if (n <= 0)
+			break;
+		for (long off = 0; off < n;) {
+			const char *name = dents + off + 19;   /* struct linux_dirent64: d_name at 19 */
+			unsigned short reclen;
+			memcpy(&reclen, dents + off + 16, sizeof(reclen));
+			off += reclen;
+			if (strncmp(name, "poolshim-", 9) != 0)
+				continue;
+			int pid = 0;
+			const char *p = name + 9;
+			for (; *p >= '0' && *p <= '9' && pid < 100000000; p++)
+				pid = pid * 10 + (*p - '0');
+			if (pid <= 0 || pid == self || *p != '-')
+				continue;
+			ps_live_path(path, sizeof(path), pid, ns);
+			if (strcmp(strrchr(path, '/') + 1, name) != 0)
+				continue;   /* another namespace's, or no record's name */
+			long fd = ps_sys_openat(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+			if (fd < 0)
+				continue;
+			long got = PS_SYSCALL(SYS_pread64, fd, &h, want, 0);
+			ps_sys_close((int)fd);
+			if (got != (long)want || memcmp(h.magic, PS_LIVE_MAGIC, sizeof(h.magic)) != 0 ||
+			    strncmp(h.run, ps_cfg.run, sizeof(h.run)) != 0)
+				continue;
+			char state;
+			uint64_t start;
+			if (!proc_state(pid, &state, &start) || state == 'Z' ||
+			    (h.starttime && start != h.starttime))
+				pending++;
+		}
+	}
+	ps_sys_close((int)dir);
+	return pending;
+}
+
+/*
+ * The wrapper's program, ending: the reports its helper delivers (workers
+ * killed, or whose stderr was elsewhere) are written before the program
+ * ends, and so before its caller's wait returns, as they were when the
+ * wrapper was its parent.  The helper is asked to look now (SIGUSR1, which
+ * it reads from a signalfd) and the program waits while the run's ended
+ * records go: at most 2 s, and 300 ms without one going (a record the
+ * helper cannot deliver is left for `poolshim collect`).
+ */
+static void wait_for_helper(int helper, int self)
+{
+	struct timespec t0, now, step = { 0, 2000000 };
+	int last = run_records_ended(self);
+	if (last == 0)
+		return;
+	PS_SYSCALL(SYS_kill, helper, SIGUSR1);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct timespec moved = t0;
+	for (;;) {
+		PS_SYSCALL(SYS_nanosleep, &step, NULL);
+		int left = run_records_ended(self);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (left == 0)
+			return;
+		if (left < last) {
+			last = left;
+			moved = now;
+		}
+		long since_moved = (now.tv_sec - moved.tv_sec) * 1000 + (now.tv_nsec - moved.tv_nsec) / 1000000;
+		long since_start = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+		if (since_moved >= 300 || since_start >= 2000)
+			return;
+	}
+}
+
 /* Whether fd 2 is the file the process pid has as its fd 2 (raw calls only). */
 static bool same_stderr(int pid)
 {
@@ -292,6 +418,8 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 	bool wrapped = ps_cfg.run[0] && run_pids(&w_program, &w_helper);
 	bool helper_lives = wrapped && helper_runs(w_helper);
 	bool to_stderr = strcmp(ps_cfg.stats, "stderr") == 0;
+	if (wrapped && w_program == pid && helper_lives && end == PS_END_EXIT)
+		wait_for_helper(w_helper, pid);
 	bool unit = ps_cfg.run[0] && !wrapped;
 	bool direct = !ps_cfg.run[0] || unit ||
 		      w_program == pid || !helper_lives || !to_stderr || same_stderr(w_helper);

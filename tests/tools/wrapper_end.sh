@@ -111,6 +111,19 @@ else
 	kill -KILL $wp
 fi
 
+# Twenty workers killed at once, and the program exits as soon as it has
+# reaped them: their twenty reports are on the wrapper's stderr when the
+# caller's wait returns (the program, ending, waits for the helper to
+# deliver them; without that, 0 to 19 of them were there).
+mkdir "$PST_TMP/many"
+"$PS" sh -c 'H=$0 d=$1; pids=; for i in $(seq 20); do "$H" work 5 "$d/r$i" & pids="$pids $!"; done
+	n=0; while [ "$(ls "$d" | grep -c "^r[0-9]*$")" -lt 20 ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n + 1)); done
+	kill -KILL $pids; wait; exit 0' "$H" "$PST_TMP/many" 2>"$PST_TMP/many.err"
+rc=$?
+n=$(grep -c '^==== poolshim report: pid [0-9]* (run_helper) ====$' "$PST_TMP/many.err")
+[ $rc = 0 ] && [ "$n" = 20 ] && pass "20 workers killed, the program exits: their 20 reports there when the wait returns" ||
+	fail "20 workers killed, the program exits $rc: $n reports there when the wait returns"
+
 # SIGTERM to the wrapper reaches the program once; the program's clean
 # exit after it prints its report (its own: there before the wait returns).
 "$PS" "$H" countterm 30 "$PST_TMP/r3" "$PST_TMP/c3" 2>"$PST_TMP/e3" &
