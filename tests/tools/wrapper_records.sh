@@ -8,9 +8,11 @@
 # delivers each kept report and removes its record within its sweep
 # (100 ms, 20 ms while it finds some, plus what rendering takes when it
 # gets the CPU), so the live directory never holds more than a few
-# records at once (at most 20 here, on a busy machine: 12 at load 17;
-# before issue 45 all of them stayed until the shell ended), every report
-# reaches the wrapper's stderr, and none is left once the run has ended.
+# records at once (11 to 13 at load 9 to 17, up to 44 when the machine's
+# other jobs starve the helper of CPU for a while: the check allows 50, a
+# half; before issue 45 all of them stayed until the shell ended, 201),
+# every report reaches the wrapper's stderr, and none is left once the run
+# has ended.
 # In a systemd unit's run, processes that end cleanly leave no record.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 PS="$PS_TOP_BUILDDIR/poolshim"
@@ -37,7 +39,7 @@ while p.poll() is None:
 print(most)
 PY
 most=$(cat "$PST_TMP/most")
-[ "$most" -le 20 ] && pass "100 dd and 100 sleep under the wrapper: at most $most records at once" ||
+[ "$most" -le 50 ] && pass "100 dd and 100 sleep under the wrapper: at most $most records at once" ||
 	fail "100 dd and 100 sleep under the wrapper: $most records at once"
 # Once the run has ended: every dd's report on the wrapper's stderr, no record left.
 n=0
