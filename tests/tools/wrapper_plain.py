@@ -142,7 +142,7 @@ elif case == "core":
 elif case == "jobctl":
     res = []
     # ^Z: SIGTSTP to the job's process group; the caller sees the job stop by it.
-    p = subprocess.Popen(prefix + ["sleep", "3"], process_group=0, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(prefix + ["sleep", "3"], preexec_fn=lambda: os.setpgid(0, 0), stderr=subprocess.DEVNULL)
     prog = program_of(p.pid, "sleep")
     time.sleep(0.1)
     os.killpg(p.pid, signal.SIGTSTP)
