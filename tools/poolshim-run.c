@@ -325,12 +325,13 @@ static void helper(int pid, int pidfd, unsigned long long started, const char *r
 	int statfd = open(path, O_RDONLY | O_CLOEXEC);
 	int wait_ms = PS_RUN_SWEEP_MS;
 	for (;;) {
-		bool ended;
+		bool ended, poked = false;
 		if (pidfd >= 0) {
 			struct pollfd p[2] = { { .fd = pidfd, .events = POLLIN },
 					       { .fd = asked, .events = POLLIN } };
 			int r = poll(p, asked >= 0 ? 2 : 1, wait_ms);
 			ended = r > 0 && (p[0].revents & POLLIN);
+			poked = r > 0 && (p[1].revents & POLLIN);
 			if (r < 0 && errno != EINTR)
 				ended = true;
 			struct signalfd_siginfo si;
@@ -345,7 +346,8 @@ static void helper(int pid, int pidfd, unsigned long long started, const char *r
 				f[F_START - 4] != started || state == 'Z';
 		}
 		if (!ended) {
-			wait_ms = sweep(run, pid, false, 0, NULL) > 0 ? PS_RUN_BUSY_MS : PS_RUN_SWEEP_MS;
+			/* Found some, or a process of the run is ending: more soon. */
+			wait_ms = sweep(run, pid, false, 0, NULL) > 0 || poked ? PS_RUN_BUSY_MS : PS_RUN_SWEEP_MS;
 			continue;
 		}
 		int status = 0;

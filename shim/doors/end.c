@@ -426,6 +426,9 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 	if (!direct) {
 		make_record_now();
 		if (ps_live_keep_report(ps_cfg.stats_format, how, NULL) == 0) {
+			/* The helper looks again 20 ms from now, when this process has ended. */
+			if (helper_lives)
+				PS_SYSCALL(SYS_kill, w_helper, SIGUSR1);
 			errno = saved_errno;
 			return;
 		}

@@ -6,9 +6,9 @@
 # report cannot be written by itself, with or without the wrapper), each
 # followed by a `sleep 0.01` that writes its own: the wrapper's helper
 # delivers each kept report and removes its record within its sweep
-# (100 ms, 20 ms while it finds some, plus what rendering takes when it
-# gets the CPU), so the live directory never holds more than a few
-# records at once (11 to 13 at load 9 to 17, up to 44 when the machine's
+# (20 ms after a process of the run kept one, else 100 ms, plus what
+# rendering takes when it gets the CPU), so the live directory never holds more than a few
+# records at once (3 or 4 at load 8 to 9, 27 to 44 when the machine's
 # other jobs starve the helper of CPU for a while: the check allows 50, a
 # half; before issue 45 all of them stayed until the shell ended, 201),
 # every report reaches the wrapper's stderr, and none is left once the run
