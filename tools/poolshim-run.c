@@ -30,15 +30,17 @@
  * program is a zombie (its caller may reap it first: then the report says
  * it was not seen), delivers what is left of the run, and exits.
  *
- * When each report arrives: a process that ends by exit() writes its own
- * report before it ends (as without the wrapper: the program's before its
- * caller's wait returns) when its stderr is still the one it started
- * with; the other processes' reports, and those of processes killed by a
- * signal, are written by the helper within PS_RUN_SWEEP_MS of their end,
- * the program's within milliseconds of its end (after the caller's wait
- * returned).  A caller reading the wrapper's stderr through a pipe
- * ($(poolshim prog 2>&1), a pipeline) gets every report before
- * end-of-file: the helper holds the pipe until it is done.
+ * When each report arrives (poolshim(1), "The wrapper", says it for
+ * users): a process writes its own report at a clean end, as without the
+ * wrapper, where it can and where that is the wrapper's stderr or a path
+ * (shim/doors/end.c); the helper writes the others within PS_RUN_BUSY_MS
+ * of their end (PS_RUN_SWEEP_MS for one killed), and the program, ending
+ * cleanly, waits for it to have written those of every process ended by
+ * then, so that they are there before its caller's wait returns.  The
+ * program's own report, when it is killed or cannot write it, follows
+ * within milliseconds after that wait.  A caller reading the wrapper's
+ * stderr through a pipe ($(poolshim prog 2>&1), a pipeline) gets every
+ * report before end-of-file: the helper holds the pipe until it is done.
  *
  * A program that is PID 1 of a pid namespace has no helper (the kernel
  * kills a namespace's processes when its first one ends): the run is not
@@ -84,7 +86,8 @@
 /*
  * How often the helper delivers the reports of the run's ended processes:
  * every PS_RUN_SWEEP_MS, and PS_RUN_BUSY_MS after a sweep that found some
- * (a shell loop, make: more are likely to follow).
+ * (a shell loop, make: more are likely to follow) or after a process of
+ * the run said it kept one (SIGUSR1: it is ending).
  */
 #define PS_RUN_SWEEP_MS 100
 #define PS_RUN_BUSY_MS 20
@@ -359,13 +362,6 @@ static void helper(int pid, int pidfd, unsigned long long started, const char *r
 }
 
 /*
- * Start the helper for the program this process is about to become:
- * fork, the child starts a session of its own and forks the helper, and
- * exits (so the helper is nobody's child here: the caller never waits for
- * it, and it never waits for the caller).  Returns once the helper holds
- * its pidfd; false (said in one line) when it could not be started.
- */
-/*
  * The helper's command line: "poolshim-run helper PID" in place of the
  * program's, so that `pgrep -f`, `pkill -f` and ps aimed at the program
  * find the program alone.  The kernel shows /proc/PID/cmdline from the
@@ -387,6 +383,13 @@ static void rename_args(int pid)
 		memcpy(start, name, (size_t)n);
 }
 
+/*
+ * Start the helper for the program this process is about to become:
+ * fork, the child starts a session of its own and forks the helper, and
+ * exits (so the helper is nobody's child here: the caller never waits for
+ * it, and it never waits for the caller).  Returns once the helper holds
+ * its pidfd; false (said in one line) when it could not be started.
+ */
 static bool start_helper(char *run, size_t cap)
 {
 	unsigned int r = random_bits();
