@@ -10,10 +10,12 @@
  * cannot (fd 2 is no longer the stderr it started with, the path is not
  * writable from its chroot or by its new user), it renders the report into
  * the record and leaves it there for `poolshim collect`, saying so where a
- * line can go.  Under the `poolshim` wrapper (POOLSHIM_RUN set) the report
+ * line can go.  Under the `poolshim` wrapper (POOLSHIM_RUN set) a report
+ * that is not the program's, nor for a path or the wrapper's own stderr,
  * goes into the record, and the wrapper's helper, which outlives the
- * process, prints or writes it; the wrapper's program itself writes its
- * own as without the wrapper, where it can.  A process that ends any other way (SIGKILL, the
+ * process, prints or writes it (ps_end says the rules); in a systemd
+ * unit's run what cannot be written waits in the record, quietly, for the
+ * unit's ExecStopPost=.  A process that ends any other way (SIGKILL, the
  * OOM killer, a crash, a signal it left at its default) does nothing at
  * all: its record, with the counters as they were, is rendered by whoever
  * is left.  No signal is taken for any of this.
