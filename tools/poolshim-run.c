@@ -232,7 +232,23 @@ static bool zombie_status(int statfd, int pidfd, int *status, struct rusage *ru)
  * PS_RUN_SWEEP_MS costs a directory read and a page per record, and the
  * collect code reads whole records only of the run's ended processes.
  */
-static int ended_of_run(const char *run, int **out, bool *foreign)
+/*
+ * The pids whose records a sweep could not deliver (refused, damaged, a
+ * report that could not be written: said in one line): tried again only
+ * by the last sweep, not every 20 ms.
+ */
+static int tried[256];
+static int ntried;
+
+static bool was_tried(int pid)
+{
+	for (int i = 0; i < ntried; i++)
+		if (tried[i] == pid)
+			return true;
+	return false;
+}
+
+static int ended_of_run(const char *run, int **out, bool *foreign, bool last)
 {
 	static struct ps_live_header h;
 	const size_t want = offsetof(struct ps_live_header, run) + sizeof(h.run);
@@ -263,6 +279,8 @@ static int ended_of_run(const char *run, int **out, bool *foreign)
 				*foreign = true;
 			continue;
 		}
+		if (!last && was_tried(ids[i].pid))
+			continue;
 		/* As ps_record_judge has it: gone, another process now, or a zombie. */
 		unsigned long long f[F_START - 3];
 		char state = '?';
@@ -278,7 +296,7 @@ static int ended_of_run(const char *run, int **out, bool *foreign)
  * Deliver the run's ended processes' reports; the program's with its end
  * when known.  How many records were found.
  */
-static int sweep(const char *run, int pid, bool known, int status, const struct rusage *ru)
+static int sweep(const char *run, int pid, bool last, bool known, int status, const struct rusage *ru)
 {
 	struct ps_collect_opts o;
 	memset(&o, 0, sizeof(o));
@@ -287,7 +305,7 @@ static int sweep(const char *run, int pid, bool known, int status, const struct 
 		o.live_dir = NULL;
 	int *pids;
 	bool foreign = false;
-	int found = ended_of_run(run, &pids, &foreign);
+	int found = ended_of_run(run, &pids, &foreign, last);
 	/* Records of a namespace that has ended are collected by run, not by pid. */
 	o.npids = foreign ? 0 : found;
 	o.pids = foreign ? NULL : pids;
@@ -299,6 +317,14 @@ static int sweep(const char *run, int pid, bool known, int status, const struct 
 	o.known_rusage = known ? ru : NULL;
 	if (found > 0 || foreign)
 		(void)ps_collect(&o);
+	uint64_t my_ns = ps_live_pidns();
+	for (int i = 0; i < found && !last; i++) {
+		char path[PS_LIVE_DIR_MAX + 64];
+		struct stat st;
+		ps_live_path(path, sizeof(path), pids[i], my_ns);
+		if (lstat(path, &st) == 0 && ntried < (int)(sizeof(tried) / sizeof(tried[0])))
+			tried[ntried++] = pids[i];
+	}
 	free(pids);
 	fflush(stderr);
 	return found + foreign;
@@ -350,13 +376,14 @@ static void helper(int pid, int pidfd, unsigned long long started, const char *r
 		}
 		if (!ended) {
 			/* Found some, or a process of the run is ending: more soon. */
-			wait_ms = sweep(run, pid, false, 0, NULL) > 0 || poked ? PS_RUN_BUSY_MS : PS_RUN_SWEEP_MS;
+			wait_ms = sweep(run, pid, false, false, 0, NULL) > 0 || poked ? PS_RUN_BUSY_MS :
+											 PS_RUN_SWEEP_MS;
 			continue;
 		}
 		int status = 0;
 		struct rusage ru;
 		bool known = zombie_status(statfd, pidfd, &status, &ru);
-		(void)sweep(run, pid, known, status, &ru);
+		(void)sweep(run, pid, true, known, status, &ru);
 		return;
 	}
 }
