@@ -14,8 +14,8 @@
  * that is not the program's, nor for a path or the wrapper's own stderr,
  * goes into the record, and the wrapper's helper, which outlives the
  * process, prints or writes it (ps_end says the rules); in a systemd
- * unit's run what cannot be written waits in the record, quietly, for the
- * unit's ExecStopPost=.  A process that ends any other way (SIGKILL, the
+ * unit's run what cannot be written waits in the record for the unit's
+ * ExecStopPost=.  A process that ends any other way (SIGKILL, the
  * OOM killer, a crash, a signal it left at its default) does nothing at
  * all: its record, with the counters as they were, is rendered by whoever
  * is left.  No signal is taken for any of this.
@@ -401,7 +401,8 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 	 * In a systemd unit's run (POOLSHIM_RUN the unit's name) a process
 	 * writes its own report as without the run, where it can, and its
 	 * record goes with it; what it cannot write it keeps in the record,
-	 * quietly, for the unit's ExecStopPost= (`poolshim collect --run`).
+	 * saying so (in the journal, or the system log), for the unit's
+	 * ExecStopPost= (`poolshim collect --run`).
 	 * Records then last, until the unit stops, only for processes
 	 * killed or unable to write (a stderr changed since start).
 	 *
@@ -436,7 +437,7 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 		}
 	}
 	int r = ps_report_emit(&ps_cfg, how);
-	if (r < 0 && (helper_lives || unit)) {
+	if (r < 0 && helper_lives) {
 		make_record_now();
 		if (ps_live_keep_report(ps_cfg.stats_format, how, NULL) == 0) {
 			errno = saved_errno;
