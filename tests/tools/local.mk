@@ -94,3 +94,18 @@ pst_tools_scripts += tests/tools/collect_killed.sh tests/tools/collect_kept.sh \
 # README runs them.
 check_PROGRAMS += tests/tools/run_helper
 pst_tools_scripts += tests/tools/wrapper_end.sh tests/tools/wrapper_nginx.sh tests/tools/wrapper_haproxy.sh
+
+# Issue 45, the wrapper is a plain exec to its caller: SIGCHLD ignored,
+# STOP/CONT to the program, a signal sent to each process of the job or to
+# its group, PR_SET_PDEATHSIG, core dumps, job control, each compared with
+# the program run without the wrapper.
+pst_tools_scripts += tests/tools/wrapper_plain.sh
+EXTRA_DIST += tests/tools/wrapper_plain.py
+# Issue 45, pid namespaces and daemons: reports of `poolshim unshare -fp`
+# as the library alone prints them, a killed process's in an ended
+# namespace by the wrapper and by collect, a daemon's when it ends, and
+# the program as PID 1 (orphans, death by SIGSEGV) as without the wrapper.
+pst_tools_scripts += tests/tools/wrapper_ns.sh
+# Issue 45, records do not pile up: 100 processes that keep their reports
+# in their records, under the wrapper, leave at most a few at once.
+pst_tools_scripts += tests/tools/wrapper_records.sh
