@@ -96,8 +96,9 @@ void ps_blocks_get_info(struct ps_blocks_info *out);
 
 /*
  * Walk the tree and check every invariant (order, no overlap, maximal
- * free blocks, the subtree maxima, the counts): 0, or -EUCLEAN with the
- * first broken one named on stderr.  For tests.
+ * free blocks, the subtree maxima, the counts, every byte of every slab
+ * in some block): 0, or -EUCLEAN with the first broken one named on
+ * stderr.  For tests.
  */
 int ps_blocks_check(void);
 

@@ -181,6 +181,102 @@ START_TEST(test_aligned)
 END_TEST
 
 /*
+ * Aligned requests reuse freed blocks: a block freed at an aligned address
+ * serves the next request of that alignment, though it is smaller than the
+ * request plus its alignment (1000 posix_memalign of 200000 bytes at
+ * 2 MiB, each freed before the next, took a slab each: 2 GB).
+ */
+START_TEST(test_aligned_reuse)
+{
+	static const size_t aligns[] = { 8 * KB, 64 * KB, 2 * MB, 4 * MB };
+	enum ps_pool_fail why;
+	struct ps_pool_info before, after;
+
+	for (size_t k = 0; k < sizeof(aligns) / sizeof(aligns[0]); k++) {
+		pst_pool_setup(PS_HUGE_NONE, 256 * MB);
+		char *keep = get(3 * MB);
+		char *first = NULL;
+		for (int i = 0; i < 200; i++) {
+			char *p = ps_blocks_alloc(200000, aligns[k], false, &why);
+			ck_assert_ptr_nonnull(p);
+			ck_assert_uint_eq((uintptr_t)p % aligns[k], 0);
+			memset(p, i, 200000);
+			if (i == 0) {
+				first = p;
+				ps_pool_get_info(&before);
+			}
+			ck_assert_msg(p == first, "alignment %zu: round %d took a new block", aligns[k], i);
+			put(p);
+		}
+		ps_pool_get_info(&after);
+		ck_assert_uint_eq(after.slabs, before.slabs);
+		ck_assert_uint_eq(after.backed, before.backed);
+		put(keep);
+	}
+}
+END_TEST
+
+/*
+ * A free block that holds an aligned range of the request's size, but is
+ * smaller than the request plus its alignment, serves it: the rooms in
+ * front and behind stay free.
+ */
+START_TEST(test_aligned_inside_free)
+{
+	enum ps_pool_fail why;
+
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
+	char *a = get(3 * MB);
+	char *mid = get(2 * MB);
+	char *c = get(3 * MB);
+	int slabs = ps_pool_nslabs();
+	put(mid);
+	/* 2 MiB free at 3 MiB: 1 MiB aligned to 2 MiB fits at 4 MiB, though 2 < 1 + 2 - 4 KiB. */
+	char *p = ps_blocks_alloc(MB, 2 * MB, false, &why);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq((uintptr_t)p % (2 * MB), 0);
+	ck_assert(p > mid && p + MB <= mid + 2 * MB);
+	ck_assert_int_eq(ps_pool_nslabs(), slabs);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	/* The rooms around it serve page-aligned requests. */
+	ck_assert_ptr_eq(get((size_t)(p - mid)), mid);
+	put(p);
+	put(a);
+	put(c);
+}
+END_TEST
+
+/*
+ * An aligned request at the top of the pool, above a live block, takes a
+ * slab that follows the last one: the room in front of the block is a
+ * free block of the same run, not a gap between runs that belongs to no
+ * block, and freed it merges with the rest.
+ */
+START_TEST(test_aligned_no_gap)
+{
+	enum ps_pool_fail why;
+	struct ps_blocks_info info;
+
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
+	char *a = get(3 * MB);
+	char *b = ps_blocks_alloc(100 * KB, 2 * MB, false, &why);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq((uintptr_t)b % (2 * MB), 0);
+	ck_assert(ps_pool_within_slabs(a, (size_t)(b - a) + 100 * KB));
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	/* The room between a and b is a free block: a request fits in it. */
+	char *c = get((size_t)(b - a) - 3 * MB);
+	ck_assert_ptr_eq(c, a + 3 * MB);
+	put(c);
+	put(a);
+	put(b);
+	ps_blocks_get_info(&info);
+	ck_assert_uint_eq(info.free, 1);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+}
+END_TEST
+
+/*
  * A new slab aligned far past the last one backs only the units it lies
  * in: the gap below it is no slab (no block can use it), so it stays
  * reserved, not mapped (with hugetlb pages it would hold them).
@@ -534,6 +630,9 @@ Suite *suite_blocks(void)
 	tcase_add_test(tc, test_grow_at_top_steps);
 	tcase_add_test(tc, test_aligned);
 	tcase_add_test(tc, test_aligned_gap_unbacked);
+	tcase_add_test(tc, test_aligned_reuse);
+	tcase_add_test(tc, test_aligned_inside_free);
+	tcase_add_test(tc, test_aligned_no_gap);
 	tcase_add_test(tc, test_resize);
 	tcase_add_test(tc, test_resize_no_nodes);
 	tcase_add_test(tc, test_zero_and_purge);
