@@ -694,16 +694,25 @@ static uint32_t next_dirty(uintptr_t key)
 	return 0;
 }
 
-size_t ps_blocks_purge(void)
+/* The purge; with try, only if the lock is free now (-EBUSY else).  0. */
+static int purge(bool try, size_t *out)
 {
 	int idle = 0;
 	size_t total = 0;
 	uintptr_t cursor = 0;
 
+	*out = 0;
 	if (!__atomic_compare_exchange_n(&purging, &idle, 1, false, __ATOMIC_ACQUIRE,
 					 __ATOMIC_RELAXED))
-		return 0;
-	pthread_mutex_lock(&lock);
+		return try ? -EBUSY : 0;
+	if (try) {
+		if (pthread_mutex_trylock(&lock) != 0) {
+			__atomic_store_n(&purging, 0, __ATOMIC_RELEASE);
+			return -EBUSY;
+		}
+	} else {
+		pthread_mutex_lock(&lock);
+	}
 	for (uint32_t x; (x = next_dirty(cursor)) != 0;) {
 		uintptr_t s = N(x)->start;
 		size_t len = N(x)->len;
@@ -727,7 +736,21 @@ size_t ps_blocks_purge(void)
 	publish_counts();
 	pthread_mutex_unlock(&lock);
 	__atomic_store_n(&purging, 0, __ATOMIC_RELEASE);
+	*out = total;
+	return 0;
+}
+
+size_t ps_blocks_purge(void)
+{
+	size_t total;
+
+	purge(false, &total);
 	return total;
+}
+
+int ps_blocks_purge_try(size_t *total)
+{
+	return purge(true, total);
 }
 
 void ps_blocks_get_info(struct ps_blocks_info *out)

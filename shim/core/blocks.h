@@ -77,6 +77,13 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *old);
  */
 size_t ps_blocks_purge(void);
 
+/*
+ * The same, only if no thread holds the trees' lock at this moment (a
+ * signal handler may run this while its thread is inside the blocks):
+ * 0 with *total the bytes given back whole, or -EBUSY with nothing done.
+ */
+int ps_blocks_purge_try(size_t *total);
+
 struct ps_blocks_info {
 	uint64_t live;          /* live blocks */
 	uint64_t live_bytes;
