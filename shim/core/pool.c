@@ -750,7 +750,7 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 	backing = last_backing;
 	if (test_delay_us)
 		delay_us(test_delay_us);
-	if (prepare_locked() < 0 || nslabs >= PS_MAX_SLABS || slab_room(nslabs) < 0) {
+	if (prepare_locked() < 0) {
 		fail = PS_FAIL_NO_ADDRESS;
 	} else if (len > PS_SLAB_MAX) {
 		fail = PS_FAIL_TOO_LARGE;
@@ -806,13 +806,29 @@ void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_
 		populate(start, want < len ? want : len);
 	}
 
+	/*
+	 * A slab that starts where the last one ended, on the same pages, is
+	 * the last one grown: the table holds runs of like memory, not each
+	 * request that took some (a 4 KiB threshold with the top of the pool
+	 * live took a slab per request and ran out of the 65535 numbers).
+	 * Not a slab the program protected: its mark is not the new memory's.
+	 */
+	struct ps_slab *prev = fail == PS_FAIL_NONE && nslabs > 0 ? slab_at(nslabs - 1) : NULL;
+	bool grow = prev && prev->base + prev->len == start && prev->backing == backing &&
+		    !__atomic_load_n(&prev->protected, __ATOMIC_RELAXED);
+	if (fail == PS_FAIL_NONE && !grow && (nslabs >= PS_MAX_SLABS || slab_room(nslabs) < 0))
+		fail = PS_FAIL_NO_ADDRESS;   /* the memory backed stays for the next slab */
 	if (fail == PS_FAIL_NONE) {
-		int idx = nslabs;
-		/* A slab that starts where the last one ended continues its run. */
-		const struct ps_slab *prev = idx > 0 ? slab_at(idx - 1) : NULL;
-		int run = prev && prev->base + prev->len == start ? prev->run : idx;
-		*slab_at(idx) = (struct ps_slab){ .base = start, .len = len, .backing = backing,
-					       .run = (uint16_t)run };
+		int idx = grow ? nslabs - 1 : nslabs;
+		if (grow) {
+			/* Readers may look at it meanwhile: the new memory is nobody's yet. */
+			__atomic_store_n(&prev->len, prev->len + len, __ATOMIC_RELEASE);
+		} else {
+			/* A slab that starts where the last one ended continues its run. */
+			int run = prev && prev->base + prev->len == start ? prev->run : idx;
+			*slab_at(idx) = (struct ps_slab){ .base = start, .len = len, .backing = backing,
+						       .run = (uint16_t)run };
+		}
 		for (uintptr_t u = (start - ps_pool_lo) >> PS_UNIT_SHIFT,
 			       last = (end - 1 - ps_pool_lo) >> PS_UNIT_SHIFT; u <= last; u++)
 			__atomic_store_n(&unit_slab[u], (uint16_t)(idx + 1), __ATOMIC_RELEASE);
