@@ -191,3 +191,9 @@ pst_scripts += tests/preload/alloc_blocks.sh
 check_PROGRAMS += tests/preload/alloc_torture
 tests_preload_alloc_torture_LDADD = -lpthread
 pst_scripts += tests/preload/alloc_torture.sh
+
+# Issue 44: aligned requests reuse freed blocks, decay between pooled calls
+# (small allocations and I/O only), a 4 KiB threshold takes no slab count.
+check_PROGRAMS += tests/preload/pool_fit
+pst_scripts += tests/preload/pool_aligned.sh tests/preload/pool_decay_io.sh \
+	tests/preload/pool_small.sh
