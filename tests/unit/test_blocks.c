@@ -477,6 +477,34 @@ START_TEST(test_zero_and_purge)
 END_TEST
 
 /*
+ * The purge a door's poll runs (possibly in a signal handler) gives up
+ * while the trees' lock is held, and purges as the plain one does when it
+ * is free.
+ */
+START_TEST(test_purge_try)
+{
+	size_t total = 1;
+
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
+	char *a = get(2 * MB);
+	char *keep = get(MB);
+	memset(a, 1, 2 * MB);
+	put(a);
+	ps_blocks_atfork_prepare();   /* takes the lock, as a thread inside the blocks holds it */
+	ck_assert_int_eq(ps_blocks_purge_try(&total), -EBUSY);
+	ck_assert_uint_eq(total, 0);
+	ps_blocks_atfork_parent();
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	ck_assert_int_eq(ps_blocks_purge_try(&total), 0);
+	ck_assert_uint_eq(total, 2 * MB);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	ck_assert_int_eq(ps_blocks_purge_try(&total), 0);
+	ck_assert_uint_eq(total, 0);
+	put(keep);
+}
+END_TEST
+
+/*
  * At the pool's size, a block at the top still grows in place by what it
  * needs, without the eighth more it takes when there is room; so does a
  * request larger than the free block at the top.
@@ -646,6 +674,7 @@ Suite *suite_blocks(void)
 	tcase_add_test(tc, test_resize);
 	tcase_add_test(tc, test_resize_no_nodes);
 	tcase_add_test(tc, test_zero_and_purge);
+	tcase_add_test(tc, test_purge_try);
 	tcase_add_test(tc, test_full);
 	tcase_add_test(tc, test_purge_partial_once);
 	tcase_add_test(tc, test_grow_at_cap);
