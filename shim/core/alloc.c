@@ -1223,6 +1223,7 @@ static void *realloc_common(void *p, size_t size)
 		int saved_errno = errno;
 		int64_t before = (int64_t)psje_sallocx(p, 0);
 		hook_need = size;
+		hook_fail = PS_FAIL_NONE;
 		in_je = true;
 		q = psje_rallocx(p, size, pool_flags);
 		in_je = false;
@@ -1239,11 +1240,12 @@ static void *realloc_common(void *p, size_t size)
 			return q;
 		}
 		errno = saved_errno;
-		/* The pool is full: continue in glibc's heap. */
+		/* The pool cannot: continue in glibc's heap, the hook's reason counted. */
+		enum ps_pool_fail why = hook_fail;
 		q = libc.malloc(size);
 		if (!q)
 			return NULL;
-		ps_stats_event(PS_EV_FB_POOL_FULL);
+		ps_stats_event(ps_pool_fail_event(why));
 		return move(p, size, q);
 	}
 	if (!pooled && want_pool) {

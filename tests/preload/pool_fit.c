@@ -15,6 +15,9 @@
  *   small N SIZE          N blocks of SIZE bytes, each written at both
  *                         ends, all kept until the end (so the top of the
  *                         pool is always live), then freed: "small ok"
+ *   grow                  a written 1 MiB block realloc()ed to 1.5 GiB
+ *                         (more than a slab may be), its ends checked:
+ *                         "grow ok"
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -138,14 +141,35 @@ static int small(long n, size_t size)
 	return 0;
 }
 
+static int grow(void)
+{
+	size_t big = (size_t)3 << 29;
+	char *p = malloc(MiB);
+
+	if (!p)
+		return 1;
+	fill(p, 7, MiB);
+	char *q = realloc(p, big);
+	if (!q)
+		return 1;
+	q[big - 1] = 8;
+	if (q[0] != 7 || q[MiB - 1] != 7 || q[big - 1] != 8)
+		return 1;
+	free(q);
+	printf("grow ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && strcmp(argv[1], "grow") == 0)
+		return grow();
 	if (argc == 5 && strcmp(argv[1], "aligned") == 0)
 		return aligned(strtoul(argv[2], NULL, 0), atol(argv[3]), strtoul(argv[4], NULL, 0));
 	if (argc == 5 && strcmp(argv[1], "quiet") == 0)
 		return quiet(atol(argv[2]), strtoul(argv[3], NULL, 0), atol(argv[4]));
 	if (argc == 4 && strcmp(argv[1], "small") == 0)
 		return small(atol(argv[2]), strtoul(argv[3], NULL, 0));
-	fprintf(stderr, "usage: pool_fit aligned ALIGN N SIZE | quiet N MIB MS | small N SIZE\n");
+	fprintf(stderr, "usage: pool_fit aligned ALIGN N SIZE | quiet N MIB MS | small N SIZE | grow\n");
 	return 2;
 }

@@ -6,15 +6,16 @@
 # Before (dc7ac00) each took a slab of its own, and past 65535 slabs the
 # rest fell back to glibc's heap counted as no_address_space, which was not
 # the reason.  Under a 64 MiB cap the fallbacks are pool_full, and nothing
-# else.  With both placements.
+# else.  A realloc past the largest slab falls back as too_large (with the
+# jemalloc placement it was counted pool_full).  With both placements.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 F="$PRELOAD_BIN/pool_fit"
 JE="$PS_TOP_BUILDDIR/.libs/libpoolshim-jemalloc.so"
 N=70000
 
-# check NAME JSON WANT: WANT is "none" (all N pooled) or "pool_full"
+# check NAME JSON WANT [N]: WANT is "none" (all N pooled) or the one reason of the fallbacks
 check() {
-	python3 - "$2" "$3" "$N" <<'PY' && pass "$1" || fail "$1"
+	python3 - "$2" "$3" "${4:-$N}" <<'PY' && pass "$1" || fail "$1"
 import json, sys
 pool = json.load(open(sys.argv[1]))["pool"]
 want, n = sys.argv[2], int(sys.argv[3])
@@ -43,5 +44,8 @@ for placement in pages jemalloc; do
 		POOLSHIM_LIVE=0 POOLSHIM_STATS="$PST_TMP/cap.json" LD_PRELOAD="$lib" "$F" small $N 4096) ||
 		fail "$placement: $out"
 	check "$placement: under a 64 MiB cap the fallbacks are pool_full" "$PST_TMP/cap.json" pool_full
+	out=$(env POOLSHIM_POOL_ALLOCATOR=$placement POOLSHIM_LIVE=0 POOLSHIM_STATS="$PST_TMP/grow.json" \
+		LD_PRELOAD="$lib" "$F" grow) || fail "$placement: grow: $out"
+	check "$placement: a realloc to 1.5 GiB falls back as too_large" "$PST_TMP/grow.json" too_large 2
 done
 finish
