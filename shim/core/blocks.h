@@ -38,9 +38,12 @@
 
 /*
  * A block of at least size bytes (rounded up to whole pages) aligned to
- * align (a power of two; page alignment at least), from free blocks or
- * a new slab (ps_pool_take, which prefaults what the block needs), zeroed if
- * zero.  NULL, with *why saying why (ps_pool_take's reason, or
+ * align (a power of two; page alignment at least), from the smallest free
+ * block that holds an aligned range of that size (the rooms in front and
+ * behind stay free), or from a new slab that follows the top of the pool
+ * (ps_pool_take; with POOLSHIM_PREFAULT=on it prefaults what the block
+ * needs), the room alignment leaves in front of the block a free block
+ * of the same run; zeroed if zero.  NULL, with *why saying why (ps_pool_take's reason, or
  * PS_FAIL_NO_MEMORY when the tree could not grow, PS_FAIL_TOO_LARGE for a
  * size the pool never takes), leaves everything as it was.  errno is kept.
  */
