@@ -27,6 +27,9 @@ libjemalloc.so.2, libtcmalloc_minimal.so.4, libmimalloc.so.2), the shim
   allocator keeps for itself).
 
 Runs are interleaved; each number is the median of --repeat runs (3).
+
+  scripts/bench footprint real ...     real programs: bench/realprogs.py
+  scripts/bench footprint shapes ...   aligned loops, decay when idle: bench/realprogs.py
 """
 import argparse
 import json
@@ -35,6 +38,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -55,6 +59,11 @@ def configs(shim, baseline):
                       "POOLSHIM_POOL_ALLOCATOR": "jemalloc"})]
     if baseline:
         c.append(("baseline", {"LD_PRELOAD": baseline, "POOLSHIM_STATS": "off"}))
+        # The baseline's jemalloc placement, when its build is beside it.
+        je = os.path.join(os.path.dirname(baseline), "libpoolshim-jemalloc.so")
+        if os.path.exists(je):
+            c.append(("baseline-je", {"LD_PRELOAD": je, "POOLSHIM_STATS": "off",
+                                      "POOLSHIM_POOL_ALLOCATOR": "jemalloc"}))
     return c
 
 
@@ -65,19 +74,57 @@ def child_env(env):
     return full
 
 
+def machine_line():
+    """The machine, in one line, for every table's header."""
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")
+    except OSError:
+        pass
+    return f"{os.uname().nodename} {os.uname().release}, {os.cpu_count()} CPUs ({cpu})"
+
+
+# A child's ru_maxrss counts the image it was forked from: a child of this
+# Python process starts at Python's peak RSS (14 MB and more).  GNU time,
+# small, forks the program from its own image and reports the child's own.
+GNU_TIME = "/usr/bin/time"
+
+
+def run_timed(argv, env, stdin=None, stdout=subprocess.PIPE):
+    """Start argv through GNU time; finish() gives (exit code, max RSS KiB, CPU s)."""
+    if not os.access(GNU_TIME, os.X_OK):
+        sys.exit(f"bench: {GNU_TIME} not installed (Debian package time)")
+    rep = tempfile.NamedTemporaryFile(prefix="poolshim-time.", mode="w+")
+    p = subprocess.Popen([GNU_TIME, "-q", "-o", rep.name, "-f", "%x %M %U %S"] + argv,
+                         env=child_env(env), stdin=stdin, stdout=stdout)
+
+    def finish():
+        p.wait()
+        rep.seek(0)
+        fields = rep.read().split()
+        rep.close()
+        code, rss, user, sys_s = int(fields[0]), int(fields[1]), float(fields[2]), float(fields[3])
+        return code, rss, user + sys_s
+    return p, finish
+
+
 def run(argv, env):
     """stdout, wall seconds and peak RSS (KiB) of one child."""
     t0 = time.monotonic()
-    p = subprocess.Popen(argv, env=child_env(env), stdout=subprocess.PIPE, text=True)
-    out = p.stdout.read()
-    _, status, ru = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode != 0:
-        raise RuntimeError(f"{argv[0]} exited {p.returncode}")
-    return out, time.monotonic() - t0, ru.ru_maxrss
+    p, finish = run_timed(argv, env)
+    out = p.stdout.read().decode()
+    code, rss, _ = finish()
+    if code != 0:
+        raise RuntimeError(f"{argv[0]} exited {code}")
+    return out, time.monotonic() - t0, rss
 
 
 def main():
+    if sys.argv[1:2] in (["real"], ["shapes"]):  # bench/realprogs.py
+        sys.dont_write_bytecode = True  # no bench/__pycache__ in the source tree
+        import realprogs
+        sys.exit(realprogs.main(sys.argv[1], sys.argv[2:]))
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=2.0, help="allocbench seconds per run")

@@ -26,6 +26,17 @@ noinst_PROGRAMS += bench/allocthreads
 bench_allocthreads_SOURCES = bench/allocthreads.c bench/cputime.h
 bench_allocthreads_CFLAGS = $(AM_CFLAGS) -O2
 bench_allocthreads_LDADD = -lpthread
+# Issue 44's measuring tools: T threads churning 64 KiB-4 MiB blocks
+# (scripts/bench threads), a proxy whose large buffers are partly filled and
+# the aligned and idle shapes (scripts/bench footprint real, shapes).
+noinst_PROGRAMS += bench/threadchurn bench/proxybuf bench/shapes
+bench_threadchurn_SOURCES = bench/threadchurn.c bench/cputime.h
+bench_threadchurn_CFLAGS = $(AM_CFLAGS) -O2
+bench_threadchurn_LDADD = -lpthread -lm
+bench_proxybuf_CFLAGS = $(AM_CFLAGS) -O2
+bench_proxybuf_LDADD = -lm
+bench_shapes_CFLAGS = $(AM_CFLAGS) -O2
+EXTRA_DIST += bench/threads.py bench/realprogs.py
 # The floor any malloc interposer pays, run beside the shim by the same command.
 noinst_LTLIBRARIES += bench/libdoorfloor.la
 bench_libdoorfloor_la_SOURCES = bench/doorfloor.c

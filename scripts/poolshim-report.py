@@ -254,15 +254,6 @@ def load_reports(path, validate):
     return out
 
 
-def load_report(path, validate):
-    """Exactly one report (--diff compares one with one)."""
-    got = load_reports(path, validate)
-    if len(got) != 1:
-        raise BadInput(f"{len(got)} reports in one file (poolshim stat --json snapshots?): "
-                       "--diff compares one process's report with another's")
-    return got[0][1]
-
-
 def run_validator(validate, r):
     try:
         errs = validate(r)
@@ -310,6 +301,7 @@ class Group:
         self.sampled_below = {}  # malloc-family size counted by sampling -> processes
         self.saved = {}  # the reports' "saved" objects, summed (those that have one)
         self.saved_from = 0
+        self.verdicts = []  # (pid, verdict object) of the reports that have one
 
     def add(self, path, r):
         self.members.append((path, r["pid"], r["program"]))
@@ -338,6 +330,9 @@ class Group:
         if isinstance(r.get("saved"), dict):
             add_counts(self.saved, r["saved"])
             self.saved_from += 1
+        v = r.get("verdict")
+        if isinstance(v, dict) and isinstance(v.get("kind"), str) and isinstance(v.get("text"), str):
+            self.verdicts.append((r["pid"], v))
         add_counts(self.sampled_below, {sampled_below(r): 1})
         u = r["uring"]
         for n in self.uring:
@@ -502,6 +497,14 @@ def render(g, out, exact, top):
         w(f"==== {g.label}: pid {pid} ({prog}), {path} ====\n")
     else:
         w(f"==== {g.label}: {n} processes, pids {' '.join(str(m[1]) for m in g.members)} ====\n")
+    # The answer first: the process's own verdict, or how the processes' verdicts tally.
+    if n == 1 and g.verdicts:
+        w(f"verdict  {g.verdicts[0][1]['text']}\n")
+    elif g.verdicts:
+        kinds = {}
+        for _, v in g.verdicts:
+            add_counts(kinds, {v["kind"]: 1})
+        w(f"verdict  {len(g.verdicts)} of {n} processes' verdicts: {tally(kinds)}\n")
     p = g.pool
     sumof = " (sum over processes)" if n > 1 else ""
     w(f"pool     mode {tally(g.modes)} (requested {tally(g.requested)}); placement "
@@ -992,7 +995,9 @@ def io_rows(g):
 
 def process_figures(g):
     """[(name, value or None, how to print it)]: the process-wide numbers
-    --diff compares, each derived from the report's own counts."""
+    --diff compares, each derived from the report's own counts.  No mean
+    latency over all I/O calls: two runs with different mixes of calls would
+    compare unlike things; latency is compared call by call."""
     pr, u = g.process, g.uring
     io = io_rows(g)
     io_calls = sum(r["calls"] for _, _, r in io)
@@ -1004,8 +1009,6 @@ def process_figures(g):
     direct = sum(r["calls"] for _, k, r in io if k == "direct")
     ring = max(0, direct - sum(g.uring_fallbacks.values())) if u["enters"] else 0
     syscalls = io_calls - ring + u["enters"]
-    timed = sum(r["timed"] for _, _, r in io)
-    nsec = sum(r["nsec"] for _, _, r in io)
     moved, what = (io_bytes, "I/O") if io_bytes else (alloc_bytes, "allocated")
     fl = lambda v: None if v is None else float(v)  # noqa: E731
     return [
@@ -1016,8 +1019,7 @@ def process_figures(g):
          lambda v: f"{v:.3g}"),
         ("I/O system calls per I/O call", fl(syscalls / io_calls) if io_calls else None,
          lambda v: f"{v:.3f}"),
-        ("mean latency of timed I/O calls, ns", fl(nsec / timed) if timed else None,
-         lambda v: f"{v:.0f}"),
+        ("io_uring requests (SQEs)", u["sqes"], str),
         ("pool allocations served", g.pool["allocations"], str),
     ]
 
@@ -1028,9 +1030,220 @@ def mode_text(g):
             else tally(g.modes))
 
 
-def render_diff(path_a, ga, path_b, gb, out):
+# ---------------------------------------------------------------------------
+# --diff: whole runs.  Each side is a report file, a directory of them or a
+# glob; its processes are grouped by program, the busiest program is the one
+# compared (all its processes summed), and its busiest process is named.
+# ---------------------------------------------------------------------------
+
+def work_of(r):
+    """How much a report's process did, for choosing the busiest: I/O bytes,
+    then bytes allocated, then CPU time."""
+    io = sum(c["bytes"] for c in r["calls"] if c["kind"] != "none")
+    alloc = sum(c["bytes"] for c in r["calls"] if c["kind"] == "none" and c["call"] != "free")
+    io_calls = sum(c["calls"] for c in r["calls"] if c["kind"] != "none")
+    return (io, alloc, r["process"]["utime_us"] + r["process"]["stime_us"], io_calls)
+
+
+class Side:
+    def __init__(self, name, spec, validate):
+        self.name, self.spec = name, spec
+        self.reports = []  # (label, report)
+        for path in side_paths(spec):
+            for label, r, _ in load_reports(path, validate):
+                self.reports.append((label, r))
+        if not self.reports:
+            raise BadInput("no reports")
+        by_prog = {}
+        for label, r in self.reports:
+            by_prog.setdefault(r["program"], []).append((label, r))
+        # The program compared: the one that did the most.
+        tot = lambda rs: tuple(map(sum, zip(*(work_of(r) for _, r in rs))))  # noqa: E731
+        self.program = max(by_prog, key=lambda p: tot(by_prog[p]))
+        self.members = by_prog[self.program]
+        self.others = {p: len(rs) for p, rs in by_prog.items() if p != self.program}
+        self.group = Group(f"{name} {self.program}")
+        for label, r in self.members:
+            self.group.add(label, r)
+        self.busiest = max(self.members, key=lambda lr: work_of(lr[1]))
+        self.work = tot(self.members)
+
+    def label(self):
+        return self.spec
+
+    def busiest_text(self):
+        label, r = self.busiest
+        io, alloc, cpu, _ = self.work
+        b = work_of(r)
+        if io:
+            share = f"{100 * b[0] / io:.0f}% of its I/O bytes"
+        elif alloc:
+            share = f"{100 * b[1] / alloc:.0f}% of its bytes allocated"
+        else:
+            share = f"{100 * b[2] / cpu:.0f}% of its CPU time" if cpu else "no work"
+        return f"busiest pid {r['pid']} ({share}, {os.path.basename(label)})"
+
+    def config(self):
+        cfg = self.busiest[1].get("config")
+        return cfg if isinstance(cfg, dict) else {}
+
+    def verdict(self):
+        v = self.busiest[1].get("verdict")
+        return v if isinstance(v, dict) else {}
+
+
+def side_paths(spec):
+    """The report files a --diff side names: a file, a directory (its
+    *.json), or a glob pattern."""
+    import glob
+    if os.path.isdir(spec):
+        paths = sorted(os.path.join(spec, f) for f in os.listdir(spec) if f.endswith(".json"))
+        if not paths:
+            raise BadInput("a directory with no .json reports")
+        return paths
+    if not os.path.exists(spec) and any(ch in spec for ch in "*?["):
+        paths = sorted(glob.glob(spec))
+        if not paths:
+            raise BadInput("no file matches")
+        return paths
+    return [spec]
+
+
+def parse_throughput(text):
+    """'421,525' or '421MB/s,525MB/s' -> (421.0, 525.0, 'MB/s')."""
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise ValueError("want two figures, A,B")
+    vals, units = [], set()
+    for p in parts:
+        m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*(\S*)\s*", p)
+        if not m or float(m.group(1)) <= 0:
+            raise ValueError(f"'{p}' is not a positive number")
+        vals.append(float(m.group(1)))
+        units.add(m.group(2))
+    if len(units) > 1:
+        raise ValueError(f"the two figures have different units: {' and '.join(sorted(units))}")
+    return vals[0], vals[1], units.pop()
+
+
+def fnum(v):
+    return f"{v:.6g}"
+
+
+def latency_pairs(ga, gb):
+    """[(call, kind, mean A, mean B)] for the calls timed on both sides, and
+    the (call, kind) timed on one side only."""
+    ra = {(c, k): row for c, k, row in ga.rows() if k != "none"}
+    rb = {(c, k): row for c, k, row in gb.rows() if k != "none"}
+    both, one = [], []
+    for ck in list(ra) + [ck for ck in rb if ck not in ra]:
+        a, b = ra.get(ck), rb.get(ck)
+        ta = a["timed"] if a else 0
+        tb = b["timed"] if b else 0
+        if ta and tb:
+            both.append((ck[0], ck[1], a["nsec"] / ta, b["nsec"] / tb))
+        elif ta or tb:
+            one.append((ck[0], ck[1], "A" if ta else "B"))
+    return both, one
+
+
+CONFIG_IGNORED = {"POOLSHIM_STATS", "POOLSHIM_RUN", "POOLSHIM_LIVE_DIR", "POOLSHIM_STATS_FORMAT"}
+
+
+def diff_differences(a, b):
+    """What else differed between the runs, beyond the counts: [text]."""
+    ga, gb = a.group, b.group
+    out = []
+    if a.program != b.program:
+        out.append(f"program: A {a.program}, B {b.program}")
+    if len(a.members) != len(b.members):
+        out.append(f"processes of {a.program if a.program == b.program else 'the program'}: "
+                   f"A {len(a.members)}, B {len(b.members)}")
+    sa, sb = ga.uring["sqes"], gb.uring["sqes"]
+    if (sa == 0) != (sb == 0):
+        on, off = ("B", "A") if sb else ("A", "B")
+        out.append(f"io_uring: A {sa} SQEs, B {sb}: O_DIRECT I/O went through the ring in {on} "
+                   f"only ({off}: {tally(ga.uring_states if off == 'A' else gb.uring_states)})")
+    if mode_text(ga) != mode_text(gb):
+        out.append(f"pool mode: A {tally(ga.modes)}, B {tally(gb.modes)}")
+    ca, cb = a.config(), b.config()
+    if ca and cb:
+        changed = [f"{k} {ca.get(k, '-')} -> {cb.get(k, '-')}" for k in sorted(set(ca) | set(cb))
+                   if k not in CONFIG_IGNORED and ca.get(k) != cb.get(k)]
+        if changed:
+            out.append("settings: " + ", ".join(changed))
+    if a.others or b.others:
+        also = lambda s: ", ".join(f"{p} ({n})" for p, n in sorted(s.others.items())) or "none"  # noqa: E731
+        out.append(f"other programs, not compared: A {also(a)}; B {also(b)}")
+    return out
+
+
+def diff_warnings(a, b):
+    """Why the comparison may mislead: [text]."""
+    out = []
+    if a.program != b.program:
+        out.append(f"A is {a.program} and B is {b.program}: different programs do different "
+                   "work, and the figures below compare unlike things")
+    elif len(a.members) == 1 and len(b.members) == 1:
+        # One process against one, one of them next to idle: by I/O bytes
+        # (100 times fewer, the other past 1 MiB) or calls (20 times fewer,
+        # the other past 200).
+        (ba, ca), (bb, cb) = (a.work[0], a.work[3]), (b.work[0], b.work[3])
+        small = "A" if (ba, ca) < (bb, cb) else "B"
+        (lb, lc), (hb, hc) = ((ba, ca), (bb, cb)) if small == "A" else ((bb, cb), (ba, ca))
+        if (hb >= 2**20 and hb >= 100 * max(lb, 1)) or (hc >= 200 and hc >= 20 * max(lc, 1)):
+            out.append(f"{small}'s {a.program} process made {lc} I/O calls ({size(lb)}) against "
+                       f"{hc} ({size(hb)}): a master (which does next to nothing) against a "
+                       "worker?  Give each run's reports (a directory, or a glob) to compare "
+                       "whole runs")
+    return out
+
+
+def diff_verdict(a, b, figs, throughput, warnings):
+    """One line: the answer of the diff."""
+    if a.program != b.program:
+        return f"not comparable: A is {a.program}, B is {b.program}"
+    if warnings:
+        return "not comparable as given: " + warnings[0].split(":")[0] + "; see the warning"
+    parts = []
+    if throughput:
+        parts.append(f"throughput x{throughput[1] / throughput[0]:.2f} (yours)")
+    for name, va, vb in figs:
+        if name in ("page faults, minor",) or name.startswith("CPU us per MiB"):
+            short = "faults" if name.startswith("page") else name.replace("CPU us per MiB", "CPU per MiB")
+            if va is not None and vb is not None and va > 0:
+                parts.append(f"{short} {ratio(va, vb)}")
+    text = ", ".join(parts) if parts else "no figure to compare"
+    # The pool idle over all of B's processes (the shim's rule: fewer than
+    # 16 reused): why, as its busiest process's report says it.
+    vb = b.verdict()
+    reused = b.group.saved.get("reused") if b.group.saved_from else None
+    if not all_off(b.group) and reused is not None and reused < 16 and \
+            vb.get("kind") in ("idle", "no_work", "foreign"):
+        text += f"; in B, {vb.get('text', 'pool idle').split(';')[0]}"
+    return f"{b.program}, B against A: {text}"
+
+
+def render_diff(a, b, out, throughput=None):
+    ga, gb = a.group, b.group
     w = out.write
-    w(f"==== per-call change: A {path_a} -> B {path_b} ====\n")
+    figs_a, figs_b = process_figures(ga), process_figures(gb)
+    figs = [(n, va, vb) for (n, va, _), (_, vb, _) in zip(figs_a, figs_b)]
+    warnings = diff_warnings(a, b)
+    w(f"==== poolshim diff: A {a.label()} -> B {b.label()} ====\n")
+    w(f"verdict  {diff_verdict(a, b, figs, throughput, warnings)}\n")
+    for name, s in (("A", a), ("B", b)):
+        pids = ", ".join(str(r["pid"]) for _, r in s.members[:8])
+        more = f" and {len(s.members) - 8} more" if len(s.members) > 8 else ""
+        if len(s.members) == 1:
+            w(f"{name}        {s.program}: 1 process (pid {pids})\n")
+        else:
+            w(f"{name}        {s.program}: {len(s.members)} processes (pid {pids}{more}), summed; "
+              f"{s.busiest_text()}\n")
+    for text in diff_differences(a, b):
+        w(f"differs  {text}\n")
+    for text in warnings:
+        w(f"warning  {text}\n")
     w(f"pool mode: A {mode_text(ga)}; B {mode_text(gb)}\n")
     w(f"pool placement: A {tally(ga.allocators)}; B {tally(gb.allocators)}\n")
     w(f"{'call':<15} {'kind':<7}" + "".join(
@@ -1039,18 +1252,30 @@ def render_diff(path_a, ga, path_b, gb, out):
     for call, kind, cols, est in diff_rows(ga, gb):
         line = f"{call:<15} {kind:<7}"
         for n in DIFF_COLS:
-            a, b = cols[n]
-            line += f" {'-' if a is None else a:>12} {'-' if b is None else b:>12} {ratio(a, b):>7}"
+            va, vb = cols[n]
+            line += f" {'-' if va is None else va:>12} {'-' if vb is None else vb:>12} {ratio(va, vb):>7}"
         if est:
             line += f"  ~ estimate: {est[0]} of A's calls and {est[1]} of B's are sampled"
             est_rows += 1
         w(line + "\n")
+    both, one = latency_pairs(ga, gb)
+    if both or one:
+        text = ", ".join(f"{c} {k} {ratio(la, lb)}" for c, k, la, lb in both) or "none"
+        w(f"latency  mean per call, B/A, calls timed on both sides: {text}")
+        if one:
+            w("; timed on one side only (not compared): " +
+              ", ".join(f"{c} {k} ({side})" for c, k, side in one))
+        w("\n")
     w(f"{'process':<40} {'A':>14} {'B':>14} {'B/A':>7}\n")
-    for (name, a, fmt), (_, b, _) in zip(process_figures(ga), process_figures(gb)):
-        if a is None and b is None:
+    if throughput:
+        ta, tb, unit = throughput
+        w(f"{'throughput (yours' + (', ' + unit if unit else '') + ')':<40} {fnum(ta):>14} "
+          f"{fnum(tb):>14} {ratio(ta, tb):>7}\n")
+    for (name, va, fmt), (_, vb, _) in zip(figs_a, figs_b):
+        if va is None and vb is None:
             continue
-        w(f"{name:<40} {'-' if a is None else fmt(a):>14} {'-' if b is None else fmt(b):>14} "
-          f"{ratio(a, b):>7}\n")
+        w(f"{name:<40} {'-' if va is None else fmt(va):>14} {'-' if vb is None else fmt(vb):>14} "
+          f"{ratio(va, vb):>7}\n")
     if all_off(ga) and not all_off(gb):
         w("A is the baseline, the same counts with the pool off: B/A is what the pool changed "
           "(page faults and CPU time are the process's own, from getrusage; the pool's "
@@ -1067,18 +1292,15 @@ def render_diff(path_a, ga, path_b, gb, out):
           f"bytes differ run to run; the calls at or above it are exact.\n")
 
 
-def diff_main(paths, validate):
-    groups = []
-    for path in paths:
+def diff_main(specs, validate, throughput=None):
+    sides = []
+    for name, spec in zip("AB", specs):
         try:
-            r = load_report(path, validate)
+            sides.append(Side(name, spec, validate))
         except BadInput as e:
-            print(f"{PROG}: {path}: {e}", file=sys.stderr)
+            print(f"{PROG}: {spec}: {e}", file=sys.stderr)
             return 2
-        g = Group(path)
-        g.add(path, r)
-        groups.append(g)
-    render_diff(paths[0], groups[0], paths[1], groups[1], sys.stdout)
+    render_diff(sides[0], sides[1], sys.stdout, throughput)
     return 0
 
 
@@ -1381,10 +1603,18 @@ def parse_args(argv):
     ap.add_argument("--exact", action="store_true", help="print bytes as exact integers, not 1.5M")
     ap.add_argument("--csv", action="store_true", help="print the per-call table as CSV, one row per program, call and kind")
     ap.add_argument("--diff", nargs=2, metavar=("A", "B"),
-                    help="print what changed from report A (the base: a run with "
-                    "POOLSHIM_POOL=off is the baseline, counted with nothing pooled) to report "
-                    "B: per call and kind, then page faults, CPU per MiB, system calls per I/O "
-                    "call and latency; rows whose counts are sampled estimates are marked ~")
+                    help="print what changed from run A (the base: a run with "
+                    "POOLSHIM_POOL=off is the baseline, counted with nothing pooled) to run "
+                    "B; each a report file, a directory of reports or a quoted glob: the "
+                    "busiest program's processes are summed and its busiest process named.  "
+                    "A verdict line, what else differed (io_uring, pool mode, settings, "
+                    "programs), per call and kind, latency call by call, then page faults, "
+                    "CPU per MiB and system calls per I/O call; rows whose counts are sampled "
+                    "estimates are marked ~")
+    ap.add_argument("--throughput", metavar="A,B",
+                    help="with --diff: the throughput your load generator measured for A and "
+                    "for B (same unit, e.g. 421,525 or 421MB/s,525MB/s), compared beside the "
+                    "shim's figures")
     ap.add_argument("--folded", nargs="?", const="count", metavar="count|bytes",
                     help="print call-site stacks folded (flamegraph.pl), weighted by count or bytes")
     ap.add_argument("--debug-dir", metavar="DIR", action="append", default=[],
@@ -1401,16 +1631,51 @@ def parse_args(argv):
         ap.error("give report FILEs, or --diff A B")
     if a.diff and a.files:
         ap.error(f"--diff compares exactly two reports, A and B; also given: {' '.join(a.files)}")
+    if a.throughput is not None:
+        if not a.diff:
+            ap.error("--throughput goes with --diff A B")
+        try:
+            a.throughput = parse_throughput(a.throughput)
+        except ValueError as e:
+            ap.error(f"--throughput {a.throughput}: {e}")
     if a.top < 1:
         ap.error("--top must be at least 1")
+    if a.json and a.json != "-":
+        clash = json_output_clash(a.json, a.files + list(a.diff or ()))
+        if clash:
+            ap.error(clash)
     return a
+
+
+def json_output_clash(out, inputs):
+    """Why --json OUT must not be written, or None: OUT is one of the input
+    reports, or is itself a report (`--json A.json B.json` names A.json as
+    the output where the user meant two inputs)."""
+    for path in inputs:
+        try:
+            same = os.path.samefile(out, path)
+        except OSError:
+            same = os.path.realpath(out) == os.path.realpath(path)
+        if same:
+            return (f"--json {out}: that is also an input report; --json takes the name of a "
+                    "new file for the merged numbers (or - for stdout), refusing to overwrite it")
+    try:
+        with open(out, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return None
+    if re.search(rb'"schema"\s*:\s*"poolshim-report"', head):
+        return (f"--json {out}: {out} is a poolshim report, not an output: --json takes the name "
+                f"of a new file for the merged numbers, as in `--json merged.json {out} ...` "
+                "(or --json - for stdout); refusing to overwrite it")
+    return None
 
 
 def main(argv):
     a = parse_args(argv)
     validate = find_validator()
     if a.diff:
-        return diff_main(a.diff, validate)
+        return diff_main(a.diff, validate, a.throughput)
     reports, bad, seen = [], 0, {}
     for path in a.files:
         try:

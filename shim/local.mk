@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-# The shim in three layers (included from Makefile.am; docs/architecture.md
+# The shim in three layers, one folder each (shim/format, shim/core,
+# shim/doors; included from Makefile.am; docs/architecture.md
 # draws them):
 #   libpsfmt.la    names, formatting, configuration, counters, the report's
 #                  renderer and the live file's format: what the tools link;
@@ -53,7 +54,7 @@ PS_FMT_SOURCES = \
 	shim/format/report.c shim/format/report.h \
 	shim/format/config.c shim/format/config.h \
 	shim/format/stats.c shim/format/stats.h \
-	shim/format/livefmt.c shim/format/live.h \
+	shim/format/livefmt.c shim/format/livefmt.h shim/format/poolinfo.h \
 	shim/format/sitesfmt.c shim/format/sites.h \
 	shim/format/sys.h shim/format/compiler.h
 noinst_LTLIBRARIES = libpsfmt.la
@@ -68,7 +69,7 @@ PS_CORE_SOURCES = \
 	shim/core/fdinfo.c shim/core/fdinfo.h \
 	shim/core/uring.c shim/core/uring.h \
 	shim/core/route.c shim/core/route.h \
-	shim/core/live.c \
+	shim/core/live.c shim/core/live.h \
 	shim/core/callsite.c shim/core/callsite.h \
 	shim/core/jemalloc_ps.h
 noinst_LTLIBRARIES += libpscore.la
@@ -80,7 +81,7 @@ libpscore_la_LIBADD = libpsfmt.la
 lib_LTLIBRARIES = libpoolshim.la libpoolshim-jemalloc.la
 include_HEADERS = shim/poolshim.h
 PS_DOOR_SOURCES = \
-	shim/doors/init.c shim/doors/init.h \
+	shim/doors/start.c shim/doors/start.h shim/doors/init.c \
 	shim/doors/real.c shim/doors/real.h \
 	shim/doors/heap.c shim/doors/heap.h \
 	shim/doors/malloc.c shim/doors/protect.c \

@@ -97,6 +97,11 @@ SAVED = {"allocations": U, "reused": U, "fresh": U, "taken": U, "pages": U,
          "glibc_mmaps_min": U, "glibc_mmaps_max": U,
          "glibc_faults_min": U, "glibc_faults_max": U}
 
+# The verdict: one line that says the answer (issue 46, within version 3);
+# optional so that older version 3 reports still read.
+VERDICT = {"kind": str, "text": str}
+VERDICT_KINDS = {"no_work", "baseline", "foreign", "idle", "saved"}
+
 # How the process ended: only in a report rendered after it (poolshim collect, the wrapper).
 ENDED = {"how": str, "status": (int, type(None)), "signal": (str, type(None)),
          "usage_as_of": (str, type(None)), "rendered_by": (str, type(None))}
@@ -116,6 +121,16 @@ def validate(report):
     sample = report.pop("callsite_sample", None)
     ended = report.pop("ended", None)
     saved = report.pop("saved", None)
+    verdict = report.pop("verdict", None)
+    if verdict is not None:
+        if not isinstance(verdict, dict):
+            errors.append("$.verdict: not an object")
+        else:
+            check(verdict, VERDICT, "$.verdict", errors)
+            if verdict.get("kind") not in VERDICT_KINDS:
+                errors.append(f"$.verdict.kind {verdict.get('kind')}")
+            if isinstance(verdict.get("text"), str) and ("\n" in verdict["text"] or not verdict["text"]):
+                errors.append("$.verdict.text: want one non-empty line")
     if saved is not None:
         if not isinstance(saved, dict):
             errors.append("$.saved: not an object")
@@ -175,6 +190,8 @@ def validate(report):
                       f"$.callsites[{i}].frames[{j}]", errors)
     if saved is not None:
         report["saved"] = saved
+    if verdict is not None:
+        report["verdict"] = verdict
     if snapshot:
         report["timestamp"] = stamp
     if errors:

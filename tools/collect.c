@@ -45,7 +45,7 @@
 #endif
 
 #include "format/fmt.h"
-#include "format/live.h"
+#include "format/livefmt.h"
 #include "record.h"
 #include "format/report.h"
 #include "format/stats.h"

@@ -8,7 +8,7 @@
  * `poolshim collect`, which writes its report and removes it.
  *
  *   poolshim-stat [-i SECONDS] [-c COUNT] [--json | --prometheus | --textfile DIR]
- *                 [--live-dir DIR] [--all-users] [PID ...]
+ *                 [--per-pid] [--live-dir DIR] [--all-users] [PID ...]
  *   poolshim-stat --check-config NAME=VALUE ...   (for `poolshim systemd`)
  *
  * Anyone can put a file in /dev/shm, so nothing in one is trusted: records
@@ -41,7 +41,7 @@
 
 #include "format/config.h"
 #include "format/fmt.h"
-#include "format/live.h"
+#include "format/livefmt.h"
 #include "record.h"
 #include "format/report.h"
 #include "format/stats.h"
@@ -55,21 +55,23 @@ struct target {
 	bool fresh;                   /* opened this round: its totals, not a change */
 };
 
-static bool opt_json, opt_all_users, opt_prom;
+static bool opt_json, opt_all_users, opt_prom, opt_per_pid;
 static const char *opt_textfile;
 static uint64_t my_ns;
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: poolshim stat [-i SECONDS] [-c COUNT] [--json | --prometheus | --textfile DIR]\n"
-		   "                     [--live-dir DIR] [--all-users] [PID ...]\n"
+		   "                     [--per-pid] [--live-dir DIR] [--all-users] [PID ...]\n"
 		   "Prints the live counters of processes running under libpoolshim.so\n"
 		   "(all of them when no PID is given); with -i, the change every SECONDS.\n"
 		   "Records of processes that are gone are shown as such and left in place:\n"
 		   "`poolshim collect` writes their reports.  Only your own files are read\n"
 		   "unless --all-users (root reads all).  --prometheus prints the Prometheus text\n"
 		   "exposition format 0.0.4 (not OpenMetrics: no \"# EOF\" line); --textfile DIR\n"
-		   "writes it to DIR/poolshim.prom (atomically) for node_exporter.  -c COUNT stops\n"
+		   "writes it to DIR/poolshim.prom (atomically) for node_exporter: one series per\n"
+		   "program (label program, its processes summed), or with --per-pid one per\n"
+		   "process (labels pid and program).  -c COUNT stops\n"
 		   "-i after COUNT intervals (without -i it is an error).  --live-dir DIR\n"
 		   "(default $POOLSHIM_LIVE_DIR, else /dev/shm) is where files are.  (--keep,\n"
 		   "which kept gone processes' files, is still taken.)\n"
@@ -244,13 +246,6 @@ static void prom_label(FILE *f, const char *s)
 	}
 }
 
-static void prom_id(FILE *f, const struct target *t)
-{
-	fprintf(f, "pid=\"%d\",program=\"", t->r.pid);
-	prom_label(f, t->r.hdr->program);
-	fputc('"', f);
-}
-
 /* A descriptor kind as the JSON report names it ("none" for calls on no descriptor). */
 static const char *prom_kind(int k)
 {
@@ -263,6 +258,102 @@ static void prom_family(FILE *f, const char *name, const char *type, const char 
 }
 
 /*
+ * A series of the scrape: by default one per program, its processes
+ * summed (a reload, a new worker, adds no series); with --per-pid one per
+ * process.  member[first .. first + n) are the targets it sums.
+ */
+struct prom_series {
+	const char *program;
+	int pid;                      /* -1: per program */
+	int first, n;
+};
+
+static void prom_id(FILE *f, const struct prom_series *g)
+{
+	if (g->pid >= 0)
+		fprintf(f, "pid=\"%d\",", g->pid);
+	fputs("program=\"", f);
+	prom_label(f, g->program);
+	fputc('"', f);
+}
+
+/*
+ * The series of targets t[0..n) with a record open, into *out (malloc'd,
+ * with member[] the targets in series order); the count, or -1 when out
+ * of memory.
+ */
+static int prom_group(const struct target *t, int n, struct prom_series **out, int **member)
+{
+	struct prom_series *g = calloc((size_t)n + 1, sizeof(*g));
+	int *m = calloc((size_t)n + 1, sizeof(*m));
+	int ng = 0, nm = 0;
+
+	if (!g || !m) {
+		free(g);
+		free(m);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		if (t[i].r.fd < 0)
+			continue;
+		const char *prog = t[i].r.hdr->program;
+		bool seen = false;
+		for (int j = 0; j < i && !opt_per_pid; j++)
+			seen |= t[j].r.fd >= 0 && !strcmp(t[j].r.hdr->program, prog);
+		if (seen)
+			continue;
+		g[ng] = (struct prom_series){ prog, opt_per_pid ? t[i].r.pid : -1, nm, 0 };
+		for (int j = i; j < n; j++)
+			if (t[j].r.fd >= 0 && (opt_per_pid ? j == i : !strcmp(t[j].r.hdr->program, prog))) {
+				m[nm++] = j;
+				g[ng].n++;
+			}
+		ng++;
+	}
+	*out = g;
+	*member = m;
+	return ng;
+}
+
+/* The sum of a uint64_t at byte offset off in each member's tot[] (a call row, an event...). */
+static uint64_t prom_sum(const struct prom_series *g, const int *member, const struct ps_tstats *tot,
+			 size_t off)
+{
+	uint64_t v = 0;
+
+	for (int x = g->first; x < g->first + g->n; x++)
+		v += *(const uint64_t *)((const char *)&tot[member[x]] + off);
+	return v;
+}
+
+#define TOT_OFF(field) offsetof(struct ps_tstats, field)
+
+/* Page faults and CPU time: from /proc while the process runs, else the record's last. */
+static void prom_usage(struct target *t, uint64_t v[4])
+{
+	struct ps_report_data d;
+	const struct ps_live_header *h = t->r.hdr;
+
+	memset(&d, 0, sizeof(d));
+	d.minflt = h->minflt;
+	d.majflt = h->majflt;
+	d.utime_us = h->utime_us;
+	d.stime_us = h->stime_us;
+	proc_usage(t, &d, false);
+	v[0] = d.minflt;
+	v[1] = d.majflt;
+	v[2] = d.utime_us;
+	v[3] = d.stime_us;
+}
+
+/*
+ * The latency histogram's buckets in the scrape: every other log2 bound
+ * from 1.024 us to 4.29 s (le = 2^(b+1) ns for these b), then +Inf: 13
+ * lines per call instead of 41; the sums at these bounds are exact.
+ */
+static const int prom_lat_bounds[] = { 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31 };
+
+/*
  * One scrape of all targets.  The format wants every sample of a family
  * together under its HELP and TYPE, so families are the outer loop.
  * Series whose call never happened are left out: they would be most of
@@ -270,6 +361,14 @@ static void prom_family(FILE *f, const char *name, const char *type, const char 
  */
 static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 {
+	struct prom_series *grp;
+	int *member;
+	int ng = prom_group(t, n, &grp, &member);
+
+	if (ng < 0) {
+		fprintf(stderr, "poolshim stat: --prometheus: out of memory\n");
+		return;
+	}
 	static const struct { const char *name, *help; size_t off; } cnt[] = {
 		{ "poolshim_calls_total", "Calls seen, by call and descriptor kind.",
 		  offsetof(struct ps_counter, calls) },
@@ -282,138 +381,201 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 	};
 	for (size_t m = 0; m < sizeof(cnt) / sizeof(cnt[0]); m++) {
 		prom_family(f, cnt[m].name, "counter", cnt[m].help);
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < ng; i++)
 			for (int c = 0; c < PS_CALL__COUNT; c++)
 				for (int k = 0; k < PS_FD__COUNT; k++) {
-					const struct ps_counter *pc = &tot[i].c[c][k];
-					if (!pc->calls)
+					size_t row = TOT_OFF(c) + ((size_t)c * PS_FD__COUNT + (size_t)k) *
+							 sizeof(struct ps_counter);
+					if (!prom_sum(&grp[i], member, tot, row + offsetof(struct ps_counter, calls)))
 						continue;
 					fprintf(f, "%s{", cnt[m].name);
-					prom_id(f, &t[i]);
+					prom_id(f, &grp[i]);
 					fprintf(f, ",call=\"%s\",kind=\"%s\"} %llu\n",
-						ps_call_name((enum ps_call)c),
-						prom_kind(k),
-						(unsigned long long)*(const uint64_t *)
-							((const char *)pc + cnt[m].off));
+						ps_call_name((enum ps_call)c), prom_kind(k),
+						(unsigned long long)prom_sum(&grp[i], member, tot, row + cnt[m].off));
 				}
 	}
 	/* Small allocations are sampled (shim/core/alloc.h): say how much is an estimate. */
 	prom_family(f, "poolshim_calls_estimated_total", "counter",
 		    "Of poolshim_calls_total, the calls that are a sampled estimate: malloc-family "
 		    "calls below POOLSHIM_POOL_MIN/16, counted one call in about 128.");
-	for (int i = 0; i < n; i++)
-		for (int c = 0; t[i].r.fd >= 0 && c < PS_CALL__COUNT; c++) {
+	for (int i = 0; i < ng; i++)
+		for (int c = 0; c < PS_CALL__COUNT; c++) {
 			enum ps_alloc_event ev = ps_call_estimate_event((enum ps_call)c);
-			if (ev == PS_EV__COUNT || !tot[i].c[c][PS_FD_NONE].calls)
+			size_t row = TOT_OFF(c) + (size_t)c * PS_FD__COUNT * sizeof(struct ps_counter);
+			if (ev == PS_EV__COUNT ||
+			    !prom_sum(&grp[i], member, tot, row + offsetof(struct ps_counter, calls)))
 				continue;
 			fputs("poolshim_calls_estimated_total{", f);
-			prom_id(f, &t[i]);
+			prom_id(f, &grp[i]);
 			fprintf(f, ",call=\"%s\",kind=\"%s\"} %llu\n",
 				ps_call_name((enum ps_call)c), prom_kind(PS_FD_NONE),
-				(unsigned long long)tot[i].events[ev]);
+				(unsigned long long)prom_sum(&grp[i], member, tot,
+							     TOT_OFF(events) + (size_t)ev * sizeof(uint64_t)));
 		}
 	prom_family(f, "poolshim_call_duration_seconds", "histogram",
-		    "Time in the call, of the sampled calls (log2 buckets).");
-	for (int i = 0; i < n; i++)
-		for (int c = 0; t[i].r.fd >= 0 && c < PS_CALL__COUNT; c++)
+		    "Time in the call, of the sampled calls (buckets every factor of 4 from 1 us).");
+	for (int i = 0; i < ng; i++)
+		for (int c = 0; c < PS_CALL__COUNT; c++)
 			for (int k = 0; k < PS_FD__COUNT; k++) {
-				const struct ps_counter *pc = &tot[i].c[c][k];
-				if (!pc->calls)
+				size_t row = TOT_OFF(c) + ((size_t)c * PS_FD__COUNT + (size_t)k) *
+						 sizeof(struct ps_counter);
+				if (!prom_sum(&grp[i], member, tot, row + offsetof(struct ps_counter, calls)))
 					continue;
 				uint64_t cum = 0;
+				int b = 0;
 				/* Bucket b holds [2^b, 2^(b+1)) ns: its upper bound is le. */
-				for (int b = 0; b < PS_LAT_BUCKETS; b++) {
-					cum += pc->lat_hist[b];
+				for (size_t q = 0; q < sizeof(prom_lat_bounds) / sizeof(prom_lat_bounds[0]); q++) {
+					for (; b <= prom_lat_bounds[q]; b++)
+						cum += prom_sum(&grp[i], member, tot, row +
+								offsetof(struct ps_counter, lat_hist) +
+								(size_t)b * sizeof(uint64_t));
 					fputs("poolshim_call_duration_seconds_bucket{", f);
-					prom_id(f, &t[i]);
+					prom_id(f, &grp[i]);
 					fprintf(f, ",call=\"%s\",kind=\"%s\",le=\"%.9g\"} %llu\n",
-						ps_call_name((enum ps_call)c),
-						prom_kind(k),
-						(double)(1ull << (b + 1)) * 1e-9, (unsigned long long)cum);
+						ps_call_name((enum ps_call)c), prom_kind(k),
+						(double)(1ull << (prom_lat_bounds[q] + 1)) * 1e-9,
+						(unsigned long long)cum);
 				}
+				for (; b < PS_LAT_BUCKETS; b++)
+					cum += prom_sum(&grp[i], member, tot, row +
+							offsetof(struct ps_counter, lat_hist) +
+							(size_t)b * sizeof(uint64_t));
 				const char *sfx[] = { "_bucket", "_sum", "_count" };
 				for (int s = 0; s < 3; s++) {
 					fprintf(f, "poolshim_call_duration_seconds%s{", sfx[s]);
-					prom_id(f, &t[i]);
+					prom_id(f, &grp[i]);
 					fprintf(f, ",call=\"%s\",kind=\"%s\"%s} ",
-						ps_call_name((enum ps_call)c),
-						prom_kind(k),
+						ps_call_name((enum ps_call)c), prom_kind(k),
 						s == 0 ? ",le=\"+Inf\"" : "");
 					if (s == 1)
-						fprintf(f, "%.9f\n", (double)pc->nsec * 1e-9);
+						fprintf(f, "%.9f\n", (double)prom_sum(&grp[i], member, tot, row +
+							offsetof(struct ps_counter, nsec)) * 1e-9);
 					else
 						fprintf(f, "%llu\n", (unsigned long long)cum);
 				}
 			}
 	prom_family(f, "poolshim_pool_events_total", "counter",
 		    "Pool allocations, frees and fallbacks to glibc's heap, by reason.");
-	for (int i = 0; i < n; i++)
-		for (int e = 0; t[i].r.fd >= 0 && e < PS_EV__COUNT; e++) {
+	for (int i = 0; i < ng; i++)
+		for (int e = 0; e < PS_EV__COUNT; e++) {
 			fputs("poolshim_pool_events_total{", f);
-			prom_id(f, &t[i]);
-			fprintf(f, ",event=\"%s\"} %llu\n", ps_event_name(e),
-				(unsigned long long)tot[i].events[e]);
+			prom_id(f, &grp[i]);
+			fprintf(f, ",event=\"%s\"} %llu\n", ps_event_name(e), (unsigned long long)
+				prom_sum(&grp[i], member, tot, TOT_OFF(events) + (size_t)e * sizeof(uint64_t)));
 		}
-	static const struct { const char *name, *help; } g[] = {
-		{ "poolshim_pool_in_use_bytes", "Pooled memory held by live allocations." },
-		{ "poolshim_pool_peak_bytes", "Most pooled memory in use at once." },
-		{ "poolshim_pool_backed_bytes", "Pool memory backed so far." },
-		{ "poolshim_pool_cap_bytes", "The pool's size limit." },
-		{ "poolshim_pool_min_bytes", "Smallest request served from the pool." },
-		{ "poolshim_threads", "The most threads counting at once." },
-		{ "poolshim_uring_rings", "io_uring rings set up." },
-		{ "poolshim_process_gone", "1 when the process is gone (file left behind)." },
-		{ "poolshim_pool_on", "0 with POOLSHIM_POOL=off (a baseline: counted, nothing pooled), else 1." },
+	/* What the process itself cost: the page faults and CPU time the pool is meant to save. */
+	static const struct { const char *name, *help, *label, *values[2]; bool seconds; } use[] = {
+		{ "poolshim_page_faults_total", "Page faults of the processes (/proc/PID/stat).",
+		  "type", { "minor", "major" }, false },
+		{ "poolshim_cpu_seconds_total", "CPU time of the processes (/proc/PID/stat).",
+		  "mode", { "user", "system" }, true },
+	};
+	for (size_t m = 0; m < sizeof(use) / sizeof(use[0]); m++) {
+		prom_family(f, use[m].name, "counter", use[m].help);
+		for (int i = 0; i < ng; i++) {
+			uint64_t sum[2] = { 0, 0 };
+			for (int x = grp[i].first; x < grp[i].first + grp[i].n; x++) {
+				uint64_t v[4];
+				prom_usage(&t[member[x]], v);
+				sum[0] += v[2 * m];
+				sum[1] += v[2 * m + 1];
+			}
+			for (int j = 0; j < 2; j++) {
+				fprintf(f, "%s{", use[m].name);
+				prom_id(f, &grp[i]);
+				if (use[m].seconds)
+					fprintf(f, ",%s=\"%s\"} %.6f\n", use[m].label, use[m].values[j],
+						(double)sum[j] * 1e-6);
+				else
+					fprintf(f, ",%s=\"%s\"} %llu\n", use[m].label, use[m].values[j],
+						(unsigned long long)sum[j]);
+			}
+		}
+	}
+	/* Gauges: summed over a program's processes, but for the limits (the most of any). */
+	enum { G_SUM, G_MAX, G_MIN };
+	static const struct { const char *name, *help; int how; } g[] = {
+		{ "poolshim_pool_in_use_bytes", "Pooled memory held by live allocations.", G_SUM },
+		{ "poolshim_pool_peak_bytes", "Most pooled memory in use at once (summed over processes: "
+		  "an upper bound of the program's).", G_SUM },
+		{ "poolshim_pool_backed_bytes", "Pool memory backed so far.", G_SUM },
+		{ "poolshim_pool_cap_bytes", "The pool's size limit (per process; the most of any).", G_MAX },
+		{ "poolshim_pool_min_bytes", "Smallest request served from the pool (the most of any "
+		  "process).", G_MAX },
+		{ "poolshim_threads", "The most threads counting at once (summed over processes).", G_SUM },
+		{ "poolshim_uring_rings", "io_uring rings set up.", G_SUM },
+		{ "poolshim_processes", "Processes counted in the series.", G_SUM },
+		{ "poolshim_process_gone", "Processes that are gone (file left behind).", G_SUM },
+		{ "poolshim_pool_on", "0 with POOLSHIM_POOL=off in any of the processes (a baseline: "
+		  "counted, nothing pooled), else 1.", G_MIN },
 	};
 	for (size_t m = 0; m < sizeof(g) / sizeof(g[0]); m++) {
 		prom_family(f, g[m].name, "gauge", g[m].help);
-		for (int i = 0; i < n; i++) {
-			if (t[i].r.fd < 0)
-				continue;
-			const struct ps_live_header *h = t[i].r.hdr;
-			uint64_t v[] = { h->gauges.pool_in_use, h->gauges.pool_peak, h->pool.backed,
-					 h->pool.cap, h->pool_min,
-					 h->threads_peak ? h->threads_peak : t[i].r.nblocks, h->uring_rings,
-					 t[i].r.dead, !(t[i].r.cfg_known && !t[i].r.cfg.pool) };
+		for (int i = 0; i < ng; i++) {
+			uint64_t acc = g[m].how == G_MIN ? UINT64_MAX : 0;
+			for (int x = grp[i].first; x < grp[i].first + grp[i].n; x++) {
+				const struct target *ti = &t[member[x]];
+				const struct ps_live_header *h = ti->r.hdr;
+				uint64_t v[] = { h->gauges.pool_in_use, h->gauges.pool_peak, h->pool.backed,
+						 h->pool.cap, h->pool_min,
+						 h->threads_peak ? h->threads_peak : ti->r.nblocks,
+						 h->uring_rings, 1, ti->r.dead,
+						 !(ti->r.cfg_known && !ti->r.cfg.pool) };
+				acc = g[m].how == G_SUM ? acc + v[m] : g[m].how == G_MAX
+					? (v[m] > acc ? v[m] : acc) : (v[m] < acc ? v[m] : acc);
+			}
 			fprintf(f, "%s{", g[m].name);
-			prom_id(f, &t[i]);
-			fprintf(f, "} %llu\n", (unsigned long long)v[m]);
+			prom_id(f, &grp[i]);
+			fprintf(f, "} %llu\n", (unsigned long long)acc);
 		}
 	}
 	/*
-	 * The page-exact placement's free blocks, where the record has them
+	 * The page-exact placement's free blocks, where the records have them
 	 * (blocks.c's mirror): bytes split by what is known of them, so that
 	 * the two states add up to the free memory; the count; the largest.
 	 */
-	prom_family(f, "poolshim_pool_free_bytes", "gauge",
-		    "Free pool memory (page-exact placement): resident_max may be resident, "
-		    "zero is given back or never touched.");
-	for (int i = 0; i < n; i++) {
-		const struct ps_live_header *h = t[i].r.fd >= 0 ? t[i].r.hdr : NULL;
-		if (!h || h->free.known != 1 || h->free.zero_bytes > h->free.bytes)
-			continue;
-		fputs("poolshim_pool_free_bytes{", f);
-		prom_id(f, &t[i]);
-		fprintf(f, ",state=\"resident_max\"} %llu\npoolshim_pool_free_bytes{",
-			(unsigned long long)(h->free.bytes - h->free.zero_bytes));
-		prom_id(f, &t[i]);
-		fprintf(f, ",state=\"zero\"} %llu\n", (unsigned long long)h->free.zero_bytes);
-	}
-	static const struct { const char *name, *help; } fb[] = {
-		{ "poolshim_pool_free_blocks", "Free blocks the pool holds (page-exact placement)." },
-		{ "poolshim_pool_free_largest_bytes",
-		  "The largest free block: what one request gets without a new slab." },
+	static const char *const fb_name[] = { "poolshim_pool_free_bytes", "poolshim_pool_free_blocks",
+					       "poolshim_pool_free_largest_bytes" };
+	static const char *const fb_help[] = {
+		"Free pool memory (page-exact placement): resident_max may be resident, "
+		"zero is given back or never touched.",
+		"Free blocks the pool holds (page-exact placement).",
+		"The largest free block: what one request gets without a new slab (the largest "
+		"of any process).",
 	};
-	for (size_t m = 0; m < sizeof(fb) / sizeof(fb[0]); m++) {
-		prom_family(f, fb[m].name, "gauge", fb[m].help);
-		for (int i = 0; i < n; i++) {
-			const struct ps_live_header *h = t[i].r.fd >= 0 ? t[i].r.hdr : NULL;
-			if (!h || h->free.known != 1 || h->free.zero_bytes > h->free.bytes)
+	for (int m = 0; m < 3; m++) {
+		prom_family(f, fb_name[m], "gauge", fb_help[m]);
+		for (int i = 0; i < ng; i++) {
+			uint64_t v[2] = { 0, 0 };
+			bool known = false;
+			for (int x = grp[i].first; x < grp[i].first + grp[i].n; x++) {
+				const struct ps_live_header *h = t[member[x]].r.hdr;
+				if (h->free.known != 1 || h->free.zero_bytes > h->free.bytes)
+					continue;
+				known = true;
+				if (m == 0) {
+					v[0] += h->free.bytes - h->free.zero_bytes;
+					v[1] += h->free.zero_bytes;
+				} else if (m == 1) {
+					v[0] += h->free.blocks;
+				} else {
+					uint64_t l = h->free.largest <= h->free.bytes ? h->free.largest : 0;
+					v[0] = l > v[0] ? l : v[0];
+				}
+			}
+			if (!known)
 				continue;
-			fprintf(f, "%s{", fb[m].name);
-			prom_id(f, &t[i]);
-			fprintf(f, "} %llu\n", (unsigned long long)(m == 0 ? h->free.blocks
-					: h->free.largest <= h->free.bytes ? h->free.largest : 0));
+			fprintf(f, "%s{", fb_name[m]);
+			prom_id(f, &grp[i]);
+			if (m == 0) {
+				fprintf(f, ",state=\"resident_max\"} %llu\n%s{", (unsigned long long)v[0],
+					fb_name[m]);
+				prom_id(f, &grp[i]);
+				fprintf(f, ",state=\"zero\"} %llu\n", (unsigned long long)v[1]);
+			} else {
+				fprintf(f, "} %llu\n", (unsigned long long)v[0]);
+			}
 		}
 	}
 	static const struct { const char *name, *help; size_t off; } u[] = {
@@ -428,24 +590,26 @@ static void prometheus(FILE *f, struct target *t, int n, struct ps_tstats *tot)
 	};
 	for (size_t m = 0; m < sizeof(u) / sizeof(u[0]); m++) {
 		prom_family(f, u[m].name, "counter", u[m].help);
-		for (int i = 0; i < n; i++) {
-			if (t[i].r.fd < 0)
-				continue;
+		for (int i = 0; i < ng; i++) {
 			fprintf(f, "%s{", u[m].name);
-			prom_id(f, &t[i]);
-			fprintf(f, "} %llu\n", (unsigned long long)*(const uint64_t *)
-				((const char *)&tot[i].uring + u[m].off));
+			prom_id(f, &grp[i]);
+			fprintf(f, "} %llu\n", (unsigned long long)prom_sum(&grp[i], member, tot,
+									   TOT_OFF(uring) + u[m].off));
 		}
 	}
 	prom_family(f, "poolshim_uring_fallbacks_total", "counter",
 		    "Eligible-looking calls that went to libc instead of io_uring, by reason.");
-	for (int i = 0; i < n; i++)
-		for (int r = 0; t[i].r.fd >= 0 && r < PS_UFB__COUNT; r++) {
+	for (int i = 0; i < ng; i++)
+		for (int r = 0; r < PS_UFB__COUNT; r++) {
 			fputs("poolshim_uring_fallbacks_total{", f);
-			prom_id(f, &t[i]);
-			fprintf(f, ",reason=\"%s\"} %llu\n", ps_uring_fb_name(r),
-				(unsigned long long)tot[i].uring.fallbacks[r]);
+			prom_id(f, &grp[i]);
+			fprintf(f, ",reason=\"%s\"} %llu\n", ps_uring_fb_name(r), (unsigned long long)
+				prom_sum(&grp[i], member, tot, TOT_OFF(uring) + offsetof(struct ps_uring_counts,
+										  fallbacks) +
+					 (size_t)r * sizeof(uint64_t)));
 		}
+	free(grp);
+	free(member);
 }
 
 /*
@@ -595,6 +759,8 @@ int main(int argc, char **argv)
 			i++;   /* taken above, before any file is named */
 		} else if (!strcmp(a, "--prometheus")) {
 			opt_prom = true;
+		} else if (!strcmp(a, "--per-pid")) {
+			opt_per_pid = true;
 		} else if (!strcmp(a, "--textfile") && i + 1 < argc) {
 			opt_textfile = argv[++i];
 			struct stat st;
@@ -636,6 +802,11 @@ int main(int argc, char **argv)
 	if (count > 0 && interval <= 0) {
 		fprintf(stderr, "poolshim stat: -c COUNT counts the intervals of -i SECONDS; "
 				"give -i too (without -i, stat prints once)\n");
+		return 2;
+	}
+	if (opt_per_pid && !opt_prom && !opt_textfile) {
+		fprintf(stderr, "poolshim stat: --per-pid labels the Prometheus series by process; "
+				"give --prometheus or --textfile DIR too\n");
 		return 2;
 	}
 	bool named = nids > 0;

@@ -24,7 +24,7 @@
 #include <sys/types.h>
 
 #include "format/config.h"
-#include "format/live.h"
+#include "format/livefmt.h"
 #include "format/report.h"
 #include "format/sites.h"
 #include "format/stats.h"

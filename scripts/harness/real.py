@@ -119,6 +119,14 @@ def directio_body(tmp):
         output_buffers 2 16m;"""
 
 
+def sendfile_body(tmp):
+    """nginx-directio's baseline: the same file as Debian's nginx.conf
+    serves files (sendfile on, tcp_nopush on), no directio."""
+    return serve_file(tmp, REAL_SIZE) + """
+        sendfile on;
+        tcp_nopush on;"""
+
+
 def start_nginx(tmp, port, body, workers, env):
     with open(f"{tmp}/nginx.conf", "w") as f:
         f.write(nginx_conf(tmp, port, body, workers))
@@ -230,10 +238,11 @@ def exit_report_calls(run, groups, all_reqs):
             run["procs"][name]["syscalls_per_op"] = calls / all_reqs
 
 
-def start_servers(setup, scope, port, small, srv_env, env):
+def start_servers(setup, scope, port, small, srv_env, env, sendfile=False):
     """The server under test on port (under srv_env), and what it forwards
     to, answering; the process groups {"proxy": the server and its workers,
-    "node1": the backend's}."""
+    "node1": the backend's}.  sendfile: nginx-directio with Debian's
+    sendfile settings instead of directio."""
     tmp = scope.tmp
     # One worker for the small setups: with two, wrk's 4 connections
     # sometimes all land on one worker (nginx accepts without a mutex)
@@ -248,7 +257,7 @@ def start_servers(setup, scope, port, small, srv_env, env):
     if setup == "nginx-proxy":
         body = proxy_body(nport)
     elif setup == "nginx-directio":
-        body = directio_body(tmp)
+        body = sendfile_body(tmp) if sendfile else directio_body(tmp)
     if setup.startswith("nginx"):
         srv = start_nginx(tmp, port, body, workers, srv_env)
     else:
@@ -261,13 +270,15 @@ def start_servers(setup, scope, port, small, srv_env, env):
 
 def run_real(args, cfg, setup, rep, workdir, outdir):
     """One run of a real setup under cfg (shim-proxy: the shim in the server
-    under test only); its record."""
+    under test only; sendfile: nginx-directio served with sendfile, no
+    shim); its record."""
     run_id = f"{setup}.{cfg}.{rep + 1}"
+    plain = {"shim-proxy": "shim", "sendfile": "none"}.get(cfg, cfg)
     with RunScope(args, run_id, workdir, reverse=True) as scope:
         tmp = scope.tmp
         os.chmod(tmp, 0o755)
-        env = settings.config_env("shim" if cfg == "shim-proxy" else cfg)
-        shim = settings.is_shim("shim" if cfg == "shim-proxy" else cfg)
+        env = settings.config_env(plain)
+        shim = settings.is_shim(plain)
         reports = os.path.join(outdir, "reports", run_id)
         if shim:
             os.makedirs(reports, exist_ok=True)
@@ -281,7 +292,7 @@ def run_real(args, cfg, setup, rep, workdir, outdir):
             env = {}                    # storaged and wrk run plain (small setups: wrk)
         port = free_port()
         url = f"http://127.0.0.1:{port}/real/obj"
-        groups = start_servers(setup, scope, port, small, srv_env, env)
+        groups = start_servers(setup, scope, port, small, srv_env, env, sendfile=cfg == "sendfile")
         # I/O calls come from the exit reports here: tools/poolshim-stat
         # crashes on nginx workers' live files (render_json, pool.requested).
         sampler = Sampler(groups, [], tmp)

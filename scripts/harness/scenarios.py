@@ -43,8 +43,11 @@ SMALL_NAMES = [s[0] for s in SMALL_SCENARIOS] + [s[0] for s in SMALL_REAL_SETUPS
 SMALL_CONFIGS = ["none", "shim", "baseline"]
 SMALL_SIZE = 1 << 10
 # shim-proxy: the shim in nginx/haproxy only, not in storaged or wrk (what
-# the server alone gains or loses).
-REAL_CONFIGS = ["none", "shim", "shim-proxy", "baseline"]
+# the server alone gains or loses).  sendfile (nginx-directio, beside
+# none): the same file served as Debian's nginx.conf serves files,
+# sendfile on and no directio, without the shim: what a user runs instead
+# of directio under the shim (issue 46).
+REAL_CONFIGS = ["none", "sendfile", "shim", "shim-proxy", "baseline"]
 REAL_SIZE = 16 << 20
 
 # --real on Ceph (issue 16): radosgw on a one-node cluster (scripts/rgw),
@@ -78,9 +81,12 @@ def scenario_configs(scen, configs):
     if scen in RGW_NAMES:
         return [c for c in RGW_CONFIGS if c in configs]
     if scen in REAL_NAMES:
-        # shim-proxy goes with shim, but not for nginx-directio (nothing behind nginx there)
+        # shim-proxy goes with shim, but not for nginx-directio (nothing behind
+        # nginx there); sendfile goes with none, for nginx-directio alone.
         proxy_only = "shim" in configs and scen != "nginx-directio"
-        return [c for c in REAL_CONFIGS if c in configs or (c == "shim-proxy" and proxy_only)]
+        sendfile = "none" in configs and scen == "nginx-directio"
+        return [c for c in REAL_CONFIGS if c in configs or (c == "shim-proxy" and proxy_only)
+                or (c == "sendfile" and sendfile)]
     return list(configs)
 
 

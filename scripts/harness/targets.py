@@ -101,6 +101,10 @@ def big(runs, rows, host, titles, scenarios, real=False):
         if real:
             out.append(entry(scen, judge(runs, scen, "shim", "none", BIG_TARGET),
                              f"{title}: shim everywhere vs no preload"))
+            if of(runs, scen, "sendfile"):
+                # Against what a user runs instead: Debian's sendfile on, no shim.
+                out.append(entry(scen, judge(runs, scen, "shim", "sendfile", BIG_TARGET),
+                                 f"{title}: shim vs sendfile on without the shim (Debian's default)"))
             if of(runs, scen, "shim-proxy"):
                 out.append(entry(scen, judge(runs, scen, "shim-proxy", "none", NO_HARM, strict=True),
                                  f"{title}: shim in the server only vs no preload (no harm)"))

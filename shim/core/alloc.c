@@ -95,7 +95,6 @@
 #include "core/callsite.h"
 #include "core/jemalloc_ps.h"
 #include "core/blocks.h"
-#include "doors/heap.h"
 #include "core/pool.h"
 #include "core/posix.h"
 #include "format/stats.h"

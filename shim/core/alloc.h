@@ -168,7 +168,6 @@ extern __thread uint32_t ps_alloc_gate;
  * PS_ALLOC_EXACT_FIRST small mallocs are counted one by one, so a short
  * program's counts are exact.
  */
-#define PS_ALLOC_SAMPLE 128
 #define PS_ALLOC_EXACT_FIRST 32
 
 /* A heap's entry points, as the doors (malloc.c) jump to them. */
@@ -197,5 +196,20 @@ void *ps_calloc_sampled(size_t n, size_t size);
 void *ps_realloc_sampled(void *p, size_t size);
 /* free of a block of our heap, counted only if pooled. */
 void ps_free_uncounted(void *p);
+
+/*
+ * Who owns the heap, decided once at start by the doors (doors/heap.c):
+ * normally we do; with POOLSHIM=off, or another allocator preloaded ahead
+ * of us, "the other" does.  Kept here, with the heap it describes, so the
+ * runtime reads it without reaching up into the doors.
+ */
+enum ps_heap_owner {
+	PS_HEAP_UNDECIDED,
+	PS_HEAP_MINE,
+	PS_HEAP_OTHER,
+};
+extern PS_HIDDEN int ps_heap;
+/* With PS_HEAP_OTHER while the shim is on: the file providing malloc. */
+extern const char *ps_heap_owner;
 
 #endif

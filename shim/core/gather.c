@@ -17,9 +17,9 @@
 #include <sys/utsname.h>
 
 #include "core/alloc.h"
+#include "core/pool.h"
 #include "core/blocks.h"
 #include "core/callsite.h"
-#include "doors/heap.h"
 #include "format/names.h"
 #include "format/fmt.h"
 #include "format/sys.h"

@@ -21,7 +21,7 @@
  * (block claim, publish, removal) by a page marked MADV_WIPEONFORK, which
  * reads zero in any child with an address space of its own.
  */
-#include "format/live.h"
+#include "core/live.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,10 +34,10 @@
 #include <time.h>
 
 #include "core/alloc.h"
+#include "core/pool.h"
 #include "core/blocks.h"
 #include "core/callsite.h"
 #include "format/fmt.h"
-#include "doors/heap.h"
 #include "core/report_out.h"
 #include "format/sys.h"
 #include "core/route.h"

@@ -86,7 +86,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/blocks.h"
 #include "format/compiler.h"
 #include "format/fmt.h"
 #include "format/sys.h"
@@ -912,37 +911,46 @@ static int last_slab_of(const void *p, size_t len)
 	return ps_pool_slab_of((const void *)last);
 }
 
-bool ps_pool_range_protected(const void *p, size_t len)
-{
-	if (!__atomic_load_n(&any_protected, __ATOMIC_ACQUIRE))
-		return false;
-	int i = ps_pool_slab_of(p), j = last_slab_of(p, len);
-	if (i < 0)
-		return false;
-	/* Slabs are numbered in address order: those between hold the rest. */
-	for (int k = i; k <= (j < i ? i : j); k++)
-		if (__atomic_load_n(&slab_at(k)->protected, __ATOMIC_ACQUIRE))
-			return true;
-	return false;
-}
-
 int ps_pool_nslabs(void)
 {
 	return __atomic_load_n(&nslabs, __ATOMIC_ACQUIRE);
 }
 
-bool ps_pool_within_slabs(const void *p, size_t len)
+bool ps_pool_range_of(const void *p, size_t len, struct ps_pool_range *out)
 {
+	*out = (struct ps_pool_range){ .first = -1, .last = -1 };
 	int i = ps_pool_slab_of(p);
 	if (i < 0)
 		return false;
 	int j = last_slab_of(p, len);
+	out->first = i;
+	out->last = j;
+	out->backing = slab_at(i)->backing;
 	/*
 	 * Both ends in slabs of one run: the slabs between follow each other
 	 * without a gap (a run is consecutive slabs, each starting where the
 	 * one before ends).
 	 */
-	return j >= i && slab_at(j)->run == slab_at(i)->run;
+	out->within = j >= i && slab_at(j)->run == slab_at(i)->run;
+	if (__atomic_load_n(&any_protected, __ATOMIC_ACQUIRE)) {
+		/* Slabs are numbered in address order: those between hold the rest. */
+		for (int k = i; k <= (j < i ? i : j) && !out->protected; k++)
+			out->protected = __atomic_load_n(&slab_at(k)->protected, __ATOMIC_ACQUIRE);
+	}
+	return out->within;
+}
+
+bool ps_pool_within_slabs(const void *p, size_t len)
+{
+	struct ps_pool_range r;
+	return ps_pool_range_of(p, len, &r);
+}
+
+bool ps_pool_range_protected(const void *p, size_t len)
+{
+	struct ps_pool_range r;
+	ps_pool_range_of(p, len, &r);
+	return r.protected;
 }
 
 /* Give [from, to) back (page aligned, 4 KiB or whole THP units); true if done. */
@@ -1059,6 +1067,4 @@ void ps_pool_reset_for_tests(void)
 	memset(&cgroup, 0, sizeof(cgroup));
 	ps_pool_lo = ps_pool_hi = ps_pool_span = 0;
 	memset(&info, 0, sizeof(info));
-	/* The blocks placed in the slabs are gone with them. */
-	ps_blocks_reset_for_tests();
 }

@@ -22,6 +22,7 @@
 
 #include "format/config.h"
 #include "format/names.h"
+#include "format/poolinfo.h"
 #include "format/sys.h"
 
 #define PS_UNIT_SHIFT 21                       /* 2 MiB backing units */
@@ -36,27 +37,6 @@ struct ps_slab {
 	enum ps_backing backing;
 	uint16_t run;       /* the first slab of the gapless run that holds this one */
 	uint16_t protected; /* the program changed page protection inside it */
-};
-
-struct ps_pool_info {
-	enum ps_hugepages requested;
-	enum ps_backing first_mode;      /* backing of the first slab */
-	const char *hugetlb_reason;      /* why hugetlb was not used, or NULL */
-	const char *thp_reason;          /* why THP was not used, or NULL */
-	uint64_t slabs;                  /* times memory was taken (a slab made or grown) */
-	uint64_t backed;                 /* bytes taken from the system */
-	uint64_t backed_by[PS_BACK__COUNT];
-	uint64_t small_backed;           /* of backed_by[4K]: the first unit's small region */
-	uint64_t failures[PS_FAIL__COUNT];
-	uint64_t reserve;                /* bytes of address space reserved */
-	uint64_t cap;                    /* resident bytes: POOLSHIM_POOL_SIZE, lowered to fit the cgroup */
-	uint64_t cgroup_limit;           /* the memory cgroup's limit found, 0 = none */
-	int cgroup_version;              /* 1 or 2 when a limit was found, else 0 */
-	uint64_t retain;                 /* free bytes kept (POOLSHIM_POOL_RETAIN, cgroup) */
-	uint64_t decay_ms;               /* POOLSHIM_POOL_DECAY_MS */
-	uint64_t purged;                 /* bytes given back to the kernel */
-	uint64_t purges;                 /* times the pool arena gave memory back */
-	uint64_t forks;                  /* fork()s this process made (its atfork handlers ran) */
 };
 
 /*
@@ -150,6 +130,22 @@ int ps_pool_nslabs(void);
  * Lock-free: two lookups.
  */
 bool ps_pool_within_slabs(const void *p, size_t len);
+
+/*
+ * What one lookup tells of [p, p + len) (p's slab alone when len is 0):
+ * the slabs that hold its two ends (first, last; -1 when outside), the
+ * first one's backing, whether the range is pool memory with no gap
+ * (within) and whether the program protected any slab it touches.  The
+ * O_DIRECT path asks once and carries the answer (uring.c).
+ */
+struct ps_pool_range {
+	int first, last;
+	enum ps_backing backing;
+	bool within;
+	bool protected;
+};
+/* Fill *out for [p, p + len); returns out->within.  Lock-free: two slab lookups. */
+bool ps_pool_range_of(const void *p, size_t len, struct ps_pool_range *out);
 
 /*
  * A copy of the pool's state.  Safe in a signal handler: if the lock is

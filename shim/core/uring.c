@@ -410,11 +410,12 @@ bool ps_uring_eligible(const void *buf, size_t len, off_t off, bool positional)
 		ps_stats_uring_fallback(PS_UFB_SMALL);
 		return false;
 	}
-	if (!ps_pool_within_slabs(buf, len)) {
+	struct ps_pool_range where;
+	if (!ps_pool_range_of(buf, len, &where)) {
 		ps_stats_uring_fallback(PS_UFB_NOT_POOLED);
 		return false;
 	}
-	if (ps_pool_range_protected(buf, len)) {
+	if (where.protected) {
 		ps_stats_uring_fallback(PS_UFB_PROTECTED);
 		return false;
 	}
@@ -872,9 +873,10 @@ static ssize_t rwv_claimed(int fd, const struct iovec *iov, int iovcnt, off_t of
 	}
 	for (int i = 0; i < iovcnt; i++) {
 		const struct iovec *v = &iov[i];
-		if (((uintptr_t)v->iov_base | v->iov_len) & (PS_ALIGN - 1) || v->iov_len == 0 ||
-		    !ps_pool_within_slabs(v->iov_base, v->iov_len) ||
-		    ps_pool_range_protected(v->iov_base, v->iov_len))
+		struct ps_pool_range where;
+		/* The first segment passed ps_uring_eligible(): not looked up again. */
+		if (i > 0 && (((uintptr_t)v->iov_base | v->iov_len) & (PS_ALIGN - 1) || v->iov_len == 0 ||
+			      !ps_pool_range_of(v->iov_base, v->iov_len, &where) || where.protected))
 			return PS_NOT_TAKEN;
 		pc[i] = (struct piece){ v->iov_base, v->iov_len, off + (off_t)total };
 		total += v->iov_len;

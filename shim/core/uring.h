@@ -25,7 +25,8 @@ void ps_uring_init(const struct ps_config *cfg);
 /*
  * Whether a call of len bytes at buf (and off, when positional) on an
  * O_DIRECT descriptor can go through io_uring: on, large enough, buffer in
- * one pool slab, everything 4 KiB aligned.  Counts the reason when not.
+ * pool slabs without a gap and not protected (one lookup, ps_pool_range_of),
+ * everything 4 KiB aligned.  Counts the reason when not.
  */
 bool ps_uring_eligible(const void *buf, size_t len, off_t off, bool positional);
 
@@ -55,7 +56,9 @@ ssize_t ps_uring_rw(int fd, void *buf, size_t len, off_t off, bool write, uint64
 
 /*
  * Vectored positional I/O, one SQE per segment.  Same returns as
- * ps_uring_rw(); PS_NOT_TAKEN also when a segment is not eligible.
+ * ps_uring_rw(); PS_NOT_TAKEN also when a segment is not eligible.  The
+ * first segment must have passed ps_uring_eligible() (it is not looked up
+ * again); the others are checked here.
  */
 ssize_t ps_uring_rwv(int fd, const struct iovec *iov, int iovcnt, off_t off, bool write);
 

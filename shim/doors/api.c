@@ -5,7 +5,7 @@
 #include <errno.h>
 
 #include "format/compiler.h"
-#include "doors/init.h"
+#include "doors/start.h"
 #include "core/pool.h"
 #include "core/report_out.h"
 

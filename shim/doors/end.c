@@ -29,8 +29,8 @@
 
 #include "format/config.h"
 #include "format/fmt.h"
-#include "doors/init.h"
-#include "format/live.h"
+#include "doors/start.h"
+#include "core/live.h"
 #include "doors/real.h"
 #include "core/report_out.h"
 #include "format/stats.h"
@@ -60,6 +60,19 @@ static bool child_worked(bool if_unknown)
 	bool worked = ps_stats_worked(s, &rows, ps_cfg.pool ? 0 : ps_cfg.pool_min);
 	ps_report_scratch_put(s);
 	return worked;
+}
+
+/* Whether this process did nothing a report is about (ps_stats_idle); false when not known. */
+static bool did_nothing(void)
+{
+	struct ps_tstats *s = ps_report_scratch_get();
+	if (!s)
+		return false;
+	struct ps_rows rows;
+	ps_report_scratch_fill(s, &rows);
+	bool idle = ps_stats_idle(s, &rows, ps_cfg.pool_min / 4);
+	ps_report_scratch_put(s);
+	return idle;
 }
 
 bool ps_report_due(void)
@@ -127,6 +140,27 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 			ps_report_say("no report: less than %u calls and %u KiB of work, and "
 				      "POOLSHIM_PROGRAMS is set", (unsigned)PS_WORK_CALLS,
 				      (unsigned)(PS_WORK_BYTES >> 10));
+	}
+	/*
+	 * Whoever started it, a process that did nothing the report is about
+	 * (no counted I/O call, no allocation from a quarter of
+	 * POOLSHIM_POOL_MIN up: `sh -c 'exit 5'`) writes no text report: one
+	 * line says why, where the program was started by the user (not under
+	 * POOLSHIM_PROGRAMS, nor in a fork child, where it would be noise).  A
+	 * JSON report asked for is still written: it is data a script reads,
+	 * and says the same in its verdict.
+	 */
+	if (due && ps_cfg.stats_format == PS_FORMAT_TEXT && did_nothing()) {
+		due = false;
+		if (ps_cfg.verbose || (!ps_cfg.programs[0] && pid == ps_start_pid &&
+				       strcmp(ps_cfg.stats, "off") != 0)) {
+			char min[24];
+			struct ps_buf mb;
+			ps_buf_init(&mb, min, sizeof(min), -1);
+			ps_buf_size(&mb, ps_cfg.pool_min / 4);
+			ps_report_say("no report: no counted I/O call and no allocation of %s or more",
+				      ps_buf_str(&mb));
+		}
 	}
 	if (!due) {
 		/* A vfork child (the record is its parent's) or a fork child with no work of its own. */

@@ -24,4 +24,12 @@ extern int ps_start_pid;
 #define PS_END_BY_EXIT (1u << 16)
 void ps_end(int end, int status, bool status_known, unsigned how);
 
+/*
+ * Whether this process writes a report where it ends or execs without
+ * exit(): the process that started the shim, or a fork child that did
+ * work of its own (so a shell's fork child that only sets up an exec adds
+ * no report); never a vfork or raw clone child.  Async-signal-safe.
+ */
+bool ps_report_due(void);
+
 #endif

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "format/fmt.h"
-#include "doors/init.h"
+#include "doors/start.h"
 #include "core/posix.h"
 #include "doors/real.h"
 
@@ -119,9 +119,13 @@ void ps_heap_choose(bool on)
 	       ps_heap_owner);
 }
 
-void ps_heap_publish(bool counted)
+bool ps_heap_chosen_mine(void)
 {
-	ps_door_open(chosen == PS_HEAP_MINE, counted);
+	return chosen == PS_HEAP_MINE;
+}
+
+void ps_heap_publish(void)
+{
 	__atomic_store_n(&ps_heap, chosen, __ATOMIC_RELEASE);
 }
 

@@ -16,25 +16,19 @@
 #include "core/alloc.h"
 #include "format/compiler.h"
 
-enum ps_heap_owner {
-	PS_HEAP_UNDECIDED,
-	PS_HEAP_MINE,
-	PS_HEAP_OTHER,
-};
-extern PS_HIDDEN int ps_heap;
-/* With PS_HEAP_OTHER while the shim is on: the file providing malloc. */
-extern const char *ps_heap_owner;
-
 /*
  * Decide who owns the heap: the on path after the pool exists, or the off
  * path.  Binds the other allocator's functions.  Once, from start-up.
  */
 void ps_heap_choose(bool on);
+/* Whether ps_heap_choose() chose our own heap. */
+bool ps_heap_chosen_mine(void);
 /*
- * Make that choice visible to every thread, and open the doors for it
- * (counted: something reads the counters): just before leaving STARTING.
+ * Make that choice visible to every thread: after the doors were opened
+ * for it (ps_door_open(ps_heap_chosen_mine(), ...)), just before leaving
+ * STARTING.
  */
-void ps_heap_publish(bool counted);
+void ps_heap_publish(void);
 /* The other allocator's malloc, calloc, realloc and free, for the doors to jump to. */
 void ps_heap_other_entries(struct ps_heap_entries *e);
 

@@ -27,7 +27,7 @@
  * (which run no destructor) hand over to end.c: the record's last
  * numbers, and the report delivered or kept.
  */
-#include "doors/init.h"
+#include "doors/start.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +48,7 @@
 #include "doors/dump.h"
 #include "doors/end.h"
 #include "doors/iocount.h"
-#include "format/live.h"
+#include "core/live.h"
 #include "core/pool.h"
 #include "doors/real.h"
 #include "core/uring.h"
@@ -56,8 +56,6 @@
 #include "format/stats.h"
 #include "format/sys.h"
 
-int ps_state = PS_STATE_NEW;
-int ps_pid;
 static __thread bool initialising;
 static bool decided_on;
 static pthread_key_t thread_key;
@@ -232,7 +230,8 @@ static void start(void)
 		ps_cfg.uring = PS_URING_OFF;
 		ps_cfg.timing = false;
 		ps_heap_choose(false);
-		ps_heap_publish(false);
+		ps_door_open(ps_heap_chosen_mine(), false);
+		ps_heap_publish();
 		__atomic_store_n(&ps_state, PS_STATE_OFF, __ATOMIC_RELEASE);
 		/* The interposers still need the real functions. */
 		ps_real_init();
@@ -273,7 +272,8 @@ static void start(void)
 	__atomic_store_n(&ps_log_fd, ps_report_stderr_fd, __ATOMIC_RELEASE);
 	if (ps_cfg.live && ps_live_init(&ps_cfg) == 0)
 		ps_pool_on_change = ps_live_pool_changed;
-	ps_heap_publish(counters_read(&ps_cfg));
+	ps_door_open(ps_heap_chosen_mine(), counters_read(&ps_cfg));
+	ps_heap_publish();
 	__atomic_store_n(&ps_state, PS_STATE_ON, __ATOMIC_RELEASE);
 
 	/* These may allocate: malloc now takes the normal path. */

@@ -19,7 +19,7 @@
 #include "format/compiler.h"
 #include "doors/direct.h"
 #include "core/fdinfo.h"
-#include "doors/init.h"
+#include "doors/start.h"
 #include "doors/iocount.h"
 #include "doors/real.h"
 #include "format/stats.h"

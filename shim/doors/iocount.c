@@ -6,8 +6,8 @@
 
 #include "core/alloc.h"
 #include "core/callsite.h"
-#include "doors/init.h"
-#include "format/live.h"
+#include "doors/start.h"
+#include "core/live.h"
 
 bool ps_io_timing;
 /* Call sites are captured (POOLSHIM_BACKTRACE): every call takes the slow path. */

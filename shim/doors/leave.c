@@ -38,8 +38,8 @@
 
 #include "format/compiler.h"
 #include "format/config.h"
-#include "doors/init.h"
-#include "format/live.h"
+#include "doors/start.h"
+#include "core/live.h"
 #include "doors/real.h"
 #include "core/report_out.h"
 

@@ -6,7 +6,6 @@
  * poolshim(7) documents the same rows (the README lists the essential ones).
  */
 #include "format/config.h"
-#include "format/live.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -509,6 +508,76 @@ static const struct option *find_option_nocase(const char *name, size_t len)
 	return NULL;
 }
 
+/*
+ * Edit distance (optimal string alignment: insert, delete, substitute, swap
+ * two neighbours, case ignored) between a[alen] and b, or limit + 1 when it
+ * is more than limit.  Two rows on the stack, no allocation: names longer
+ * than the rows hold are not compared.
+ */
+#define NAME_DIST_MAX 64
+
+static int upper(char c)
+{
+	return c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c;
+}
+
+static size_t name_distance(const char *a, size_t alen, const char *b, size_t limit)
+{
+	size_t blen = strlen(b);
+	size_t prev2[NAME_DIST_MAX + 1], prev[NAME_DIST_MAX + 1], cur[NAME_DIST_MAX + 1];
+
+	if (alen > NAME_DIST_MAX || blen > NAME_DIST_MAX ||
+	    (alen > blen ? alen - blen : blen - alen) > limit)
+		return limit + 1;
+	for (size_t j = 0; j <= blen; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= alen; i++) {
+		size_t row_min;
+		cur[0] = row_min = i;
+		for (size_t j = 1; j <= blen; j++) {
+			size_t d = prev[j - 1] + (upper(a[i - 1]) != upper(b[j - 1]));
+			if (prev[j] + 1 < d)
+				d = prev[j] + 1;
+			if (cur[j - 1] + 1 < d)
+				d = cur[j - 1] + 1;
+			if (i > 1 && j > 1 && upper(a[i - 1]) == upper(b[j - 2]) &&
+			    upper(a[i - 2]) == upper(b[j - 1]) &&
+			    prev2[j - 2] + 1 < d)
+				d = prev2[j - 2] + 1;
+			cur[j] = d;
+			if (d < row_min)
+				row_min = d;
+		}
+		if (row_min > limit)
+			return limit + 1;
+		memcpy(prev2, prev, sizeof(prev));
+		memcpy(prev, cur, sizeof(cur));
+	}
+	return prev[blen];
+}
+
+/*
+ * The option a misspelt name most likely meant: the nearest by edit
+ * distance, within a quarter of the length of the part after "POOLSHIM_"
+ * (at least 1, at most 3), the first in the table on a tie; NULL when none
+ * is that near.
+ */
+static const struct option *find_option_near(const char *name, size_t len)
+{
+	size_t tail = len > 9 ? (len - 9) / 4 : 0;
+	size_t limit = tail < 1 ? 1 : tail > 3 ? 3 : tail, best_d = limit + 1;
+	const struct option *best = NULL;
+
+	for (size_t i = 0; i < PS_ARRAY_SIZE(options); i++) {
+		size_t d = name_distance(name, len, options[i].name, best_d - 1);
+		if (d < best_d) {
+			best_d = d;
+			best = &options[i];
+		}
+	}
+	return best;
+}
+
 int ps_config_load(struct ps_config *cfg, const char *(*get)(const char *name), char *const *envp)
 {
 	int problems = 0;
@@ -542,8 +611,13 @@ int ps_config_load(struct ps_config *cfg, const char *(*get)(const char *name), 
 			}
 			if (strncmp(*e, "POOLSHIM", 8) != 0)
 				continue;
-			ps_log("unknown variable %s ignored (see poolshim(7) for the POOLSHIM_* names)",
-			       *e);
+			const struct option *near = find_option_near(*e, len);
+			if (near)
+				ps_log("unknown variable %s ignored: did you mean %s? (see poolshim(7) "
+				       "for the POOLSHIM_* names)", *e, near->name);
+			else
+				ps_log("unknown variable %s ignored (see poolshim(7) for the "
+				       "POOLSHIM_* names)", *e);
 			problems++;
 		}
 	}

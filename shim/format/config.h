@@ -47,6 +47,8 @@ enum ps_uring_test {
 };
 
 #define PS_PATH_MAX 512
+/* Where live records are made unless POOLSHIM_LIVE_DIR says (format/livefmt.h). */
+#define PS_LIVE_DIR "/dev/shm"
 #define PS_ID_MAX 64
 
 struct ps_config {

@@ -5,7 +5,7 @@
  * shim, which writes the files (live.c), and `poolshim stat`, which reads
  * them; no allocation, no libc I/O (raw system calls), errno kept.
  */
-#include "format/live.h"
+#include "format/livefmt.h"
 
 #include <errno.h>
 #include <fcntl.h>

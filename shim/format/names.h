@@ -133,6 +133,12 @@ enum ps_alloc_event {
 _Static_assert(PS_CALL_MALLOC == 0 &&
 		       PS_EV_PVALLOC_ESTIMATED - PS_EV_MALLOC_ESTIMATED == PS_CALL_PVALLOC,
 	       "the *_ESTIMATED events follow PS_CALLS's allocating calls");
+/*
+ * Small allocations are counted one in about this many (core/alloc.h says
+ * how the sampling works); the renderer scales the estimates by it.
+ */
+#define PS_ALLOC_SAMPLE 128
+
 static inline enum ps_alloc_event ps_call_estimate_event(enum ps_call call)
 {
 	return call <= PS_CALL_PVALLOC ? (enum ps_alloc_event)(PS_EV_MALLOC_ESTIMATED + call)

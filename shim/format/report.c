@@ -12,7 +12,6 @@
 #include <signal.h>
 #include <string.h>
 
-#include "core/alloc.h"
 #include "format/emit.h"
 #include "format/fmt.h"
 #include "format/names.h"
@@ -83,7 +82,7 @@ static void put_iso8601(struct ps_buf *b, int64_t t)
  * item names the knob and a value, so a reader can act without knowing
  * the shim's internals.
  */
-#define ADVICE_MAX 10
+#define ADVICE_MAX 12   /* at least one per rule: advisors[] below, checked there */
 
 struct advice {
 	const char *id;
@@ -139,6 +138,10 @@ static const char *size_text(char *out, uint64_t v)
 	return ps_buf_str(&b);
 }
 
+/* glibc's mmap threshold, as the saved line (emit_saved) reads it. */
+#define SAVED_STATIC_MIN ((uint64_t)128 << 10)  /* glibc's M_MMAP_THRESHOLD default */
+#define SAVED_DYNAMIC_MAX ((uint64_t)32 << 20)  /* its dynamic ceiling on 64-bit */
+
 #define ADVICE_MIN_ALLOCS 16   /* fewer large-looking allocations are not worth a line */
 #define PS_HUGE_2M (2ULL << 20)
 
@@ -151,7 +154,11 @@ static void advise_pool_min(const struct ps_report_data *d, struct advice_list *
 	 * Allocations from a quarter of the threshold up to it look like I/O
 	 * buffers; when they outnumber what reached the pool, the threshold is
 	 * what keeps them out.  A power of two at or below the smallest such
-	 * bucket pools them all (bucket k holds sizes from 2^k).
+	 * bucket pools them all (bucket k holds sizes from 2^k).  Only sizes
+	 * glibc would map and unmap (from its mmap threshold, SAVED_STATIC_MIN,
+	 * the rule of the saved line) count: smaller blocks glibc reuses from
+	 * its own heap, so pooling them saves nothing (haproxy's 16K buffers,
+	 * kept in its own pools: pooled, none was ever reused).
 	 */
 	uint64_t below = 0, lowest = 0, at_or_above = 0;
 	for (int call = PS_CALL_MALLOC; call < PS_CALL_FREE; call++) {
@@ -164,7 +171,8 @@ static void advise_pool_min(const struct ps_report_data *d, struct advice_list *
 				continue;
 			if (lo >= d->pool_min) {
 				at_or_above += c->size_hist[k];
-			} else if (lo >= d->pool_min / 4 && (lo << 1) <= d->pool_min) {
+			} else if (lo >= d->pool_min / 4 && (lo << 1) <= d->pool_min &&
+				   lo >= SAVED_STATIC_MIN) {
 				below += c->size_hist[k];
 				if (!lowest || lo < lowest)
 					lowest = lo;
@@ -294,11 +302,23 @@ static void advise_hugetlb_pays(const struct ps_report_data *d, struct advice_li
  */
 #define ADVICE_IDLE_ALLOCS ADVICE_MIN_ALLOCS   /* pool allocations that count as "little" */
 
+/* The pooled allocations made on memory the pool already held: what it saved. */
+static uint64_t pool_reused(const struct ps_report_data *d)
+{
+	uint64_t allocs = d->totals->events[PS_EV_POOL_ALLOC], fresh = d->totals->events[PS_EV_POOL_FRESH];
+
+	return fresh < allocs ? allocs - fresh : 0;
+}
+
+/*
+ * The pool saved (next to) nothing: it served few allocations, or reused
+ * memory for few of those it served (blocks a program allocates once and
+ * keeps, as haproxy its buffers: pooled, each took fresh memory, as from
+ * glibc).  With the pool off it served nothing on purpose: pool_off says so.
+ */
 static bool pool_idle(const struct ps_report_data *d)
 {
-	/* With the pool off it served nothing on purpose: pool_off says so. */
-	return !d->heap_owner && !d->pool_off &&
-	       d->totals->events[PS_EV_POOL_ALLOC] < ADVICE_IDLE_ALLOCS;
+	return !d->heap_owner && !d->pool_off && pool_reused(d) < ADVICE_IDLE_ALLOCS;
 }
 
 /* The highest size bucket any malloc-family call reached, or -1 for none. */
@@ -396,12 +416,20 @@ static void advise_program(const struct ps_report_data *d, struct advice_list *l
 		break;
 	case PROG_HAPROXY:
 		advice_add(l, "program_settings", "haproxy: tune.bufsize", &m);
-		ps_buf_printf(&m, "haproxy moves data through its own buffers of tune.bufsize "
-			      "(16K by default), kept in its own pools, below POOLSHIM_POOL_MIN=%s: "
-			      "the pool has nothing to serve, and every socket call still passes the "
+		ps_buf_puts(&m, "haproxy moves data through its own buffers of tune.bufsize "
+			    "(16K by default), allocated once and kept in its own pools");
+		if (d->totals->events[PS_EV_POOL_ALLOC])
+			ps_buf_printf(&m, ": the pool served %lu allocations and reused memory for "
+				      "%lu (POOLSHIM_POOL_MIN=%s), which saves nothing",
+				      (unsigned long)d->totals->events[PS_EV_POOL_ALLOC],
+				      (unsigned long)pool_reused(d), min);
+		else
+			ps_buf_printf(&m, ", below POOLSHIM_POOL_MIN=%s: the pool has nothing "
+				      "to serve", min);
+		ps_buf_puts(&m, ", and every socket call still passes the "
 			      "interposer.  Measured in docs/results.md (GET 16 MiB): the shim in "
 			      "haproxy alone ran at 0.83x no shim (1.20 -> 1.60 CPU s/GiB); the 1.91x "
-			      "with the shim everywhere came from the storage node behind it", min);
+			      "with the shim everywhere came from the storage node behind it");
 		ps_buf_str(&m);
 		break;
 	case PROG_RADOSGW:
@@ -540,12 +568,17 @@ static void advise_uring_route(const struct ps_report_data *d, struct advice_lis
 	advice_suggest(l, win ? "on" : "off");
 }
 
-/* Each rule adds at most one item; the report lists them in this order. */
+/*
+ * Each rule adds at most one item; the report lists them in this order.
+ * What the program's own settings say comes before the generic rules, so
+ * that it is never lost behind them.
+ */
 static void (*const advisors[])(const struct ps_report_data *d, struct advice_list *l) = {
-	advise_pool_off, advise_pool_min, advise_unaligned, advise_pool_full,
-	advise_hugetlb_none, advise_thp_disabled, advise_hugetlb_pays, advise_uring_route,
-	advise_pool_idle, advise_program, advise_sendfile,
+	advise_pool_off, advise_program, advise_sendfile, advise_pool_min, advise_unaligned,
+	advise_pool_full, advise_hugetlb_none, advise_thp_disabled, advise_hugetlb_pays,
+	advise_uring_route, advise_pool_idle,
 };
+_Static_assert(sizeof(advisors) / sizeof(advisors[0]) <= ADVICE_MAX, "room for every rule's item");
 
 static void gather_advice(const struct ps_report_data *d, struct advice_list *l)
 {
@@ -614,15 +647,15 @@ static void emit_meta(struct ps_emit *e, const struct ps_report_data *d)
 /* Text: an "advice" section, none when there is none.  JSON: the array, always. */
 static void emit_advice(struct ps_emit *e, const struct ps_report_data *d)
 {
-	struct advice_list l;
+	struct advice_list list, *l = &list;
 
-	gather_advice(d, &l);
-	if (!e->json && !l.n)
+	gather_advice(d, l);
+	if (!e->json && !l->n)
 		return;
 	ps_emit_array_begin(e, "advice");
 	ps_emit_text(e, "advice\n");
-	for (int i = 0; i < l.n; i++) {
-		const struct advice *a = &l.a[i];
+	for (int i = 0; i < l->n; i++) {
+		const struct advice *a = &l->a[i];
 		const char *message = a->message, *suggested = a->suggested[0] ? a->suggested : NULL;
 		ps_emit_object_begin(e, NULL);
 		ps_emit_kv(e, "id", PS_EMIT_NAME, &a->id);
@@ -762,8 +795,6 @@ static void emit_pool(struct ps_emit *e, const struct ps_report_data *d)
  * capped at the pool's allocations, the largest first (the histograms hold
  * glibc's fallbacks too).
  */
-#define SAVED_STATIC_MIN ((uint64_t)128 << 10)  /* glibc's M_MMAP_THRESHOLD default */
-#define SAVED_DYNAMIC_MAX ((uint64_t)32 << 20)  /* its dynamic ceiling on 64-bit */
 
 static void glibc_would(const struct ps_tstats *t, uint64_t from, uint64_t cap,
 			uint64_t *maps, uint64_t *faults)
@@ -821,6 +852,143 @@ static void emit_saved(struct ps_emit *e, const struct ps_report_data *d)
 		     "%{glibc_mmaps_max}u mmap+munmap pairs and %{glibc_faults_min}u-"
 		     "%{glibc_faults_max}u page faults\n", allocs, reused, fresh, p->backed, pages,
 		     lo_maps, hi_maps, lo_faults, hi_faults);
+	ps_emit_object_end(e);
+}
+
+
+/* The advice item with this id, or NULL. */
+static const struct advice *advice_find(const struct advice_list *l, const char *id)
+{
+	for (int i = 0; i < l->n; i++)
+		if (!strcmp(l->a[i].id, id))
+			return &l->a[i];
+	return NULL;
+}
+
+/*
+ * Why the pool saved nothing, in a few words, from the items the advice
+ * rules gave (the program's own first, as in the advice), else from the
+ * counts.  Into m; false when the shim did other work here (io_uring),
+ * so that "only counts" would not be true.
+ */
+static void verdict_idle(struct ps_buf *m, const struct ps_report_data *d,
+			 const struct advice_list *l)
+{
+	enum known_program prog = known_program(d->program);
+	const struct advice *a;
+	uint64_t allocs = d->totals->events[PS_EV_POOL_ALLOC];
+	char min[SIZE_TEXT], lo[SIZE_TEXT], hi[SIZE_TEXT];
+
+	size_text(min, d->pool_min);
+	ps_buf_puts(m, "pool idle: ");
+	if (advice_find(l, "sendfile")) {
+		ps_buf_printf(m, "%s sends with sendfile", prog == PROG_NGINX ? "nginx" : "the data moved by");
+		if (prog != PROG_NGINX)
+			ps_buf_puts(m, "/splice, through no buffer of this process");
+	} else if (prog == PROG_HAPROXY && advice_find(l, "program_settings")) {
+		if (allocs)
+			ps_buf_printf(m, "haproxy keeps its buffers in its own pools (%lu pooled, "
+				      "%lu reused)", (unsigned long)allocs, (unsigned long)pool_reused(d));
+		else
+			ps_buf_printf(m, "haproxy's buffers (tune.bufsize) stay below "
+				      "POOLSHIM_POOL_MIN=%s", min);
+	} else if ((a = advice_find(l, "pool_min"))) {
+		ps_buf_printf(m, "allocations just below POOLSHIM_POOL_MIN=%s; "
+			      "POOLSHIM_POOL_MIN=%s would pool them", min, a->suggested);
+	} else if (advice_find(l, "program_settings")) {
+		ps_buf_printf(m, "%s's buffers stay below POOLSHIM_POOL_MIN=%s with its settings; "
+			      "the advice names those that make them larger",
+			      prog == PROG_NGINX ? "nginx" : "radosgw", min);
+	} else if (allocs < ADVICE_IDLE_ALLOCS) {
+		uint64_t count;
+		int top = largest_alloc_bucket(d, &count);
+		if (top < 0)
+			ps_buf_puts(m, "no counted allocation");
+		else if ((1ULL << top) < d->pool_min)
+			ps_buf_printf(m, "the largest allocations were %s-%s, below "
+				      "POOLSHIM_POOL_MIN=%s", size_text(lo, 1ULL << top),
+				      size_text(hi, 2ULL << top), min);
+		else
+			ps_buf_printf(m, "only %lu allocations reached the pool", (unsigned long)allocs);
+	} else {
+		ps_buf_printf(m, "the pool served %lu allocations and reused memory for %lu, "
+			      "which saves nothing", (unsigned long)allocs, (unsigned long)pool_reused(d));
+	}
+}
+
+/*
+ * The verdict: one line that says the answer, from the numbers the saved
+ * line and the advice use.  Text: a "verdict" line under the header.
+ * JSON: "verdict" {"kind", "text"}, kind one of no_work, baseline,
+ * foreign, idle, saved.
+ */
+static void emit_verdict(struct ps_emit *e, const struct ps_report_data *d)
+{
+	/*
+	 * The advice is gathered here and again at the end (emit_advice), the
+	 * same from the same numbers: the list (some 8 KiB) is on the stack
+	 * only while each needs it, not across the call sites between.
+	 */
+	struct advice_list list, *l = &list;
+	const struct ps_tstats *t = d->totals;
+	uint64_t sqes = t->uring.sqes;
+	char text[400];
+	const char *kind, *line;
+	struct ps_buf m;
+
+	gather_advice(d, l);
+	ps_buf_init(&m, text, sizeof(text), -1);
+	if (ps_stats_idle(t, d->rows_known ? &d->rows : NULL, d->pool_min / 4)) {
+		char big[SIZE_TEXT];
+		kind = "no_work";
+		ps_buf_printf(&m, "no work: no counted I/O call and no allocation of %s or more; "
+			      "nothing for the shim to do here", size_text(big, d->pool_min / 4));
+	} else if (d->pool_off) {
+		kind = "baseline";
+		ps_buf_printf(&m, "baseline: the pool was off (POOLSHIM_POOL=off), every call "
+			      "counted as without it; compare a pooled run with "
+			      "`poolshim report --diff THIS NEW`");
+	} else if (d->heap_owner) {
+		kind = "foreign";
+		ps_buf_printf(&m, "nothing pooled: the heap is %s's (preloaded ahead of the shim); "
+			      "the shim only counts here", d->heap_owner);
+	} else if (pool_idle(d)) {
+		kind = "idle";
+		verdict_idle(&m, d, l);
+		if (sqes)
+			ps_buf_printf(&m, "; O_DIRECT through io_uring: %lu requests",
+				      (unsigned long)sqes);
+		else
+			ps_buf_puts(&m, "; the shim only counts here");
+	} else {
+		uint64_t lo_maps, lo_faults, hi_maps, hi_faults, allocs = t->events[PS_EV_POOL_ALLOC];
+		kind = "saved";
+		glibc_would(t, SAVED_DYNAMIC_MAX, allocs, &lo_maps, &lo_faults);
+		glibc_would(t, SAVED_STATIC_MIN, allocs, &hi_maps, &hi_faults);
+		ps_buf_printf(&m, "pool reused memory for %lu of %lu large allocations; glibc would "
+			      "have needed %lu-%lu mmap+munmap pairs and %lu-%lu page faults (estimate)",
+			      (unsigned long)pool_reused(d), (unsigned long)allocs,
+			      (unsigned long)lo_maps, (unsigned long)hi_maps,
+			      (unsigned long)lo_faults, (unsigned long)hi_faults);
+		if (sqes)
+			ps_buf_printf(&m, "; O_DIRECT through io_uring: %lu requests", (unsigned long)sqes);
+	}
+	/* The first knob the advice suggests, when it says one. */
+	for (int i = 0; i < l->n && !d->pool_off; i++) {
+		const struct advice *a = &l->a[i];
+		/* An idle verdict names pool_min's value already. */
+		if (a->suggested[0] && !strncmp(a->variable, "POOLSHIM_", 9) &&
+		    (strcmp(a->id, "pool_min") || strcmp(kind, "idle"))) {
+			ps_buf_printf(&m, "; try %s=%s", a->variable, a->suggested);
+			break;
+		}
+	}
+	line = ps_buf_str(&m);
+	ps_emit_object_begin(e, "verdict");
+	ps_emit_kv(e, "kind", PS_EMIT_NAME, &kind);
+	ps_emit_text(e, "verdict  ");
+	ps_emit_col(e, "text", 0, PS_EMIT_STR, &line);
+	ps_emit_text(e, "\n");
 	ps_emit_object_end(e);
 }
 
@@ -987,7 +1155,7 @@ static void emit_call(struct ps_emit *e, const struct ps_report_data *d, int cal
 	ps_emit_col(e, "eagain", 9, PS_EMIT_U64, &c->eagain);
 	ps_emit_kv(e, "timed", PS_EMIT_U64, &c->timed);
 	ps_emit_kv(e, "nsec", PS_EMIT_U64, &c->nsec);
-	/* Small allocations are counted one in about PS_ALLOC_SAMPLE (alloc.h). */
+	/* Small allocations are counted one in about PS_ALLOC_SAMPLE (names.h). */
 	enum ps_alloc_event est = ps_call_estimate_event((enum ps_call)call);
 	uint64_t estimated = k == PS_FD_NONE && est != PS_EV__COUNT ? t->events[est] : 0;
 	ps_emit_kv(e, "estimated", PS_EMIT_U64, &estimated);
@@ -1150,6 +1318,7 @@ void ps_report_render(struct ps_buf *b, const struct ps_report_data *d,
 	ps_emit_text(e, "==== poolshim report: pid %d (%s) ====\n", d->pid, d->program);
 	ps_emit_kv(e, "pid", PS_EMIT_INT, &d->pid);
 	ps_emit_kv(e, "program", PS_EMIT_STR, &d->program);
+	emit_verdict(e, d);
 	emit_end(e, d);
 	emit_pool(e, d);
 	emit_saved(e, d);

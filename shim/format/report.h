@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "format/config.h"
-#include "core/pool.h"
+#include "format/poolinfo.h"
 #include "format/stats.h"
 
 /* 2: pool.heap_owner, pool mode "foreign"; 3: meta, config, advice,

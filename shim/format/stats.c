@@ -500,3 +500,21 @@ bool ps_stats_worked(const struct ps_tstats *s, const struct ps_rows *rows, uint
 		}
 	return calls >= PS_WORK_CALLS || bytes >= PS_WORK_BYTES;
 }
+
+bool ps_stats_idle(const struct ps_tstats *s, const struct ps_rows *rows, uint64_t large_min)
+{
+	if (s->events[PS_EV_POOL_ALLOC])
+		return false;
+	for (int call = PS_CALL_MALLOC; call < PS_CALL_FREE; call++) {
+		if (rows && !rows->used[call][PS_FD_NONE])
+			continue;
+		for (int k = 0; k < PS_SIZE_BUCKETS; k++)
+			if (s->c[call][PS_FD_NONE].size_hist[k] && (2ULL << k) > large_min)
+				return false;
+	}
+	for (int call = PS_CALL_READ; call < PS_CALL__COUNT; call++)
+		for (int k = 0; k < PS_FD__COUNT; k++)
+			if ((!rows || rows->used[call][k]) && s->c[call][k].calls)
+				return false;
+	return true;
+}

@@ -305,6 +305,15 @@ void ps_stats_merge_zeroed(struct ps_tstats *out, struct ps_rows *rows);
 #define PS_WORK_BYTES (1u << 20)
 bool ps_stats_worked(const struct ps_tstats *s, const struct ps_rows *rows, uint64_t unpooled_min);
 
+/*
+ * Whether the counters in s (rows as for ps_stats_worked) show no work at
+ * all: no counted I/O call, no pooled allocation and no allocating call of
+ * large_min bytes or more (the sizes the report's advice is about).  Such
+ * a process (`sh -c 'exit 5'`, a daemon's parent that only forks) gets no
+ * report, whoever started it.  Pure.
+ */
+bool ps_stats_idle(const struct ps_tstats *s, const struct ps_rows *rows, uint64_t large_min);
+
 /* Number of blocks ever created. */
 int ps_stats_blocks(void);
 

@@ -14,6 +14,11 @@ SIGTERM to its process group.  With STACK_DIR set (tests/docs/examples.sh
 sets it), the stack is started there under the shim, and started again
 before an example when an earlier one took it down.
 
+A block that starts a process in the background (&) and waits for it in a
+loop (until, while, for ... in $(seq ...)) must check in that loop that
+the process still runs (kill -0), so that a server that died at start fails
+the block at once; such a block without kill -0 fails, run or skipped.
+
 Annotations, written in the document just before the block (an HTML comment
 in Markdown, a roff comment in a manual page), say what is special:
 
@@ -209,6 +214,22 @@ FEATURES = {
 }
 
 
+# ---- waiting for a server -------------------------------------------------
+
+BACKGROUND = re.compile(r"(?<![&>|])&(?![&>])")
+WAIT_LOOP = re.compile(r"\b(?:until|while)\b|\bfor\s+\w+\s+in\s+\$\(seq\b")
+
+
+def unguarded_wait(script):
+    """True when the script starts a process in the background and waits for
+    it in a loop (to listen, to answer) without asking in the loop whether
+    it still runs (kill -0): a server that died at start would leave such a
+    loop spinning until the block's timeout, or reaching whatever else holds
+    the port."""
+    return (bool(BACKGROUND.search(script)) and bool(WAIT_LOOP.search(script))
+            and "kill -0" not in script)
+
+
 # ---- running --------------------------------------------------------------
 
 def workdir(root):
@@ -321,6 +342,12 @@ def main(argv):
                         feature_cache[f] = FEATURES[f](env)
                     if not feature_cache[f]:
                         skip = [f"needs {f}, which this tree does not have yet"]
+                # Every block that could run, skipped here or not.
+                if unguarded_wait(out_of[0] if out_of else b.text):
+                    print(f"FAIL: {b.where()}: waits in a loop for a process it started in the "
+                          "background without checking that it still runs (kill -0)")
+                    failed += 1
+                    continue
                 if list_only:
                     print(f"{b.where()}: {'skip ' + skip[0] if skip else 'run'}")
                     continue

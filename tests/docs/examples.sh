@@ -32,5 +32,13 @@ env -u STACK_DIR python3 "$PS_TOP_SRCDIR/tests/docs/doctest.py" "$PST_TMP/good.m
 	! env -u STACK_DIR python3 "$PS_TOP_SRCDIR/tests/docs/doctest.py" "$PST_TMP/bad.md" >>"$PST_TMP/self" 2>&1 ||
 	{ echo "ERROR: the runner does not tell a failing example: $(cat "$PST_TMP/self")"; exit 99; }
 
+# The nginx quick-starts copy /etc/nginx: say whether Debian's dynamic
+# modules (load_module lines, issue 46) are in what they are run with.
+if ls /etc/nginx/modules-enabled/*.conf >/dev/null 2>&1; then
+	echo "nginx modules enabled: $(cd /etc/nginx/modules-enabled && echo *.conf)"
+elif command -v nginx >/dev/null; then
+	echo "no dynamic nginx module enabled: the quick-starts' load_module case is not exercised here"
+fi
+
 cd "$PS_TOP_SRCDIR" || exit 99
 python3 "$PS_TOP_SRCDIR/tests/docs/doctest.py" "$@" README.md docs/*.md man/*.1 man/*.7

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 # (included from Makefile.am)  The demo harness: scripts/demo --quick once;
-# scripts/bench small, briefly; the verdict logic on recorded numbers.
+# scripts/bench small, briefly; the verdict logic on recorded numbers;
+# scripts/bench threads, footprint real and shapes, briefly.
 pst_harness_scripts = tests/harness/demo_quick.sh tests/harness/bench_small.sh \
-	tests/harness/verdict.sh
+	tests/harness/verdict.sh tests/harness/bench_allocators.sh
 TESTS += $(pst_harness_scripts)
 EXTRA_DIST += $(pst_harness_scripts) scripts/demo scripts/harness.py scripts/hugepages scripts/bootstrap
 # scripts/harness.py's modules.

@@ -146,5 +146,20 @@ check([(c, s) for _, c, s, r in plan if r == 0][:3] == [("none", "get-16m"), ("t
                                                        ("shim", "get-16m")]
       and [c for _, c, s, r in plan if r == 1][:3] == ["tcmalloc", "shim", "none"],
       f"configurations innermost, rotated per round ({plan[:6]})")
+
+# nginx directio is judged against what a user runs instead (issue 46):
+# Debian's sendfile on without the shim, in the same rounds as none.
+from harness.scenarios import scenario_configs
+check(scenario_configs("nginx-directio", ["none", "shim"]) == ["none", "sendfile", "shim"]
+      and "sendfile" not in scenario_configs("nginx-proxy", ["none", "shim"])
+      and "sendfile" not in scenario_configs("nginx-directio", ["shim"]),
+      f"sendfile runs beside none for nginx-directio only ({scenario_configs('nginx-directio', ['none', 'shim'])})")
+rs3 = (runs("nginx-directio", "none", [800, 820, 810], p99_ms=100)
+       + runs("nginx-directio", "sendfile", [1500, 1450, 1480], p99_ms=100)
+       + runs("nginx-directio", "shim", [1400, 1420, 1390], p99_ms=100))
+es3 = targets.big(rs3, [], None, {"nginx-directio": "nginx directio"}, ["nginx-directio"], real=True)
+sf = [e for e in es3 if e["verdict"] and "sendfile" in e["line"]]
+check(sf and sf[0]["verdict"]["med"] < 1 and "0.9" in sf[0]["line"],
+      f"the shim against sendfile without it has its verdict ({sf[0]['line'] if sf else es3})")
 sys.exit(1 if fails else 0)
 PY

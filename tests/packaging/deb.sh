@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The Debian package: dpkg-buildpackage -b on a copy of the tree (what git
 # tracks plus new files it does not ignore, so uncommitted work is what gets
-# tested) builds poolshim; its contents are checked, the extracted commands
+# tested) builds poolshim; its contents are checked (the documents it ships
+# whole, its control texts true), the extracted commands
 # and library run, lintian finds no error, and on CI (as root, when no
 # poolshim package is installed already) it is installed with dpkg -i, run
 # from /usr/bin and removed again.  It builds the library once more, so it
@@ -82,6 +83,20 @@ case $deps in
 *liburing*) fail "Depends names liburing, which the library links statically (no load at every start): $deps" ;;
 *libunwind*) fail "Depends names libunwind, which the shim opens only for POOLSHIM_BACKTRACE: $deps" ;;
 esac
+# `poolshim report --plot` draws with gnuplot: suggested, as deploy.md says.
+sugg=$(dpkg-deb -f "$deb" Suggests)
+case $sugg in
+*gnuplot*) pass "Suggests: $sugg" ;;
+*) fail "Suggests lacks gnuplot: $sugg" ;;
+esac
+# The description claims no registered buffers (the shim registers none).
+dpkg-deb -f "$deb" Description | grep -qi 'registered buffers' &&
+	fail "the description speaks of registered buffers: $(dpkg-deb -f "$deb" Description)"
+# python3 is for poolshim-report alone: deploy.md says so, and Depends has it.
+case $deps in
+*python3*) grep -q 'depends on\( libc\)* alone' "$PS_TOP_SRCDIR/docs/deploy.md" &&
+	fail "Depends has python3 but docs/deploy.md says the package depends on libc alone" ;;
+esac
 # libunwind and libdw are dlopen'd for call sites: recommended, not required.
 recs=$(dpkg-deb -f "$deb" Recommends)
 case $recs in
@@ -101,6 +116,42 @@ env LD_PRELOAD="$root$libpath" POOLSHIM_STATS_FORMAT=json POOLSHIM_STATS="$PST_T
 rc=$?
 [ $rc = 0 ] && [ -s "$PST_TMP/true.json" ] && pass "extracted library preloaded into true: exit 0, report written" ||
 	fail "extracted library preloaded into true: exit $rc"
+# The documentation it ships is whole: the quick-starts and the Grafana
+# dashboard, and every file README.md and docs/ link to (a manual page
+# link: the installed page); dh_compress may have gzipped any of them.
+for f in docs/quickstart.md docs/results.md docs/grafana/poolshim.json; do
+	[ -e "$root/usr/share/doc/poolshim/$f" ] || [ -e "$root/usr/share/doc/poolshim/$f.gz" ] ||
+		fail "the package lacks /usr/share/doc/poolshim/$f"
+done
+python3 - "$root" >"$PST_TMP/links" <<'PY'
+import gzip, os, re, sys
+root = sys.argv[1]
+doc = os.path.join(root, "usr/share/doc/poolshim")
+n = 0
+for d, _, names in os.walk(doc):
+    for name in names:
+        if not (name.endswith(".md") or name.endswith(".md.gz")):
+            continue
+        path = os.path.join(d, name)
+        text = (gzip.open if name.endswith(".gz") else open)(path, "rt", encoding="utf-8").read()
+        for m in re.finditer(r"\]\(([^)\s]+)\)", text):
+            t = m.group(1).split("#")[0]
+            if not t or re.match(r"[a-z]+:", t):
+                continue
+            n += 1
+            target = os.path.normpath(os.path.join(d, t))
+            page = re.search(r"(?:^|/)man/([\w-]+)\.([1-8])$", t)
+            if page:
+                target = os.path.join(root, "usr/share/man/man%s/%s.%s" % (page.group(2), page.group(1), page.group(2)))
+            if not (os.path.exists(target) or os.path.exists(target + ".gz")):
+                print("%s links to %s, not in the package" % (os.path.relpath(path, root), t))
+print("links checked:", n)
+PY
+if grep -q 'not in the package' "$PST_TMP/links"; then
+	fail "shipped documents link to files the package lacks: $(grep 'not in' "$PST_TMP/links" | tr '\n' ' ')"
+else
+	pass "the shipped documents' $(sed -n 's/^links checked: //p' "$PST_TMP/links") links all resolve in the package"
+fi
 "$root/usr/bin/poolshim-stat" --help >/dev/null 2>&1 && pass "extracted poolshim-stat --help" ||
 	fail "extracted poolshim-stat --help failed"
 "$root/usr/bin/poolshim-report" "$PST_TMP/true.json" >"$PST_TMP/out" 2>&1 &&

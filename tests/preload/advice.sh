@@ -1,8 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # The report's advice, metadata and configuration (schema version 3), and
-# `poolshim report --csv` / `--diff`: a program of 48 KiB buffers is told
-# which POOLSHIM_POOL_MIN pools them; an O_DIRECT reader under ulimit -l 64
+# `poolshim report --csv` / `--diff`: a program of 384 KiB buffers under
+# POOLSHIM_POOL_MIN=1M is told which POOLSHIM_POOL_MIN pools them (sizes
+# glibc maps and unmaps; smaller ones it reuses itself, and no pool_min
+# advice is given for them: advice_haproxy.sh); an O_DIRECT reader under ulimit -l 64
 # without CAP_IPC_LOCK is told to raise RLIMIT_MEMLOCK; a clean run gets
 # no advice at all.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
@@ -10,19 +12,19 @@ H="$PRELOAD_BIN/advice_helper"
 REPORT="$PS_TOP_SRCDIR/scripts/poolshim-report.py"
 SCHEMA="$PS_TOP_SRCDIR/tests/report_schema.py"
 
-# 1. 48 KiB buffers: below the 64K threshold; 32K would pool them
-shim "POOLSHIM_STATS=$PST_TMP/small.json" -- "$H" alloc 40 49152 >/dev/null || fail "helper (small)"
+# 1. 384 KiB buffers, malloc'd and freed in turn: below a 1M threshold; 256K would pool them
+shim POOLSHIM_POOL_MIN=1M "POOLSHIM_STATS=$PST_TMP/small.json" -- "$H" loop 40 393216 >/dev/null || fail "helper (small)"
 python3 "$SCHEMA" "$PST_TMP/small.json" && pass "schema (small)" || fail "schema (small)"
 [ "$(json_get "$PST_TMP/small.json" "[(a['id'], a['variable'], a['suggested']) for a in r['advice']]")" = \
-  "[('pool_min', 'POOLSHIM_POOL_MIN', '32K')]" ] && pass "POOLSHIM_POOL_MIN advice, suggested 32K" ||
+  "[('pool_min', 'POOLSHIM_POOL_MIN', '256K')]" ] && pass "POOLSHIM_POOL_MIN advice, suggested 256K" ||
 	fail "pool_min advice: $(json_get "$PST_TMP/small.json" "r.get('advice')")"
-shim -- "$H" alloc 40 49152 >/dev/null 2>"$PST_TMP/small.txt"
-grep -q "^advice$" "$PST_TMP/small.txt" && grep -q "POOLSHIM_POOL_MIN=32K would pool them" "$PST_TMP/small.txt" &&
+shim POOLSHIM_POOL_MIN=1M -- "$H" loop 40 393216 >/dev/null 2>"$PST_TMP/small.txt"
+grep -q "^advice$" "$PST_TMP/small.txt" && grep -q "POOLSHIM_POOL_MIN=256K would pool them" "$PST_TMP/small.txt" &&
 	pass "text advice section" || fail "text advice: $(tail -4 "$PST_TMP/small.txt")"
-# the suggestion works: with it the same program gets no pool_min advice and pools
-shim POOLSHIM_POOL_MIN=32K "POOLSHIM_STATS=$PST_TMP/fixed.json" -- "$H" alloc 40 49152 >/dev/null
-[ "$(json_get "$PST_TMP/fixed.json" "(r['advice'], r['pool']['allocations'] >= 40)")" = "([], True)" ] &&
-	pass "the suggested value pools them" || fail "with 32K: $(json_get "$PST_TMP/fixed.json" "r['advice']")"
+# the suggestion works: with it the same program gets no advice, pools and reuses
+shim POOLSHIM_POOL_MIN=256K "POOLSHIM_STATS=$PST_TMP/fixed.json" -- "$H" loop 40 393216 >/dev/null
+[ "$(json_get "$PST_TMP/fixed.json" "(r['advice'], r['pool']['allocations'] >= 40, r['saved']['reused'] >= 39)")" = "([], True, True)" ] &&
+	pass "the suggested value pools and reuses them" || fail "with 256K: $(json_get "$PST_TMP/fixed.json" "(r['advice'], r['saved'])")"
 
 # 2. a clean run: large buffers, all pooled: no advice, in JSON or text
 shim "POOLSHIM_STATS=$PST_TMP/clean.json" -- "$H" alloc 20 1048576 >/dev/null || fail "helper (clean)"
@@ -62,10 +64,10 @@ want=$(sed '/^#ifdef PS_TEST_HOOKS/,/^#endif/d' "$PS_TOP_SRCDIR/shim/format/conf
 	sed -n 's/^	{ "\(POOLSHIM[A-Z_]*\)", OPT_.*/\1/p' | sort | tr '\n' ' ')
 got=$(json_get "$PST_TMP/fixed.json" "' '.join(sorted(r['config']))")
 [ -n "$want" ] && [ "$got " = "$want" ] && pass "config lists every option" || fail "config keys: got '$got' want '$want'"
-[ "$(json_get "$PST_TMP/fixed.json" "r['config']['POOLSHIM_POOL_MIN'], r['config']['POOLSHIM_STATS_FORMAT']")" = "('32K', 'json')" ] &&
+[ "$(json_get "$PST_TMP/fixed.json" "r['config']['POOLSHIM_POOL_MIN'], r['config']['POOLSHIM_STATS_FORMAT']")" = "('256K', 'json')" ] &&
 	pass "config values after parsing" || fail "config values: $(json_get "$PST_TMP/fixed.json" "r['config']")"
 grep -q "^run      poolshim .*; host $(uname -n); kernel $(uname -r); started 20" "$PST_TMP/small.txt" &&
-	grep -q "^config   POOLSHIM=on POOLSHIM_POOL=on POOLSHIM_POOL_MIN=64K" "$PST_TMP/small.txt" && pass "text metadata" ||
+	grep -q "^config   POOLSHIM=on POOLSHIM_POOL=on POOLSHIM_POOL_MIN=1M" "$PST_TMP/small.txt" && pass "text metadata" ||
 	fail "text metadata: $(grep -E '^(run|config)' "$PST_TMP/small.txt")"
 
 # 4. --csv and --diff
@@ -77,7 +79,7 @@ import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 m = [r for r in rows if r["program"] == "advice_helper" and r["call"] == "malloc" and r["kind"] == "none"]
 # one row per program/call/kind: both runs merged under the program
-assert len(m) == 1 and int(m[0]["calls"]) >= 60 and int(m[0]["bytes"]) >= 40 * 49152 + 20 * 1048576, m
+assert len(m) == 1 and int(m[0]["calls"]) >= 60 and int(m[0]["bytes"]) >= 40 * 393216 + 20 * 1048576, m
 PY
 python3 "$REPORT" --diff "$PST_TMP/small.json" "$PST_TMP/clean.json" >"$PST_TMP/diff" || fail "--diff failed"
 grep -Eq "^malloc +none +[0-9]+ +[0-9]+ +x0\.[0-9]+ +[0-9]+ +[0-9]+ +x[0-9.]+ " "$PST_TMP/diff" &&

@@ -68,6 +68,10 @@ pst_scripts += tests/preload/saved.sh
 pst_scripts += tests/preload/pool_off.sh
 # Debian's nginx with sendfile on and default buffers: the report says why the pool did nothing.
 pst_scripts += tests/preload/advice_nginx.sh
+# The haproxy POOLSHIM_POOL_MIN trap (issue 46): no threshold advice that saves nothing.
+pst_scripts += tests/preload/advice_haproxy.sh
+# The verdict line under every report's header; no text report for a process that did no work.
+pst_scripts += tests/preload/report_verdict.sh
 
 # A forwarding malloc wrapper (as tracers preload) for alloc_foreign.sh.
 check_LTLIBRARIES += tests/preload/libfwdwrap.la
@@ -191,6 +195,9 @@ pst_scripts += tests/preload/alloc_blocks.sh
 check_PROGRAMS += tests/preload/alloc_torture
 tests_preload_alloc_torture_LDADD = -lpthread
 pst_scripts += tests/preload/alloc_torture.sh
+# Real programs (xz -9, sort -S, sqlite3) with and without the shim: the same
+# output, peak RSS within issue 44's target (1.10x glibc + 4 MiB).
+pst_scripts += tests/preload/real_programs.sh
 
 # Issue 44: aligned requests reuse freed blocks, decay between pooled calls
 # (small allocations and I/O only), a 4 KiB threshold takes no slab count.

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "collect.h"
-#include "format/live.h"
+#include "format/livefmt.h"
 
 static int bad;
 

@@ -5,8 +5,8 @@
 # (panels and template variables) is a name the exporter printed for a
 # running shimmed process, every label it groups or matches on is a label
 # of that metric, and every event or reason value it names is one the
-# exporter prints.  With promtool (Debian package prometheus), each
-# expression also parses as PromQL.
+# exporter prints; page faults and CPU time have panels.  With promtool
+# (Debian package prometheus), each expression also parses as PromQL.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 STAT="$PS_TOP_BUILDDIR/tools/poolshim-stat"
 DASH="$PS_TOP_SRCDIR/docs/grafana/poolshim.json"
@@ -83,6 +83,10 @@ for title, e in exprs:
 if not bad:
     print(f"ok: {len(exprs)} expressions use only the {len(labels)} metrics and their labels "
           "the exporter prints")
+# What the pool is for shows on the dashboard: page faults and CPU time.
+for need in ("poolshim_page_faults_total", "poolshim_cpu_seconds_total"):
+    shown = [t for t, e in exprs if need in e]
+    print(f"ok: {need} in panels {shown}" if shown else f"FAIL: no panel shows {need}")
 # For promtool: each expression as a recording rule, Grafana's variables filled.
 with open(sys.argv[3], "w") as f:
     f.write("groups:\n  - name: poolshim_dashboard\n    rules:\n")

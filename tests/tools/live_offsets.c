@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "format/live.h"
+#include "format/livefmt.h"
 #include "format/sites.h"
 
 #define F(name) printf("%s %zu %zu\n", #name, offsetof(struct ps_live_header, name), \

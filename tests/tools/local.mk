@@ -5,6 +5,12 @@
 # `poolshim report`: merging JSON reports, plots, errors.  The tool is
 # scripts/poolshim-report.py; the test runs it from the source tree.
 pst_tools_scripts = tests/tools/report_merge.sh
+# --json OUT never overwrites an input report.
+pst_tools_scripts += tests/tools/report_json_out.sh
+# --diff compares whole runs (directories of reports), says what else differed.
+pst_tools_scripts += tests/tools/report_diff_runs.sh
+# The same on Debian's nginx, workers as nobody, pool off against on (skips without nginx or root).
+pst_tools_scripts += tests/tools/report_diff_nginx.sh
 TESTS += $(pst_tools_scripts)
 EXTRA_DIST += $(pst_tools_scripts) scripts/poolshim-report.py
 
@@ -13,6 +19,10 @@ pst_tools_scripts += tests/tools/poolshim_run.sh
 
 # `poolshim stat` links the format layer only: no jemalloc, liburing, libunwind.
 pst_tools_scripts += tests/tools/stat_deps.sh
+
+# The shim's folders are its layers: no upward include or use, no circle.
+pst_tools_scripts += tests/tools/layers.sh
+EXTRA_DIST += tests/tools/layers.py
 
 # `poolshim stat` on live files whose header lies (crafted in /dev/shm).
 pst_tools_scripts += tests/tools/stat_lying.sh

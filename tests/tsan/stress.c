@@ -48,7 +48,7 @@
 #include "format/config.h"
 #include "core/fdinfo.h"
 #include "format/fmt.h"
-#include "format/live.h"
+#include "format/livefmt.h"
 #include "core/pool.h"
 #include "core/report_out.h"
 #include "format/stats.h"

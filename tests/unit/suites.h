@@ -9,6 +9,7 @@
 #include "format/names.h"
 
 /* Forget the pool and set it up afresh: size bytes, pages of mode (test_pool.c). */
+void pst_pool_forget(void);
 void pst_pool_setup(enum ps_hugepages mode, uint64_t size);
 
 Suite *suite_blocks(void);

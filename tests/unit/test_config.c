@@ -216,6 +216,41 @@ START_TEST(test_load_unknown_name)
 }
 END_TEST
 
+/* A misspelt name is answered with the nearest option's name; a far one with none. */
+START_TEST(test_load_did_you_mean)
+{
+	static const struct { const char *env, *meant; } cases[] = {
+		{ "POOLSHIM_POOLSIZE=1G", "POOLSHIM_POOL_SIZE" },
+		{ "POOLSHIM_POOL_MNI=32K", "POOLSHIM_POOL_MIN" },
+		{ "POOLSHIM_HUGEPAGE=thp", "POOLSHIM_HUGEPAGES" },
+		{ "POOLSHIM_STAT=/tmp/x", "POOLSHIM_STATS" },
+		{ "POOLSHIM_URING_DEPT=4", "POOLSHIM_URING_DEPTH" },
+		{ "POOLSHIM_TIMNG_SAMPLE=8", "POOLSHIM_TIMING_SAMPLE" },
+	};
+	struct ps_config cfg, defaults;
+
+	ps_config_defaults(&defaults);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		char msgs[4096], want[128];
+		const char *env[] = { cases[i].env, NULL };
+
+		ck_assert_int_eq(load_captured(&cfg, env, msgs, sizeof(msgs)), 1);
+		snprintf(want, sizeof(want), "did you mean %s?", cases[i].meant);
+		ck_assert_msg(strstr(msgs, want), "%s: no '%s' in: %s", cases[i].env, want, msgs);
+		ck_assert_msg(strchr(msgs, '\n') == msgs + strlen(msgs) - 1, "not one line: %s", msgs);
+		ck_assert_msg(memcmp(&cfg, &defaults, sizeof(cfg)) == 0, "%s changed the config",
+			      cases[i].env);
+	}
+	/* Nothing near: no guess (POOL_MAXX is 3 edits from POOL_MIN: too far). */
+	const char *far[] = { "POOLSHIM_COMPLETELY_DIFFERENT=1", "POOLSHIM_POOL_MAXX=1", NULL };
+	char msgs[4096];
+	ck_assert_int_eq(load_captured(&cfg, far, msgs, sizeof(msgs)), 2);
+	ck_assert_ptr_nonnull(strstr(msgs, "unknown variable POOLSHIM_COMPLETELY_DIFFERENT=1"));
+	ck_assert_ptr_nonnull(strstr(msgs, "unknown variable POOLSHIM_POOL_MAXX=1"));
+	ck_assert_ptr_null(strstr(msgs, "did you mean"));
+}
+END_TEST
+
 START_TEST(test_load_cross_check)
 {
 	struct ps_config cfg;
@@ -329,6 +364,7 @@ Suite *suite_config(void)
 	tcase_add_test(tc, test_load_explicit_format_wins);
 	tcase_add_test(tc, test_load_bad_values);
 	tcase_add_test(tc, test_load_unknown_name);
+	tcase_add_test(tc, test_load_did_you_mean);
 	tcase_add_test(tc, test_load_cross_check);
 	tcase_add_test(tc, test_load_bad_format_json_path);
 	tcase_add_test(tc, test_load_wrong_case);

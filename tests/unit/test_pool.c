@@ -10,10 +10,18 @@
 #include <sys/mman.h>
 
 #include "core/alloc.h"
+#include "core/blocks.h"
 #include "format/config.h"
 #include "core/pool.h"
 #include "format/stats.h"
 #include "suites.h"
+
+/* Forget the slabs and the blocks placed in them (the pool never calls up into its placement). */
+void pst_pool_forget(void)
+{
+	ps_blocks_reset_for_tests();
+	ps_pool_reset_for_tests();
+}
 
 void pst_pool_setup(enum ps_hugepages mode, uint64_t size)
 {
@@ -22,7 +30,7 @@ void pst_pool_setup(enum ps_hugepages mode, uint64_t size)
 	ps_config_defaults(&cfg);
 	cfg.hugepages = mode;
 	cfg.pool_size = size;
-	ps_pool_reset_for_tests();
+	pst_pool_forget();
 	ck_assert_int_eq(ps_pool_init(&cfg), 0);
 }
 
@@ -160,6 +168,22 @@ START_TEST(test_take_and_lookup)
 	ck_assert(!ps_pool_range_protected(f, 8192));
 	ck_assert(ps_pool_within_slabs(d, 3 * 8192));        /* one run all the same */
 	ck_assert(!ps_pool_within_slabs(d, 3 * 8192 + 1));
+
+	/* One lookup says it all: both ends' slabs, the backing, gapless, protected. */
+	struct ps_pool_range r;
+	ck_assert(ps_pool_range_of(a, 4 << 20, &r));
+	ck_assert_int_eq(r.first, ps_pool_slab_of(a));
+	ck_assert_int_eq(r.last, ps_pool_slab_of(b));
+	ck_assert_int_eq(r.backing, PS_BACK_4K);
+	ck_assert(r.within && r.protected);
+	ck_assert(ps_pool_range_of(f, 8192, &r));
+	ck_assert(r.first == r.last && !r.protected);
+	ck_assert(ps_pool_range_of(e, 8192 + 4096, &r));     /* e's slab into f's: one run */
+	ck_assert(r.first == 1 && r.last == 2 && r.within && r.protected);
+	ck_assert(!ps_pool_range_of((void *)4096, 1, &r));
+	ck_assert(r.first == -1 && r.last == -1 && !r.within && !r.protected);
+	ck_assert(!ps_pool_range_of(c, (size_t)(d - c) + 1, &r));   /* across the alignment gap */
+	ck_assert_int_eq(r.first, ps_pool_slab_of(c));
 }
 END_TEST
 
@@ -382,7 +406,7 @@ START_TEST(test_arena_routing)
 	cfg.pool_allocator = (enum ps_pool_allocator)_i;
 	cfg.hugepages = PS_HUGE_NONE;
 	cfg.pool_size = 256 << 20;
-	ps_pool_reset_for_tests();
+	pst_pool_forget();
 	ck_assert_int_eq(ps_alloc_init(&cfg), 0);
 	ck_assert(ps_alloc_pool_ready());
 
@@ -429,7 +453,7 @@ START_TEST(test_arena_merges)
 	cfg.pool_allocator = (enum ps_pool_allocator)_i;
 	cfg.hugepages = PS_HUGE_NONE;
 	cfg.pool_size = 256 << 20;
-	ps_pool_reset_for_tests();
+	pst_pool_forget();
 	ck_assert_int_eq(ps_alloc_init(&cfg), 0);
 
 	char *a = ps_malloc(1 << 20);
