@@ -203,4 +203,4 @@ pst_scripts += tests/preload/real_programs.sh
 # (small allocations and I/O only), a 4 KiB threshold takes no slab count.
 check_PROGRAMS += tests/preload/pool_fit
 pst_scripts += tests/preload/pool_aligned.sh tests/preload/pool_decay_io.sh \
-	tests/preload/pool_small.sh
+	tests/preload/pool_decay_signals.sh tests/preload/pool_small.sh

@@ -18,9 +18,20 @@
  *   grow                  a written 1 MiB block realloc()ed to 1.5 GiB
  *                         (more than a slab may be), its ends checked:
  *                         "grow ok"
+ *   signals MS            for MS ms: 16 pooled blocks of 1 MiB written
+ *                         and freed (free memory for the decay to give
+ *                         back), then 5 ms of 1 MiB malloc, 64 KiB
+ *                         written, free, again; all the while SIGALRM
+ *                         every 100 us runs a handler that write()s a
+ *                         byte to /dev/null: a door whose look at the
+ *                         clock may purge, landing now and then inside
+ *                         the pool's own calls: "signals ok N" (N
+ *                         handler runs)
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,8 +171,55 @@ static int grow(void)
 	return 0;
 }
 
+static int null_fd = -1;
+static volatile sig_atomic_t handled;
+
+static void on_alarm(int sig)
+{
+	int saved = errno;
+	(void)sig;
+	if (write(null_fd, "x", 1) == 1)
+		handled++;
+	errno = saved;
+}
+
+static int signals(long ms)
+{
+	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
+	struct itimerval it = { { 0, 100 }, { 0, 100 } };
+	char *b[16];
+
+	null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null_fd < 0 || sigaction(SIGALRM, &sa, NULL) != 0 || setitimer(ITIMER_REAL, &it, NULL) != 0)
+		return 1;
+	double end = now_ms() + (double)ms;
+	while (now_ms() < end) {
+		for (int i = 0; i < 16; i++) {
+			b[i] = malloc(MiB + (size_t)i * 4096);
+			if (!b[i])
+				return 1;
+			fill(b[i], i, MiB);
+		}
+		for (int i = 0; i < 16; i++)
+			free(b[i]);
+		for (double t = now_ms() + 5; now_ms() < t;) {
+			char *p = malloc(MiB);
+			if (!p)
+				return 1;
+			fill(p, 1, 64 << 10);
+			free(p);
+		}
+	}
+	it = (struct itimerval){ { 0, 0 }, { 0, 0 } };
+	setitimer(ITIMER_REAL, &it, NULL);
+	printf("signals ok %ld\n", (long)handled);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && strcmp(argv[1], "signals") == 0)
+		return signals(atol(argv[2]));
 	if (argc == 2 && strcmp(argv[1], "grow") == 0)
 		return grow();
 	if (argc == 5 && strcmp(argv[1], "aligned") == 0)
@@ -170,6 +228,7 @@ int main(int argc, char **argv)
 		return quiet(atol(argv[2]), strtoul(argv[3], NULL, 0), atol(argv[4]));
 	if (argc == 4 && strcmp(argv[1], "small") == 0)
 		return small(atol(argv[2]), strtoul(argv[3], NULL, 0));
-	fprintf(stderr, "usage: pool_fit aligned ALIGN N SIZE | quiet N MIB MS | small N SIZE | grow\n");
+	fprintf(stderr, "usage: pool_fit aligned ALIGN N SIZE | quiet N MIB MS | small N SIZE | grow | "
+			"signals MS\n");
 	return 2;
 }
