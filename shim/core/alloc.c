@@ -313,7 +313,8 @@ static __thread enum ps_call site_call;
 static __thread enum ps_pool_fail hook_fail;
 /*
  * The pooled request in progress on this thread, for the hook: what of a
- * new slab to prefault (the rest of its size class faults in when used).
+ * new slab to prefault with POOLSHIM_PREFAULT=on (the rest of its size
+ * class faults in when used).
  */
 static __thread size_t hook_need;
 
@@ -424,24 +425,57 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Give all of the pool arena's free memory back; one thread at a time. */
-static void pool_purge(void)
+/*
+ * Set while this thread is inside jemalloc (pooled calls with the
+ * jemalloc placement), whose locks it may hold: a purge asked for by a
+ * door's poll (ps_alloc_decay_poll) waits for a call outside, since the
+ * door may run in a signal handler that interrupted this thread there.
+ */
+static __thread bool in_je;
+
+/*
+ * Give all of the pool arena's free memory back; one thread at a time.
+ * polled: from a door's poll, which may run in a signal handler: nothing
+ * is done if this thread may hold a lock the purge takes (false then).
+ */
+static bool purge_now(bool polled)
 {
 	int idle = 0;
 
+	if (polled && in_je)
+		return false;
 	if (!__atomic_compare_exchange_n(&purging, &idle, 1, false, __ATOMIC_ACQUIRE,
 					 __ATOMIC_RELAXED))
-		return;
+		return false;
 	int saved_errno = errno;
-	__atomic_store_n(&dirty, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&freed_since_purge, 0, __ATOMIC_RELAXED);
-	if (use_je)
+	bool done = true;
+	if (use_je) {
+		__atomic_store_n(&dirty, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&freed_since_purge, 0, __ATOMIC_RELAXED);
 		psje_mallctl(purge_ctl, NULL, NULL, NULL, 0);
-	else
-		ps_blocks_purge();
-	ps_pool_count_purge();
+	} else {
+		size_t total;
+		int64_t d = __atomic_exchange_n(&dirty, 0, __ATOMIC_RELAXED);
+		int64_t f = __atomic_exchange_n(&freed_since_purge, 0, __ATOMIC_RELAXED);
+		if (!polled) {
+			ps_blocks_purge();
+		} else if (ps_blocks_purge_try(&total) != 0) {
+			/* The trees were busy: the estimates stand, for the next look. */
+			__atomic_add_fetch(&dirty, d, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&freed_since_purge, f, __ATOMIC_RELAXED);
+			done = false;
+		}
+	}
+	if (done)
+		ps_pool_count_purge();
 	errno = saved_errno;
 	__atomic_store_n(&purging, 0, __ATOMIC_RELEASE);
+	return done;
+}
+
+static void pool_purge(void)
+{
+	purge_now(false);
 }
 
 /*
@@ -484,7 +518,7 @@ static void cgroup_watch(size_t n)
  * memory stayed above the floor through the last three.  One thread at a
  * time; the others go on (the counts are estimates anyway).
  */
-static void decay_tick(uint64_t now, int64_t d, int64_t before)
+static void decay_tick(uint64_t now, int64_t d, int64_t before, bool polled)
 {
 	int idle = 0;
 
@@ -508,10 +542,9 @@ static void decay_tick(uint64_t now, int64_t d, int64_t before)
 		int64_t least = past_low[0];
 		least = past_low[1] < least ? past_low[1] : least;
 		least = past_low[2] < least ? past_low[2] : least;
-		if (least > ((int64_t)4 << 20)) {
+		if (least > ((int64_t)4 << 20) && purge_now(polled)) {
 			past_low[0] = past_low[1] = past_low[2] = 0;
 			__atomic_store_n(&quarter_low, 0, __ATOMIC_RELAXED);
-			pool_purge();
 		}
 	}
 	__atomic_store_n(&rollover, 0, __ATOMIC_RELEASE);
@@ -526,7 +559,26 @@ static void decay_note(int64_t d, int64_t before)
 		return;
 	uint64_t now = now_ns();
 	if (ps_unlikely(now >= __atomic_load_n(&window_end, __ATOMIC_RELAXED)))
-		decay_tick(now, d, before);
+		decay_tick(now, d, before, false);
+}
+
+bool ps_alloc_decay_on(void)
+{
+	return decay_ns != 0;
+}
+
+void ps_alloc_decay_poll(void)
+{
+	if (decay_ns == 0 || __atomic_load_n(&arena_state, __ATOMIC_ACQUIRE) != ARENA_READY)
+		return;
+	int saved_errno = errno;
+	uint64_t now = now_ns();
+	if (now >= __atomic_load_n(&window_end, __ATOMIC_RELAXED)) {
+		/* No pooled call moved the estimate: it held all along. */
+		int64_t d = __atomic_load_n(&dirty, __ATOMIC_RELAXED);
+		decay_tick(now, d, d, true);
+	}
+	errno = saved_errno;
 }
 
 /* A pooled block of n bytes was handed out: free memory reused, if any. */
@@ -817,7 +869,9 @@ static void *place(size_t size, size_t align, bool zero, size_t *n, enum ps_pool
 		    (align > LIBC_ALIGN ? MALLOCX_ALIGN(align) : 0);
 	hook_fail = PS_FAIL_NONE;
 	hook_need = size;
+	in_je = true;
 	void *p = psje_mallocx(size, flags);
+	in_je = false;
 	hook_need = 0;
 	*why = hook_fail;
 	if (p)
@@ -921,7 +975,9 @@ static void release(void *p)
 		size_t n;
 		if (use_je) {
 			n = psje_sallocx(p, 0);
+			in_je = true;
 			psje_dallocx(p, pool_flags);
+			in_je = false;
 		} else if ((n = ps_blocks_free(p)) == 0) {
 			bad_free("free", p);
 		}
@@ -1166,7 +1222,10 @@ static void *realloc_common(void *p, size_t size)
 		int saved_errno = errno;
 		int64_t before = (int64_t)psje_sallocx(p, 0);
 		hook_need = size;
+		hook_fail = PS_FAIL_NONE;
+		in_je = true;
 		q = psje_rallocx(p, size, pool_flags);
+		in_je = false;
 		hook_need = 0;
 		if (q) {
 			int64_t after = (int64_t)psje_sallocx(q, 0);
@@ -1180,11 +1239,12 @@ static void *realloc_common(void *p, size_t size)
 			return q;
 		}
 		errno = saved_errno;
-		/* The pool is full: continue in glibc's heap. */
+		/* The pool cannot: continue in glibc's heap, the hook's reason counted. */
+		enum ps_pool_fail why = hook_fail;
 		q = libc.malloc(size);
 		if (!q)
 			return NULL;
-		ps_stats_event(PS_EV_FB_POOL_FULL);
+		ps_stats_event(ps_pool_fail_event(why));
 		return move(p, size, q);
 	}
 	if (!pooled && want_pool) {

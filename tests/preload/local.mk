@@ -198,3 +198,9 @@ pst_scripts += tests/preload/alloc_torture.sh
 # Real programs (xz -9, sort -S, sqlite3) with and without the shim: the same
 # output, peak RSS within issue 44's target (1.10x glibc + 4 MiB).
 pst_scripts += tests/preload/real_programs.sh
+
+# Issue 44: aligned requests reuse freed blocks, decay between pooled calls
+# (small allocations and I/O only), a 4 KiB threshold takes no slab count.
+check_PROGRAMS += tests/preload/pool_fit
+pst_scripts += tests/preload/pool_aligned.sh tests/preload/pool_decay_io.sh \
+	tests/preload/pool_decay_signals.sh tests/preload/pool_small.sh
