@@ -60,6 +60,7 @@ struct ps_config {
 	uint64_t pool_decay_ms;        /* POOLSHIM_POOL_DECAY_MS: 0 = no time limit */
 	enum ps_pool_allocator pool_allocator;  /* POOLSHIM_POOL_ALLOCATOR */
 	enum ps_hugepages hugepages;   /* POOLSHIM_HUGEPAGES */
+	uint64_t hugepage_max;         /* POOLSHIM_HUGEPAGE_MAX: larger slabs get THP no more */
 	bool prefault;                 /* POOLSHIM_PREFAULT */
 	bool count_small;              /* POOLSHIM_COUNT_SMALL: count calls below POOLSHIM_POOL_MIN/16 */
 	char stats[PS_PATH_MAX];       /* POOLSHIM_STATS: "stderr", "off" or a path */

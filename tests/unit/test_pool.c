@@ -284,6 +284,23 @@ START_TEST(test_mode_reasons)
 	ck_assert_ptr_nonnull(strstr(info.hugetlb_reason, "not requested"));
 	if (info.thp_reason == NULL)
 		ck_assert_uint_eq(info.backed_by[PS_BACK_THP], 2 << 20);
+
+	/* A slab above POOLSHIM_HUGEPAGE_MAX (32 MiB by default) gets 4 KiB pages. */
+	pst_pool_setup(PS_HUGE_THP, 256 << 20);
+	char *big = ps_pool_take(34 << 20, 4096, 0, &zeroed, &why);
+	ck_assert_ptr_nonnull(big);
+	ps_pool_get_info(&info);
+	ck_assert_uint_eq(info.backed_by[PS_BACK_THP], 0);
+	ck_assert_uint_ge(info.backed_by[PS_BACK_4K], 34 << 20);
+	struct ps_pool_range r;
+	ck_assert(ps_pool_range_of(big, 34 << 20, &r));
+	ck_assert_int_eq(r.backing, PS_BACK_4K);
+	if (info.thp_reason == NULL) {
+		/* One at the limit still has hugepages. */
+		ck_assert_ptr_nonnull(ps_pool_take(32 << 20, 2 << 20, 0, &zeroed, &why));
+		ps_pool_get_info(&info);
+		ck_assert_uint_eq(info.backed_by[PS_BACK_THP], 32 << 20);
+	}
 }
 END_TEST
 
