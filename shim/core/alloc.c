@@ -898,8 +898,11 @@ static void *pool_try(size_t size, size_t align, bool zero)
 	size_t n = 0;
 	enum ps_pool_fail why = PS_FAIL_NONE;
 	void *p = NULL;
-	if (ps_tcache_on && (p = ps_tcache_take(size, align, &n)) != NULL && zero)
-		memset(p, 0, size);     /* a cached block held the program's data */
+	if (ps_tcache_on && (p = ps_tcache_take(size, align, &n)) != NULL) {
+		ps_stats_event(PS_EV_POOL_CACHED);
+		if (zero)
+			memset(p, 0, size);     /* a cached block held the program's data */
+	}
 	if (!p)
 		p = place_or_purge(size, align, zero, &n, &why);
 	/* Refused: what the threads' caches hold may serve it. */
