@@ -73,6 +73,16 @@ static __thread struct ps_tcache *mine;
 /* This thread gave its cache up (its exit), or is claiming one now. */
 static __thread bool bypass;
 
+/*
+ * count and bytes change under the slot's lock, and are read without it
+ * (a flush skipping empty slots, the report's gauge): relaxed atomics.
+ */
+static void set_count(struct ps_tcache *t, uint32_t count, size_t bytes)
+{
+	__atomic_store_n(&t->count, count, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->bytes, bytes, __ATOMIC_RELAXED);
+}
+
 static void slot_lock(struct ps_tcache *t)
 {
 	while (__atomic_exchange_n(&t->lock, 1, __ATOMIC_ACQUIRE))
@@ -219,8 +229,7 @@ static uint32_t drain(struct ps_tcache *t, struct entry *v)
 {
 	uint32_t n = t->count;
 	memcpy(v, t->e, n * sizeof(*v));
-	t->count = 0;
-	t->bytes = 0;
+	set_count(t, 0, 0);
 	return n;
 }
 
@@ -316,9 +325,8 @@ void *ps_tcache_take(size_t size, size_t align, size_t *n)
 			continue;
 		p = (void *)e->p;
 		*n = e->n;
-		t->bytes -= e->n;
 		memmove(e, e + 1, (t->count - i - 1) * sizeof(*e));
-		t->count--;
+		set_count(t, t->count - 1, t->bytes - *n);
 		break;
 	}
 	slot_unlock(t);
@@ -364,13 +372,12 @@ int ps_tcache_put(void *p, size_t *n)
 	if (drop) {
 		memcpy(out, t->e, drop * sizeof(*out));
 		memmove(t->e, t->e + drop, (t->count - drop) * sizeof(*out));
-		t->count -= drop;
+		set_count(t, t->count - drop, t->bytes);
 		nout = drop;
 	}
 	t->e[t->count].p = (uintptr_t)p;
 	t->e[t->count].n = *n;
-	t->count++;
-	t->bytes = bytes;
+	set_count(t, t->count + 1, bytes);
 	slot_unlock(t);
 	give_back(out, nout);
 	return 1;
