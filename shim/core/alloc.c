@@ -878,6 +878,24 @@ static void *place_or_purge(size_t size, size_t align, bool zero, size_t *n,
 }
 
 /*
+ * Whether blocks.c has no free block that could hold size bytes at align
+ * (the counts it publishes, read without its lock): the request would take
+ * a new slab.  Memory in the threads' caches is flushed first, so that it
+ * merges and serves, and the pool's peak is not the cached bytes higher
+ * (a churn of 1-24 MiB buffers peaked 5-15% higher with 32 MiB caches).
+ * Never for jemalloc's placement, which publishes no counts.
+ */
+static bool placement_short(size_t size, size_t align)
+{
+	struct ps_blocks_info bi;
+
+	if (use_je || size <= ps_tcache_largest() || ps_tcache_cached_bytes_mine() == 0)
+		return false;
+	ps_blocks_get_info(&bi);
+	return bi.largest_free < size + (align > PS_PAGE ? align - PS_PAGE : 0);
+}
+
+/*
  * Try the pool for a large request.  NULL (errno preserved) means "use
  * glibc's heap", with the reason counted.
  */
@@ -903,8 +921,12 @@ static void *pool_try(size_t size, size_t align, bool zero)
 		if (zero)
 			memset(p, 0, size);     /* a cached block held the program's data */
 	}
-	if (!p)
+	if (!p) {
+		/* The pool would grow while caches hold memory: let the placement have it first. */
+		if (ps_tcache_on && placement_short(size, align))
+			ps_tcache_flush_all();
 		p = place_or_purge(size, align, zero, &n, &why);
+	}
 	/* Refused: what the threads' caches hold may serve it. */
 	if (ps_unlikely(p == NULL) && ps_tcache_flush_all())
 		p = place_or_purge(size, align, zero, &n, &why);

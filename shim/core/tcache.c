@@ -350,7 +350,7 @@ int ps_tcache_put(void *p, size_t *n)
 		return -1;
 	*n = (size_t)(v >> 1) * PS_PAGE;
 	size_t lim = thread_bound();
-	struct ps_tcache *t = *n <= lim ? my_cache() : NULL;
+	struct ps_tcache *t = *n <= lim / PS_TCACHE_LARGEST ? my_cache() : NULL;
 	if (!t) {
 		/* Too large to cache, or no cache here: the placement's, as before. */
 		if (!__atomic_compare_exchange_n(w, &v, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -422,6 +422,17 @@ void ps_tcache_thread_exit(void)
 	__atomic_store_n(&t->state, SLOT_FREE, __ATOMIC_RELEASE);
 	slot_unlock(t);
 	give_back(v, n);
+}
+
+size_t ps_tcache_largest(void)
+{
+	return thread_bound() / PS_TCACHE_LARGEST;
+}
+
+size_t ps_tcache_cached_bytes_mine(void)
+{
+	struct ps_tcache *t = mine;
+	return t ? __atomic_load_n(&t->bytes, __ATOMIC_RELAXED) : 0;
 }
 
 uint64_t ps_tcache_cached_bytes(void)

@@ -28,11 +28,18 @@
  * cached blocks, and the map (about 1/1024 of the pool's used range,
  * touched only where blocks start).
  *
+ * A block over an eighth of the bound is not cached (a cache holds at
+ * least eight), and blocks.c's free memory is given the caches' blocks
+ * before a request that large grows the pool (alloc.c): held in caches,
+ * memory the placement could merge made a churn of large buffers peak
+ * higher.
+ *
  * Flushing (the blocks go back to the placement): at the thread's exit, on
  * every purge (malloc_trim, decay, retention, the cgroup's limit; every
  * thread's cache), when the placement refuses a request (then it is
- * retried), and in a fork child for the caches of the threads that did not
- * come along (at its first pooled call).  No function here is
+ * retried) or lacks a free block for a large one, and in a fork child for
+ * the caches of the threads that did not come along (at its first pooled
+ * call).  No function here is
  * async-signal-safe except ps_tcache_after_fork_child().
  */
 #ifndef PS_TCACHE_H
@@ -46,8 +53,12 @@
 #ifndef PS_TCACHE_FIT
 #define PS_TCACHE_FIT 4
 #endif
+/* A cache keeps no block over 1/PS_TCACHE_LARGEST of its bound: at least that many fit. */
+#define PS_TCACHE_LARGEST 8
 /* The most blocks one thread's cache holds, whatever their bytes. */
+#ifndef PS_TCACHE_ENTRIES
 #define PS_TCACHE_ENTRIES 32
+#endif
 
 /* What the cache needs from the placement behind it (alloc.c passes it down). */
 struct ps_tcache_backend {
@@ -118,6 +129,12 @@ size_t ps_tcache_flush_all(void);
 
 /* Flush this thread's cache and give its slot up; later calls bypass the cache. */
 void ps_tcache_thread_exit(void);
+
+/* The largest block this thread's cache keeps now. */
+size_t ps_tcache_largest(void);
+
+/* The bytes in this thread's cache now. */
+size_t ps_tcache_cached_bytes_mine(void);
 
 /* The bytes in all caches now (the report's and the live record's gauge). */
 uint64_t ps_tcache_cached_bytes(void);

@@ -108,27 +108,57 @@ START_TEST(test_align)
 }
 END_TEST
 
-/* Past the bound, the oldest cached blocks go back to the placement. */
+/*
+ * Past the bound, the oldest cached blocks go back to the placement; a
+ * block over an eighth of the bound is never cached.
+ */
 START_TEST(test_bound)
 {
-	setup(2 * MB, PS_POOL_ALLOC_PAGES);
-	char *a = ps_malloc(1 * MB);
-	char *b = ps_malloc(1 * MB);
-	char *c = ps_malloc(1 * MB);
-	char *d = ps_malloc(3 * MB);
-	ps_free(a);
-	ps_free(b);
-	ck_assert_uint_eq(ps_tcache_cached_bytes(), 2 * MB);
-	ps_free(c);                          /* a, the oldest, goes back */
-	ck_assert_uint_eq(ps_tcache_cached_bytes(), 2 * MB);
-	ps_free(d);                          /* over the bound by itself: not cached */
-	ck_assert_uint_eq(ps_tcache_cached_bytes(), 2 * MB);
+	setup(8 * MB, PS_POOL_ALLOC_PAGES);
+	char *b[9];
+	for (int i = 0; i < 9; i++)
+		b[i] = ps_malloc(1 * MB);
+	char *big = ps_malloc(1 * MB + 4 * KB);
+	for (int i = 0; i < 8; i++)
+		ps_free(b[i]);
+	ck_assert_uint_eq(ps_tcache_cached_bytes(), 8 * MB);
+	ps_free(b[8]);                       /* b[0], the oldest, goes back */
+	ck_assert_uint_eq(ps_tcache_cached_bytes(), 8 * MB);
+	ps_free(big);                        /* over an eighth of the bound: not cached */
+	ck_assert_uint_eq(ps_tcache_cached_bytes(), 8 * MB);
 	struct ps_blocks_info bi;
 	ck_assert(ps_alloc_blocks_info(&bi));
-	ck_assert_uint_eq(bi.live_bytes, 2 * MB);          /* b and c, cached */
+	ck_assert_uint_eq(bi.live_bytes, 8 * MB);          /* b[1..8], cached */
 	ck_assert_int_eq(ps_blocks_check(), 0);
-	ck_assert_ptr_eq(ps_malloc(1 * MB), c);
-	ck_assert_ptr_eq(ps_malloc(1 * MB), b);
+	ck_assert_ptr_eq(ps_malloc(1 * MB), b[8]);
+	ck_assert_ptr_eq(ps_malloc(1 * MB), b[7]);
+}
+END_TEST
+
+/*
+ * A request larger than any block the cache keeps, that no free block of
+ * the placement holds, has the cache flushed first: the pool does not
+ * grow while the cache sits on memory.
+ */
+START_TEST(test_grow_flushes)
+{
+	setup(32 * MB, PS_POOL_ALLOC_PAGES);
+	char *a = ps_malloc(1 * MB);
+	ps_free(a);
+	ck_assert_uint_eq(ps_tcache_cached_bytes(), 1 * MB);
+	struct ps_blocks_info bi;
+	ck_assert(ps_alloc_blocks_info(&bi));
+	ck_assert_uint_lt(bi.largest_free, 8 * MB);
+	char *big = ps_malloc(8 * MB);
+	ck_assert(ps_pool_contains(big));
+	ck_assert_uint_eq(ps_tcache_cached_bytes(), 0);
+	/* One within the cache's reach keeps it. */
+	char *c = ps_malloc(1 * MB);
+	ps_free(c);
+	char *d = ps_malloc(2 * MB);
+	ck_assert_uint_eq(ps_tcache_cached_bytes(), 1 * MB);
+	ps_free(d);
+	ps_free(big);
 }
 END_TEST
 
@@ -207,15 +237,24 @@ END_TEST
 /* A refused request flushes the caches and is tried again before glibc's heap. */
 START_TEST(test_full_flushes)
 {
-	setup_retain(256 * MB, PS_POOL_ALLOC_PAGES, 1024 * MB);
-	char *a = ps_malloc(100 * MB);
-	char *b = ps_malloc(100 * MB);
+	struct ps_config cfg;
+
+	ps_config_defaults(&cfg);
+	cfg.hugepages = PS_HUGE_NONE;
+	cfg.pool_size = 64 * MB;
+	cfg.pool_cache = 1024 * MB;
+	cfg.pool_retain = 2048 * MB;
+	cfg.pool_decay_ms = 0;
+	ps_pool_reset_for_tests();
+	ck_assert_int_eq(ps_alloc_init(&cfg), 0);
+	char *a = ps_malloc(24 * MB);
+	char *b = ps_malloc(24 * MB);
 	ck_assert(ps_pool_contains(a) && ps_pool_contains(b));
 	ps_free(a);
 	ps_free(b);
-	ck_assert_uint_eq(ps_tcache_cached_bytes(), 200 * MB);
-	/* The pool's 256 MiB hold no 200 MiB block beside the cached two. */
-	char *c = ps_malloc(200 * MB);
+	ck_assert_uint_eq(ps_tcache_cached_bytes(), 48 * MB);
+	/* The pool's 64 MiB hold no 48 MiB block beside the cached two. */
+	char *c = ps_malloc(48 * MB);
 	ck_assert(ps_pool_contains(c));
 	ck_assert_uint_eq(ps_tcache_cached_bytes(), 0);
 	ck_assert_ptr_eq(c, a);
@@ -231,6 +270,7 @@ Suite *suite_tcache(void)
 	tcase_add_test(tc, test_fit);
 	tcase_add_test(tc, test_align);
 	tcase_add_test(tc, test_bound);
+	tcase_add_test(tc, test_grow_flushes);
 	tcase_add_test(tc, test_flush);
 	tcase_add_test(tc, test_other_thread);
 	tcase_add_test(tc, test_calloc_dirty);
