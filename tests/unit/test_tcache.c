@@ -35,7 +35,7 @@ static void setup_retain(size_t cache, int allocator, uint64_t retain)
 	cfg.pool_cache = cache;
 	cfg.pool_decay_ms = 0;
 	cfg.pool_retain = retain;
-	ps_pool_reset_for_tests();
+	pst_pool_forget();
 	ck_assert_int_eq(ps_alloc_init(&cfg), 0);
 }
 
@@ -245,7 +245,7 @@ START_TEST(test_full_flushes)
 	cfg.pool_cache = 1024 * MB;
 	cfg.pool_retain = 2048 * MB;
 	cfg.pool_decay_ms = 0;
-	ps_pool_reset_for_tests();
+	pst_pool_forget();
 	ck_assert_int_eq(ps_alloc_init(&cfg), 0);
 	char *a = ps_malloc(24 * MB);
 	char *b = ps_malloc(24 * MB);
