@@ -54,6 +54,7 @@
 #include "core/fdinfo.h"
 #include "format/fmt.h"
 #include "format/livefmt.h"
+#include "core/live.h"
 #include "core/pool.h"
 #include "core/report_out.h"
 #include "core/tcache.h"
