@@ -168,6 +168,9 @@ def validate(report):
     # thread's cache; absent from older reports.
     if isinstance(report.get("pool"), dict) and "cached" in report["pool"]:
         schema = dict(schema, pool=dict(schema["pool"], cached=U))
+    # pool.cached_bytes: what the caches held at the report, in the process's own report only.
+    if isinstance(report.get("pool"), dict) and "cached_bytes" in report["pool"]:
+        schema = dict(schema, pool=dict(schema["pool"], cached_bytes=U))
     # pool.free (issue 35, within version 3): the page-exact placement's
     # free blocks, null where not known; absent from older reports.
     free = report["pool"].get("free") if isinstance(report.get("pool"), dict) else None
