@@ -64,6 +64,7 @@ libpsfmt_la_CFLAGS = $(PS_CFLAGS)
 # The runtime.
 PS_CORE_SOURCES = \
 	shim/core/pool.c shim/core/pool.h shim/core/blocks.c shim/core/blocks.h \
+	shim/core/tcache.c shim/core/tcache.h \
 	shim/core/alloc.c shim/core/alloc.h shim/core/posix.h shim/doors/heap.h \
 	shim/core/gather.c shim/core/report_out.c shim/core/report_out.h \
 	shim/core/fdinfo.c shim/core/fdinfo.h \

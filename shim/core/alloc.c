@@ -97,8 +97,11 @@
 #include "core/blocks.h"
 #include "core/pool.h"
 #include "core/posix.h"
+#include "core/tcache.h"
 #include "format/stats.h"
 #include "format/sys.h"
+
+static _Noreturn void bad_free(const char *call, void *p);
 
 /* The pool arena's life: made on first use, by whichever thread gets there. */
 enum arena_state {
@@ -449,6 +452,14 @@ static bool purge_now(bool polled)
 		return false;
 	int saved_errno = errno;
 	bool done = true;
+	/*
+	 * The threads' cached blocks are free memory too: they go back with
+	 * the rest.  Not from a poll (the I/O doors', possibly in a signal
+	 * handler that interrupted a thread holding its own cache): what the
+	 * caches hold is bounded by POOLSHIM_POOL_CACHE per thread.
+	 */
+	if (!polled)
+		ps_tcache_flush_all();
 	if (use_je) {
 		__atomic_store_n(&dirty, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&freed_since_purge, 0, __ATOMIC_RELAXED);
@@ -689,6 +700,7 @@ static int make_arena(void)
 	/* The cgroup's limit, read now, may lower what the pool keeps. */
 	ps_pool_prepare();
 	retain_bytes = (int64_t)(ps_pool_retain() > INT64_MAX ? INT64_MAX : ps_pool_retain());
+	ps_tcache_limit_total((size_t)retain_bytes / 2);
 	struct ps_pool_info info;
 	ps_pool_get_info(&info);
 	if (info.cgroup_limit && info.cgroup_limit < INT64_MAX) {
@@ -723,6 +735,28 @@ static bool arena_usable(void)
 	return s == ARENA_READY;
 }
 
+/* What tcache.c flushes into: the block's placement, the free counted already. */
+static void backend_release(void *p, size_t n)
+{
+	if (use_je)
+		psje_dallocx(p, pool_flags);
+	else if (ps_blocks_free(p) == 0)
+		bad_free("free", p);
+}
+
+/*
+ * jemalloc's size class for a large request (4 classes to a doubling, as
+ * its sz_s2u): what a cached block of the arena's is compared with.
+ */
+static size_t je_good_size(size_t size)
+{
+	if (size <= PS_PAGE)
+		return PS_PAGE;
+	unsigned lg = 63 - (unsigned)__builtin_clzll((unsigned long long)(size << 1) - 1);
+	size_t delta = (size_t)1 << (lg - 3);
+	return (size + delta - 1) & ~(delta - 1);
+}
+
 int ps_alloc_init(const struct ps_config *cfg)
 {
 	int r;
@@ -746,6 +780,8 @@ int ps_alloc_init(const struct ps_config *cfg)
 	decay_ns = cfg->pool_decay_ms * 1000000u;
 	/* Without the copy in this library, init.c has said so and asked for pages. */
 	use_je = cfg->pool_allocator == PS_POOL_ALLOC_JEMALLOC && ps_have_jemalloc();
+	struct ps_tcache_backend be = { backend_release, use_je ? je_good_size : NULL };
+	ps_tcache_init(cfg->pool_cache, &be);
 	if (!use_je) {
 		__atomic_store_n(&arena_state, ARENA_LAZY, __ATOMIC_RELEASE);
 		return 0;
@@ -819,6 +855,7 @@ void ps_alloc_after_fork_child(void)
 {
 	/* A purge in another thread did not come along. */
 	__atomic_store_n(&purging, 0, __ATOMIC_RELAXED);
+	ps_tcache_after_fork_child();
 	/*
 	 * The thread making the arena is gone: let the next request retry,
 	 * unless it was still initialising jemalloc (see je_ready).  The
@@ -901,6 +938,24 @@ static void *place_or_purge(size_t size, size_t align, bool zero, size_t *n,
 }
 
 /*
+ * Whether blocks.c has no free block that could hold size bytes at align
+ * (the counts it publishes, read without its lock): the request would take
+ * a new slab.  Memory in the threads' caches is flushed first, so that it
+ * merges and serves, and the pool's peak is not the cached bytes higher
+ * (a churn of 1-24 MiB buffers peaked 5-15% higher with 32 MiB caches).
+ * Never for jemalloc's placement, which publishes no counts.
+ */
+static bool placement_short(size_t size, size_t align)
+{
+	struct ps_blocks_info bi;
+
+	if (use_je || size <= ps_tcache_largest() || ps_tcache_cached_bytes_mine() == 0)
+		return false;
+	ps_blocks_get_info(&bi);
+	return bi.largest_free < size + (align > PS_PAGE ? align - PS_PAGE : 0);
+}
+
+/*
  * Try the pool for a large request.  NULL (errno preserved) means "use
  * glibc's heap", with the reason counted.
  */
@@ -920,8 +975,24 @@ static void *pool_try(size_t size, size_t align, bool zero)
 	}
 	size_t n = 0;
 	enum ps_pool_fail why = PS_FAIL_NONE;
-	void *p = place_or_purge(size, align, zero, &n, &why);
+	void *p = NULL;
+	if (ps_tcache_on && (p = ps_tcache_take(size, align, &n)) != NULL) {
+		ps_stats_event(PS_EV_POOL_CACHED);
+		if (zero)
+			memset(p, 0, size);     /* a cached block held the program's data */
+	}
+	if (!p) {
+		/* The pool would grow while caches hold memory: let the placement have it first. */
+		if (ps_tcache_on && placement_short(size, align))
+			ps_tcache_flush_all();
+		p = place_or_purge(size, align, zero, &n, &why);
+	}
+	/* Refused: what the threads' caches hold may serve it. */
+	if (ps_unlikely(p == NULL) && ps_tcache_flush_all())
+		p = place_or_purge(size, align, zero, &n, &why);
 	if (ps_likely(p != NULL)) {
+		if (ps_tcache_on)
+			ps_tcache_note_live(p, n);
 		door_see_pool();
 		ps_stats_event(PS_EV_POOL_ALLOC);
 		ps_stats_pool_used((int64_t)n);
@@ -973,7 +1044,12 @@ static void release(void *p)
 {
 	if (ps_pool_contains(p)) {
 		size_t n;
-		if (use_je) {
+		int cached = ps_tcache_on ? ps_tcache_put(p, &n) : 0;
+		if (cached < 0)
+			bad_free("free", p);
+		if (cached > 0) {
+			/* In this thread's cache, or handed on by it: counted freed as before. */
+		} else if (use_je) {
 			n = psje_sallocx(p, 0);
 			in_je = true;
 			psje_dallocx(p, pool_flags);
@@ -1160,8 +1236,12 @@ size_t ps_usable_size(void *p)
 {
 	if (!p)
 		return 0;
-	if (ps_pool_contains(p))
+	if (ps_pool_contains(p)) {
+		size_t n = ps_tcache_on ? ps_tcache_live_size(p) : 0;
+		if (n)
+			return n;
 		return use_je ? psje_sallocx(p, 0) : ps_blocks_size(p);
+	}
 	return libc.usable ? libc.usable(p) : 0;
 }
 
@@ -1183,6 +1263,9 @@ static void *realloc_common(void *p, size_t size)
 		return alloc_flags(size, 0, false);
 
 	bool pooled = ps_pool_contains(p);
+	/* From here the placement resizes or frees it: out of the cache's map. */
+	if (pooled && ps_tcache_on && ps_tcache_forget(p) < 0)
+		bad_free("realloc", p);
 	if (size == 0) {
 		/* glibc frees and returns NULL. */
 		release(p);
@@ -1260,10 +1343,18 @@ static void *realloc_common(void *p, size_t size)
 	return libc.realloc(p, size);
 }
 
+/* A pooled block realloc returns goes back into the cache's map (pool_try's are there). */
+static void *realloc_noted(void *q)
+{
+	if (q && ps_tcache_on && ps_pool_contains(q) && !ps_tcache_live_size(q))
+		ps_tcache_note_live(q, ps_usable_size(q));
+	return q;
+}
+
 void *ps_realloc(void *p, size_t size)
 {
 	enter(PS_CALL_REALLOC, size);
-	return realloc_common(p, size);
+	return realloc_noted(realloc_common(p, size));
 }
 
 void *ps_reallocarray(void *p, size_t n, size_t size)
@@ -1272,7 +1363,7 @@ void *ps_reallocarray(void *p, size_t n, size_t size)
 
 	if (!array_total(PS_CALL_REALLOCARRAY, n, size, &total))
 		return NULL;
-	return realloc_common(p, total);
+	return realloc_noted(realloc_common(p, total));
 }
 
 /* glibc's memalign: round a bad alignment up to a power of two. */

@@ -779,9 +779,11 @@ static void emit_pool(struct ps_emit *e, const struct ps_report_data *d)
 		const char *none = NULL;
 		ps_emit_kv(e, "free", PS_EMIT_STR, &none);
 	}
-	ps_emit_line(e, "\npool     %{allocations}u allocations served, %{frees}u freed; "
-		     "fallbacks to glibc's heap:", t->events[PS_EV_POOL_ALLOC],
-		     t->events[PS_EV_POOL_FREE]);
+	ps_emit_line(e, "\npool     %{allocations}u allocations served (%{cached}u from threads' "
+		     "caches", t->events[PS_EV_POOL_ALLOC], t->events[PS_EV_POOL_CACHED]);
+	if (d->cached_known)
+		ps_emit_line(e, ", %{cached_bytes}z held in them", d->cached_bytes);
+	ps_emit_line(e, "), %{frees}u freed; fallbacks to glibc's heap:", t->events[PS_EV_POOL_FREE]);
 	emit_counts(e, "fallbacks", ps_event_name, t->events, PS_EV_FB_POOL_FULL, PS_EV__COUNT);
 	ps_emit_text(e, "\n");
 	ps_emit_object_end(e);

@@ -9,6 +9,7 @@
 pst_programs = \
 	tests/preload/alloc_api \
 	tests/preload/alloc_threads \
+	tests/preload/alloc_tcache \
 	tests/preload/alloc_lifecycle \
 	tests/preload/alloc_cxx
 pst_scripts = tests/preload/report.sh tests/preload/hugepages.sh tests/preload/live.sh \
@@ -24,6 +25,8 @@ tests_preload_alloc_api_CFLAGS = $(PST_CFLAGS_ALL)
 tests_preload_alloc_api_LDADD = $(PST_LIBS_ALL)
 tests_preload_alloc_threads_CFLAGS = $(PST_CFLAGS_ALL)
 tests_preload_alloc_threads_LDADD = $(PST_LIBS_ALL)
+tests_preload_alloc_tcache_CFLAGS = $(PST_CFLAGS_ALL)
+tests_preload_alloc_tcache_LDADD = $(PST_LIBS_ALL)
 tests_preload_alloc_lifecycle_CFLAGS = $(PST_CFLAGS_ALL)
 tests_preload_alloc_lifecycle_LDADD = $(PST_LIBS_ALL)
 tests_preload_alloc_helper_CFLAGS = $(PST_CFLAGS_ALL)

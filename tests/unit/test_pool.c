@@ -470,6 +470,7 @@ START_TEST(test_arena_merges)
 	cfg.pool_allocator = (enum ps_pool_allocator)_i;
 	cfg.hugepages = PS_HUGE_NONE;
 	cfg.pool_size = 256 << 20;
+	cfg.pool_cache = 0;        /* the placement's merging, with no cache in front */
 	pst_pool_forget();
 	ck_assert_int_eq(ps_alloc_init(&cfg), 0);
 
