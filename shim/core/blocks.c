@@ -334,6 +334,17 @@ static uint32_t fit(size_t len, size_t align)
 	return best_fit(surely);
 }
 
+/* Under the lock: the free block s, right after x, becomes part of x (in no size tree, either). */
+static void absorb(uint32_t x, uint32_t s)
+{
+	N(x)->len += N(s)->len;
+	N(x)->zero &= N(s)->zero;
+	N(x)->purged &= N(s)->purged;
+	root = erase(ADDR, root, s);
+	node_drop(s);
+	info.free--;
+}
+
 /*
  * x (FREE, in no size tree yet) absorbs the FREE blocks right next to
  * it, and the merged block goes into the size tree; the node that holds
@@ -345,23 +356,13 @@ static uint32_t coalesce(uint32_t x)
 
 	if (p && N(p)->state == FREE && end_of(p) == N(x)->start) {
 		free_out(p);
-		N(p)->len += N(x)->len;
-		N(p)->zero &= N(x)->zero;
-		N(p)->purged &= N(x)->purged;
-		root = erase(ADDR, root, x);
-		node_drop(x);
-		info.free--;
+		absorb(p, x);
 		x = p;
 	}
 	uint32_t s = at_or_above(end_of(x));
 	if (s && N(s)->state == FREE && N(s)->start == end_of(x)) {
 		free_out(s);
-		N(x)->len += N(s)->len;
-		N(x)->zero &= N(s)->zero;
-		N(x)->purged &= N(s)->purged;
-		root = erase(ADDR, root, s);
-		node_drop(s);
-		info.free--;
+		absorb(x, s);
 	}
 	free_in(x);
 	return x;
