@@ -286,10 +286,7 @@ static uint32_t alloc_gate_refill(void)
 		uint32_t x = alloc_rng;
 		if (ps_unlikely(x == 0))
 			x = (uint32_t)__builtin_ia32_rdtsc() | 1;
-		x ^= x << 13;
-		x ^= x >> 17;
-		x ^= x << 5;
-		alloc_rng = x;
+		alloc_rng = x = ps_xorshift32(x);
 		g = PS_ALLOC_SAMPLE / 2 + (x & (PS_ALLOC_SAMPLE - 1));
 	}
 	alloc_gap = g;

@@ -44,10 +44,7 @@ static uint32_t next_sample(void)
 		return 1;
 	if (ps_unlikely(x == 0))
 		x = (uint32_t)ps_ticks() | 1;
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	sample_rng = x;
+	sample_rng = x = ps_xorshift32(x);
 	return p / 2 + (x & (p - 1));
 }
 
