@@ -160,6 +160,20 @@ static void proc_path(char *path, int pid, const char *tail)
 	memcpy(path + len, tail, t + 1);
 }
 
+/* /proc/PID/stat into buf[cap], terminated: its length, or <= 0.  Raw calls only. */
+static long read_proc_stat(int pid, char *buf, size_t cap)
+{
+	char path[48];
+	proc_path(path, pid, "/stat");
+	long fd = ps_sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return fd;
+	long n = PS_SYSCALL(SYS_read, fd, buf, cap - 1);
+	ps_sys_close((int)fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return n;
+}
+
 /*
  * Whether the wrapper's helper (pid) still runs: its /proc/PID/stat names
  * poolshim-run, and it is no zombie (its parent, init or a subreaper,
@@ -167,16 +181,9 @@ static void proc_path(char *path, int pid, const char *tail)
  */
 static bool helper_runs(int pid)
 {
-	char path[48], buf[256];
-	proc_path(path, pid, "/stat");
-	long fd = ps_sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
-	if (fd < 0)
+	char buf[256];
+	if (read_proc_stat(pid, buf, sizeof(buf)) <= 0)
 		return false;
-	long n = PS_SYSCALL(SYS_read, fd, buf, sizeof(buf) - 1);
-	ps_sys_close((int)fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
 	static const char comm[] = " (poolshim-run) ";
 	char *p = strstr(buf, comm);
 	if (!p)
@@ -191,16 +198,9 @@ static bool helper_runs(int pid)
  */
 static bool proc_state(int pid, char *state, uint64_t *start)
 {
-	char path[48], buf[512];
-	proc_path(path, pid, "/stat");
-	long fd = ps_sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
-	if (fd < 0)
+	char buf[512];
+	if (read_proc_stat(pid, buf, sizeof(buf)) <= 0)
 		return false;
-	long n = PS_SYSCALL(SYS_read, fd, buf, sizeof(buf) - 1);
-	ps_sys_close((int)fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
 	char *p = strrchr(buf, ')');
 	if (!p || p[1] != ' ')
 		return false;
@@ -355,9 +355,11 @@ void ps_end(int end, int status, bool status_known, unsigned how)
 	 * wrapped script runs) writes no text report and says nothing: its
 	 * stderr is what it would be without the shim.  POOLSHIM_VERBOSE says
 	 * why in one line.  A JSON report asked for is still written: it is
-	 * data a script reads, and says the same in its verdict.
+	 * data a script reads, and says the same in its verdict.  With
+	 * POOLSHIM_COUNT_SMALL the small allocations were asked for: they are
+	 * work the report is about.
 	 */
-	if (due && ps_cfg.stats_format == PS_FORMAT_TEXT && did_nothing()) {
+	if (due && ps_cfg.stats_format == PS_FORMAT_TEXT && !ps_cfg.count_small && did_nothing()) {
 		due = false;
 		if (ps_cfg.verbose) {
 			char min[24];
