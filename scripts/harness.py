@@ -4,7 +4,8 @@
 configuration, measured side by side.
 
   scripts/demo [--quick] [--scenario S,...] [--small | --no-small] [--config C,...]
-               [--repeat N] [--more-seconds S] [--max-rounds N]
+               [--repeat N] [--budget MIN] [--max-rounds N]
+               [--par-band F] [--coverage F]
                [--seconds S] [--small-seconds S] [--concurrency N]
                [--shim-lib PATH] [--baseline-lib PATH] [--out DIR] [--port P]
                [--real | --no-real] [--rgw] [--shim-osd] [--alloc | --no-alloc]
@@ -21,20 +22,26 @@ First it measures and prints this host's costs (bench/hostcost: a 4 KiB
 page fault, a 2 MiB THP fault, a system call, memcpy, MD5, the disk's
 O_DIRECT MiB/s): what the pool can save here, and what it cannot.
 
-Verdicts (issue 39) pair the shim's run with the other configuration's run
-of the same round and carry the range of those ratios: met only when the
-whole range is at or past the target, MISSED only when it is all short of
-it, otherwise not shown with the reason (fewer than 3 rounds: not shown;
-under 5, only when the target is twice as far from the median as the
-nearest round; no-harm and p99 comparisons need 5).
+Verdicts (issues 39, 46) pair the shim's run with the other configuration's
+run of the same round; the range of those ratios is the pair of order
+statistics that covers their median with --coverage (default 90%: [min-max]
+from 5 rounds, narrower from 8).  met: the whole range at or past the
+target; MISSED: all short of it; at par: neither, and the whole range
+within --par-band (default 5%) of 1x; otherwise undecided (fewer than 5
+rounds are always undecided).
 Targets: every large scenario >= 1.0x no preload and >= the best allocator
-peer, p99 <= 1.10x no preload; small requests, radosgw and the shim in a
-server alone >= 0.98x.  Each large scenario also gets the gain its removed
-faults explain at this host's fault price, and the limit it runs into
-(copies, MD5, the disk) with its figure.  After the planned repeats,
-comparisons that more rounds could decide get paired rounds (no preload,
-the best peer, the shim) for up to --more-seconds (default 60, --quick 0),
-at most --max-rounds (8) per scenario.
+peer, p99 <= 1.10x no preload; nginx directio >= 1.0x Debian's sendfile
+without the shim; small requests, radosgw and the shim in a server alone
+>= 0.98x.  Headline rows, counted in the last line: GET and PUT 16 MiB
+against no preload and the best peer, nginx proxying and haproxy with the
+shim in the server only, nginx directio against sendfile; every other
+verdict is a detail row, printed apart.  Each large scenario also gets the
+gain its removed faults explain at this host's fault price, and the limit
+it runs into (copies, MD5, the disk) with its figure.  After the planned
+repeats, while a headline row is undecided, paired rounds of the two
+configurations it compares are added, the scenario with the fewest rounds
+first, until --budget minutes from the start (default 13.5, --quick 0), at
+most --max-rounds (15) per scenario.
 
 Prints a table (median [min-max] over the repeats), writes results.json and
 PNG plots (gnuplot) into the results directory, and prints the shim's text
@@ -91,7 +98,8 @@ data errors), 2 usage or a missing dependency.
 #   symbolize  naming a live process's frames (eu-addr2line)
 #   hostcost   the host's costs (bench/hostcost), the expected gain, the limits
 #   summary    runs into rows (medians and spreads)
-#   verdict    paired ratios, their range, met / MISSED / not shown (pure)
+#   verdict    paired ratios, their range, met / MISSED / at par / undecided (pure)
+#   rounds     rounds added where a headline row is undecided, within the budget
 #   targets    the targets, judged by verdict
 #   tables     the printed and Markdown tables
 #   plot       the gnuplot charts

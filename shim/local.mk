@@ -48,14 +48,11 @@ PS_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -ftls-model=initial-exec
 
 # The format layer.
 PS_FMT_SOURCES = \
-	shim/format/names.c shim/format/names.h \
-	shim/format/fmt.c shim/format/fmt.h \
-	shim/format/emit.c shim/format/emit.h \
-	shim/format/report.c shim/format/report.h \
+	shim/format/names.c shim/format/names.h shim/format/fmt.c shim/format/fmt.h \
+	shim/format/emit.c shim/format/emit.h shim/format/report.c shim/format/report.h \
 	shim/format/config.c shim/format/config.h \
-	shim/format/stats.c shim/format/stats.h \
-	shim/format/livefmt.c shim/format/livefmt.h shim/format/poolinfo.h \
-	shim/format/sitesfmt.c shim/format/sites.h \
+	shim/format/stats.c shim/format/stats.h shim/format/poolinfo.h \
+	shim/format/livefmt.c shim/format/livefmt.h shim/format/sitesfmt.c shim/format/sites.h \
 	shim/format/sys.h shim/format/compiler.h
 noinst_LTLIBRARIES = libpsfmt.la
 libpsfmt_la_SOURCES = $(PS_FMT_SOURCES)
@@ -64,14 +61,11 @@ libpsfmt_la_CFLAGS = $(PS_CFLAGS)
 # The runtime.
 PS_CORE_SOURCES = \
 	shim/core/pool.c shim/core/pool.h shim/core/blocks.c shim/core/blocks.h \
-	shim/core/alloc.c shim/core/alloc.h shim/core/posix.h shim/doors/heap.h \
+	shim/core/tcache.c shim/core/tcache.h shim/core/alloc.c shim/core/alloc.h shim/core/posix.h \
+	shim/core/jemalloc_ps.h \
 	shim/core/gather.c shim/core/report_out.c shim/core/report_out.h \
-	shim/core/fdinfo.c shim/core/fdinfo.h \
-	shim/core/uring.c shim/core/uring.h \
-	shim/core/route.c shim/core/route.h \
-	shim/core/live.c shim/core/live.h \
-	shim/core/callsite.c shim/core/callsite.h \
-	shim/core/jemalloc_ps.h
+	shim/core/fdinfo.c shim/core/fdinfo.h shim/core/uring.c shim/core/uring.h shim/core/route.c shim/core/route.h \
+	shim/core/live.c shim/core/live.h shim/core/callsite.c shim/core/callsite.h
 noinst_LTLIBRARIES += libpscore.la
 libpscore_la_SOURCES = $(PS_CORE_SOURCES)
 libpscore_la_CFLAGS = $(PS_CFLAGS) $(URING_CFLAGS) $(UNWIND_CFLAGS)
@@ -82,16 +76,11 @@ lib_LTLIBRARIES = libpoolshim.la libpoolshim-jemalloc.la
 include_HEADERS = shim/poolshim.h
 PS_DOOR_SOURCES = \
 	shim/doors/start.c shim/doors/start.h shim/doors/init.c \
-	shim/doors/real.c shim/doors/real.h \
-	shim/doors/heap.c shim/doors/heap.h \
+	shim/doors/real.c shim/doors/real.h shim/doors/heap.c shim/doors/heap.h \
 	shim/doors/malloc.c shim/doors/protect.c \
-	shim/doors/iocount.c shim/doors/iocount.h \
-	shim/doors/direct.c shim/doors/direct.h \
-	shim/doors/io.c shim/doors/fdcalls.c \
-	shim/doors/dump.c shim/doors/dump.h \
-	shim/doors/end.c shim/doors/end.h \
-	shim/doors/leave.c \
-	shim/doors/api.c
+	shim/doors/iocount.c shim/doors/iocount.h shim/doors/direct.c shim/doors/direct.h shim/doors/io.c \
+	shim/doors/fdcalls.c shim/doors/leave.c \
+	shim/doors/dump.c shim/doors/dump.h shim/doors/end.c shim/doors/end.h shim/doors/api.c
 # -U_FORTIFY_SOURCE: the interposers define read, pread, recv, ..., which
 # fortified headers turn into always-inline wrappers that cannot also be
 # defined here (distribution CPPFLAGS, Debian's dpkg-buildflags among them,

@@ -164,6 +164,13 @@ def validate(report):
         schema["uring"] = dict(u, fallbacks=fb)
     if isinstance(report.get("pool"), dict) and "allocator" in report["pool"]:
         schema = dict(schema, pool=dict(schema["pool"], allocator=(str, type(None))))
+    # pool.cached (issue 44, within version 3): allocations served from a
+    # thread's cache; absent from older reports.
+    if isinstance(report.get("pool"), dict) and "cached" in report["pool"]:
+        schema = dict(schema, pool=dict(schema["pool"], cached=U))
+    # pool.cached_bytes: what the caches held at the report, in the process's own report only.
+    if isinstance(report.get("pool"), dict) and "cached_bytes" in report["pool"]:
+        schema = dict(schema, pool=dict(schema["pool"], cached_bytes=U))
     # pool.free (issue 35, within version 3): the page-exact placement's
     # free blocks, null where not known; absent from older reports.
     free = report["pool"].get("free") if isinstance(report.get("pool"), dict) else None

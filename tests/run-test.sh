@@ -16,7 +16,7 @@ export POOLSHIM_STATS
 configs="${PS_CONFIGS:-default:
 thp:POOLSHIM_HUGEPAGES=thp
 nohuge:POOLSHIM_HUGEPAGES=none
-noprefault:POOLSHIM_PREFAULT=0}"
+prefault:POOLSHIM_PREFAULT=1}"
 
 ran=0; skipped=0; failed=0
 old_ifs=$IFS

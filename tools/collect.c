@@ -541,6 +541,59 @@ static void forget(const struct ps_collect_opts *o, const struct ps_record *r)
 		say(r, "report made, but the record could not be removed: %s", err_name(e));
 }
 
+/* The initial pid namespace's inode (PROC_PID_INIT_INO): every process of every namespace is in its /proc. */
+#define INIT_PIDNS 0xEFFFFFFCu
+
+/* Process n's pid in its own (innermost) namespace, from NSpid, when that is not ours; else 0. */
+static int inner_pid(const char *n)
+{
+	char path[300], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%s/status", n);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return 0;
+	buf[len] = '\0';
+	char *line = strstr(buf, "\nNSpid:");
+	if (!line)
+		return 0;
+	line += 7;
+	int last = 0, count = 0;
+	for (char *p = line; *p && *p != '\n';) {
+		char *end;
+		long v = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		last = (int)v;
+		count++;
+		p = end;
+	}
+	return count >= 2 ? last : 0;
+}
+
+bool ps_collect_foreign_ended(int pid, uint64_t starttime, uint64_t my_ns)
+{
+	if (my_ns != INIT_PIDNS || starttime == 0 || pid <= 0)
+		return false;
+	DIR *d = opendir("/proc");
+	if (!d)
+		return false;
+	bool ended = true;
+	struct dirent *e;
+	while (ended && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9' || inner_pid(e->d_name) != pid)
+			continue;
+		/* That pid, in some namespace: the same process if it started when the record's did. */
+		if (ps_live_starttime(atoi(e->d_name)) == starttime)
+			ended = false;
+	}
+	closedir(d);
+	return ended;
+}
+
 static bool wanted_pid(const struct ps_collect_opts *o, int pid)
 {
 	for (int i = 0; i < o->npids; i++)
@@ -590,6 +643,11 @@ static void collect_one(const struct ps_collect_opts *o, const struct ps_record_
 		return;
 	}
 	ps_record_judge(&r, my_ns);
+	/* Another namespace's, seen from the initial one: ended if no process is it. */
+	if (r.foreign_ns && ps_collect_foreign_ended(r.pid, r.hdr->starttime, my_ns)) {
+		r.foreign_ns = false;
+		r.dead = true;
+	}
 	const struct ps_live_header *h = r.hdr;
 	if (o->run && strcmp(h->run, o->run) != 0)
 		goto out;

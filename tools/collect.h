@@ -11,6 +11,7 @@
 #define PS_COLLECT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 #include <sys/resource.h>
@@ -43,6 +44,15 @@ struct ps_collect_opts {
  * when the live directory cannot be used.
  */
 int ps_collect(const struct ps_collect_opts *o);
+
+/*
+ * Whether the process of another pid namespace's record (its pid there,
+ * and its start time) has ended: no process in /proc has that pid in its
+ * innermost namespace (NSpid) and that start time.  Judged only from the
+ * initial pid namespace (my_ns), whose /proc shows every process of every
+ * namespace; false whenever it cannot be told.
+ */
+bool ps_collect_foreign_ended(int pid, uint64_t starttime, uint64_t my_ns);
 
 /*
  * openat(dir, path, flags, mode) without following a symbolic link

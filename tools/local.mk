@@ -19,8 +19,8 @@ bin_PROGRAMS += tools/poolshim-collect
 tools_poolshim_collect_SOURCES = tools/poolshim-collect.c
 tools_poolshim_collect_LDADD = libpstools.la -lm
 
-# The `poolshim` wrapper's parent: runs the program, passes signals on,
-# delivers the run's reports when it ends.
+# The `poolshim` wrapper's last step: starts the detached helper that
+# delivers the run's kept reports, then execs the program in place.
 bin_PROGRAMS += tools/poolshim-run
 tools_poolshim_run_SOURCES = tools/poolshim-run.c
 tools_poolshim_run_LDADD = libpstools.la -lm

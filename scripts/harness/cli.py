@@ -5,7 +5,7 @@ table), with the programs and libraries that needs checked."""
 import argparse
 import os
 
-from . import settings
+from . import settings, verdict
 from .messages import say
 from .procs import port_free
 from .real import real_missing
@@ -41,12 +41,17 @@ def parser(description):
     ap.add_argument("--baseline-lib", help="a second libpoolshim.so (e.g. the previous build), "
                     "run as configuration 'baseline' (default: POOLSHIM_BASELINE_LIB)")
     ap.add_argument("--repeat", type=int, help="interleaved repeats (default 3, --quick 1)")
-    ap.add_argument("--more-seconds", type=float,
-                    help="after the planned repeats, add paired rounds (no preload, the best peer, "
-                    "the shim) of a scenario whose verdict is undecided, for up to this many seconds "
-                    "(default 60, --quick 0)")
-    ap.add_argument("--max-rounds", type=int, default=8,
-                    help="no scenario gets more rounds than this from --more-seconds (default 8)")
+    ap.add_argument("--budget", type=float,
+                    help="minutes from the start within which rounds are added where a headline row "
+                    "is undecided, after the planned repeats (default 13.5, --quick 0: none)")
+    ap.add_argument("--max-rounds", type=int, default=15,
+                    help="no scenario gets more rounds than this from --budget (default 15)")
+    ap.add_argument("--par-band", type=float, default=0.05,
+                    help="the rule: a row is at par when its range lies within this fraction of 1x "
+                    "(default 0.05)")
+    ap.add_argument("--coverage", type=float, default=0.90,
+                    help="the rule: how often a range must cover the median of the paired ratios "
+                    "(default 0.90: 5 rounds at least)")
     ap.add_argument("--seconds", type=float, help="measured seconds per run (default 2, --quick 1)")
     ap.add_argument("--warmup", type=float, help="unmeasured warm-up per run (default 0.5, --quick 0.3)")
     ap.add_argument("--small-seconds", type=float,
@@ -76,8 +81,8 @@ def set_defaults(args):
     """The defaults that depend on --quick."""
     args.repeat = args.repeat or (1 if args.quick else 3)
     args.seconds = args.seconds or (1.0 if args.quick else 2.0)
-    if args.more_seconds is None:
-        args.more_seconds = 0.0 if args.quick else 60.0
+    if args.budget is None:
+        args.budget = 0.0 if args.quick else 13.5
     args.warmup = args.warmup if args.warmup is not None else (0.3 if args.quick else 0.5)
     args.small_seconds = args.small_seconds or (0.5 if args.quick else 1.0)
     args.small_warmup = (args.small_warmup if args.small_warmup is not None
@@ -87,10 +92,14 @@ def set_defaults(args):
 def check_args(ap, args):
     """Values and combinations the parser cannot check itself (ap.error)."""
     if (args.repeat < 1 or args.seconds <= 0 or args.warmup < 0 or args.concurrency < 1
-            or args.small_seconds <= 0 or args.small_warmup < 0 or args.more_seconds < 0
+            or args.small_seconds <= 0 or args.small_warmup < 0 or args.budget < 0
             or args.max_rounds < 1):
         ap.error("--repeat, --seconds, --small-seconds, --concurrency and --max-rounds must be "
-                 "positive, --more-seconds not negative")
+                 "positive, --budget not negative")
+    if not 0 < args.par_band < 0.5:
+        ap.error("--par-band wants a fraction above 0 and below 0.5")
+    if not 0.5 <= args.coverage < 1:
+        ap.error("--coverage wants a fraction from 0.5 to below 1")
     if not 0 <= args.port < 65536:
         ap.error("--port wants 0..65535")
     if args.small and args.no_small:
@@ -113,6 +122,7 @@ def parse_args(description, argv=None):
     set_defaults(args)
     check_args(ap, args)
     set_libraries(ap, args)
+    verdict.PAR_BAND, verdict.COVERAGE = args.par_band, args.coverage
     return args
 
 

@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 
-from . import cli, hostcost, output, settings, targets
+from . import cli, hostcost, output, rounds, settings
 from .machine import lib_line, machine
 from .messages import Fail, progress, say
 from .procs import Proc
@@ -31,7 +31,9 @@ def new_result(args, sel, libs):
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "settings": {"repeat": args.repeat, "seconds": args.seconds, "warmup": args.warmup,
                          "small_seconds": args.small_seconds,
-                         "more_seconds": args.more_seconds, "max_rounds": args.max_rounds, "small_warmup": args.small_warmup,
+                         "budget_min": args.budget, "max_rounds": args.max_rounds,
+                         "par_band": args.par_band, "coverage": args.coverage,
+                         "small_warmup": args.small_warmup,
                          "concurrency": args.concurrency, "scenarios": sel.scenarios,
                          "real_setups": sel.real_setups, "rgw_setups": sel.rgw_setups,
                          "scenario_configs": sel.plan_configs,
@@ -65,6 +67,7 @@ def run_one(args, cluster, run, text_run, result, workdir, outdir):
         result["real_runs"].append(rec)
     progress.finished(time.monotonic() - t0)
     rec["load"] = load
+    rec["wall_s"] = round(time.monotonic() - t0, 2)
     if not rec["ops_s"]:
         say(f"demo: {scen} under {cfg}: no operation completed in the measured "
             f"{durations(args, scen)[0]:g} s; use a longer --seconds or --small-seconds")
@@ -74,39 +77,21 @@ def run_one(args, cluster, run, text_run, result, workdir, outdir):
 
 
 def more_rounds(args, sel, cluster, result, workdir, outdir, deadline):
-    """Rounds added after the plan (issue 39) while a comparison of the shim
-    with no preload or the best peer is undecided and its spread wider than
-    its margin (targets.undecided), within --more-seconds and up to
-    --max-rounds: each a paired round of no preload, that peer and the shim
-    on one scenario."""
-    big = [s for s in sel.scenarios if s not in SMALL_NAMES]
-    added = 0
-    while True:
-        nrounds = {s: max((r["repeat"] for r in result["runs"] if r["scenario"] == s), default=0)
-                   for s in big}
-        todo = [(s, [c for c in cfgs if c in sel.configs])
-                for s, cfgs in targets.undecided(result["runs"], big) if nrounds[s] < args.max_rounds]
-        if not todo:
-            break
-        # One scenario at a time until it is decided or out of rounds, those
-        # whose rounds all fell on one side first (undecided's order): two
-        # rounds decide one of those, where spreading the budget thin over
-        # every scenario would decide none.
-        scen, cfgs = todo[0]
-        per_run = progress.spent / progress.done if progress.done else sum(durations(args, scen)) + 1.5
-        if time.monotonic() + per_run * len(cfgs) > deadline:
-            break
-        if not added:
-            say(f"demo: adding rounds where a verdict is undecided (up to {args.more_seconds:g} s)")
-        progress.total += len(cfgs)
-        for cfg in cfgs:
-            run_one(args, cluster, ("demo", cfg, scen, nrounds[scen]), None, result, workdir, outdir)
-        added += 1
-    if added:
-        say(f"demo: {added} round(s) added")
+    """Rounds added where a headline row is undecided (rounds.py), until
+    deadline; their record in result["rounds"]."""
+    def run(kind, cfg, scen, rep):
+        progress.total += 1
+        run_one(args, cluster, (kind, cfg, scen, rep), None, result, workdir, outdir)
+
+    if args.budget <= 0:
+        return
+    r = rounds.add_rounds(args, sel, result, titles(), deadline, run, say=say)
+    result["rounds"] = r
+    if r["added"]:
+        say(f"demo: {r['added']} round(s) added in {r['seconds']:.0f} s")
 
 
-def run_plan(args, sel, plan, text_run, result, workdir, outdir):
+def run_plan(args, sel, plan, text_run, result, workdir, outdir, deadline):
     """Every run of the plan, then radosgw's report; whatever was started is
     stopped and the cluster taken down however it ends, and workdir removed
     (kept with --keep, or for the logs after a Fail).  (What failed or None,
@@ -117,15 +102,14 @@ def run_plan(args, sel, plan, text_run, result, workdir, outdir):
     rgw_txt = None
     try:
         progress.plan(len(plan), seconds_per_run(args, plan))
-        say(f"demo: {len(plan)} runs; results in {outdir}")
-        t_demo = None
+        est = len(plan) * seconds_per_run(args, plan) / 60
+        say(f"demo: {len(plan)} runs, about {est:.0f} min; "
+            + (f"then rounds where a headline row is undecided, until {args.budget:g} min from the "
+               f"start (--budget); " if args.budget > 0 else "")
+            + f"results in {outdir}")
         for run in plan:
-            if run[0] != "demo" and t_demo is None:
-                t_demo = time.monotonic()
-                more_rounds(args, sel, cluster, result, workdir, outdir, t_demo + args.more_seconds)
             run_one(args, cluster, run, text_run, result, workdir, outdir)
-        if t_demo is None:
-            more_rounds(args, sel, cluster, result, workdir, outdir, time.monotonic() + args.more_seconds)
+        more_rounds(args, sel, cluster, result, workdir, outdir, deadline)
         if cluster.state == "up" and any(r["config"] == "shim" for r in result["rgw_runs"]):
             progress.clear()
             say("demo: radosgw's report: a shimmed radosgw with POOLSHIM_BACKTRACE=8 (not measured)")
@@ -185,6 +169,7 @@ def fio_table(outdir):
 
 def main(description):
     """scripts/demo; description: its --help text.  The exit status."""
+    t_begin = time.monotonic()
     args = cli.parse_args(description)
     sel = cli.select(args)
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -206,7 +191,8 @@ def main(description):
     t_start = time.monotonic()
     plan = make_plan(args.repeat, sel.configs, sel)
     text_run = text_report_run(args.repeat, sel.configs, sel.scenarios)
-    failed, rgw_txt = run_plan(args, sel, plan, text_run, result, workdir, outdir)
+    failed, rgw_txt = run_plan(args, sel, plan, text_run, result, workdir, outdir,
+                               t_begin + 60 * args.budget)
 
     report(args, sel, result, libs, text_run, rgw_txt, failed, outdir)
     print(f"demo: {time.monotonic() - t_start:.0f} s", file=sys.stderr)

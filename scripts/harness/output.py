@@ -7,7 +7,7 @@ import sys
 
 from .plot import plots
 from .scenarios import REAL_CONFIGS, RGW_CONFIGS, SMALL_CONFIGS, SMALL_NAMES
-from . import targets
+from . import targets, verdict
 from .summary import summarize
 from .tables import markdown, print_small_table, print_table, small_markdown
 
@@ -94,10 +94,42 @@ def summarize_and_print(args, result, sel, parts, titles, hdr, small_hdr):
         print_rgw_tables(result, titles, hdr, sel.rgw_configs)
 
 
+def rule_lines(settings):
+    """The decision rule and the budget, as this run applied them."""
+    n = verdict.min_rounds(settings["coverage"])
+    budget = settings.get("budget_min", 0)
+    return [
+        "The rule: each ratio pairs the shim's run with the other configuration's run of the same "
+        "round.",
+        f"Range: the order statistics that cover the median ratio {settings['coverage']:.0%} of the "
+        f"time ([min-max] from {n} rounds;",
+        f"narrower from 8; --coverage).  met: the whole range at or past the target; MISSED: all "
+        f"short of it;",
+        f"at par: neither, and the whole range within {settings['par_band']:.0%} of 1x "
+        f"(--par-band); otherwise undecided.",
+        (f"Rounds are added where a headline row is undecided, up to {budget:g} min from the start "
+         f"(--budget) and {settings['max_rounds']} rounds (--max-rounds)." if budget else
+         "No rounds are added (--budget 0)."),
+    ]
+
+
+def rounds_line(r, budget):
+    """What the added rounds did, in one line."""
+    if r is None:
+        return None
+    why = {"decided": "every headline row decided or at par",
+           "budget": f"the next round would end past the budget ({budget:g} min)",
+           "max rounds": "the undecided rows' scenarios reached --max-rounds"}[r["stop"]]
+    per = ", ".join(f"{s} {n}" for s, n in r["per_scenario"].items())
+    return (f"Rounds added: {r['added']}" + (f" ({per})" if per else "") + f" in {r['seconds']:.0f} s; "
+            f"stopped: {why}")
+
+
 def print_targets(result, sel, parts, titles):
-    """The verdicts (targets.py): paired per round, each with its range;
-    for each large scenario what this host's fault price explains and the
-    limit it runs into."""
+    """The verdicts (targets.py): paired per round, each with its range,
+    the headline rows first and counted, the detail rows apart; for each
+    large scenario what this host's fault price explains and the limit it
+    runs into."""
     host = result.get("host")
     entries = (targets.big(result["runs"], result["summary"], host, titles, parts.big_demo)
                + targets.big(result["real_runs"], result["real_summary"], host, titles,
@@ -108,23 +140,27 @@ def print_targets(result, sel, parts, titles):
     result["targets"] = [e["line"] for e in entries]
     if not entries:
         return
+    head, detail = targets.split(entries)
     print("\n== Verdicts: the shim over the other configuration, paired within each round ==")
-    print("met: the whole range at or past the target; MISSED: the whole range short of it; "
-          "otherwise not shown.\nUnder 5 rounds a range decides only when the target is twice as "
-          "far from the median as the nearest round is,\nand no-harm and p99 comparisons not at all "
-          "(3 rounds land on one side by chance 1 time in 4).\n"
-          "Range: [min-max] of the paired ratios (up to 7 rounds; from 8, the order statistics "
-          "that cover the median with 90%)")
+    print("\n".join(rule_lines(result["settings"])))
     loads = [r["load"] for k in ("runs", "real_runs", "rgw_runs") for r in result[k] if "load" in r]
     if loads:
         busy = max(loads) > 2 * (os.cpu_count() or 1)
         print(f"Load average at the start of each run: {min(loads):.1f} to {max(loads):.1f} on "
               f"{os.cpu_count()} CPUs" + (": the machine was shared and oversubscribed, read every "
                                           "ratio as indicative" if busy else ""))
-    print("\n".join(targets.lines(entries)))
-    states = [e["verdict"]["state"] for e in entries if e["verdict"]]
-    print(f"\n{states.count('met')} met, {states.count('MISSED')} MISSED, "
-          f"{states.count('not shown')} not shown")
+    added = rounds_line(result.get("rounds"), result["settings"].get("budget_min", 0))
+    if added and head:
+        print(added)
+    if head:
+        print("\n-- Headline: what the README's \"Should I deploy it?\" rests on --")
+        print("\n".join(targets.lines(head)))
+    if detail:
+        print("\n-- Detail (not counted" + (", no rounds added for them" if head else "") + ") --")
+        print("\n".join(targets.lines(detail)))
+    result["headline_counts"] = targets.counts(head)
+    print(f"\nheadline: {targets.count_line(head)}" if head else
+          f"\n(no headline row in this selection) detail: {targets.count_line(detail)}")
 
 
 def draw_plots(result, sel, parts, titles, outdir):
@@ -163,8 +199,12 @@ def write_results(result, titles, hdr, small_hdr, outdir):
                                 if not r["scenario"].startswith("rgw-proxy-")], titles, ("rgw", "osd"))
                     + markdown([r for r in result["rgw_summary"]
                                 if r["scenario"].startswith("rgw-proxy-")], titles))
-        if result["targets"]:
-            f.write("\n" + "".join(f"- {t}\n" for t in result["targets"]))
+        head, detail = targets.split(result.get("verdicts", []))
+        if head:
+            f.write("\nHeadline verdicts (" + targets.count_line(head) + "):\n\n"
+                    + "".join(f"- {e['line']}\n" for e in head))
+        if detail:
+            f.write("\nDetail:\n\n" + "".join(f"- {e['line']}\n" for e in detail))
 
 
 def print_reports(text_run, rgw_txt, titles, outdir):

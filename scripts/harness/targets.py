@@ -12,17 +12,32 @@ so that they mean the same on any host (issue 39):
   at least 0.98x no preload; the shim only in nginx or haproxy
   (shim-proxy) likewise, since the server alone has little to gain.
 
+Headline rows (issue 46) are the comparisons the README's "Should I
+deploy it?" rests on, HEADLINE below: the demo stack's GET and PUT 16 MiB
+against no preload and the best peer, nginx proxying with the shim in nginx
+only, nginx directio under the shim against Debian's sendfile without it,
+and haproxy with the shim in haproxy only.  Rounds are added where one of
+them is undecided (rounds.py), and the summary line counts them; every
+other verdict is a detail row, printed apart and not counted.
+
 Each entry is a dict: scenario, kind (verdict or info), the verdict when
-there is one, and its printed line."""
+there is one, headline (bool), pair (the two configurations it compares,
+for verdicts) and its printed line."""
 import statistics
 
 from .hostcost import expected_gain, limit
-from .verdict import describe, paired, verdict, wants_more
+from .verdict import STATES, describe, paired, verdict, wants_more
 
 PEERS = ("jemalloc", "tcmalloc", "mimalloc", "glibc-hugetlb")
 BIG_TARGET = 1.0
 NO_HARM = 0.98
 P99_LIMIT = 1.10
+# (scenario, configuration, against): "peer" stands for the best peer.
+HEADLINE = {("get-16m", "shim", "none"), ("get-16m", "shim", "peer"),
+            ("put-16m", "shim", "none"), ("put-16m", "shim", "peer"),
+            ("nginx-proxy", "shim-proxy", "none"), ("nginx-directio", "shim", "sendfile"),
+            ("haproxy", "shim-proxy", "none")}
+HEADLINE_SCENARIOS = sorted({s for s, _, _ in HEADLINE})
 
 
 def of(runs, scen, cfg):
@@ -45,49 +60,42 @@ def best_peer(runs, scen, key="mib_s"):
     return max(meds, key=meds.get)
 
 
-def judge(runs, scen, cfg, against, target, key="mib_s", higher=True, strict=False):
-    return verdict(paired(of(runs, scen, cfg), of(runs, scen, against), key), target, higher, strict)
+def judge(runs, scen, cfg, against, target, key="mib_s", higher=True):
+    return verdict(paired(of(runs, scen, cfg), of(runs, scen, against), key), target, higher)
 
 
-def entry(scen, v, label):
-    return {"scenario": scen, "kind": "verdict", "verdict": v, "line": describe(v, label)}
+def entry(scen, v, label, pair=None, headline=False):
+    """A verdict's entry; pair: (configuration, against), headline: one
+    of HEADLINE (the caller says so, key "mib_s" only)."""
+    return {"scenario": scen, "kind": "verdict", "verdict": v, "line": describe(v, label),
+            "pair": list(pair) if pair else None, "headline": headline}
 
 
 def info(scen, text):
-    return {"scenario": scen, "kind": "info", "verdict": None, "line": text}
+    return {"scenario": scen, "kind": "info", "verdict": None, "line": text, "headline": False}
 
 
-def peer_verdicts(runs, scen):
-    """(label, verdict) of the shim against no preload and the best peer:
-    the comparisons more rounds are run for."""
-    out = [("shim vs no preload", judge(runs, scen, "shim", "none", BIG_TARGET))]
+def peer_entries(runs, scen, title):
+    """The shim against no preload and against the best peer."""
+    out = [entry(scen, judge(runs, scen, "shim", "none", BIG_TARGET), f"{title}: shim vs no preload",
+                 ("shim", "none"), (scen, "shim", "none") in HEADLINE)]
     peer = best_peer(runs, scen)
     if peer:
-        out.append((f"shim vs {peer} (best peer)", judge(runs, scen, "shim", peer, BIG_TARGET)))
+        out.append(entry(scen, judge(runs, scen, "shim", peer, BIG_TARGET),
+                         f"{title}: shim vs {peer} (best peer)", ("shim", peer),
+                         (scen, "shim", "peer") in HEADLINE))
     return out
 
 
-def undecided(runs, scenarios):
-    """The scenarios where another round could decide a comparison of
-    peer_verdicts, with the configurations that round needs, those whose
-    rounds all fell on one side of the target first (two more rounds
-    decide them), then the rest, each group in the order given."""
-    first, rest = [], []
-    for scen in scenarios:
-        if not of(runs, scen, "shim") or not of(runs, scen, "none"):
-            continue
-        vs = [v for _, v in peer_verdicts(runs, scen) if wants_more(v)]
-        if vs:
-            peer = best_peer(runs, scen)
-            one_side = any("in all" in v["reason"] for v in vs)
-            (first if one_side else rest).append((scen, ["none"] + ([peer] if peer else []) + ["shim"]))
-    return first + rest
+def real_entry(runs, scen, cfg, against, target, label):
+    return entry(scen, judge(runs, scen, cfg, against, target), label, (cfg, against),
+                 (scen, cfg, against) in HEADLINE)
 
 
 def p99_entry(runs, scen, cfg, title):
-    v = judge(runs, scen, cfg, "none", P99_LIMIT, key="p99_ms", higher=False, strict=True)
+    v = judge(runs, scen, cfg, "none", P99_LIMIT, key="p99_ms", higher=False)
     who = "shim" if cfg == "shim" else f"{cfg}"
-    return entry(scen, v, f"{title}: {who}'s p99 vs no preload")
+    return entry(scen, v, f"{title}: {who}'s p99 vs no preload", (cfg, "none"))
 
 
 def big(runs, rows, host, titles, scenarios, real=False):
@@ -99,17 +107,17 @@ def big(runs, rows, host, titles, scenarios, real=False):
         if not of(runs, scen, "shim") or not of(runs, scen, "none"):
             continue
         if real:
-            out.append(entry(scen, judge(runs, scen, "shim", "none", BIG_TARGET),
-                             f"{title}: shim everywhere vs no preload"))
+            out.append(real_entry(runs, scen, "shim", "none", BIG_TARGET,
+                                  f"{title}: shim everywhere vs no preload"))
             if of(runs, scen, "sendfile"):
                 # Against what a user runs instead: Debian's sendfile on, no shim.
-                out.append(entry(scen, judge(runs, scen, "shim", "sendfile", BIG_TARGET),
-                                 f"{title}: shim vs sendfile on without the shim (Debian's default)"))
+                out.append(real_entry(runs, scen, "shim", "sendfile", BIG_TARGET,
+                                      f"{title}: shim vs sendfile on without the shim (Debian's default)"))
             if of(runs, scen, "shim-proxy"):
-                out.append(entry(scen, judge(runs, scen, "shim-proxy", "none", NO_HARM, strict=True),
-                                 f"{title}: shim in the server only vs no preload (no harm)"))
+                out.append(real_entry(runs, scen, "shim-proxy", "none", NO_HARM,
+                                      f"{title}: shim in the server only vs no preload (no harm)"))
         else:
-            out += [entry(scen, v, f"{title}: {label}") for label, v in peer_verdicts(runs, scen)]
+            out += peer_entries(runs, scen, title)
         out.append(p99_entry(runs, scen, "shim", title))
         if host:
             x, why = expected_gain(row_of(rows, scen, "none"), row_of(rows, scen, "shim"), host)
@@ -133,8 +141,8 @@ def small(runs, host, titles, scenarios):
         for cfg in ("shim", "baseline"):
             if of(runs, scen, cfg):
                 who = "shim" if cfg == "shim" else "baseline shim"
-                out.append(entry(scen, judge(runs, scen, cfg, "none", NO_HARM, key="ops_s", strict=True),
-                                 f"{title}: {who} vs no preload, requests/s (no harm)"))
+                out.append(entry(scen, judge(runs, scen, cfg, "none", NO_HARM, key="ops_s"),
+                                 f"{title}: {who} vs no preload, requests/s (no harm)", (cfg, "none")))
         if of(runs, scen, "shim"):
             out.append(p99_entry(runs, scen, "shim", title))
     if host and out:
@@ -150,8 +158,9 @@ def rgw(runs, titles, scenarios):
         who = "s3proxy and radosgw" if scen.startswith("rgw-proxy-") else "radosgw"
         for cfg, what in (("shim", ""), ("shim-osd", " (and the OSD)"), ("baseline", " (baseline shim)")):
             if of(runs, scen, cfg) and of(runs, scen, "none"):
-                out.append(entry(scen, judge(runs, scen, cfg, "none", NO_HARM, strict=True),
-                                 f"{title}: {who} under the shim{what} vs no preload (no harm)"))
+                out.append(entry(scen, judge(runs, scen, cfg, "none", NO_HARM),
+                                 f"{title}: {who} under the shim{what} vs no preload (no harm)",
+                                 (cfg, "none")))
     return out
 
 
@@ -164,3 +173,25 @@ def lines(entries):
         out.append(e["line"])
         last = e["scenario"]
     return out
+
+
+def split(entries):
+    """(headline entries, detail entries): a scenario's info lines go with
+    its detail rows."""
+    return [e for e in entries if e["headline"]], [e for e in entries if not e["headline"]]
+
+
+def counts(entries):
+    """{state: how many} of the verdict entries given."""
+    states = [e["verdict"]["state"] for e in entries if e["verdict"]]
+    return {s: states.count(s) for s in STATES}
+
+
+def count_line(entries):
+    c = counts(entries)
+    return ", ".join(f"{c[s]} {s}" for s in STATES)
+
+
+def undecided_headline(entries):
+    """The headline entries that another round could decide."""
+    return [e for e in entries if e["headline"] and e["verdict"] and wants_more(e["verdict"])]

@@ -1,35 +1,36 @@
 # SPDX-License-Identifier: MIT
-"""Verdicts that noise cannot make (issue 39): pure functions, no I/O,
-which tests/harness/verdict.sh calls on recorded numbers.
+"""Verdicts that noise cannot make (issues 39 and 46): pure functions, no
+I/O, which tests/harness/verdict.sh and rounds.sh call on synthetic and
+recorded numbers.
 
 A comparison is a list of ratios paired within each round (the shim's run
-over the other configuration's run of the same round, which ran minutes
-apart at most, under the same load).  Its range is a distribution-free
-confidence interval for the median ratio, order statistics k and n+1-k
-with at least 90% coverage: the minimum and maximum up to seven rounds,
-narrower from eight, so that more rounds can decide what three could not.
-The verdict is "met" only when the whole range is on the right side of the
-target, "MISSED" only when the whole range is on the wrong side, and
-otherwise "not shown", with the reason; fewer than MIN_ROUNDS rounds show
-no spread and decide nothing.  Below SURE_ROUNDS rounds a range on one side
-decides only when the target is at least twice as far from the median as
-the round nearest the target is (the noise seen on that side would have
-to double to reach it), and never for a strict comparison (no harm, p99):
-three rounds fall on the same side of their true median one time in
-four, and on a shared machine they did (a PUT 4 KiB run read 0.73x
-[0.72-0.88] in three rounds and 1.07x [0.58-2.31] in five, minutes later)."""
+over the other configuration's run of the same round, which ran back to
+back with it, under the same load).  Its range is a distribution-free
+confidence interval for the median of those ratios: the order statistics
+k and n+1-k that cover the median with at least `coverage` (default 90%),
+that is the minimum and maximum from 5 to 7 rounds, narrower from 8, so
+that more rounds narrow it.  Fewer rounds than the smallest n whose
+[min-max] reaches the coverage (5 at 90%: all of 5 rounds fall on one side
+of the true median 1 time in 16) have no range, and decide nothing.
+
+One rule, four answers:
+  met        the whole range at or past the target;
+  MISSED     the whole range short of it;
+  at par     neither, and the whole range within `band` (default 5%) of
+             1.0x: the two are the same within what can be told;
+  undecided  too few rounds, or the range straddles the target and reaches
+             outside the band: more rounds can decide it (rounds.py adds
+             them for headline rows, within the time budget)."""
 import math
 import statistics
 
-MIN_ROUNDS = 3
-SURE_ROUNDS = 5
+# The rule's two settings; scripts/demo's --coverage and --par-band set
+# them once, before any verdict (read them as verdict.COVERAGE).
 COVERAGE = 0.90
-# More rounds are worth running for an undecided comparison only when its
-# median is at least this far (relative) from the target: closer than that
-# it is at par, and no number of rounds on a shared machine will tell.
-MARGIN = 0.05
+PAR_BAND = 0.05
 
-MET, MISSED, NOT_SHOWN = "met", "MISSED", "not shown"
+MET, MISSED, AT_PAR, UNDECIDED = "met", "MISSED", "at par", "undecided"
+STATES = (MET, MISSED, AT_PAR, UNDECIDED)
 
 
 def paired(a_runs, b_runs, key="mib_s"):
@@ -50,69 +51,69 @@ def coverage(n, k):
     return 1 - 2 * tail
 
 
-def ratio_range(ratios):
-    """(lo, hi) of the ratios: the widest-needed pair of order statistics
-    that still covers the median with COVERAGE, i.e. [min, max] for n <= 7."""
+def min_rounds(cover=None):
+    """The fewest rounds whose [min-max] covers the median with cover."""
+    cover = COVERAGE if cover is None else cover
+    n = 1
+    while coverage(n, 1) < cover:
+        n += 1
+    return n
+
+
+def ratio_range(ratios, cover=None):
+    """(lo, hi) of the ratios: the narrowest pair of order statistics
+    (k, n+1-k) that still covers the median with cover, i.e. [min, max] up
+    to 7 rounds at 90%; [min, max] too when even that falls short of cover
+    (see min_rounds); (None, None) without ratios."""
+    cover = COVERAGE if cover is None else cover
     xs = sorted(ratios)
     n = len(xs)
     if not n:
         return None, None
     k = 1
-    while k + 1 <= n // 2 and coverage(n, k + 1) >= COVERAGE:
+    while k + 1 <= n // 2 and coverage(n, k + 1) >= cover:
         k += 1
     return xs[k - 1], xs[n - k]
 
 
-def verdict(ratios, target, higher=True, strict=False):
+def verdict(ratios, target, higher=True, band=None, cover=None):
     """The verdict on ratios against target (higher: the ratio should be at
-    least target, else at most; strict: no decision under SURE_ROUNDS
-    rounds, for comparisons expected at par, such as no-harm targets and
-    p99s, which are the maxima of a few dozen requests).  A dict: state
-    (met, MISSED, not shown), med, lo, hi, n, target, higher, reason (why
-    not shown, else "")."""
+    least target, else at most).  A dict: state (met, MISSED, at par,
+    undecided), med, lo, hi, n, target, higher, band, reason (why
+    undecided, or what at par means; else "")."""
+    band = PAR_BAND if band is None else band
+    cover = COVERAGE if cover is None else cover
     n = len(ratios)
-    lo, hi = ratio_range(ratios)
-    v = {"state": NOT_SHOWN, "med": statistics.median(ratios) if n else None, "lo": lo, "hi": hi,
-         "n": n, "target": target, "higher": higher, "reason": ""}
-    if n < MIN_ROUNDS:
-        v["reason"] = f"a range needs at least {MIN_ROUNDS} rounds" if n else "not measured"
+    lo, hi = ratio_range(ratios, cover)
+    v = {"state": UNDECIDED, "med": statistics.median(ratios) if n else None, "lo": lo, "hi": hi,
+         "n": n, "target": target, "higher": higher, "band": band, "reason": ""}
+    need = min_rounds(cover)
+    if not n:
+        v["reason"] = "not measured"
+        return v
+    if n < need:
+        v["reason"] = f"{need} rounds make a {cover:.0%} range"
         return v
     good_side = lo >= target if higher else hi <= target
     bad_side = hi < target if higher else lo > target
     if good_side or bad_side:
-        # The noise seen between the median and the round nearest the
-        # target would have to double to reach the target.
-        near = lo if abs(lo - target) < abs(hi - target) else hi
-        clear = abs(v["med"] - target) >= 2 * abs(v["med"] - near)
-        if n >= SURE_ROUNDS or (clear and not strict):
-            v["state"] = MET if good_side else MISSED
-        else:
-            v["reason"] = (f"{'past' if good_side else 'short of'} {target:g}x in all {n} rounds, but "
-                           + ("" if strict else "not by twice the spread on that side; ")
-                           + f"{SURE_ROUNDS} rounds would decide")
+        v["state"] = MET if good_side else MISSED
+    elif 1 - band <= lo and hi <= 1 + band:
+        v["state"] = AT_PAR
+        v["reason"] = f"the range within {band:.0%} of 1x"
     else:
-        at_par = abs(v["med"] - target) < MARGIN * target
-        v["reason"] = (f"the range straddles {target:g}x" + (" (at par within the noise)" if at_par else ""))
+        v["reason"] = f"the range straddles {target:g}x"
     return v
 
 
 def wants_more(v):
-    """Whether more rounds could decide v: not shown although measured, and
-    either on one side in fewer than SURE_ROUNDS rounds, or its spread
-    wider than its median's distance from the target and that distance
-    above MARGIN."""
-    if v["state"] != NOT_SHOWN or v["n"] < MIN_ROUNDS:
-        return False
-    lo, hi, t = v["lo"], v["hi"], v["target"]
-    if (lo >= t or hi < t) if v["higher"] else (hi <= t or lo > t):
-        return v["n"] < SURE_ROUNDS
-    dist = abs(v["med"] - v["target"])
-    return dist >= MARGIN * v["target"] and (v["hi"] - v["lo"]) > dist
+    """Whether another round could decide v: measured and undecided."""
+    return v["state"] == UNDECIDED and v["n"] > 0
 
 
 def describe(v, label):
     """One line: the state, the label, the target, the median ratio, its
-    range and rounds, and the reason when it is not shown."""
+    range and rounds, and the reason when it is undecided or at par."""
     cmp = ">=" if v["higher"] else "<="
     if v["med"] is None:
         return f"{v['state']:<9} {label} {cmp} {v['target']:g}x: {v['reason']}"

@@ -62,6 +62,20 @@ bool ps_alloc_pool_ready(void);
  */
 int ps_alloc_trim(size_t pad);
 
+/*
+ * Decay in time between pooled calls: the interposed doors that are not
+ * the allocator's (the I/O doors, every few dozen calls: iocount.c) call
+ * ps_alloc_decay_poll(), which reads the coarse clock and, when a quarter
+ * of POOLSHIM_POOL_DECAY_MS has ended, runs the decay policy as a pooled
+ * call would: free memory that sat unused through the window goes back
+ * even when the program makes no pooled call any more.  Safe in a signal
+ * handler (it gives up rather than wait for a lock its own thread may
+ * hold); errno is kept.  ps_alloc_decay_on(): whether there is a window
+ * at all (POOLSHIM_POOL_DECAY_MS not 0, the pool on).
+ */
+void ps_alloc_decay_poll(void);
+bool ps_alloc_decay_on(void);
+
 /* In a fork child (async-signal-safe): undo an arena half made by a thread. */
 void ps_alloc_after_fork_child(void);
 

@@ -284,6 +284,67 @@ static uint32_t best_fit(size_t need)
 	return first_at_least(SIZE, need);
 }
 
+static uintptr_t align_up(uintptr_t v, size_t align)
+{
+	return (v + align - 1) & ~(uintptr_t)(align - 1);
+}
+
+/* Whether the FREE block x holds len bytes starting at a multiple of align. */
+static bool holds_aligned(uint32_t x, size_t len, size_t align)
+{
+	return align_up(N(x)->start, align) + len <= end_of(x);
+}
+
+/* The FREE block after x in the size tree (size, then address), or 0. */
+static uint32_t size_next(uint32_t x)
+{
+	uint32_t t = sroot, best = 0;
+
+	while (t) {
+		if (key_below(SIZE, x, t)) {
+			best = t;
+			t = KID(t, SIZE, 0);
+		} else {
+			t = KID(t, SIZE, 1);
+		}
+	}
+	return best;
+}
+
+/*
+ * The smallest FREE block that holds len bytes aligned to align, or 0.
+ * Any block of len + align - page bytes does, but a smaller one may too:
+ * one that starts aligned, as a freed aligned block does.  Asking only
+ * for the larger size left every freed aligned block unused (1000
+ * posix_memalign of 200000 bytes at 2 MiB, each freed before the next:
+ * 2 GB of slabs, glibc 1.3 MB).  So the blocks between the two sizes are
+ * tried in order of size, a bounded number of them (a walk each), then
+ * the first block of the larger size.
+ */
+#define ALIGNED_TRIES 32
+static uint32_t fit(size_t len, size_t align)
+{
+	if (align == PS_PAGE)
+		return best_fit(len);
+	size_t surely = len + (align - PS_PAGE);
+	uint32_t x = best_fit(len);
+	for (int k = 0; x && N(x)->len < surely && k < ALIGNED_TRIES; k++, x = size_next(x))
+		if (holds_aligned(x, len, align))
+			return x;
+	return best_fit(surely);
+}
+
+/* Under the lock: the free block s, right after x, becomes part of x (in no size tree, either). */
+static void absorb(uint32_t x, uint32_t s)
+{
+	N(x)->len += N(s)->len;
+	N(x)->zero &= N(s)->zero;
+	N(x)->purged &= N(s)->purged;
+	root = erase(ADDR, root, s);
+	node_drop(s);
+	info.free--;
+}
+
 /*
  * x (FREE, in no size tree yet) absorbs the FREE blocks right next to
  * it, and the merged block goes into the size tree; the node that holds
@@ -295,23 +356,13 @@ static uint32_t coalesce(uint32_t x)
 
 	if (p && N(p)->state == FREE && end_of(p) == N(x)->start) {
 		free_out(p);
-		N(p)->len += N(x)->len;
-		N(p)->zero &= N(x)->zero;
-		N(p)->purged &= N(x)->purged;
-		root = erase(ADDR, root, x);
-		node_drop(x);
-		info.free--;
+		absorb(p, x);
 		x = p;
 	}
 	uint32_t s = at_or_above(end_of(x));
 	if (s && N(s)->state == FREE && N(s)->start == end_of(x)) {
 		free_out(s);
-		N(x)->len += N(s)->len;
-		N(x)->zero &= N(s)->zero;
-		N(x)->purged &= N(s)->purged;
-		root = erase(ADDR, root, s);
-		node_drop(s);
-		info.free--;
+		absorb(x, s);
 	}
 	free_in(x);
 	return x;
@@ -418,8 +469,6 @@ void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *w
 		return NULL;
 	}
 	size_t len = round_page(size ? size : 1);
-	/* With a larger alignment, a free block needs room to align in. */
-	size_t search = len + (align - PS_PAGE);
 	bool extend = true;
 
 	pthread_mutex_lock(&lock);
@@ -428,7 +477,7 @@ void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *w
 			fail = PS_FAIL_NO_MEMORY;
 			break;
 		}
-		uint32_t x = best_fit(search);
+		uint32_t x = fit(len, align);
 		if (x) {
 			a = carve(x, len, align, &was_zero);
 			break;
@@ -439,26 +488,40 @@ void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *w
 			break;
 		}
 		/*
-		 * A new slab, aligned, so the block starts it.  It goes right
-		 * after the last one, so a free block at the top of the pool
-		 * needs only the rest: at least an eighth of the block, left
-		 * free (mapped, not touched), as a block grown in place takes
-		 * (ps_blocks_resize).  Requests a page larger each time would
-		 * otherwise take a slab each, and slabs are numbered
-		 * (PS_MAX_SLABS).  At the cap, only the rest.
+		 * A new slab, right after the last one, so a free block at the
+		 * top of the pool needs only the rest, and the room that
+		 * alignment leaves in front of the block becomes a free block
+		 * of the same run (merged with the ones around it), not a gap
+		 * that belongs to no block and splits the run.  At least an
+		 * eighth of the block is taken, the rest left free (mapped,
+		 * not touched), as a block grown in place takes
+		 * (ps_blocks_resize): requests a page larger each time would
+		 * otherwise take a slab each.  At the cap, only the rest.  A
+		 * first slab, or an alignment that would leave more than a
+		 * unit in front, gets a slab aligned itself: the block starts
+		 * it, and the range skipped is no slab at all (not backed:
+		 * with hugetlb pages it would hold them for nothing).
 		 */
-		size_t want = len, need = len;
+		size_t want = len, need = len, slab_align = align;
 		uint32_t t = last_of(ADDR);
-		if (extend && align == PS_PAGE && t && N(t)->state == FREE && end_of(t) == top_end) {
-			need = len - N(t)->len;
+		bool top_free = t && N(t)->state == FREE && end_of(t) == top_end;
+		uintptr_t at = align_up(top_free ? N(t)->start : top_end, align);
+		if (extend && top_end && at <= top_end + PS_UNIT) {
+			if (at + len <= top_end) {
+				/* The top block holds it (the bounded search missed it). */
+				a = carve(t, len, align, &was_zero);
+				break;
+			}
+			need = at + len - top_end;
 			size_t step = round_page(len / 8 < PS_SLAB_MAX / 16 ? len / 8 : PS_SLAB_MAX / 16);
 			want = need > step ? need : step;
+			slab_align = PS_PAGE;
 		}
 		pthread_mutex_unlock(&lock);
 		bool zeroed = false;
-		void *s = ps_pool_take(want, align, need, &zeroed, &fail);
+		void *s = ps_pool_take(want, slab_align, need, &zeroed, &fail);
 		if (!s && want > need && fail == PS_FAIL_POOL_FULL)
-			s = ps_pool_take(want = need, align, need, &zeroed, &fail);
+			s = ps_pool_take(want = need, slab_align, need, &zeroed, &fail);
 		pthread_mutex_lock(&lock);
 		if (!s)
 			break;
@@ -469,11 +532,14 @@ void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *w
 		}
 		add_free((uintptr_t)s, round_page(want), zeroed);
 		x = below((uintptr_t)s + 1);
-		if (((N(x)->start + align - 1) & ~(uintptr_t)(align - 1)) + len <= end_of(x)) {
+		if (holds_aligned(x, len, align)) {
 			a = carve(x, len, align, &was_zero);
 			break;
 		}
-		/* Raced for the top, or the slab did not follow it: next time a whole one. */
+		/*
+		 * Raced for the top, or the slab did not follow it (the small
+		 * region closed): next time one aligned itself.
+		 */
 		extend = false;
 	}
 	publish_counts();
@@ -629,16 +695,25 @@ static uint32_t next_dirty(uintptr_t key)
 	return 0;
 }
 
-size_t ps_blocks_purge(void)
+/* The purge; with try, only if the lock is free now (-EBUSY else).  0. */
+static int purge(bool try, size_t *out)
 {
 	int idle = 0;
 	size_t total = 0;
 	uintptr_t cursor = 0;
 
+	*out = 0;
 	if (!__atomic_compare_exchange_n(&purging, &idle, 1, false, __ATOMIC_ACQUIRE,
 					 __ATOMIC_RELAXED))
-		return 0;
-	pthread_mutex_lock(&lock);
+		return try ? -EBUSY : 0;
+	if (try) {
+		if (pthread_mutex_trylock(&lock) != 0) {
+			__atomic_store_n(&purging, 0, __ATOMIC_RELEASE);
+			return -EBUSY;
+		}
+	} else {
+		pthread_mutex_lock(&lock);
+	}
 	for (uint32_t x; (x = next_dirty(cursor)) != 0;) {
 		uintptr_t s = N(x)->start;
 		size_t len = N(x)->len;
@@ -662,7 +737,21 @@ size_t ps_blocks_purge(void)
 	publish_counts();
 	pthread_mutex_unlock(&lock);
 	__atomic_store_n(&purging, 0, __ATOMIC_RELEASE);
+	*out = total;
+	return 0;
+}
+
+size_t ps_blocks_purge(void)
+{
+	size_t total;
+
+	purge(false, &total);
 	return total;
+}
+
+int ps_blocks_purge_try(size_t *total)
+{
+	return purge(true, total);
 }
 
 void ps_blocks_get_info(struct ps_blocks_info *out)
@@ -718,6 +807,11 @@ static bool walk(uint32_t t, uint32_t depth, struct walk *w)
 	}
 	if (w->any && n->start == w->last_end && n->state == FREE && w->last_state == FREE) {
 		w->fault = "two free neighbours were not merged";
+		return false;
+	}
+	if (w->any && n->start > w->last_end && ps_pool_slab_of((void *)w->last_end) >= 0) {
+		w->fault = "slab memory between two blocks belongs to neither";
+		w->where = w->last_end;
 		return false;
 	}
 	if (!ps_pool_within_slabs((void *)n->start, n->len)) {
@@ -777,6 +871,18 @@ int ps_blocks_check(void)
 		ok = false;
 		w.fault = "the free bytes known zero disagree with the tree";
 		w.where = 0;
+	}
+	if (ok) {
+		/* Every byte of every slab is in some block: none is lost to the pool. */
+		uint64_t slab_bytes = 0;
+		struct ps_slab sl;
+		for (int i = 0; ps_pool_slab(i, &sl); i++)
+			slab_bytes += sl.len;
+		if (slab_bytes != info.live_bytes + info.free_bytes) {
+			ok = false;
+			w.fault = "the slabs hold memory that is in no block";
+			w.where = 0;
+		}
 	}
 	if (ok && w.sized != w.free_nodes) {
 		ok = false;

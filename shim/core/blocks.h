@@ -38,9 +38,12 @@
 
 /*
  * A block of at least size bytes (rounded up to whole pages) aligned to
- * align (a power of two; page alignment at least), from free blocks or
- * a new slab (ps_pool_take, which prefaults what the block needs), zeroed if
- * zero.  NULL, with *why saying why (ps_pool_take's reason, or
+ * align (a power of two; page alignment at least), from the smallest free
+ * block that holds an aligned range of that size (the rooms in front and
+ * behind stay free), or from a new slab that follows the top of the pool
+ * (ps_pool_take; with POOLSHIM_PREFAULT=on it prefaults what the block
+ * needs), the room alignment leaves in front of the block a free block
+ * of the same run; zeroed if zero.  NULL, with *why saying why (ps_pool_take's reason, or
  * PS_FAIL_NO_MEMORY when the tree could not grow, PS_FAIL_TOO_LARGE for a
  * size the pool never takes), leaves everything as it was.  errno is kept.
  */
@@ -77,6 +80,13 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *old);
  */
 size_t ps_blocks_purge(void);
 
+/*
+ * The same, only if no thread holds the trees' lock at this moment (a
+ * signal handler may run this while its thread is inside the blocks):
+ * 0 with *total the bytes given back whole, or -EBUSY with nothing done.
+ */
+int ps_blocks_purge_try(size_t *total);
+
 struct ps_blocks_info {
 	uint64_t live;          /* live blocks */
 	uint64_t live_bytes;
@@ -96,8 +106,9 @@ void ps_blocks_get_info(struct ps_blocks_info *out);
 
 /*
  * Walk the tree and check every invariant (order, no overlap, maximal
- * free blocks, the subtree maxima, the counts): 0, or -EUCLEAN with the
- * first broken one named on stderr.  For tests.
+ * free blocks, the subtree maxima, the counts, every byte of every slab
+ * in some block): 0, or -EUCLEAN with the first broken one named on
+ * stderr.  For tests.
  */
 int ps_blocks_check(void);
 

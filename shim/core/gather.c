@@ -18,6 +18,7 @@
 
 #include "core/alloc.h"
 #include "core/pool.h"
+#include "core/tcache.h"
 #include "core/blocks.h"
 #include "core/callsite.h"
 #include "format/names.h"
@@ -145,6 +146,8 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch, bool 
 	ps_pool_get_info(&d->pool);
 	d->pool_in_use = PS_LOAD(ps_gauges->pool_in_use);
 	d->pool_peak = PS_LOAD(ps_gauges->pool_peak);
+	d->cached_known = true;
+	d->cached_bytes = ps_tcache_cached_bytes();
 	struct ps_blocks_info bi;
 	if (ps_alloc_blocks_info(&bi)) {
 		d->free_known = true;

@@ -3,8 +3,9 @@
  * Slabs: the memory behind pooled allocations.  One virtual range starts
  * at the first slab request and grows as slabs need it (never reserved
  * ahead, so an address-space limit set later still works); slabs are carved from it in address order,
- * each backed with hugetlb pages, else THP, else 4 KiB pages, and the part
- * the request at hand needs prefaulted.  A slab's address range stays the
+ * each backed with hugetlb pages, else THP, else 4 KiB pages, made
+ * resident as the program writes it (POOLSHIM_PREFAULT=on: the part the
+ * request at hand needs prefaulted).  A slab's address range stays the
  * pool's, but its free pages go back to the kernel when the pool arena
  * purges them (ps_pool_purge).  Slabs follow one another without a gap
  * wherever they can, and the pool arena merges free extents across them,
@@ -62,8 +63,8 @@ int ps_pool_prepare(void);
 
 /*
  * Take a new slab of at least len bytes aligned to align (a power of two),
- * right after the last one where the alignment allows, backed and, if
- * configured, prefaulted: the first need bytes (the request that led
+ * right after the last one where the alignment allows, backed and, with
+ * POOLSHIM_PREFAULT=on, prefaulted: the first need bytes (the request that led
  * here), or all of it when need is 0.  Past the cap (what the pool holds
  * resident, measured when the mapped size would pass it) the slab is
  * refused with PS_FAIL_POOL_FULL.  Thread-safe.  Returns its address, or
@@ -113,7 +114,14 @@ void ps_pool_note_mprotect(const void *addr, size_t len, int prot);
  */
 bool ps_pool_range_protected(const void *p, size_t len);
 
-/* Number of slabs taken so far (they are numbered 0..n-1, never removed). */
+/*
+ * Number of slabs so far (numbered 0..n-1, never removed).  A slab taken
+ * right after the last one, on the same kind of pages, and not protected
+ * (ps_pool_note_mprotect), grows that one rather than taking a number:
+ * the table holds runs of like memory, so a small threshold, whose every
+ * request may take memory, never runs out of the PS_MAX_SLABS numbers.
+ * ps_pool_info.slabs counts the takes.
+ */
 int ps_pool_nslabs(void);
 /*
  * Whether [p, p + len) lies in slabs with no gap between them (p in a slab

@@ -402,9 +402,32 @@ int ps_report_write(int fd, enum ps_stats_format format, unsigned how)
 	if (how & PS_REPORT_BOUNDED) {
 		r = write_fifo(fd, &d, format);
 	} else {
-		ps_buf_init(&b, storage, sizeof(storage), fd);
-		ps_report_render(&b, &d, format);
-		r = ps_buf_flush(&b);
+		/*
+		 * On stderr under the `poolshim` wrapper, rendered into memory
+		 * and written with one write() where it fits: the wrapper's
+		 * helper writes the reports of the run's other processes on
+		 * the same stderr meanwhile, and neither cuts the other's.
+		 * Else (and without the wrapper, where nothing else is added)
+		 * in pieces as it fills.
+		 */
+		bool shared = fd == 2 && ps_cfg.run[0];
+		char *mem = shared ? mmap(NULL, FIFO_REPORT_MAX, PROT_READ | PROT_WRITE,
+					  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) : MAP_FAILED;
+		bool whole = false;
+		if (mem != MAP_FAILED) {
+			ps_buf_init(&b, mem, FIFO_REPORT_MAX, -1);
+			ps_report_render(&b, &d, format);
+			if (!b.truncated) {
+				r = ps_sys_write_all(fd, b.p, b.len);
+				whole = true;
+			}
+			munmap(mem, FIFO_REPORT_MAX);
+		}
+		if (!whole) {
+			ps_buf_init(&b, storage, sizeof(storage), fd);
+			ps_report_render(&b, &d, format);
+			r = ps_buf_flush(&b);
+		}
 	}
 	ps_report_scratch_put(scratch);
 	errno = saved_errno;

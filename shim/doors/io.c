@@ -60,7 +60,7 @@ ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
  * The exported NAME is one indirect jump through door_NAME: counted_NAME,
  * or, once start-up found that nothing reads the counters or the shim is
  * off (ps_io_go_quiet), quiet_NAME, which calls libc and counts nothing
- * (a tail call where there is nothing to do after the call).  Each door
+ * (it only counts down to the pool's look at the clock: iocount.h).  Each door
  * lists itself in the ps_io_doors section for ps_io_go_quiet to find.
  */
 #define PS_IO_DOOR(type, name, call, fd, request, done, after, params, args)                   \
@@ -89,6 +89,8 @@ ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
 	{                                                                                       \
 		type r = real_##name args;                                                      \
 		after;                                                                          \
+		if (ps_unlikely(--ps_io_quiet_gate == 0))                                       \
+			ps_io_quiet_slow();                                                     \
 		return r;                                                                       \
 	}                                                                                       \
 	static type (*door_##name) params = counted_##name;                                     \

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 
+#include "core/alloc.h"
 #include "core/callsite.h"
 #include "doors/start.h"
 #include "core/live.h"
@@ -43,10 +44,7 @@ static uint32_t next_sample(void)
 		return 1;
 	if (ps_unlikely(x == 0))
 		x = (uint32_t)ps_ticks() | 1;
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	sample_rng = x;
+	sample_rng = x = ps_xorshift32(x);
 	return p / 2 + (x & (p - 1));
 }
 
@@ -77,6 +75,7 @@ __attribute__((noinline)) uint64_t ps_io_gate_slow(void)
 	if (ps_unlikely(ps_live_tick_wanted()))
 		ps_live_tick();
 	ps_live_usage_tick();
+	ps_alloc_decay_poll();
 	if (ps_unlikely(sites_wanted)) {
 		/* Every call comes here; the sampling countdown is site_left. */
 		ps_io_gate = 1;
@@ -94,9 +93,28 @@ __attribute__((noinline)) uint64_t ps_io_gate_slow(void)
 		ps_io_gate = 15;
 		return 0;
 	}
-	/* Untimed, a process without its live file still comes back to make it. */
-	ps_io_gate = ps_io_timing ? next_sample() : ps_live_tick_wanted() ? 4096 : 0;
+	/*
+	 * Untimed, a process without its live file still comes back to make
+	 * it, and one whose pool decays in time comes back to look at the
+	 * clock (ps_alloc_decay_poll).
+	 */
+	ps_io_gate = ps_io_timing ? next_sample()
+		   : ps_alloc_decay_on() ? PS_IO_POLL_CALLS
+		   : ps_live_tick_wanted() ? 4096 : 0;
 	return ps_io_timing ? ps_ticks() : 0;
+}
+
+__thread uint32_t ps_io_quiet_gate = 1;
+
+__attribute__((noinline)) void ps_io_quiet_slow(void)
+{
+	/* With the shim off, never again (2^32 calls away). */
+	if (!ps_enabled() || !ps_alloc_decay_on()) {
+		ps_io_quiet_gate = 0;
+		return;
+	}
+	ps_io_quiet_gate = PS_IO_POLL_CALLS;
+	ps_alloc_decay_poll();
 }
 
 /*

@@ -33,6 +33,18 @@
 /* Read the counting options (POOLSHIM_TIMING*, BACKTRACE, URING_MIN).  Once, at start. */
 void ps_iocount_init(const struct ps_config *cfg);
 
+/*
+ * The pool's decay in time needs a look at the clock now and then from
+ * calls that are not the allocator's (alloc.h, ps_alloc_decay_poll):
+ * ps_io_gate_slow() looks each time it runs, which is every
+ * POOLSHIM_TIMING_SAMPLE calls on average, or every PS_IO_POLL_CALLS
+ * calls untimed.  The quiet doors (nothing reads the counters) count down
+ * ps_io_quiet_gate for it alone and call ps_io_quiet_slow() at 0.
+ */
+#define PS_IO_POLL_CALLS 64
+extern __thread uint32_t ps_io_quiet_gate;
+void ps_io_quiet_slow(void);
+
 /* POOLSHIM_TIMING. */
 extern PS_HIDDEN bool ps_io_timing;
 /*

@@ -6,6 +6,8 @@
 #ifndef PS_COMPILER_H
 #define PS_COMPILER_H
 
+#include <stdint.h>
+
 /* Symbols a program may bind to; everything else stays hidden. */
 #define PS_EXPORT __attribute__((visibility("default")))
 
@@ -49,5 +51,17 @@
 #define PS_ADD(x, v) __atomic_store_n(&(x), (x) + (v), __ATOMIC_RELAXED)
 #endif
 #define PS_LOAD(x)   __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+/*
+ * One step of Marsaglia's xorshift32 (x nonzero): the cheap jitter that
+ * sampling gates draw their next gap from.
+ */
+static inline uint32_t ps_xorshift32(uint32_t x)
+{
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	return x;
+}
 
 #endif

@@ -58,8 +58,10 @@ struct ps_config {
 	uint64_t pool_size;            /* POOLSHIM_POOL_SIZE */
 	uint64_t pool_retain;          /* POOLSHIM_POOL_RETAIN: free pool bytes kept */
 	uint64_t pool_decay_ms;        /* POOLSHIM_POOL_DECAY_MS: 0 = no time limit */
+	uint64_t pool_cache;           /* POOLSHIM_POOL_CACHE: freed bytes a thread keeps, 0 = off */
 	enum ps_pool_allocator pool_allocator;  /* POOLSHIM_POOL_ALLOCATOR */
 	enum ps_hugepages hugepages;   /* POOLSHIM_HUGEPAGES */
+	uint64_t hugepage_max;         /* POOLSHIM_HUGEPAGE_MAX: larger slabs get THP no more */
 	bool prefault;                 /* POOLSHIM_PREFAULT */
 	bool count_small;              /* POOLSHIM_COUNT_SMALL: count calls below POOLSHIM_POOL_MIN/16 */
 	char stats[PS_PATH_MAX];       /* POOLSHIM_STATS: "stderr", "off" or a path */

@@ -18,7 +18,7 @@ struct ps_pool_info {
 	enum ps_backing first_mode;      /* backing of the first slab */
 	const char *hugetlb_reason;      /* why hugetlb was not used, or NULL */
 	const char *thp_reason;          /* why THP was not used, or NULL */
-	uint64_t slabs;
+	uint64_t slabs;                  /* times memory was taken (a slab made or grown) */
 	uint64_t backed;                 /* bytes taken from the system */
 	uint64_t backed_by[PS_BACK__COUNT];
 	uint64_t small_backed;           /* of backed_by[4K]: the first unit's small region */

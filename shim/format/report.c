@@ -298,7 +298,8 @@ static void advise_hugetlb_pays(const struct ps_report_data *d, struct advice_li
  * "Why nothing": the pool served next to nothing.  The size histograms say
  * whether the threshold is why (the largest allocation fell below it), and
  * for programs known by name, which of their own settings make buffers
- * large, with what docs/results.md measured once they did.
+ * large, with what docs/results.md's "Should I deploy it?" table measured
+ * once they did, against what the program runs without the shim.
  */
 #define ADVICE_IDLE_ALLOCS ADVICE_MIN_ALLOCS   /* pool allocations that count as "little" */
 
@@ -408,9 +409,11 @@ static void advise_program(const struct ps_report_data *d, struct advice_list *l
 			      "directio (files read past the page cache), client_body_buffer_size "
 			      "(request bodies); its defaults (4K or 8K proxy buffers, 2 32k output "
 			      "buffers, 8K or 16K body buffer) stay below POOLSHIM_POOL_MIN=%s.  "
-			      "Measured in docs/results.md (GET 16 MiB): proxy_buffers 16 1m gave "
-			      "2.14x the MiB/s of no shim (1213 -> 0 faults/op); directio 1m with "
-			      "output_buffers 2 16m gave 4.60x (4622 -> 0 faults/op)", min);
+			      "Against Debian's nginx without the shim (docs/results.md, \"Should "
+			      "I deploy it?\"): directio 1m with output_buffers 2 16m measured "
+			      "1.14x [0.85-1.35] sendfile on, not decided (one loaded run); "
+			      "proxy_buffers 16 1m is not yet measured against the default buffers",
+			      min);
 		ps_buf_str(&m);
 		advice_suggest(l, "16 1m");
 		break;
@@ -427,9 +430,10 @@ static void advise_program(const struct ps_report_data *d, struct advice_list *l
 			ps_buf_printf(&m, ", below POOLSHIM_POOL_MIN=%s: the pool has nothing "
 				      "to serve", min);
 		ps_buf_puts(&m, ", and every socket call still passes the "
-			      "interposer.  Measured in docs/results.md (GET 16 MiB): the shim in "
-			      "haproxy alone ran at 0.83x no shim (1.20 -> 1.60 CPU s/GiB); the 1.91x "
-			      "with the shim everywhere came from the storage node behind it");
+			      "interposer.  Measured (docs/results.md, \"Should I deploy it?\", "
+			      "GET 16 MiB): the shim in haproxy alone at par, 0.99x [0.89-1.17] the "
+			      "same haproxy without it; the 1.40x with the shim also in the storage "
+			      "node behind it was the node's");
 		ps_buf_str(&m);
 		break;
 	case PROG_RADOSGW:
@@ -437,8 +441,10 @@ static void advise_program(const struct ps_report_data *d, struct advice_list *l
 		ps_buf_printf(&m, "radosgw's large buffers are object data in pieces of "
 			      "rgw_max_chunk_size and rgw_obj_stripe_size (4M each by default); "
 			      "the pool serves them when they are at least POOLSHIM_POOL_MIN=%s and "
-			      "objects that large are read or written.  Measured in docs/results.md: "
-			      "GET 16 MiB 1.24x no shim (4057 -> 2 faults/op), GET 1 MiB 1.22x", min);
+			      "objects that large are read or written.  Measured against radosgw's "
+			      "defaults without the shim (docs/results.md, \"Should I deploy it?\"): "
+			      "GET 16 MiB 1.20x, GET 1 MiB 1.22x (256 -> 1 faults per GET), "
+			      "PUT at par", min);
 		ps_buf_str(&m);
 		break;
 	case PROG_OTHER:
@@ -472,8 +478,10 @@ static void advise_sendfile(const struct ps_report_data *d, struct advice_list *
 		ps_buf_puts(&m, "; nginx with `sendfile on` (Debian's nginx.conf sets it) serves static "
 			    "files this way, and that is cheap already; files read with directio into "
 			    "output_buffers "
-			    "(sendfile does not apply to them) are where the pool works (4.60x in "
-			    "docs/results.md with directio 1m, output_buffers 2 16m)");
+			    "(sendfile does not apply to them) are where the pool works, but "
+			    "switching is not shown to pay: directio 1m, output_buffers 2 16m under "
+			    "the shim measured 1.14x [0.85-1.35] sendfile on without it, not decided "
+			    "(docs/results.md, \"Should I deploy it?\")");
 	ps_buf_str(&m);
 }
 
@@ -771,9 +779,11 @@ static void emit_pool(struct ps_emit *e, const struct ps_report_data *d)
 		const char *none = NULL;
 		ps_emit_kv(e, "free", PS_EMIT_STR, &none);
 	}
-	ps_emit_line(e, "\npool     %{allocations}u allocations served, %{frees}u freed; "
-		     "fallbacks to glibc's heap:", t->events[PS_EV_POOL_ALLOC],
-		     t->events[PS_EV_POOL_FREE]);
+	ps_emit_line(e, "\npool     %{allocations}u allocations served (%{cached}u from threads' "
+		     "caches", t->events[PS_EV_POOL_ALLOC], t->events[PS_EV_POOL_CACHED]);
+	if (d->cached_known)
+		ps_emit_line(e, ", %{cached_bytes}z held in them", d->cached_bytes);
+	ps_emit_line(e, "), %{frees}u freed; fallbacks to glibc's heap:", t->events[PS_EV_POOL_FREE]);
 	emit_counts(e, "fallbacks", ps_event_name, t->events, PS_EV_FB_POOL_FULL, PS_EV__COUNT);
 	ps_emit_text(e, "\n");
 	ps_emit_object_end(e);

@@ -58,6 +58,9 @@ struct ps_report_data {
 	 */
 	bool free_known;
 	uint64_t free_blocks, free_bytes, free_zero_bytes, free_largest;
+	/* The bytes in the threads' caches of pooled blocks (cached_known: the process's own report). */
+	bool cached_known;
+	uint64_t cached_bytes;
 	uint64_t pool_min;
 	uint64_t small_uncounted_below;   /* malloc-family calls below this went uncounted (0: none) */
 	uint64_t minflt, majflt;

@@ -66,7 +66,7 @@ for pass in plain shim; do
 		fail "[$pass] proxy used $(get cpu_pct)% CPU while saturated (spinning?)"
 	# At most nofile connections, each a thread (512 KiB stack, little of
 	# it touched) with a 64 KiB read buffer (all of it resident under the
-	# shim, which prefaults): 64 MiB is ample; a leak per connection or a
+	# shim with POOLSHIM_PREFAULT=on): 64 MiB is ample; a leak per connection or a
 	# buffer per refused connection would not.  ASan's shadow memory and
 	# quarantine add about as much again (90 MiB peak measured): the bound
 	# is 160 MiB in a sanitizer build.

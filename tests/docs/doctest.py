@@ -158,7 +158,7 @@ NUM = r"-?[0-9][0-9.,]*(?:[KMGTP]i?B?|[kmunµ]?s|%|x)?"
 
 def shape_regex(line):
     out, pos = [], 0
-    token = re.compile(r"\.\.\.|\b(?:PID|PORT)\b|=[A-Z][A-Z_]*\b|-?\b[0-9][0-9.,]*(?:[KMGTP]i?B?|[kmunµ]?s|%|x)?\b|\s+")
+    token = re.compile(r"\.\.\.|\b(?:PID|PORT)\b|=[A-Z][A-Z_]*\b|\bx[0-9][0-9.,]*\b|-?\b[0-9][0-9.,]*(?:[KMGTP]i?B?|[kmunµ]?s|%|x)?\b|\s+")
     for m in token.finditer(line):
         out.append(re.escape(line[pos:m.start()]))
         t = m.group(0)
@@ -168,6 +168,8 @@ def shape_regex(line):
             out.append(r"\S+")
         elif t.startswith("="):
             out.append(r"=\S*")
+        elif t.startswith("x"):
+            out.append("x" + NUM)     # a ratio: x1.39
         elif t.isspace():
             out.append(r"\s+")
         else:

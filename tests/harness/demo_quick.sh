@@ -5,7 +5,8 @@
 # none and shim), loadgen's verify mode found no data errors and no failed
 # operation, the shim's reports were written and follow
 # docs/report-schema.md, and every scenario has its verdicts, none of them
-# decided by the single round --quick runs.
+# decided by the single round --quick runs, headline rows apart and
+# counted, the rule and the budget (0: no rounds added) said.
 set -u
 # The build's own shim, whatever the caller compares it with.
 unset POOLSHIM_LIB POOLSHIM_BASELINE_LIB
@@ -69,8 +70,14 @@ verdicts = [e for e in res["verdicts"] if e["verdict"]]
 for s in scenarios:
     title = [e for e in verdicts if e["scenario"] == s]
     check(title, f"{s}: verdicts printed ({len(title)})")
-check(verdicts and all(e["verdict"]["state"] == "not shown" for e in verdicts),
-      "one round decides no verdict")
+check(verdicts and all(e["verdict"]["state"] == "undecided" for e in verdicts),
+      "one round decides no verdict: every one undecided")
+check(any(e["headline"] for e in verdicts) and "-- Headline" in stdout and "-- Detail" in stdout,
+      "headline and detail rows are printed apart")
+check("\nheadline: 0 met, 0 MISSED, 0 at par, " in stdout and "No rounds are added (--budget 0)" in stdout
+      and "(--par-band)" in stdout, "the headline is counted, the rule and the budget said")
+check(res["settings"].get("budget_min") == 0 and not res.get("rounds", {}).get("added"),
+      "--quick adds no rounds")
 check(all(any(e["scenario"] == s and e["line"].startswith("(limit)") for e in res["verdicts"])
           for s in scenarios if not s.endswith("-4k")), "every large scenario states its limit")
 runs = res["runs"]

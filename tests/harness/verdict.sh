@@ -3,9 +3,9 @@
 # The demo's verdict logic (scripts/harness/verdict.py, targets.py) on
 # recorded numbers, no run: a wide spread never gives MISSED, a range
 # wholly below its target gives MISSED with that range in its line, one
-# wholly above gives met, one round decides nothing, rounds pair by round,
-# more rounds narrow the range, and the expected gain follows the host's
-# fault price.  The numbers are from issue 39's runs on the Intel host.
+# wholly above gives met, fewer than 5 rounds decide nothing, rounds pair
+# by round, more rounds narrow the range, and the expected gain follows the
+# host's fault price.  (tests/harness/rounds.sh: at par, and rounds added.)  The numbers are from issue 39's runs on the Intel host.
 set -u
 : "${PS_TOP_SRCDIR:?PS_TOP_SRCDIR must be set (make check does it)}"
 PYTHON=python3
@@ -32,54 +32,52 @@ def runs(scen, cfg, values, key="mib_s", **extra):
 none = runs("get-4k", "none", [4629, 11764, 8010], key="ops_s")
 shim = runs("get-4k", "shim", [7390, 8120, 7950], key="ops_s")
 v = verdict(paired(shim, none, "ops_s"), 0.98)
-check(v["state"] == "not shown" and "straddles" in v["reason"],
-      f"a spread across the target is not shown ({describe(v, 'get-4k')})")
+check(v["state"] == "undecided",
+      f"a spread across the target is undecided ({describe(v, 'get-4k')})")
 for ratios in ([0.82, 1.31, 0.95], [0.5, 2.0, 1.0, 0.9], [0.97, 0.99, 1.2, 0.6, 3.0]):
     v = verdict(ratios, 1.0)
     check(v["state"] != "MISSED", f"a wide spread never gives MISSED ({describe(v, str(ratios))})")
 
 # Wholly below: the line says MISSED and carries the range.
-v = verdict([1.45, 1.31, 1.52], 2.0)
+v = verdict([1.45, 1.31, 1.52, 1.40, 1.49], 2.0)
 line = describe(v, "GET 16 MiB: shim vs no preload")
 check(v["state"] == "MISSED" and "[1.31-1.52]" in line and line.startswith("MISSED"),
       f"a range wholly below gives MISSED with its range ({line})")
 v = verdict([1.12, 1.11, 1.15, 1.3, 1.2], 1.10, higher=False)
 check(v["state"] == "MISSED", f"a p99 ratio wholly above its limit gives MISSED ({describe(v, 'p99')})")
-# Three rounds on one side but closer to the target than their spread
-# decide nothing (the full run's PUT 4 KiB: 0.73x [0.72-0.88] in three
-# rounds, 1.07x [0.58-2.31] in five); five rounds on one side do.
+# Three rounds on one side decide nothing (the full run's PUT 4 KiB: 0.73x
+# [0.72-0.88] in three rounds, 1.07x [0.58-2.31] in five); five rounds on
+# one side do.
 v = verdict([0.73, 0.72, 0.88], 0.98)
-check(v["state"] == "not shown" and wants_more(v),
+check(v["state"] == "undecided" and wants_more(v),
       f"three rounds close below the target are not MISSED, and want more ({describe(v, 'put-4k')})")
 v = verdict([0.73, 0.72, 0.88, 0.95, 0.90], 0.98)
 check(v["state"] == "MISSED", f"five rounds wholly below are MISSED ({describe(v, 'put-4k')})")
 v = verdict([1.04, 1.30, 1.10], 1.0)
-check(v["state"] == "not shown", "three rounds close above the target are not met either")
+check(v["state"] == "undecided", "three rounds close above the target are not met either")
 v = verdict([1.46, 2.49, 1.88], 1.0)
-check(v["state"] == "met", f"three rounds far above it are, however wide upwards ({describe(v, 'x')})")
-# Strict comparisons (no harm, p99) decide nothing under five rounds: the
-# second full run's nginx 1 KiB read 0.69x [0.55-0.72] at load 25, the
-# first 0.98x [0.98-1.06].
-v = verdict([0.69, 0.55, 0.72], 0.98, strict=True)
-check(v["state"] == "not shown", f"a strict comparison is not MISSED in three rounds ({describe(v, 'nginx-1k')})")
-v = verdict([0.69, 0.55, 0.72, 0.7, 0.8], 0.98, strict=True)
-check(v["state"] == "MISSED", "a strict comparison wholly below in five rounds is MISSED")
-check(verdict([0.69, 0.55, 0.72], 0.98)["state"] == "MISSED", "a plain one clear of the target by its width is")
+check(v["state"] == "undecided", f"nor three far above it ({describe(v, 'x')})")
+# Nor, whatever the comparison: the second full run's nginx 1 KiB read
+# 0.69x [0.55-0.72] at load 25, the first 0.98x [0.98-1.06].
+v = verdict([0.69, 0.55, 0.72], 0.98)
+check(v["state"] == "undecided", f"a no-harm comparison is not MISSED in three rounds ({describe(v, 'nginx-1k')})")
+v = verdict([0.69, 0.55, 0.72, 0.7, 0.8], 0.98)
+check(v["state"] == "MISSED", "one wholly below in five rounds is MISSED")
 
 # Wholly above: met; touching the target from above still met.
-v = verdict([1.41, 1.55, 1.48], 1.0)
+v = verdict([1.41, 1.55, 1.48, 1.50, 1.44], 1.0)
 check(v["state"] == "met", f"a range wholly above gives met ({describe(v, 'x')})")
 v = verdict([1.0, 1.2, 1.1, 1.05, 1.15], 1.0)
 check(v["state"] == "met", "five rounds starting at the target are met")
-v = verdict([0.61, 0.55, 0.70], 1.10, higher=False)
+v = verdict([0.61, 0.55, 0.70, 0.66, 0.59], 1.10, higher=False)
 check(v["state"] == "met", "a p99 ratio wholly below its limit is met")
-v = verdict([0.9, 1.3, 1.0], 1.10, higher=False)
-check(v["state"] == "not shown", "a p99 ratio range across its limit is not shown")
+v = verdict([0.9, 1.3, 1.0, 1.2, 0.95], 1.10, higher=False)
+check(v["state"] == "undecided", "a p99 ratio range across its limit is undecided")
 
 # Too few rounds decide nothing, however far from the target.
-for ratios in ([0.2], [0.2, 0.25], []):
+for ratios in ([0.2], [0.2, 0.25], [0.2, 0.25, 0.22, 0.21], []):
     v = verdict(ratios, 1.0)
-    check(v["state"] == "not shown", f"{len(ratios)} round(s) decide nothing ({v['reason']})")
+    check(v["state"] == "undecided", f"{len(ratios)} round(s) decide nothing ({v['reason']})")
 
 # Pairing is by round, not by rank: round 2 of each goes together.
 a = runs("s", "shim", [100, 50, 80])
@@ -92,11 +90,11 @@ xs = [1.02, 1.10, 1.12, 1.13, 1.15, 1.16, 1.18, 1.20, 1.22, 1.60]
 lo, hi = ratio_range(xs)
 check((lo, hi) == (1.10, 1.22), f"ten rounds: the 2nd and 9th ratios ({lo}-{hi})")
 check(ratio_range(xs[:7]) == (1.02, 1.18), "seven rounds: [min-max]")
-check(verdict(xs, 1.05)["state"] == "met" and verdict(xs[:3], 1.05)["state"] == "not shown",
-      "a range that straddles in three rounds can be decided in ten")
+check(verdict(xs, 1.05)["state"] == "met" and verdict(xs[:5], 1.05)["state"] == "undecided",
+      "a range that straddles in five rounds can be decided in ten")
 check(wants_more(verdict([0.9, 1.3, 1.2], 1.0)), "an undecided range with its median away from the target wants more rounds")
-check(not wants_more(verdict([0.98, 1.03, 1.01], 1.0)), "one at par does not")
-check(not wants_more(verdict([1.2, 1.3, 1.25], 1.0)), "a decided one does not")
+check(not wants_more(verdict([0.98, 1.03, 1.01, 0.99, 1.02], 1.0)), "one at par does not")
+check(not wants_more(verdict([1.2, 1.3, 1.25, 1.22, 1.28], 1.0)), "a decided one does not")
 
 # targets.big on a recorded run: PUT 16 MiB on the Intel host, shim behind
 # tcmalloc in every round: MISSED against the best peer, met against none,

@@ -10,7 +10,10 @@
 # nothing); the shim leaves that collector alone although it runs with the
 # unit's LD_PRELOAD.  Bad unit names and variables the shim does not read are
 # refused with status 2; --install --root writes the file by rename; the
-# list of variables the command accepts is shim/format/config.c's.
+# list of variables the command accepts is shim/format/config.c's.  A
+# POOLSHIM_STATS path under /var/log gets LogsDirectory= (systemd makes the
+# directory and gives it to the unit's User=); one whose directory does not
+# exist, or a relative one, is refused (issue 46).
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 PS="$PS_TOP_BUILDDIR/poolshim"
 [ -x "$PS" ] || { fail "$PS not built"; finish; }
@@ -30,13 +33,14 @@ else
 	fail "accepted variables differ from shim/format/config.c: $(diff "$PST_TMP/table" "$PST_TMP/known" | tr '\n' ' ')"
 fi
 
-# verify_unit NAME DROPIN: NAME.service (ExecStart=/bin/true) with DROPIN as
-# its poolshim.conf, verified; the settings dump goes to $PST_TMP/dump.
+# verify_unit NAME DROPIN [LINE]: NAME.service (ExecStart=/bin/true, and
+# LINE in [Service]) with DROPIN as its poolshim.conf, verified; the
+# settings dump goes to $PST_TMP/dump.
 units="$PST_TMP/units"
 verify_unit() {
 	rm -rf "$units"
 	mkdir -p "$units/$1.service.d"
-	printf '[Unit]\nDescription=poolshim test\n[Service]\nExecStart=/bin/true\n' >"$units/$1.service"
+	printf '[Unit]\nDescription=poolshim test\n[Service]\nExecStart=/bin/true\n%s\n' "${3:-}" >"$units/$1.service"
 	cp "$2" "$units/$1.service.d/poolshim.conf"
 	SYSTEMD_UNIT_PATH="$units:" "$SA" verify "$units/$1.service" >"$PST_TMP/verify" 2>&1
 	vrc=$?
@@ -154,6 +158,51 @@ grep -q 'POOLSHIM_URING_TEST is not a variable the shim reads' "$PST_TMP/err" &&
 refuse "a pool size the shim refuses" pstest POOLSHIM_POOL_SIZE=64G
 refuse "a line break in a value" pstest "POOLSHIM_STATS=/tmp/a
 b"
+
+# Reports where the unit's user can write them (issue 46): under /var/log
+# the drop-in asks systemd for the directory (LogsDirectory=, made at each
+# start and given to the unit's User=); elsewhere the directory must exist.
+# A path whose reports would be lost is refused, in one line, status 2.
+for v in /var/log/poolshim/%e-%p.json:poolshim /var/log/poolshim/nginx/%p.json:poolshim/nginx; do
+	"$PS" systemd pstest "POOLSHIM_STATS=${v%:*}" >"$PST_TMP/d4" 2>/dev/null
+	verify_unit pstest "$PST_TMP/d4" 'User=daemon'
+	if [ $vrc = 0 ] && grep -qx "LogsDirectory=${v#*:}" "$PST_TMP/d4" &&
+		grep -qx "LogsDirectory: ${v#*:}" "$PST_TMP/settings" && grep -qx 'User: daemon' "$PST_TMP/settings"; then
+		pass "POOLSHIM_STATS=${v%:*}: LogsDirectory=${v#*:}, as systemd reads it for a User=daemon unit"
+	else
+		fail "POOLSHIM_STATS=${v%:*}: $(grep -i logsdirectory "$PST_TMP/d4" "$PST_TMP/settings" | tr '\n' ' ') verify $vrc: $(cat "$PST_TMP/verify")"
+	fi
+done
+if ! grep -q '^LogsDirectory' "$PST_TMP/d1" &&
+	grep -q "^# The reports' directory, /tmp, is not made by the drop-in" "$PST_TMP/d1"; then
+	pass "POOLSHIM_STATS=/tmp/r.%p: no LogsDirectory=, and the drop-in says /tmp must stay writable"
+else
+	fail "POOLSHIM_STATS=/tmp/r.%p: $(grep -i 'logsdirectory\|reports' "$PST_TMP/d1" | tr '\n' ' ')"
+fi
+refuse1() {
+	refuse "$@"
+	[ "$(wc -l <"$PST_TMP/err")" = 1 ] || fail "$1: not one line: $(cat "$PST_TMP/err")"
+}
+refuse1 "a report directory that does not exist" pstest POOLSHIM_STATS=/nonexistent/dir/r.%p.json
+refuse1 "a relative report path" pstest POOLSHIM_STATS=r.json
+refuse1 "%e in the report directory" pstest 'POOLSHIM_STATS=/var/log/%e/r.json'
+refuse1 ".. in the report directory" pstest POOLSHIM_STATS=/var/log/poolshim/../../tmp/r.json
+refuse1 "a /var/log directory LogsDirectory= cannot name" pstest 'POOLSHIM_STATS=/var/log/a b/r.json'
+# With --root, the directory is looked for in that root (an image being
+# built): refused while it is missing there, taken once it is made.
+root="$PST_TMP/root"
+"$PS" systemd pstest POOLSHIM_STATS=/srv/psreports/r.json --install --root "$root" >/dev/null 2>"$PST_TMP/err"
+rc1=$?
+mkdir -p "$root/srv/psreports"
+"$PS" systemd pstest POOLSHIM_STATS=/srv/psreports/r.json --install --root "$root" >/dev/null 2>&1
+rc2=$?
+if [ $rc1 = 2 ] && grep -q "$root/srv/psreports does not exist" "$PST_TMP/err" && [ $rc2 = 0 ] &&
+	grep -qx 'Environment=POOLSHIM_STATS=/srv/psreports/r.json' "$root/etc/systemd/system/pstest.service.d/poolshim.conf"; then
+	pass "--root: a report directory missing in the root refused, taken once it is there"
+else
+	fail "--root: exit $rc1 ($(cat "$PST_TMP/err")) while missing, $rc2 once made"
+fi
+rm -rf "$root"
 
 # --install --root: the file appears by rename (a new inode each time),
 # with what the command prints, and no temporary file is left.

@@ -38,6 +38,17 @@
 
 #define MB ((size_t)1 << 20)
 
+/*
+ * Write n bytes of c at p, for certain: a memset right before free() is a
+ * dead store the compiler may drop, and without prefault (the default)
+ * the pages would then never be resident at all.
+ */
+static void fill(void *p, int c, size_t n)
+{
+	memset(p, c, n);
+	__asm__ volatile("" : : "r"(p) : "memory");
+}
+
 static size_t resident_mb(void *p, size_t len)
 {
 	static unsigned char vec[(256 << 20) / 4096];
@@ -87,7 +98,7 @@ int main(int argc, char **argv)
 		char *p = malloc(4 * MB);
 		if (!p)
 			return 2;
-		memset(p, 1, 4 * MB);
+		fill(p, 1, 4 * MB);
 		char *bad = (char *)opaque(p) + 4096;
 		printf("%p\n", (void *)bad);
 		fflush(stdout);
@@ -102,7 +113,7 @@ int main(int argc, char **argv)
 		char *live = malloc(80 * MB), *g;
 		if (!live)
 			return 2;
-		memset(live, 1, 80 * MB);
+		fill(live, 1, 80 * MB);
 		if (strcmp(how, "grown") == 0) {
 			g = malloc(MB);
 			g = g ? realloc(g, 64 * MB) : NULL;
@@ -111,7 +122,7 @@ int main(int argc, char **argv)
 		}
 		if (!g)
 			return 2;
-		memset(g, 2, 64 * MB);
+		fill(g, 2, 64 * MB);
 		uintptr_t where = (uintptr_t)g & ~(uintptr_t)4095;
 		free(g);
 		printf("%zu\n", resident_mb((void *)where, 64 * MB));
@@ -122,7 +133,7 @@ int main(int argc, char **argv)
 		char *a = malloc(200 * MB), *old = a;
 		if (!a)
 			return 2;
-		memset(a, 1, 200 * MB);
+		fill(a, 1, 200 * MB);
 		if (strcmp(how, "shrunk") == 0) {
 			a = realloc(a, MB);
 		} else {
@@ -135,7 +146,7 @@ int main(int argc, char **argv)
 		char *b = malloc(32 * MB);
 		if (!a || !b)
 			return 2;
-		memset(b, 3, 32 * MB);
+		fill(b, 3, 32 * MB);
 		free(b);
 		printf("%zu\n", resident_mb(old + MB, 199 * MB));
 		free(a);
@@ -145,13 +156,13 @@ int main(int argc, char **argv)
 		char *a = malloc(40 * MB), *c = malloc(8 * MB);
 		if (!a || !c)
 			return 2;
-		memset(a, 1, 40 * MB);
-		memset(c, 2, 8 * MB);
+		fill(a, 1, 40 * MB);
+		fill(c, 2, 8 * MB);
 		free(a);
 		char *b = malloc(4 * MB);
 		if (!b)
 			return 2;
-		memset(b, 3, 4 * MB);
+		fill(b, 3, 4 * MB);
 		char *q = strcmp(how, "realloc") == 0 ? realloc(b, 45 * MB) : malloc(45 * MB);
 		if (!q)
 			return 2;

@@ -5,7 +5,9 @@
  * out memory that is right.  Threads run seeded random sequences over a
  * table of slots: malloc, calloc, realloc (grow, shrink, across the pool
  * threshold both ways, to 0), posix_memalign, aligned_alloc, memalign,
- * valloc, pvalloc, free, malloc_usable_size, now and then malloc_trim, and
+ * valloc, pvalloc, free, malloc_usable_size, now and then malloc_trim, a
+ * fork whose child checks, frees and allocates while the other threads run,
+ * a worker thread that exits and hands its blocks to a new thread, and
  * blocks handed to another thread that checks and frees or keeps them.
  * Sizes are log-uniform from 1 byte to 32 MiB (the large end thinned so
  * that the run stays short), with extra weight on page, threshold and
@@ -44,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define KiB ((size_t)1024)
@@ -56,6 +59,8 @@
 #define MAX_THREADS 64
 #define CHECK_EVERY 400                 /* ops between checks of all threads' blocks */
 #define TRIM_EVERY 1000                 /* ops between malloc_trim calls, per thread */
+#define EXIT_EVERY 1500                 /* ops after which a worker's thread hands on and exits */
+#define FORK_EVERY 2500                 /* ops between forks, per thread */
 #define STEP 0x9E3779B97F4A7C15ULL
 
 typedef uint64_t __attribute__((may_alias)) word_t;
@@ -73,7 +78,7 @@ struct block {
 
 struct counts {
 	long mallocs, callocs, reallocs, aligned, frees, usable, samples;
-	long handed, adopted, large, pooled, scans, trims;
+	long handed, adopted, large, pooled, scans, trims, exits, forks;
 	unsigned long long checked;     /* bytes compared */
 };
 
@@ -85,7 +90,7 @@ struct worker {
 	int id;
 	long op;
 	struct counts c;
-	pthread_t th;
+	pthread_t th;                   /* the thread doing its ops now */
 };
 
 static unsigned long long seed;
@@ -525,11 +530,83 @@ static void scan(struct worker *w, uint64_t *r)
 	pthread_mutex_unlock(&scan_lock);
 }
 
+/*
+ * In a child forked while the other workers run: this worker's blocks
+ * (its lock held, so they are whole) are checked and half of them freed,
+ * then new large blocks made, filled, checked and freed, and malloc_trim
+ * called; the blocks the other threads held or cached stay as they were.
+ * Exit 0 if every check held.
+ */
+static void in_child(struct worker *w)
+{
+	for (int i = 0; i < SLOTS; i++) {
+		if (w->slot[i].p)
+			check_all(w, &w->slot[i], "in a fork child");
+		if (w->slot[i].p && (i & 1))
+			drop(w, &w->slot[i], "in a fork child");
+	}
+	for (int round = 0; round < 40; round++) {
+		struct block *b = &w->slot[2 * below(&w->rng, SLOTS / 2) + 1];
+		drop(w, b, "in a fork child");
+		make(w, b, (int)below(&w->rng, 3));
+		if (b->p)
+			check_all(w, b, "made in a fork child");
+		if (round % 3 == 0)
+			drop(w, b, "in a fork child");
+	}
+	malloc_trim(0);
+	for (int i = 0; i < SLOTS; i++)
+		drop(w, &w->slot[i], "at a fork child's end");
+	_exit(failed ? 1 : 0);
+}
+
+/* Fork with the other workers running: the child works on (in_child). */
+static void fork_check(struct worker *w)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid < 0)
+		return;
+	if (pid == 0)
+		in_child(w);
+	w->c.forks++;
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail(w, "a fork child failed (status %#x)", st);
+}
+
+static void *run(void *arg);
+
+/*
+ * A worker's thread exits and a new one takes its slots over: blocks this
+ * thread freed (and any cache of them) must survive its exit.
+ */
+static int hand_on(struct worker *w)
+{
+	pthread_t next_th;
+
+	w->c.exits++;
+	w->op++;
+	pthread_mutex_lock(&w->lock);
+	int rc = pthread_create(&next_th, NULL, run, w);
+	if (rc == 0)
+		w->th = next_th;
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
 static void *run(void *arg)
 {
 	struct worker *w = arg;
 
-	for (w->op = 0; w->op < nops; w->op++) {
+	for (; w->op < nops; w->op++) {
+		if (w->op % EXIT_EVERY == EXIT_EVERY - 1 && hand_on(w) == 0)
+			return NULL;
+		if (w->op % FORK_EVERY == FORK_EVERY / 3) {
+			pthread_mutex_lock(&w->lock);
+			fork_check(w);
+			pthread_mutex_unlock(&w->lock);
+		}
 		if (w->op % CHECK_EVERY == CHECK_EVERY - 1)
 			scan(w, &w->rng);
 		/* Now and then all free memory given back at once, live blocks beside it. */
@@ -595,14 +672,35 @@ static int torture(void)
 		next(&w->rng);
 	}
 	for (int i = 0; i < nthreads; i++) {
-		int rc = pthread_create(&workers[i].th, NULL, run, &workers[i]);
+		pthread_t th;
+		/* Under the lock: the thread may hand on (set th) as soon as it runs. */
+		pthread_mutex_lock(&workers[i].lock);
+		int rc = pthread_create(&th, NULL, run, &workers[i]);
+		workers[i].th = th;
+		pthread_mutex_unlock(&workers[i].lock);
 		if (rc) {
 			fprintf(stderr, "alloc_torture: pthread_create: %s\n", strerror(rc));
 			return 2;
 		}
 	}
-	for (int i = 0; i < nthreads; i++)
-		pthread_join(workers[i].th, NULL);
+	/*
+	 * Each worker's threads in turn: each names its successor before it
+	 * exits (the two are alive at once, so their ids differ), and the last
+	 * one is the one still named once joined.
+	 */
+	for (int i = 0; i < nthreads; i++) {
+		pthread_t joined;
+		memset(&joined, 0, sizeof(joined));
+		for (int have = 0;; have = 1) {
+			pthread_mutex_lock(&workers[i].lock);
+			pthread_t th = workers[i].th;
+			pthread_mutex_unlock(&workers[i].lock);
+			if (have && pthread_equal(th, joined))
+				break;
+			pthread_join(th, NULL);
+			joined = th;
+		}
+	}
 	/* The end: one last scan, then every block checked in full and freed. */
 	scan(NULL, &r);
 	for (int i = 0; i < nthreads; i++) {
@@ -628,13 +726,16 @@ static int torture(void)
 		t.pooled += c->pooled;
 		t.scans += c->scans;
 		t.trims += c->trims;
+		t.exits += c->exits;
+		t.forks += c->forks;
 		t.checked += c->checked;
 	}
 	printf("torture ok seed=%llu threads=%d ops=%ld malloc=%ld calloc=%ld realloc=%ld "
 	       "aligned=%ld free=%ld usable=%ld samples=%ld handed=%ld adopted=%ld scans=%ld "
-	       "trims=%ld large=%ld pooled=%ld checked_mib=%llu shim=%d\n",
+	       "trims=%ld exits=%ld forks=%ld large=%ld pooled=%ld checked_mib=%llu shim=%d\n",
 	       seed, nthreads, nops, t.mallocs, t.callocs, t.reallocs, t.aligned, t.frees,
-	       t.usable, t.samples, t.handed, t.adopted, t.scans, t.trims, t.large, t.pooled,
+	       t.usable, t.samples, t.handed, t.adopted, t.scans, t.trims, t.exits, t.forks,
+	       t.large, t.pooled,
 	       t.checked >> 20, is_pooled != NULL);
 	return 0;
 }

@@ -3,7 +3,9 @@
 # The pool's placement of blocks, proved through the malloc API only
 # (tests/preload/alloc_torture): 4 threads of seeded random malloc, calloc,
 # realloc, the aligned calls, free, malloc_usable_size and now and then
-# malloc_trim, over 1 byte to 32 MiB, blocks freed by other threads, every
+# malloc_trim, over 1 byte to 32 MiB, blocks freed by other threads,
+# threads that exit and hand their blocks to a new one, forks whose child
+# checks, frees and allocates while the parent's threads run, every
 # block's pattern, zeroes, alignment, usable size and the absence of
 # overlap checked.  Run under the shim (a) with its defaults, (b) on 4 KiB
 # pages, (c) with a 32 MiB pool that fills, so that large blocks go to
@@ -16,7 +18,9 @@
 # and last without the shim, the control.  The JSON report shows each case
 # did what it is there for: the pool served most large blocks in (a),
 # 4 KiB pages in (b), pool_full fallbacks in (c), purges in (d), (e) and
-# (f), the placement asked for where the report names it.  The seed is
+# (f), the placement asked for where the report names it, and the threads'
+# caches (POOLSHIM_POOL_CACHE) serving blocks in (a), with a run without
+# them.  The seed is
 # random unless PST_TORTURE_SEED is set, and printed; PST_TORTURE_OPS sets
 # the operations per thread; PST_TORTURE_VARS adds settings to every run
 # under the shim (say, POOLSHIM_PREFAULT=0).  A failure prints the command
@@ -81,6 +85,20 @@ if torture defaults LD_PRELOAD="$SHIM"; then
 	placed=$(pool "p.get('allocator', '-')")
 	[ "$placed" = - ] || [ -n "$extra" ] || [ "$placed" = pages ] ||
 		fail "defaults: placement $placed, want the default, pages"
+	# The threads' caches served blocks, through thread exits and forks.
+	cached=$(pool "p.get('cached', 0)")
+	[ "$cached" -gt 100 ] && [ "$(count exits)" -gt 0 ] && [ "$(count forks)" -gt 0 ] &&
+		pass "defaults: $cached from the threads' caches, $(count exits) thread exits, $(count forks) forks" ||
+		fail "defaults: $cached from the threads' caches, $(count exits) thread exits, $(count forks) forks (want all three)"
+fi
+
+# No cache (POOLSHIM_POOL_CACHE=0): every pooled free and malloc takes the placement's lock.
+if torture nocache LD_PRELOAD="$SHIM" POOLSHIM_POOL_CACHE=0; then
+	cached=$(pool "p.get('cached', 0)")
+	served=$(pool "p['allocations']")
+	[ "$cached" = 0 ] && [ "$served" -gt 1000 ] &&
+		pass "nocache: $served pool allocations, none from a cache" ||
+		fail "nocache: $served pool allocations, $cached from a cache (want over 1000, none)"
 fi
 
 if torture nohuge LD_PRELOAD="$SHIM" POOLSHIM_HUGEPAGES=none; then

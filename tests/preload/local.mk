@@ -9,6 +9,7 @@
 pst_programs = \
 	tests/preload/alloc_api \
 	tests/preload/alloc_threads \
+	tests/preload/alloc_tcache \
 	tests/preload/alloc_lifecycle \
 	tests/preload/alloc_cxx
 pst_scripts = tests/preload/report.sh tests/preload/hugepages.sh tests/preload/live.sh \
@@ -24,6 +25,8 @@ tests_preload_alloc_api_CFLAGS = $(PST_CFLAGS_ALL)
 tests_preload_alloc_api_LDADD = $(PST_LIBS_ALL)
 tests_preload_alloc_threads_CFLAGS = $(PST_CFLAGS_ALL)
 tests_preload_alloc_threads_LDADD = $(PST_LIBS_ALL)
+tests_preload_alloc_tcache_CFLAGS = $(PST_CFLAGS_ALL)
+tests_preload_alloc_tcache_LDADD = $(PST_LIBS_ALL)
 tests_preload_alloc_lifecycle_CFLAGS = $(PST_CFLAGS_ALL)
 tests_preload_alloc_lifecycle_LDADD = $(PST_LIBS_ALL)
 tests_preload_alloc_helper_CFLAGS = $(PST_CFLAGS_ALL)
@@ -198,3 +201,9 @@ pst_scripts += tests/preload/alloc_torture.sh
 # Real programs (xz -9, sort -S, sqlite3) with and without the shim: the same
 # output, peak RSS within issue 44's target (1.10x glibc + 4 MiB).
 pst_scripts += tests/preload/real_programs.sh
+
+# Issue 44: aligned requests reuse freed blocks, decay between pooled calls
+# (small allocations and I/O only), a 4 KiB threshold takes no slab count.
+check_PROGRAMS += tests/preload/pool_fit
+pst_scripts += tests/preload/pool_aligned.sh tests/preload/pool_decay_io.sh \
+	tests/preload/pool_decay_signals.sh tests/preload/pool_small.sh

@@ -22,8 +22,19 @@ grep -Eq "^malloc +- +[0-9]+ " "$PST_TMP/err" && pass "malloc row" || fail "no m
 grep -q "^pool     mode [a-z0-9]* (requested auto); placement pages; " "$PST_TMP/err" &&
 	pass "text: placement pages by default" || fail "text placement: $(grep '^pool' "$PST_TMP/err")"
 
-# 2. JSON to a per-process path, validated against the schema
-shim "POOLSHIM_STATS=$PST_TMP/r-%e-%p.json" -- "$H" --count 40 --size 200000 --live 4 >/dev/null 2>"$PST_TMP/err" || fail "helper failed (json)"
+# 1b. The threads' caches in the JSON report (defaults): the allocations
+# they served, and the bytes they held at the exit (the blocks freed last).
+shim "POOLSHIM_STATS=$PST_TMP/cache.json" POOLSHIM_STATS_FORMAT=json -- "$H" --count 40 --size 200000 \
+	--live 4 >/dev/null 2>"$PST_TMP/err" || fail "helper failed (cache)"
+got=$(json_get "$PST_TMP/cache.json" "[r['pool'].get('cached', 0) > 0, r['pool'].get('cached_bytes', 0) >= 200000]")
+[ "$got" = "[True, True]" ] && pass "json: the threads' caches served blocks and held some at the exit" ||
+	fail "json cache: $(json_get "$PST_TMP/cache.json" "r['pool']")"
+python3 "$PS_TOP_SRCDIR/tests/report_schema.py" "$PST_TMP/cache.json" && pass "schema (cache)" || fail "schema (cache)"
+
+# 2. JSON to a per-process path, validated against the schema.  No thread
+# cache (POOLSHIM_POOL_CACHE=0): the blocks freed last would stay in it,
+# live to the placement, and the free blocks checked below are the placement's.
+shim "POOLSHIM_STATS=$PST_TMP/r-%e-%p.json" POOLSHIM_POOL_CACHE=0 -- "$H" --count 40 --size 200000 --live 4 >/dev/null 2>"$PST_TMP/err" || fail "helper failed (json)"
 set -- "$PST_TMP"/r-alloc_helper-*.json
 if [ -f "$1" ]; then
 	pass "json written to $(basename "$1")"
@@ -143,10 +154,10 @@ grep -q "^pool     mode [a-z0-9]* (requested auto); placement jemalloc; " "$PST_
 
 # 10. With the page-exact placement the record keeps the free blocks up to
 # date: after 20 buffers of 1 MiB, each freed, the killed process's pool
-# holds one free block of 1 MiB.
+# holds one free block of 1 MiB (with no thread cache, which would hold it).
 L="$PST_TMP/rec2"
 mkdir "$L"
-(env POOLSHIM_LIVE_DIR="$L" LD_PRELOAD="$SHIM" "$PRELOAD_BIN/advice_helper" loop 20 1048576 kill) \
+(env POOLSHIM_LIVE_DIR="$L" POOLSHIM_POOL_CACHE=0 LD_PRELOAD="$SHIM" "$PRELOAD_BIN/advice_helper" loop 20 1048576 kill) \
 	>/dev/null 2>&1
 # (stat first: collect renders the record and removes it)
 timeout 120 "$PS_TOP_BUILDDIR/tools/poolshim-stat" --live-dir "$L" --prometheus >"$PST_TMP/prom" 2>&1

@@ -112,3 +112,17 @@ pst_tools_scripts += tests/tools/sec_fifo.sh
 pst_tools_scripts += tests/tools/sec_names.sh
 # The reader fuzz, run by hand against a --enable-sanitizers build (docs/deploy.md).
 EXTRA_DIST += tests/tools/sec_craft.py tests/tools/fuzz_records.py
+# Issue 45, the wrapper is a plain exec to its caller: SIGCHLD ignored,
+# STOP/CONT to the program, a signal sent to each process of the job or to
+# its group, PR_SET_PDEATHSIG, core dumps, job control, each compared with
+# the program run without the wrapper.
+pst_tools_scripts += tests/tools/wrapper_plain.sh
+EXTRA_DIST += tests/tools/wrapper_plain.py
+# Issue 45, pid namespaces and daemons: reports of `poolshim unshare -fp`
+# as the library alone prints them, a killed process's in an ended
+# namespace by the wrapper and by collect, a daemon's when it ends, and
+# the program as PID 1 (orphans, death by SIGSEGV) as without the wrapper.
+pst_tools_scripts += tests/tools/wrapper_ns.sh
+# Issue 45, records do not pile up: 100 processes that keep their reports
+# in their records, under the wrapper, leave at most a few at once.
+pst_tools_scripts += tests/tools/wrapper_records.sh

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # haproxy in master-worker mode (-W) under the `poolshim` wrapper (issue
 # 34): the worker answers some requests itself (`http-request return`),
-# then SIGTERM to the wrapper reaches the master, which stops the worker
-# with SIGTERM; the worker's report, with the requests' socket calls, and
+# then SIGTERM to the master (poolshim execs it in place), which stops the
+# worker with SIGTERM; the worker's report, with the requests' socket calls, and
 # the master's come out on the wrapper's stderr.  Before, the worker
 # stopped by TERM left no report at all.
 . "$PS_TOP_SRCDIR/tests/lib.sh"
@@ -33,7 +33,7 @@ EOF
 wp=$!
 at_exit "kill -KILL $wp 2>/dev/null; pkill -KILL -f 'haproxy -W -f $PST_TMP/haproxy.cfg' 2>/dev/null"
 for _ in $(seq 200); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
-master=$(pgrep -P $wp)
+master=$wp
 worker=$(pgrep -P "$master" 2>/dev/null | head -1)
 [ -n "$worker" ] || { fail "haproxy did not start: $(cat "$PST_TMP/err")"; finish; }
 curl -s -m 20 "http://127.0.0.1:$port/?[1-$N]" >/dev/null
@@ -48,6 +48,13 @@ wait $wp
 rc=$?
 # haproxy's master exits 0 when its worker ended by the signal it was sent (2.6: 0 or 143).
 echo "the wrapper exits $rc"
+# The helper writes the worker's kept report once it has ended: within
+# milliseconds, 10 s on a busy machine.
+n=0
+while [ "$(grep -c '^==== end of poolshim report' "$PST_TMP/err")" -lt 2 ] && [ $n -lt 100 ]; do
+	sleep 0.1
+	n=$((n + 1))
+done
 grep -q "^==== poolshim report: pid $master (haproxy) ====" "$PST_TMP/err" &&
 	pass "the master's report on the wrapper's stderr" ||
 	fail "no report of the master $master: $(cat "$PST_TMP/err")"

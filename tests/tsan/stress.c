@@ -14,17 +14,22 @@
  *                   through the per-thread io_uring rings (as io.c does),
  *                   chunks split and submitted together, data read back
  *   thread storms   waves of short-lived threads that count, allocate and
- *                   do one ring's worth of I/O, then exit (counter blocks
- *                   and rings released and reused)
+ *                   do one ring's worth of I/O, then exit (counter blocks,
+ *                   rings and caches of pooled blocks released and reused)
  *   reporter        merges the counters, renders the report and the call
  *                   sites, republishes the live file and reads the pool,
  *                   as the dump signal and the exit report do, all along,
  *                   and calls malloc_trim now and then (the pool purges)
  *
  * while call-site capture samples one in 32 large allocations and I/O calls.
+ * The threads' caches of pooled blocks are on (POOLSHIM_POOL_CACHE's
+ * default): blocks handed to another thread are freed into its cache, a
+ * storm thread's cache is flushed at its exit, the reporter's malloc_trim
+ * flushes every cache while the workers fill them.
  * TSan reports any race (exit status 66).  Besides that the program checks
  * what a race could break: no count lost, every pooled buffer freed back
- * to a zero gauge, and every byte written read back unchanged.
+ * to a zero gauge and, the caches flushed, to the placement, and every
+ * byte written read back unchanged.
  *
  *   stress [DIR]     DIR: where the O_DIRECT file goes (must support it)
  *   PS_TSAN_SCALE    multiplies the amount of work (default 1)
@@ -49,8 +54,10 @@
 #include "core/fdinfo.h"
 #include "format/fmt.h"
 #include "format/livefmt.h"
+#include "core/live.h"
 #include "core/pool.h"
 #include "core/report_out.h"
+#include "core/tcache.h"
 #include "format/stats.h"
 #include "core/uring.h"
 
@@ -576,6 +583,7 @@ static void on_thread_exit(void *block)
 	pthread_mutex_lock(&ring_life);
 	ps_uring_thread_exit();
 	pthread_mutex_unlock(&ring_life);
+	ps_tcache_thread_exit();
 	ps_stats_release(block);
 }
 
@@ -718,6 +726,13 @@ int main(int argc, char **argv)
 	ps_pool_get_info(&pinfo);
 	if (pinfo.purges == 0)
 		FAIL("malloc_trim never purged the pool");
+	if (sum->events[PS_EV_POOL_CACHED] == 0)
+		FAIL("no pooled block was served from a thread's cache");
+	/* The parked workers' and this thread's caches go back; storm threads' went at exit. */
+	ps_tcache_flush_all();
+	if (ps_tcache_cached_bytes() != 0)
+		FAIL("%llu bytes still cached after every cache was flushed",
+		     (unsigned long long)ps_tcache_cached_bytes());
 	/* Every block back, and the trees whole after all that. */
 	if (ps_blocks_check() != 0)
 		FAIL("the pool's block trees are damaged");

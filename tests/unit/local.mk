@@ -10,6 +10,8 @@ tests_unit_unit_SOURCES += tests/unit/test_fdinfo.c tests/unit/test_cgroup.c
 tests_unit_unit_SOURCES += tests/unit/test_blocks.c
 # The O_DIRECT router's decision (issue 36).
 tests_unit_unit_SOURCES += tests/unit/test_route.c
+# The per-thread cache of pooled blocks (issue 44).
+tests_unit_unit_SOURCES += tests/unit/test_tcache.c
 
 if SANITIZERS
 check_LTLIBRARIES += libpscore_asan.la

@@ -12,6 +12,7 @@ int main(void)
 	srunner_add_suite(sr, suite_fmt());
 	srunner_add_suite(sr, suite_pool());
 	srunner_add_suite(sr, suite_blocks());
+	srunner_add_suite(sr, suite_tcache());
 	srunner_add_suite(sr, suite_cgroup());
 	srunner_add_suite(sr, suite_report());
 	srunner_add_suite(sr, suite_route());

@@ -20,5 +20,6 @@ Suite *suite_fmt(void);
 Suite *suite_pool(void);
 Suite *suite_report(void);
 Suite *suite_route(void);
+Suite *suite_tcache(void);
 
 #endif

@@ -67,7 +67,9 @@ START_TEST(test_best_fit_and_merge)
 {
 	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
 	char *a = get(MB), *b = get(MB), *c = get(MB), *d = get(MB);
-	ck_assert_int_ne(ps_pool_slab_of(a), ps_pool_slab_of(b));
+	struct ps_pool_info pi;
+	ps_pool_get_info(&pi);
+	ck_assert_uint_eq(pi.slabs, 4);   /* each took memory of its own */
 	put(a);
 	put(c);
 	/* Both fit 512 KiB: the lower wins, and the rest of it stays free. */
@@ -136,13 +138,16 @@ START_TEST(test_grow_at_top_steps)
 {
 	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
 	char *keep = get(MB);
-	int slabs = ps_pool_nslabs();
+	struct ps_pool_info pi;
+	ps_pool_get_info(&pi);
+	uint64_t slabs = pi.slabs;
 	for (size_t n = MB + 4 * KB; n <= 2 * MB; n += 4 * KB) {
 		char *p = get(n);
 		p[n - 1] = 1;
 		put(p);
 	}
-	ck_assert_int_le(ps_pool_nslabs(), slabs + 8);
+	ps_pool_get_info(&pi);
+	ck_assert_uint_le(pi.slabs, slabs + 8);
 	put(keep);
 }
 END_TEST
@@ -177,6 +182,102 @@ START_TEST(test_aligned)
 	ck_assert_int_eq(why, PS_FAIL_TOO_LARGE);
 	ck_assert_ptr_null(ps_blocks_alloc(SIZE_MAX, 0, false, &why));
 	ck_assert_int_eq(why, PS_FAIL_TOO_LARGE);
+}
+END_TEST
+
+/*
+ * Aligned requests reuse freed blocks: a block freed at an aligned address
+ * serves the next request of that alignment, though it is smaller than the
+ * request plus its alignment (1000 posix_memalign of 200000 bytes at
+ * 2 MiB, each freed before the next, took a slab each: 2 GB).
+ */
+START_TEST(test_aligned_reuse)
+{
+	static const size_t aligns[] = { 8 * KB, 64 * KB, 2 * MB, 4 * MB };
+	enum ps_pool_fail why;
+	struct ps_pool_info before, after;
+
+	for (size_t k = 0; k < sizeof(aligns) / sizeof(aligns[0]); k++) {
+		pst_pool_setup(PS_HUGE_NONE, 256 * MB);
+		char *keep = get(3 * MB);
+		char *first = NULL;
+		for (int i = 0; i < 200; i++) {
+			char *p = ps_blocks_alloc(200000, aligns[k], false, &why);
+			ck_assert_ptr_nonnull(p);
+			ck_assert_uint_eq((uintptr_t)p % aligns[k], 0);
+			memset(p, i, 200000);
+			if (i == 0) {
+				first = p;
+				ps_pool_get_info(&before);
+			}
+			ck_assert_msg(p == first, "alignment %zu: round %d took a new block", aligns[k], i);
+			put(p);
+		}
+		ps_pool_get_info(&after);
+		ck_assert_uint_eq(after.slabs, before.slabs);
+		ck_assert_uint_eq(after.backed, before.backed);
+		put(keep);
+	}
+}
+END_TEST
+
+/*
+ * A free block that holds an aligned range of the request's size, but is
+ * smaller than the request plus its alignment, serves it: the rooms in
+ * front and behind stay free.
+ */
+START_TEST(test_aligned_inside_free)
+{
+	enum ps_pool_fail why;
+
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
+	char *a = get(3 * MB);
+	char *mid = get(2 * MB);
+	char *c = get(3 * MB);
+	int slabs = ps_pool_nslabs();
+	put(mid);
+	/* 2 MiB free at 3 MiB: 1 MiB aligned to 2 MiB fits at 4 MiB, though 2 < 1 + 2 - 4 KiB. */
+	char *p = ps_blocks_alloc(MB, 2 * MB, false, &why);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq((uintptr_t)p % (2 * MB), 0);
+	ck_assert(p > mid && p + MB <= mid + 2 * MB);
+	ck_assert_int_eq(ps_pool_nslabs(), slabs);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	/* The rooms around it serve page-aligned requests. */
+	ck_assert_ptr_eq(get((size_t)(p - mid)), mid);
+	put(p);
+	put(a);
+	put(c);
+}
+END_TEST
+
+/*
+ * An aligned request at the top of the pool, above a live block, takes a
+ * slab that follows the last one: the room in front of the block is a
+ * free block of the same run, not a gap between runs that belongs to no
+ * block, and freed it merges with the rest.
+ */
+START_TEST(test_aligned_no_gap)
+{
+	enum ps_pool_fail why;
+	struct ps_blocks_info info;
+
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
+	char *a = get(3 * MB);
+	char *b = ps_blocks_alloc(100 * KB, 2 * MB, false, &why);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq((uintptr_t)b % (2 * MB), 0);
+	ck_assert(ps_pool_within_slabs(a, (size_t)(b - a) + 100 * KB));
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	/* The room between a and b is a free block: a request fits in it. */
+	char *c = get((size_t)(b - a) - 3 * MB);
+	ck_assert_ptr_eq(c, a + 3 * MB);
+	put(c);
+	put(a);
+	put(b);
+	ps_blocks_get_info(&info);
+	ck_assert_uint_eq(info.free, 1);
+	ck_assert_int_eq(ps_blocks_check(), 0);
 }
 END_TEST
 
@@ -243,17 +344,21 @@ START_TEST(test_resize)
 	/* At the top of the pool a block grows in place into a new slab. */
 	char *t = get(MB);
 	memset(t, 4, MB);
-	int slabs = ps_pool_nslabs();
+	struct ps_pool_info pi;
+	ps_pool_get_info(&pi);
+	uint64_t slabs = pi.slabs;
 	ck_assert_uint_eq(ps_blocks_resize(t, 6 * MB, &old), 6 * MB);
-	ck_assert_int_eq(ps_pool_nslabs(), slabs + 1);
+	ps_pool_get_info(&pi);
+	ck_assert_uint_eq(pi.slabs, slabs + 1);
 	ck_assert_int_eq(ps_blocks_check(), 0);
 	ck_assert_int_eq(t[MB - 1], 4);
 	memset(t, 5, 6 * MB);
 	/* Grown a page at a time, it takes a slab per eighth of its size, not per step. */
-	slabs = ps_pool_nslabs();
+	slabs = pi.slabs;
 	for (size_t n = 6 * MB + 4 * KB; n <= 7 * MB; n += 4 * KB)
 		ck_assert_uint_eq(ps_blocks_resize(t, n, &old), n);
-	ck_assert_int_le(ps_pool_nslabs(), slabs + 2);
+	ps_pool_get_info(&pi);
+	ck_assert_uint_le(pi.slabs, slabs + 2);
 	ck_assert_int_eq(ps_blocks_check(), 0);
 	put(a);
 	put(t);
@@ -372,6 +477,34 @@ START_TEST(test_zero_and_purge)
 END_TEST
 
 /*
+ * The purge a door's poll runs (possibly in a signal handler) gives up
+ * while the trees' lock is held, and purges as the plain one does when it
+ * is free.
+ */
+START_TEST(test_purge_try)
+{
+	size_t total = 1;
+
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
+	char *a = get(2 * MB);
+	char *keep = get(MB);
+	memset(a, 1, 2 * MB);
+	put(a);
+	ps_blocks_atfork_prepare();   /* takes the lock, as a thread inside the blocks holds it */
+	ck_assert_int_eq(ps_blocks_purge_try(&total), -EBUSY);
+	ck_assert_uint_eq(total, 0);
+	ps_blocks_atfork_parent();
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	ck_assert_int_eq(ps_blocks_purge_try(&total), 0);
+	ck_assert_uint_eq(total, 2 * MB);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	ck_assert_int_eq(ps_blocks_purge_try(&total), 0);
+	ck_assert_uint_eq(total, 0);
+	put(keep);
+}
+END_TEST
+
+/*
  * At the pool's size, a block at the top still grows in place by what it
  * needs, without the eighth more it takes when there is room; so does a
  * request larger than the free block at the top.
@@ -436,6 +569,7 @@ START_TEST(test_full)
 
 	pst_pool_setup(PS_HUGE_NONE, 8 * MB);
 	char *a = get(6 * MB);
+	memset(a, 1, 6 * MB);   /* the cap counts what is resident */
 	ck_assert_ptr_null(ps_blocks_alloc(4 * MB, 0, false, &why));
 	ck_assert_int_eq(why, PS_FAIL_POOL_FULL);
 	ck_assert_int_eq(ps_blocks_check(), 0);
@@ -534,9 +668,13 @@ Suite *suite_blocks(void)
 	tcase_add_test(tc, test_grow_at_top_steps);
 	tcase_add_test(tc, test_aligned);
 	tcase_add_test(tc, test_aligned_gap_unbacked);
+	tcase_add_test(tc, test_aligned_reuse);
+	tcase_add_test(tc, test_aligned_inside_free);
+	tcase_add_test(tc, test_aligned_no_gap);
 	tcase_add_test(tc, test_resize);
 	tcase_add_test(tc, test_resize_no_nodes);
 	tcase_add_test(tc, test_zero_and_purge);
+	tcase_add_test(tc, test_purge_try);
 	tcase_add_test(tc, test_full);
 	tcase_add_test(tc, test_purge_partial_once);
 	tcase_add_test(tc, test_grow_at_cap);

@@ -109,7 +109,7 @@ START_TEST(test_load_defaults)
 	ck_assert_uint_eq(cfg.pool_size, 4ULL << 30);
 	ck_assert_int_eq(cfg.hugepages, PS_HUGE_AUTO);
 	ck_assert_int_eq(cfg.pool_allocator, PS_POOL_ALLOC_PAGES);
-	ck_assert(cfg.prefault);
+	ck_assert(!cfg.prefault);
 	ck_assert_str_eq(cfg.stats, "stderr");
 	ck_assert_int_eq(cfg.stats_format, PS_FORMAT_TEXT);
 	ck_assert(!cfg.verbose);
@@ -125,7 +125,7 @@ START_TEST(test_load_values)
 	char msgs[4096];
 	const char *env[] = {
 		"POOLSHIM=on", "POOLSHIM_POOL_MIN=1M", "POOLSHIM_POOL_SIZE=256M",
-		"POOLSHIM_HUGEPAGES=THP", "POOLSHIM_PREFAULT=no",
+		"POOLSHIM_HUGEPAGES=THP", "POOLSHIM_PREFAULT=yes",
 		"POOLSHIM_STATS=/tmp/r-%p.json", "POOLSHIM_VERBOSE=yes",
 		"POOLSHIM_URING_DEPTH=32", "POOLSHIM_POOL=off", "POOLSHIM_POOL_ALLOCATOR=jemalloc", NULL,
 	};
@@ -135,7 +135,7 @@ START_TEST(test_load_values)
 	ck_assert_uint_eq(cfg.pool_min, 1 << 20);
 	ck_assert_uint_eq(cfg.pool_size, 256 << 20);
 	ck_assert_int_eq(cfg.hugepages, PS_HUGE_THP);
-	ck_assert(!cfg.prefault);
+	ck_assert(cfg.prefault);
 	ck_assert_str_eq(cfg.stats, "/tmp/r-%p.json");
 	/* a .json path implies the JSON format */
 	ck_assert_int_eq(cfg.stats_format, PS_FORMAT_JSON);

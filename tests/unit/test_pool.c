@@ -100,18 +100,20 @@ START_TEST(test_take_and_lookup)
 	/* back to back, alignment honoured */
 	ck_assert_ptr_eq(b, a + (3 << 20));
 	ck_assert_uint_eq((uintptr_t)c % (1 << 20), 0);
+	ck_assert_ptr_eq(c, b + (1 << 20));
 	/* usable and zero */
 	for (size_t i = 0; i < (3u << 20); i += 4096)
 		ck_assert_int_eq(a[i], 0);
 	memset(a, 0xab, 3 << 20);
 	memset(b, 0xcd, 1 << 20);
 
-	ck_assert_int_eq(ps_pool_nslabs(), 3);
+	/* Each followed the last on the same pages: one slab, grown. */
+	ck_assert_int_eq(ps_pool_nslabs(), 1);
 	ck_assert_int_eq(ps_pool_slab_of(a), 0);
 	ck_assert_int_eq(ps_pool_slab_of(a + (3 << 20) - 1), 0);
-	ck_assert_int_eq(ps_pool_slab_of(b), 1);     /* shares a 2 MiB unit with a */
-	ck_assert_int_eq(ps_pool_slab_of(b + (1 << 20) - 1), 1);
-	ck_assert_int_eq(ps_pool_slab_of(c), 2);
+	ck_assert_int_eq(ps_pool_slab_of(b), 0);
+	ck_assert_int_eq(ps_pool_slab_of(b + (1 << 20) - 1), 0);
+	ck_assert_int_eq(ps_pool_slab_of(c), 0);
 	ck_assert_int_eq(ps_pool_slab_of(c + 8192), -1);   /* past the last slab */
 	/* Back-to-back slabs are one range of memory: a buffer may span them. */
 	ck_assert(ps_pool_within_slabs(a, 3 << 20));
@@ -128,15 +130,18 @@ START_TEST(test_take_and_lookup)
 	ck_assert(!ps_pool_within_slabs(c + 8192, 1));             /* the gap itself */
 
 	struct ps_slab s;
-	ck_assert(ps_pool_slab(1, &s));
-	ck_assert_uint_eq(s.base, (uintptr_t)b);
-	ck_assert_uint_eq(s.len, 1 << 20);
+	ck_assert(ps_pool_slab(0, &s));
+	ck_assert_uint_eq(s.base, (uintptr_t)a);
+	ck_assert_uint_eq(s.len, (4 << 20) + 8192);
 	ck_assert_int_eq(s.backing, PS_BACK_4K);
-	ck_assert(!ps_pool_slab(4, &s));
+	ck_assert(ps_pool_slab(1, &s));
+	ck_assert_uint_eq(s.base, (uintptr_t)d);
+	ck_assert_uint_eq(s.len, 8192);
+	ck_assert(!ps_pool_slab(2, &s));
 
 	struct ps_pool_info info;
 	ps_pool_get_info(&info);
-	ck_assert_uint_eq(info.slabs, 4);
+	ck_assert_uint_eq(info.slabs, 4);   /* taken four times */
 	/*
 	 * 3M + 1M, a 1M-aligned 8K slab, a 4M-aligned one: backed in whole
 	 * 2 MiB units, but not the unit the alignment skipped (6-8M)
@@ -146,11 +151,23 @@ START_TEST(test_take_and_lookup)
 
 	/* Protection is read over every slab a range touches. */
 	ck_assert(!ps_pool_range_protected(a, 4 << 20));
+	ck_assert(!ps_pool_range_protected(d, 8192));
+	char *e = ps_pool_take(8192, 4096, 0, &zeroed, &why);
+	ck_assert_ptr_eq(e, d + 8192);
+	ck_assert_int_eq(ps_pool_slab_of(e), 1);             /* d's slab, grown */
 	ps_pool_note_mprotect(b + 4096, 4096, PROT_READ);
 	ck_assert(ps_pool_range_protected(a, 4 << 20));
 	ck_assert(ps_pool_range_protected(b, 0));
-	ck_assert(!ps_pool_range_protected(a, 3 << 20));
-	ck_assert(!ps_pool_range_protected(c, 8192));
+	ck_assert(!ps_pool_range_protected(d, 16384));
+	ps_pool_note_mprotect(e, 4096, PROT_NONE);
+	ck_assert(ps_pool_range_protected(d, 0));
+	/* A slab the program protected does not grow: the next is a slab of its own. */
+	char *f = ps_pool_take(8192, 4096, 0, &zeroed, &why);
+	ck_assert_ptr_eq(f, e + 8192);
+	ck_assert_int_eq(ps_pool_slab_of(f), 2);
+	ck_assert(!ps_pool_range_protected(f, 8192));
+	ck_assert(ps_pool_within_slabs(d, 3 * 8192));        /* one run all the same */
+	ck_assert(!ps_pool_within_slabs(d, 3 * 8192 + 1));
 
 	/* One lookup says it all: both ends' slabs, the backing, gapless, protected. */
 	struct ps_pool_range r;
@@ -159,8 +176,10 @@ START_TEST(test_take_and_lookup)
 	ck_assert_int_eq(r.last, ps_pool_slab_of(b));
 	ck_assert_int_eq(r.backing, PS_BACK_4K);
 	ck_assert(r.within && r.protected);
-	ck_assert(ps_pool_range_of(a, 3 << 20, &r));
+	ck_assert(ps_pool_range_of(f, 8192, &r));
 	ck_assert(r.first == r.last && !r.protected);
+	ck_assert(ps_pool_range_of(e, 8192 + 4096, &r));     /* e's slab into f's: one run */
+	ck_assert(r.first == 1 && r.last == 2 && r.within && r.protected);
 	ck_assert(!ps_pool_range_of((void *)4096, 1, &r));
 	ck_assert(r.first == -1 && r.last == -1 && !r.within && !r.protected);
 	ck_assert(!ps_pool_range_of(c, (size_t)(d - c) + 1, &r));   /* across the alignment gap */
@@ -180,19 +199,22 @@ START_TEST(test_slab_table_chunks)
 	static char *s[N];
 
 	pst_pool_setup(PS_HUGE_NONE, 64 << 20);
-	/* Close the small region first: past it, 4 KiB slabs lie back to back. */
-	ck_assert_ptr_nonnull(ps_pool_take(2 << 20, 4096, 0, &zeroed, &why));
+	/*
+	 * Close the small region first; then 4 KiB slabs aligned to 8 KiB,
+	 * each after a gap of 4 KiB, so that none grows the last one.
+	 */
+	ck_assert_ptr_nonnull(ps_pool_take((2 << 20) + 4096, 4096, 0, &zeroed, &why));
 	for (int i = 0; i < N; i++) {
-		s[i] = ps_pool_take(4096, 4096, 0, &zeroed, &why);
+		s[i] = ps_pool_take(4096, 8192, 0, &zeroed, &why);
 		ck_assert_ptr_nonnull(s[i]);
 	}
 	ck_assert_int_eq(ps_pool_nslabs(), N + 1);
 	for (int i = 0; i < N; i++) {
 		ck_assert_int_eq(ps_pool_slab_of(s[i]), i + 1);
 		ck_assert_int_eq(ps_pool_slab_of(s[i] + 4095), i + 1);
+		ck_assert_int_eq(ps_pool_slab_of(s[i] + 4096), -1);   /* the gap */
 		ck_assert(ps_pool_within_slabs(s[i], 4096));
-		/* Back to back, one run: a range over the next slab is still within. */
-		ck_assert(ps_pool_within_slabs(s[i] + 1, 4096) == (i < N - 1));
+		ck_assert(!ps_pool_within_slabs(s[i] + 1, 4096));
 	}
 	struct ps_slab sl;
 	ck_assert(ps_pool_slab(N, &sl));
@@ -200,13 +222,13 @@ START_TEST(test_slab_table_chunks)
 	ck_assert_uint_eq(sl.len, 4096);
 	ck_assert(!ps_pool_slab(N + 1, &sl));
 	/* A protection change over the chunks' seam marks the slabs on both sides. */
-	ps_pool_note_mprotect(s[510], 3 * 4096, PROT_READ);
+	ps_pool_note_mprotect(s[510], 5 * 4096, PROT_READ);
 	ck_assert(!ps_pool_range_protected(s[509], 4096));
 	ck_assert(ps_pool_range_protected(s[510], 4096));
 	ck_assert(ps_pool_range_protected(s[511], 4096));
 	ck_assert(ps_pool_range_protected(s[512], 4096));
 	ck_assert(!ps_pool_range_protected(s[513], 4096));
-	ck_assert(ps_pool_range_protected(s[509], 2 * 4096));
+	ck_assert(ps_pool_range_protected(s[509], 3 * 4096));
 }
 END_TEST
 
@@ -262,6 +284,23 @@ START_TEST(test_mode_reasons)
 	ck_assert_ptr_nonnull(strstr(info.hugetlb_reason, "not requested"));
 	if (info.thp_reason == NULL)
 		ck_assert_uint_eq(info.backed_by[PS_BACK_THP], 2 << 20);
+
+	/* A slab above POOLSHIM_HUGEPAGE_MAX (32 MiB by default) gets 4 KiB pages. */
+	pst_pool_setup(PS_HUGE_THP, 256 << 20);
+	char *big = ps_pool_take(34 << 20, 4096, 0, &zeroed, &why);
+	ck_assert_ptr_nonnull(big);
+	ps_pool_get_info(&info);
+	ck_assert_uint_eq(info.backed_by[PS_BACK_THP], 0);
+	ck_assert_uint_ge(info.backed_by[PS_BACK_4K], 34 << 20);
+	struct ps_pool_range r;
+	ck_assert(ps_pool_range_of(big, 34 << 20, &r));
+	ck_assert_int_eq(r.backing, PS_BACK_4K);
+	if (info.thp_reason == NULL) {
+		/* One at the limit still has hugepages. */
+		ck_assert_ptr_nonnull(ps_pool_take(32 << 20, 2 << 20, 0, &zeroed, &why));
+		ps_pool_get_info(&info);
+		ck_assert_uint_eq(info.backed_by[PS_BACK_THP], 32 << 20);
+	}
 }
 END_TEST
 
@@ -287,7 +326,7 @@ START_TEST(test_small_first)
 	memset(b, 2, 100 << 10);
 	ps_pool_get_info(&info);
 	ck_assert_uint_eq(info.backed, 256 << 10);
-	ck_assert_int_eq(ps_pool_slab_of(b), 1);
+	ck_assert_int_eq(ps_pool_slab_of(b), 0);         /* a's slab, grown */
 	ck_assert_int_eq(ps_pool_slab_of(a + 4096), 0);
 	/* too big for the region: it closes, slabs go on at the next unit */
 	char *c = ps_pool_take(3 << 20, 4096, 0, &zeroed, &why);
@@ -295,7 +334,7 @@ START_TEST(test_small_first)
 	memset(c, 3, 3 << 20);
 	ps_pool_get_info(&info);
 	ck_assert_uint_eq(info.backed, (256 << 10) + (4 << 20));
-	ck_assert_int_eq(ps_pool_slab_of(c), 2);
+	ck_assert_int_eq(ps_pool_slab_of(c), 1);
 	ck_assert_int_eq(ps_pool_slab_of((char *)ps_pool_lo + (1 << 20)), -1);   /* the gap */
 	ck_assert(!ps_pool_within_slabs(b, (size_t)(c - b)));
 
@@ -431,6 +470,7 @@ START_TEST(test_arena_merges)
 	cfg.pool_allocator = (enum ps_pool_allocator)_i;
 	cfg.hugepages = PS_HUGE_NONE;
 	cfg.pool_size = 256 << 20;
+	cfg.pool_cache = 0;        /* the placement's merging, with no cache in front */
 	pst_pool_forget();
 	ck_assert_int_eq(ps_alloc_init(&cfg), 0);
 
@@ -438,7 +478,9 @@ START_TEST(test_arena_merges)
 	char *b = ps_malloc(1 << 20);
 	ck_assert(ps_pool_contains(a) && ps_pool_contains(b));
 	ck_assert_ptr_eq(b, a + (1 << 20));
-	ck_assert_int_ne(ps_pool_slab_of(a), ps_pool_slab_of(b));
+	struct ps_pool_info info;
+	ps_pool_get_info(&info);
+	ck_assert_uint_ge(info.slabs, 2);   /* b took memory of its own */
 	int slabs = ps_pool_nslabs();
 	ps_free(a);
 	ps_free(b);

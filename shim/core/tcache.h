@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-thread caches of freed pooled blocks (POOLSHIM_POOL_CACHE), in front
+ * of whichever placement holds the blocks (blocks.c, or the jemalloc
+ * arena): a thread's pooled free puts the block in its own cache, and its
+ * next pooled request takes the most recently freed block that fits, with
+ * no lock shared between threads.  The placement, and its lock, is reached
+ * only when the cache has nothing that fits or holds more than its bound.
+ *
+ * Blocks keep their exact size (whole pages from blocks.c, a size class
+ * from jemalloc): a cached block of n bytes serves a request of need bytes
+ * (need rounded up as the placement rounds it) when need <= n <= need + need / PS_TCACHE_FIT,
+ * so a hit wastes at most 1/PS_TCACHE_FIT of what was asked, and
+ * malloc_usable_size is the block's size, as the placement would say.
+ *
+ * Every live or cached block the cache has seen has its size in a map
+ * beside the pool (one 32-bit word per page of the pool, in mappings of
+ * 256 KiB made as the pool grows, each for 256 MiB of pool): free learns a
+ * block's size there without the placement's lock, and the map says
+ * whether the block is live or cached, so a second free of a cached block
+ * is told apart from a first.  A block the map does not know (handed out
+ * by a path that does not record it, as realloc) goes to the placement as
+ * before.
+ *
+ * Footprint: each thread that makes a pooled call holds a slot of
+ * sizeof(struct ps_tcache) bytes in mappings of 64 KiB that are never
+ * unmapped (a slot is reused after its thread exits), up to the bound in
+ * cached blocks, and the map (about 1/1024 of the pool's used range,
+ * touched only where blocks start).
+ *
+ * A block over an eighth of the bound is not cached (a cache holds at
+ * least eight), and blocks.c's free memory is given the caches' blocks
+ * before a request that large grows the pool (alloc.c): held in caches,
+ * memory the placement could merge made a churn of large buffers peak
+ * higher.
+ *
+ * Flushing (the blocks go back to the placement): at the thread's exit, on
+ * every purge (malloc_trim, decay, retention, the cgroup's limit; every
+ * thread's cache), when the placement refuses a request (then it is
+ * retried) or lacks a free block for a large one, and in a fork child for
+ * the caches of the threads that did not come along (at its first pooled
+ * call).  No function here is
+ * async-signal-safe except ps_tcache_after_fork_child().
+ */
+#ifndef PS_TCACHE_H
+#define PS_TCACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A hit wastes at most need / PS_TCACHE_FIT bytes (see above). */
+#ifndef PS_TCACHE_FIT
+#define PS_TCACHE_FIT 4
+#endif
+/* A cache keeps no block over 1/PS_TCACHE_LARGEST of its bound: at least that many fit. */
+#define PS_TCACHE_LARGEST 8
+/* The most blocks one thread's cache holds, whatever their bytes. */
+#ifndef PS_TCACHE_ENTRIES
+#define PS_TCACHE_ENTRIES 32
+#endif
+
+/* What the cache needs from the placement behind it (alloc.c passes it down). */
+struct ps_tcache_backend {
+	/*
+	 * Give the live block p of n bytes back to the placement, not
+	 * counted again (it was counted freed when it was cached).
+	 */
+	void (*release)(void *p, size_t n);
+	/* The size of the block the placement would give size bytes; NULL: whole pages. */
+	size_t (*good_size)(size_t size);
+};
+
+/*
+ * bytes: the most one thread keeps cached (0: the cache is off and every
+ * function below does nothing).  The pool's range must exist by the first
+ * ps_tcache_note_live().  Call once, before any other.
+ */
+void ps_tcache_init(size_t bytes, const struct ps_tcache_backend *be);
+
+/*
+ * What all threads' caches together may hold: each thread keeps at most
+ * this over the number of threads holding a cache (alloc.c: half the
+ * retention, so that cached blocks alone never set off a purge).
+ */
+void ps_tcache_limit_total(size_t bytes);
+
+/* Whether the cache is on (a per-process choice, read without ordering). */
+extern bool ps_tcache_on;
+
+/*
+ * Called once when a thread first claims a cache, outside any lock, for
+ * init.c to tie ps_tcache_thread_exit() to the thread's end; NULL: none.
+ */
+extern void (*ps_tcache_on_claim)(void);
+
+/* Whether this thread holds a cache. */
+bool ps_tcache_claimed(void);
+
+/* The block p (in the pool's range) of n bytes reaches the program. */
+void ps_tcache_note_live(void *p, size_t n);
+
+/*
+ * The most recently cached block of this thread that fits size bytes at
+ * alignment align (0 or a power of two), its size in *n; NULL if none.
+ * The block is dirty (it held the program's data).
+ */
+void *ps_tcache_take(size_t size, size_t align, size_t *n);
+
+/*
+ * free() of p, in the pool's range.  1: cached or handed on to the
+ * placement (by this thread's bound), its size in *n, to be counted
+ * freed; 0: the map does not know p (the caller frees it as before);
+ * -1: p is cached already (freed twice).
+ */
+int ps_tcache_put(void *p, size_t *n);
+
+/*
+ * p (in the pool's range) leaves the map's care: its later operations go
+ * to the placement directly.  0, or -1 if p is cached (freed already).
+ */
+int ps_tcache_forget(void *p);
+
+/* The size of the live block p as the map knows it, 0 if it does not. */
+size_t ps_tcache_live_size(const void *p);
+
+/* Flush every thread's cache into the placement: the bytes flushed. */
+size_t ps_tcache_flush_all(void);
+
+/* Flush this thread's cache and give its slot up; later calls bypass the cache. */
+void ps_tcache_thread_exit(void);
+
+/* The largest block this thread's cache keeps now. */
+size_t ps_tcache_largest(void);
+
+/* The bytes in this thread's cache now. */
+size_t ps_tcache_cached_bytes_mine(void);
+
+/* The bytes in all caches now (the report's and the live record's gauge). */
+uint64_t ps_tcache_cached_bytes(void);
+
+/*
+ * In a fork child, async-signal-safe: the other threads' caches are
+ * orphaned (flushed at the child's next pooled call); one whose lock a
+ * thread held at the fork is forgotten (its blocks stay unusable).
+ */
+void ps_tcache_after_fork_child(void);
+
+/* Unit tests: forget every cache and the map (with ps_pool_reset_for_tests). */
+void ps_tcache_reset_for_tests(void);
+
+#endif
