@@ -8,7 +8,10 @@
 Mutates the seed records (real records: a killed process's, one with a
 call-site table, one with a kept report) and passes each through
 `poolshim stat`, `stat --prometheus`, `collect --into` and `collect`
-(reports printed), built with --enable-sanitizers: any sanitizer report,
+(reports printed), built with ASan and UBSan (--enable-sanitizers does not
+instrument the tools: make CFLAGS="-g -O1 -fsanitize=address,undefined
+-fno-omit-frame-pointer -fno-sanitize-recover=undefined" LDFLAGS=<same>
+tools/poolshim-stat tools/poolshim-collect): any sanitizer report,
 death by a signal or a tool past 20 s is a finding, and the record is
 saved.  Records are made nobody's (chown 65534) so that collect, run as
 root, writes nothing but as nobody; collect always runs with --keep.
