@@ -879,7 +879,8 @@ int ps_pool_slab_of(const void *p)
 	/* A unit records the last slab that touches it; earlier ones lie below. */
 	while (i >= 0 && a < slab_at(i)->base)
 		i--;
-	if (i < 0 || a - slab_at(i)->base >= slab_at(i)->len)
+	/* len grows under the lock while readers look (a slab grown in place). */
+	if (i < 0 || a - slab_at(i)->base >= __atomic_load_n(&slab_at(i)->len, __ATOMIC_ACQUIRE))
 		return -1;
 	return i;
 }
@@ -888,7 +889,13 @@ bool ps_pool_slab(int i, struct ps_slab *out)
 {
 	if (i < 0 || i >= __atomic_load_n(&nslabs, __ATOMIC_ACQUIRE))
 		return false;
-	*out = *slab_at(i);
+	/* Field by field: len grows and protected is marked while readers look. */
+	const struct ps_slab *s = slab_at(i);
+	out->base = s->base;
+	out->len = __atomic_load_n(&s->len, __ATOMIC_ACQUIRE);
+	out->backing = s->backing;
+	out->run = s->run;
+	out->protected = __atomic_load_n(&s->protected, __ATOMIC_ACQUIRE);
 	return true;
 }
 
@@ -907,7 +914,7 @@ void ps_pool_note_mprotect(const void *addr, size_t len, int prot)
 	int n = ps_pool_nslabs();
 	for (int i = 0; i < n; i++) {
 		struct ps_slab *s = slab_at(i);
-		if (s->base < end && a < s->base + s->len) {
+		if (s->base < end && a < s->base + __atomic_load_n(&s->len, __ATOMIC_ACQUIRE)) {
 			__atomic_store_n(&s->protected, 1, __ATOMIC_RELEASE);
 			__atomic_store_n(&any_protected, 1, __ATOMIC_RELEASE);
 		}
