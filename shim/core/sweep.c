@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Records of ended processes do not pile up with the library alone (issue
+ * 45).  A process killed by a signal never removes its record, and with no
+ * wrapper and no systemd unit nobody else does: tmpfs is memory, and each
+ * run of a test suite that stops its servers with SIGINT left hundreds.
+ *
+ * So a process that makes its own record (live.c's make_file, which is
+ * already off the start-up path: a process makes one only once it has done
+ * real work or lived a second, so once per process image) also looks for
+ * records of its own user whose process is gone, and removes those that
+ * have not changed for POOLSHIM_RECORD_TTL.  Not under a run
+ * (POOLSHIM_RUN): the wrapper's helper or the unit's ExecStopPost= is its
+ * collector.  No rate shared between processes: a mark file in the live
+ * directory would be one more thing there, and another user could hold its
+ * name; a look costs a directory read and one fstatat per record name,
+ * and the open of /proc/PID/stat only for this user's records old enough
+ * to go.  No thread, no child, no signal, no work at start;
+ * raw system calls only (make_file may run inside malloc or a signal
+ * handler), with small buffers on the stack, and nothing that blocks: every
+ * open is O_NONBLOCK | O_NOFOLLOW, and the scan stops after SWEEP_ENTRIES
+ * directory entries.
+ *
+ * The report of a removed record is not rendered here.  That would take the
+ * record reader (tools/record.c: stdio, malloc, symbolisation) into every
+ * process, inside malloc, on files that are untrusted input; and a
+ * "stderr" report of a killed process has nowhere to go (its stderr is
+ * gone, this process's is not its own).  Whoever wants those reports has
+ * the wrapper, the systemd drop-in, or `poolshim collect` within the TTL
+ * (or POOLSHIM_RECORD_TTL=0, which keeps records as before).  Records of a
+ * run (POOLSHIM_RUN: the wrapper's or a unit's) are left to that run's
+ * collector.
+ *
+ * Records are untrusted input.  Only these are touched: in a directory
+ * owned by root or this euid and either writable by no one else or sticky
+ * (where nobody else may rename or remove this user's files); a visible
+ * record's name of this pid namespace (not 0: unknown), not this process's;
+ * a regular file, not a link (O_NOFOLLOW, lstat-like fstatat), with one
+ * link, owned by this euid, at least a header long; a header with the
+ * magic whose pid and pid namespace are the name's, whose run is empty and
+ * whose start time is set; and /proc saying the pid is gone or is another
+ * process now (a zombie is not gone yet).  The name is looked at again
+ * just before unlinkat: still the same file.
+ */
+#include "core/live.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "format/config.h"
+#include "format/fmt.h"
+#include "format/livefmt.h"
+#include "format/sys.h"
+
+/* Directory entries one sweep looks at, at most: a bound on its cost. */
+#define SWEEP_ENTRIES 4096
+
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+static int64_t real_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec;
+}
+
+/* Whether files of this euid in the directory may be removed by name safely. */
+static bool dir_safe(int dfd, uid_t me)
+{
+	struct stat st;
+
+	if (PS_SYSCALL(SYS_fstat, dfd, &st) < 0 || !S_ISDIR(st.st_mode))
+		return false;
+	if (st.st_uid != me && st.st_uid != 0)
+		return false;
+	return !(st.st_mode & (S_IWGRP | S_IWOTH)) || (st.st_mode & S_ISVTX);
+}
+
+static bool read_at(int fd, void *out, size_t len, size_t off)
+{
+	return PS_SYSCALL(SYS_pread64, fd, out, len, (long)off) == (long)len;
+}
+
+/* Whether the record called name (pid in namespace ns) is one to remove now. */
+static bool ended_and_old(int dfd, const char *name, int pid, uint64_t ns, uid_t me,
+			  int64_t now, int64_t ttl, struct stat *was)
+{
+	struct stat st;
+
+	if (PS_SYSCALL(SYS_newfstatat, dfd, name, was, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISREG(was->st_mode) || was->st_uid != me || was->st_nlink != 1 ||
+	    was->st_size < PS_LIVE_HEADER)
+		return false;
+	/* Not changed for the TTL: made, grown by a thread's block, handed over, renamed. */
+	int64_t changed = was->st_mtime > was->st_ctime ? was->st_mtime : was->st_ctime;
+	if (now - changed < ttl)
+		return false;
+	long fd = ps_sys_openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+				O_NOCTTY, 0);
+	if (fd < 0)
+		return false;
+	char magic[8], run0 = 1;
+	int32_t hpid = 0;
+	uint64_t start = 0, hns = 0;
+	bool ok = PS_SYSCALL(SYS_fstat, fd, &st) == 0 && st.st_dev == was->st_dev &&
+		  st.st_ino == was->st_ino &&
+		  read_at((int)fd, magic, sizeof(magic), offsetof(struct ps_live_header, magic)) &&
+		  read_at((int)fd, &hpid, sizeof(hpid), offsetof(struct ps_live_header, pid)) &&
+		  read_at((int)fd, &start, sizeof(start), offsetof(struct ps_live_header, starttime)) &&
+		  read_at((int)fd, &hns, sizeof(hns), offsetof(struct ps_live_header, pidns)) &&
+		  read_at((int)fd, &run0, 1, offsetof(struct ps_live_header, run));
+	ps_sys_close((int)fd);
+	if (!ok || memcmp(magic, PS_LIVE_MAGIC, sizeof(magic)) != 0 || hpid != pid || hns != ns ||
+	    run0 != '\0' || start == 0)
+		return false;
+	/* Gone (no /proc/PID), or the pid is another process's now; anything else: not judged. */
+	static const int starttime_field[] = { 22 };
+	uint64_t cur = 0;
+	int r = ps_proc_stat(pid, starttime_field, &cur, 1);
+	if (r == -ENOENT || r == -ESRCH)
+		return true;
+	return r == 0 && cur != start;
+}
+
+static void consider(int dfd, const char *name, int self, uint64_t my_ns, uid_t me,
+		     int64_t now, int64_t ttl)
+{
+	int pid;
+	uint64_t ns, tag;
+	struct stat was, again;
+
+	if (ps_live_parse_name(name, &pid, &ns, &tag) != 1 || ns == 0 || ns != my_ns || pid == self)
+		return;
+	if (!ended_and_old(dfd, name, pid, ns, me, now, ttl, &was))
+		return;
+	/* Still the file judged, not one put in its place since. */
+	if (PS_SYSCALL(SYS_newfstatat, dfd, name, &again, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    again.st_dev != was.st_dev || again.st_ino != was.st_ino)
+		return;
+	PS_SYSCALL(SYS_unlinkat, dfd, name, 0);
+}
+
+void ps_live_sweep(int self, uint64_t my_ns)
+{
+	int64_t ttl = (int64_t)ps_cfg.record_ttl;
+
+	/* A run (the wrapper's, a unit's) has its collector: its processes pay nothing. */
+	if (ttl <= 0 || my_ns == 0 || ps_cfg.run[0])
+		return;
+	int saved_errno = errno;
+	uid_t me = (uid_t)PS_SYSCALL(SYS_geteuid);
+	long dfd = ps_sys_openat(AT_FDCWD, ps_live_dir(), O_RDONLY | O_DIRECTORY | O_NONBLOCK |
+				 O_CLOEXEC, 0);
+	if (dfd < 0) {
+		errno = saved_errno;
+		return;
+	}
+	int64_t now = real_now();
+	if (dir_safe((int)dfd, me)) {
+		_Alignas(8) char buf[1024];
+		long n;
+		int seen = 0;
+		while (seen < SWEEP_ENTRIES &&
+		       (n = PS_SYSCALL(SYS_getdents64, dfd, buf, sizeof(buf))) > 0) {
+			for (long at = 0; at < n && seen < SWEEP_ENTRIES; seen++) {
+				struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + at);
+				at += d->d_reclen;
+				if (d->d_type == DT_REG || d->d_type == DT_UNKNOWN)
+					consider((int)dfd, d->d_name, self, my_ns, me, now, ttl);
+			}
+		}
+	}
+	ps_sys_close((int)dfd);
+	errno = saved_errno;
+}
