@@ -25,11 +25,14 @@
  * record reader (tools/record.c: stdio, malloc, symbolisation) into every
  * process, inside malloc, on files that are untrusted input; and a
  * "stderr" report of a killed process has nowhere to go (its stderr is
- * gone, this process's is not its own).  Whoever wants those reports has
- * the wrapper, the systemd drop-in, or `poolshim collect` within the TTL
- * (or POOLSHIM_RECORD_TTL=0, which keeps records as before).  Records of a
- * run (POOLSHIM_RUN: the wrapper's or a unit's) are left to that run's
- * collector.
+ * gone, this process's is not its own).  What is lost is said instead, in
+ * one line to the system log per look (how many, the first pids), as
+ * report_out.c says a report with no stderr to go to; records whose
+ * report was delivered or not wanted (POOLSHIM_STATS=off) go silently.
+ * Whoever wants those reports has the wrapper, the systemd drop-in, or
+ * `poolshim collect` within the TTL (or POOLSHIM_RECORD_TTL=0, which keeps
+ * records as before).  Records of a run (POOLSHIM_RUN: the wrapper's or a
+ * unit's) are left to that run's collector.
  *
  * Records are untrusted input.  Only these are touched: in a directory
  * owned by root or this euid and either writable by no one else or sticky
@@ -56,6 +59,7 @@
 #include "format/fmt.h"
 #include "format/livefmt.h"
 #include "format/sys.h"
+#include "core/report_out.h"
 
 /* Directory entries one sweep looks at, at most: a bound on its cost. */
 #define SWEEP_ENTRIES 4096
@@ -95,7 +99,7 @@ static bool read_at(int fd, void *out, size_t len, size_t off)
 
 /* Whether the record called name (pid in namespace ns) is one to remove now. */
 static bool ended_and_old(int dfd, const char *name, int pid, uint64_t ns, uid_t me,
-			  int64_t now, int64_t ttl, struct stat *was)
+			  int64_t now, int64_t ttl, struct stat *was, bool *lost)
 {
 	struct stat st;
 
@@ -112,7 +116,7 @@ static bool ended_and_old(int dfd, const char *name, int pid, uint64_t ns, uid_t
 	if (fd < 0)
 		return false;
 	char magic[8], run0 = 1;
-	int32_t hpid = 0;
+	int32_t hpid = 0, report = PS_REC_PENDING;
 	uint64_t start = 0, hns = 0;
 	bool ok = PS_SYSCALL(SYS_fstat, fd, &st) == 0 && st.st_dev == was->st_dev &&
 		  st.st_ino == was->st_ino &&
@@ -120,11 +124,14 @@ static bool ended_and_old(int dfd, const char *name, int pid, uint64_t ns, uid_t
 		  read_at((int)fd, &hpid, sizeof(hpid), offsetof(struct ps_live_header, pid)) &&
 		  read_at((int)fd, &start, sizeof(start), offsetof(struct ps_live_header, starttime)) &&
 		  read_at((int)fd, &hns, sizeof(hns), offsetof(struct ps_live_header, pidns)) &&
-		  read_at((int)fd, &run0, 1, offsetof(struct ps_live_header, run));
+		  read_at((int)fd, &run0, 1, offsetof(struct ps_live_header, run)) &&
+		  read_at((int)fd, &report, sizeof(report), offsetof(struct ps_live_header, report));
 	ps_sys_close((int)fd);
 	if (!ok || memcmp(magic, PS_LIVE_MAGIC, sizeof(magic)) != 0 || hpid != pid || hns != ns ||
 	    run0 != '\0' || start == 0)
 		return false;
+	/* Its report not delivered and wanted: pending (killed) or kept (it could not write it). */
+	*lost = report != PS_REC_DELIVERED && report != PS_REC_NONE;
 	/* Gone (no /proc/PID), or the pid is another process's now; anything else: not judged. */
 	static const int starttime_field[] = { 22 };
 	uint64_t cur = 0;
@@ -134,22 +141,33 @@ static bool ended_and_old(int dfd, const char *name, int pid, uint64_t ns, uid_t
 	return r == 0 && cur != start;
 }
 
+/* What one look removed without a report, for its line in the system log. */
+struct lost {
+	int count;
+	struct ps_buf pids;
+	char text[160];
+};
+
 static void consider(int dfd, const char *name, int self, uint64_t my_ns, uid_t me,
-		     int64_t now, int64_t ttl)
+		     int64_t now, int64_t ttl, struct lost *lost)
 {
 	int pid;
 	uint64_t ns, tag;
 	struct stat was, again;
+	bool unsent = false;
 
 	if (ps_live_parse_name(name, &pid, &ns, &tag) != 1 || ns == 0 || ns != my_ns || pid == self)
 		return;
-	if (!ended_and_old(dfd, name, pid, ns, me, now, ttl, &was))
+	if (!ended_and_old(dfd, name, pid, ns, me, now, ttl, &was, &unsent))
 		return;
 	/* Still the file judged, not one put in its place since. */
 	if (PS_SYSCALL(SYS_newfstatat, dfd, name, &again, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    again.st_dev != was.st_dev || again.st_ino != was.st_ino)
 		return;
-	PS_SYSCALL(SYS_unlinkat, dfd, name, 0);
+	if (PS_SYSCALL(SYS_unlinkat, dfd, name, 0) < 0 || !unsent)
+		return;
+	if (lost->count++ < 12)
+		ps_buf_printf(&lost->pids, " %d", pid);
 }
 
 void ps_live_sweep(int self, uint64_t my_ns)
@@ -168,6 +186,8 @@ void ps_live_sweep(int self, uint64_t my_ns)
 		return;
 	}
 	int64_t now = real_now();
+	struct lost lost = { 0 };
+	ps_buf_init(&lost.pids, lost.text, sizeof(lost.text), -1);
 	if (dir_safe((int)dfd, me)) {
 		_Alignas(8) char buf[1024];
 		long n;
@@ -178,10 +198,19 @@ void ps_live_sweep(int self, uint64_t my_ns)
 				struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + at);
 				at += d->d_reclen;
 				if (d->d_type == DT_REG || d->d_type == DT_UNKNOWN)
-					consider((int)dfd, d->d_name, self, my_ns, me, now, ttl);
+					consider((int)dfd, d->d_name, self, my_ns, me, now, ttl,
+						 &lost);
 			}
 		}
 	}
 	ps_sys_close((int)dfd);
+	/* One line for the lot: the reports are gone, and the log says whose. */
+	if (lost.count)
+		ps_report_syslog("removed the live records of %d ended processes of uid %u, "
+				 "unchanged for POOLSHIM_RECORD_TTL=%llu s, their reports not "
+				 "delivered (pids%s%s); `poolshim collect` renders such records "
+				 "within the interval", lost.count, (unsigned)me,
+				 (unsigned long long)ttl, ps_buf_str(&lost.pids),
+				 lost.count > 12 ? " ..." : "");
 	errno = saved_errno;
 }
