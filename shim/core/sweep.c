@@ -19,7 +19,8 @@
  * raw system calls only (make_file may run inside malloc or a signal
  * handler), with small buffers on the stack, and nothing that blocks: every
  * open is O_NONBLOCK | O_NOFOLLOW, and the scan stops after SWEEP_ENTRIES
- * directory entries.
+ * directory entries or SWEEP_OPENS records opened (those left wait for the
+ * next look).
  *
  * The report of a removed record is not rendered here.  That would take the
  * record reader (tools/record.c: stdio, malloc, symbolisation) into every
@@ -61,8 +62,9 @@
 #include "format/sys.h"
 #include "core/report_out.h"
 
-/* Directory entries one sweep looks at, at most: a bound on its cost. */
+/* Directory entries one look reads, and records it opens, at most: a bound on its cost. */
 #define SWEEP_ENTRIES 4096
+#define SWEEP_OPENS 256
 
 struct linux_dirent64 {
 	uint64_t d_ino;
@@ -99,7 +101,7 @@ static bool read_at(int fd, void *out, size_t len, size_t off)
 
 /* Whether the record called name (pid in namespace ns) is one to remove now. */
 static bool ended_and_old(int dfd, const char *name, int pid, uint64_t ns, uid_t me,
-			  int64_t now, int64_t ttl, struct stat *was, bool *lost)
+			  int64_t now, int64_t ttl, struct stat *was, bool *lost, int *opens)
 {
 	struct stat st;
 
@@ -109,26 +111,36 @@ static bool ended_and_old(int dfd, const char *name, int pid, uint64_t ns, uid_t
 		return false;
 	/* Not changed for the TTL: made, grown by a thread's block, handed over, renamed. */
 	int64_t changed = was->st_mtime > was->st_ctime ? was->st_mtime : was->st_ctime;
-	if (now - changed < ttl)
+	if (now - changed < ttl || *opens >= SWEEP_OPENS)
 		return false;
+	++*opens;
 	long fd = ps_sys_openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
 				O_NOCTTY, 0);
 	if (fd < 0)
 		return false;
-	char magic[8], run0 = 1;
-	int32_t hpid = 0, report = PS_REC_PENDING;
-	uint64_t start = 0, hns = 0;
+	/* Three reads: the identity at the start, the namespace and report state, the run's first byte. */
+	enum {
+		A_END = offsetof(struct ps_live_header, starttime) + 8,
+		B_AT = offsetof(struct ps_live_header, pidns),
+		B_END = offsetof(struct ps_live_header, report) + 4,
+	};
+	_Static_assert(A_END <= 64 && B_END - B_AT <= 64, "the fields read are not together");
+	char a[A_END], b[B_END - B_AT], run0 = 1;
+	int32_t hpid, report;
+	uint64_t start, hns;
 	bool ok = PS_SYSCALL(SYS_fstat, fd, &st) == 0 && st.st_dev == was->st_dev &&
-		  st.st_ino == was->st_ino &&
-		  read_at((int)fd, magic, sizeof(magic), offsetof(struct ps_live_header, magic)) &&
-		  read_at((int)fd, &hpid, sizeof(hpid), offsetof(struct ps_live_header, pid)) &&
-		  read_at((int)fd, &start, sizeof(start), offsetof(struct ps_live_header, starttime)) &&
-		  read_at((int)fd, &hns, sizeof(hns), offsetof(struct ps_live_header, pidns)) &&
-		  read_at((int)fd, &run0, 1, offsetof(struct ps_live_header, run)) &&
-		  read_at((int)fd, &report, sizeof(report), offsetof(struct ps_live_header, report));
+		  st.st_ino == was->st_ino && read_at((int)fd, a, sizeof(a), 0) &&
+		  read_at((int)fd, b, sizeof(b), B_AT) &&
+		  read_at((int)fd, &run0, 1, offsetof(struct ps_live_header, run));
 	ps_sys_close((int)fd);
-	if (!ok || memcmp(magic, PS_LIVE_MAGIC, sizeof(magic)) != 0 || hpid != pid || hns != ns ||
-	    run0 != '\0' || start == 0)
+	if (!ok)
+		return false;
+	memcpy(&hpid, a + offsetof(struct ps_live_header, pid), sizeof(hpid));
+	memcpy(&start, a + offsetof(struct ps_live_header, starttime), sizeof(start));
+	memcpy(&hns, b, sizeof(hns));
+	memcpy(&report, b + offsetof(struct ps_live_header, report) - B_AT, sizeof(report));
+	if (memcmp(a, PS_LIVE_MAGIC, 8) != 0 || hpid != pid || hns != ns || run0 != '\0' ||
+	    start == 0)
 		return false;
 	/* Its report not delivered and wanted: pending (killed) or kept (it could not write it). */
 	*lost = report != PS_REC_DELIVERED && report != PS_REC_NONE;
@@ -143,7 +155,7 @@ static bool ended_and_old(int dfd, const char *name, int pid, uint64_t ns, uid_t
 
 /* What one look removed without a report, for its line in the system log. */
 struct lost {
-	int count;
+	int count, opens;
 	struct ps_buf pids;
 	char text[160];
 };
@@ -158,7 +170,7 @@ static void consider(int dfd, const char *name, int self, uint64_t my_ns, uid_t 
 
 	if (ps_live_parse_name(name, &pid, &ns, &tag) != 1 || ns == 0 || ns != my_ns || pid == self)
 		return;
-	if (!ended_and_old(dfd, name, pid, ns, me, now, ttl, &was, &unsent))
+	if (!ended_and_old(dfd, name, pid, ns, me, now, ttl, &was, &unsent, &lost->opens))
 		return;
 	/* Still the file judged, not one put in its place since. */
 	if (PS_SYSCALL(SYS_newfstatat, dfd, name, &again, AT_SYMLINK_NOFOLLOW) < 0 ||
