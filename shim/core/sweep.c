@@ -38,7 +38,8 @@
  * Records are untrusted input.  Only these are touched: in a directory
  * owned by root or this euid and either writable by no one else or sticky
  * (where nobody else may rename or remove this user's files); a visible
- * record's name of this pid namespace (not 0: unknown), not this process's;
+ * record's name of this pid namespace (not 0: unknown), not this process's,
+ * judged only where /proc/self is this process (a /proc of this namespace);
  * a regular file, not a link (O_NOFOLLOW, lstat-like fstatat), with one
  * link, owned by this euid, at least a header long; a header with the
  * magic whose pid and pid namespace are the name's, whose run is empty and
@@ -182,12 +183,34 @@ static void consider(int dfd, const char *name, int self, uint64_t my_ns, uid_t 
 		ps_buf_printf(&lost->pids, " %d", pid);
 }
 
+/*
+ * Whether /proc is this process's pid namespace's: /proc/self names our own
+ * pid.  A /proc of another namespace (the parent's, after unshare -p
+ * without a /proc of its own, or mounted into a container) numbers
+ * processes otherwise, and would call ours gone.
+ */
+static bool proc_is_ours(int self)
+{
+	char link[24];
+	long n = PS_SYSCALL(SYS_readlinkat, AT_FDCWD, "/proc/self", link, sizeof(link) - 1);
+	uint64_t v = 0;
+
+	if (n <= 0)
+		return false;
+	for (long i = 0; i < n; i++) {
+		if (link[i] < '0' || link[i] > '9')
+			return false;
+		v = v * 10 + (uint64_t)(link[i] - '0');
+	}
+	return v == (uint64_t)self;
+}
+
 void ps_live_sweep(int self, uint64_t my_ns)
 {
 	int64_t ttl = (int64_t)ps_cfg.record_ttl;
 
 	/* A run (the wrapper's, a unit's) has its collector: its processes pay nothing. */
-	if (ttl <= 0 || my_ns == 0 || ps_cfg.run[0])
+	if (ttl <= 0 || my_ns == 0 || ps_cfg.run[0] || !proc_is_ours(self))
 		return;
 	int saved_errno = errno;
 	uid_t me = (uid_t)PS_SYSCALL(SYS_geteuid);

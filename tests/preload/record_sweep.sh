@@ -119,5 +119,30 @@ wait $pid 2>/dev/null
 after=$(records)
 [ "$after" = $((before + 1)) ] && pass "TTL 0 keeps every record ($after)" ||
 	fail "TTL 0: $before records before, $after after"
+# A pid namespace whose /proc is still its parent's (unshare -p without
+# --mount-proc): /proc/PID there is another process, so no record is judged.
+rm -f "$L"/poolshim-*
+unshare -p -f sh -c '
+	L=$1 F=$2 SO=$3
+	start() {
+		env POOLSHIM_LIVE_DIR="$L" POOLSHIM_STATS=off POOLSHIM_RECORD_TTL=1 \
+			LD_PRELOAD="$SO" dd bs=1M of=/dev/null <"$F" 2>/dev/null &
+		pid=$!
+	}
+	n() { ls "$L" | grep -c "^poolshim-"; }
+	start
+	first=$pid
+	for _ in $(seq 200); do [ "$(n)" -ge 1 ] && break; sleep 0.05; done
+	sleep 2.2
+	start
+	for _ in $(seq 200); do [ "$(n)" -ge 2 ] && break; sleep 0.05; done
+	sleep 0.3
+	echo "records: $(n)"
+	kill -KILL $first $pid
+	wait 2>/dev/null
+	exit 0
+' sh "$L" "$F" "$SHIM" >"$PST_TMP/proc.out" 2>&1
+grep -q "^records: 2$" "$PST_TMP/proc.out" && pass "a /proc of another namespace judges nothing" ||
+	fail "with a /proc of the parent namespace: $(cat "$PST_TMP/proc.out")"
 exec 3>&-
 finish
