@@ -9,7 +9,8 @@
  * already off the start-up path: a process makes one only once it has done
  * real work or lived a second, so once per process image) also looks for
  * records of its own user whose process is gone, and removes those that
- * have not changed for POOLSHIM_RECORD_TTL.  Not under a run
+ * have not changed (the file) nor counted (its usage time) for
+ * POOLSHIM_RECORD_TTL.  Not under a run
  * (POOLSHIM_RUN): the wrapper's helper or the unit's ExecStopPost= is its
  * collector.  No rate shared between processes: a mark file in the live
  * directory would be one more thing there, and another user could hold its
@@ -110,7 +111,7 @@ static bool ended_and_old(int dfd, const char *name, int pid, uint64_t ns, uid_t
 	    !S_ISREG(was->st_mode) || was->st_uid != me || was->st_nlink != 1 ||
 	    was->st_size < PS_LIVE_HEADER)
 		return false;
-	/* Not changed for the TTL: made, grown by a thread's block, handed over, renamed. */
+	/* Not changed for the TTL: made, grown by a thread's block, handed over, renamed (and below: counting). */
 	int64_t changed = was->st_mtime > was->st_ctime ? was->st_mtime : was->st_ctime;
 	if (now - changed < ttl || *opens >= SWEEP_OPENS)
 		return false;
@@ -123,12 +124,13 @@ static bool ended_and_old(int dfd, const char *name, int pid, uint64_t ns, uid_t
 	enum {
 		A_END = offsetof(struct ps_live_header, starttime) + 8,
 		B_AT = offsetof(struct ps_live_header, pidns),
-		B_END = offsetof(struct ps_live_header, report) + 4,
+		B_END = offsetof(struct ps_live_header, usage_time) + 8,
 	};
-	_Static_assert(A_END <= 64 && B_END - B_AT <= 64, "the fields read are not together");
+	_Static_assert(A_END <= 64 && B_END - B_AT <= 96, "the fields read are not together");
 	char a[A_END], b[B_END - B_AT], run0 = 1;
 	int32_t hpid, report;
 	uint64_t start, hns;
+	int64_t used;
 	bool ok = PS_SYSCALL(SYS_fstat, fd, &st) == 0 && st.st_dev == was->st_dev &&
 		  st.st_ino == was->st_ino && read_at((int)fd, a, sizeof(a), 0) &&
 		  read_at((int)fd, b, sizeof(b), B_AT) &&
@@ -140,8 +142,17 @@ static bool ended_and_old(int dfd, const char *name, int pid, uint64_t ns, uid_t
 	memcpy(&start, a + offsetof(struct ps_live_header, starttime), sizeof(start));
 	memcpy(&hns, b, sizeof(hns));
 	memcpy(&report, b + offsetof(struct ps_live_header, report) - B_AT, sizeof(report));
+	memcpy(&used, b + offsetof(struct ps_live_header, usage_time) - B_AT, sizeof(used));
 	if (memcmp(a, PS_LIVE_MAGIC, 8) != 0 || hpid != pid || hns != ns || run0 != '\0' ||
 	    start == 0)
+		return false;
+	/*
+	 * Counting for the TTL too: the counting slow path stamps usage_time at
+	 * most a second apart, so a busy process's record is old only a TTL
+	 * after its end, however long ago the file last changed.  A time to
+	 * come is no time (it would keep the record for ever).
+	 */
+	if (used > 0 && used <= now && now - used < ttl)
 		return false;
 	/* Its report not delivered and wanted: pending (killed) or kept (it could not write it). */
 	*lost = report != PS_REC_DELIVERED && report != PS_REC_NONE;

@@ -107,6 +107,27 @@ kept "$young" && pass "a record younger than the TTL stays" || fail "a young rec
 kill -KILL $sweeper $live
 wait $sweeper $live 2>/dev/null
 
+# A process counting until it is killed: its file last changed long ago, but
+# the record's usage time (stamped by the counting path) is its end: it stays.
+env POOLSHIM_LIVE_DIR="$L" POOLSHIM_STATS=off POOLSHIM_RECORD_TTL=$TTL LD_PRELOAD="$SHIM" \
+	dd if=/dev/zero of=/dev/null bs=1M 2>/dev/null &
+busy=$!
+# The sweeper's TTL 3: the file is 4 s old, the usage time at most about 2 s
+# (stamped a second apart, whole seconds compared).
+sleep 4
+kill -KILL $busy
+wait $busy 2>/dev/null
+TTL=3
+start
+TTL=2
+for _ in $(seq 200); do kept "$pid" && break; sleep 0.05; done
+kept "$pid" || fail "the sweeper after the busy one: $(ls "$L")"
+sleep 0.3
+kept "$busy" && pass "a record counting until its process was killed stays for the TTL" ||
+	fail "the busy process's record was removed at once"
+kill -KILL $pid
+wait $pid 2>/dev/null
+
 # POOLSHIM_RECORD_TTL=0: nothing is removed, however old.
 sleep $((TTL + 1))
 before=$(records)
