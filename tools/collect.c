@@ -487,9 +487,11 @@ static int deliver(const struct ps_collect_opts *o, const struct ps_record *r, i
 		/*
 		 * Printed into the run's output (a unit's journal): only a
 		 * record of the run's own user or root may speak there; anyone
-		 * can name any run in a record of their own.
+		 * can name a unit's run in a record of their own.  A wrapper's
+		 * run id cannot be guessed, so its records speak whoever owns
+		 * them (nginx's workers as www-data).
 		 */
-		if (o->run && r->owner != 0 && r->owner != geteuid() &&
+		if (o->run && !o->run_secret && r->owner != 0 && r->owner != geteuid() &&
 		    !(o->run_user_set && r->owner == o->run_user)) {
 			say(r, "a report for stderr in a record of user %u, not the run's: not printed; "
 			       "record kept", (unsigned)r->owner);

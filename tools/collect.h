@@ -25,6 +25,13 @@ struct ps_collect_opts {
 	 */
 	bool run_user_set;
 	uid_t run_user;
+	/*
+	 * With run: the run id is the run's secret (the wrapper's, with 32
+	 * random bits, given to its processes in their environment only), so
+	 * a record that names it is the run's whoever owns it: workers that
+	 * switched to another user print their "stderr" reports too.
+	 */
+	bool run_secret;
 	const int *pids;             /* only these pids (of our pid namespace), or NULL */
 	int npids;
 	const char *into;            /* every report into this directory as PROGRAM-PID.json|.txt, or NULL */

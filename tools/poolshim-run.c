@@ -310,6 +310,7 @@ static int sweep(const char *run, int pid, bool last, bool known, int status, co
 	o.npids = foreign ? 0 : found;
 	o.pids = foreign ? NULL : pids;
 	o.run = run;
+	o.run_secret = true;         /* make_run_id()'s random part */
 	o.out = stderr;
 	o.who = me;
 	o.known_pid = known ? pid : 0;
