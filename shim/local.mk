@@ -65,7 +65,7 @@ PS_CORE_SOURCES = \
 	shim/core/jemalloc_ps.h \
 	shim/core/gather.c shim/core/report_out.c shim/core/report_out.h \
 	shim/core/fdinfo.c shim/core/fdinfo.h shim/core/uring.c shim/core/uring.h shim/core/route.c shim/core/route.h \
-	shim/core/live.c shim/core/live.h shim/core/callsite.c shim/core/callsite.h
+	shim/core/live.c shim/core/live.h shim/core/sweep.c shim/core/callsite.c shim/core/callsite.h
 noinst_LTLIBRARIES += libpscore.la
 libpscore_la_SOURCES = $(PS_CORE_SOURCES)
 libpscore_la_CFLAGS = $(PS_CFLAGS) $(URING_CFLAGS) $(UNWIND_CFLAGS)

@@ -524,6 +524,8 @@ static void make_file(void)
 	adopt_file(h, pid, ns);
 	attach_sites(h);
 	__atomic_add_fetch(&ps_live_gen, 1, __ATOMIC_RELEASE);
+	/* Records this user's killed processes left, gone for the TTL (sweep.c). */
+	ps_live_sweep(pid, ns);
 	errno = saved_errno;
 }
 

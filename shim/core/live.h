@@ -59,6 +59,12 @@ void ps_live_before_exec(void);
 void ps_live_after_failed_exec(void);
 /* At exit: remove the file. */
 void ps_live_remove(void);
+/*
+ * Remove the records of this euid's ended processes in this pid namespace
+ * (self: this process's pid) that have not changed for POOLSHIM_RECORD_TTL
+ * (sweep.c), when this process makes its record.  Async-signal-safe.
+ */
+void ps_live_sweep(int self, uint64_t my_ns);
 
 /*
  * The end (end.c).  Whether this process has a record of its own now;

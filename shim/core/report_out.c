@@ -236,6 +236,17 @@ void ps_report_say(const char *fmt, ...)
 	}
 }
 
+void ps_report_syslog(const char *fmt, ...)
+{
+	char storage[PS_PATH_MAX + 160];
+	va_list ap;
+
+	va_start(ap, fmt);
+	size_t n = ps_log_line(storage, sizeof(storage), fmt, ap);
+	va_end(ap);
+	to_syslog(storage, n);
+}
+
 /* The start of an earlier report of this pid (a dump, the image before exec). */
 static bool earlier_report(int fd, int pid)
 {

@@ -104,5 +104,7 @@ int ps_report_emit(const struct ps_config *cfg, unsigned how);
  * Async-signal-safe.
  */
 void ps_report_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* One line to the system log only (about other processes: not this one's stderr).  Async-signal-safe. */
+void ps_report_syslog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -77,6 +77,8 @@ static const struct option options[] = {
 	{ "POOLSHIM_TIMING_SAMPLE", OPT_UINT, OFF(timing_sample), 64, 1, 65536, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_LIVE", OPT_BOOL, OFF(live), 1, 0, 0, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_LIVE_DIR", OPT_STRING, OFF(live_dir), 0, 0, 0, NULL, PS_LIVE_DIR, SIZE_MAX },
+	/* Seconds an ended process's record stays before a process of its user removes it (core/sweep.c); 0: kept. */
+	{ "POOLSHIM_RECORD_TTL", OPT_UINT, OFF(record_ttl), 60, 0, 604800, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_BACKTRACE", OPT_UINT, OFF(backtrace), 0, 0, 32, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_BACKTRACE_SAMPLE", OPT_SIZE, OFF(backtrace_sample), 512 * KiB, 1, 1 * GiB, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_BACKTRACE_TOP", OPT_UINT, OFF(backtrace_top), 10, 0, 64, NULL, NULL, SIZE_MAX },

@@ -81,6 +81,7 @@ struct ps_config {
 	uint64_t timing_sample;        /* POOLSHIM_TIMING_SAMPLE */
 	bool live;                     /* POOLSHIM_LIVE */
 	char live_dir[PS_PATH_MAX];    /* POOLSHIM_LIVE_DIR: where the live file goes */
+	uint64_t record_ttl;           /* POOLSHIM_RECORD_TTL: seconds, 0 = ended records are kept */
 	uint64_t backtrace;            /* POOLSHIM_BACKTRACE: frames, 0 = off */
 	uint64_t backtrace_sample;     /* POOLSHIM_BACKTRACE_SAMPLE: mean bytes between captures */
 	uint64_t backtrace_top;        /* POOLSHIM_BACKTRACE_TOP */

@@ -56,7 +56,8 @@ tests_preload_fork_pool_LDADD = -lpthread
 check_PROGRAMS += tests/preload/live_threads tests/preload/live_rawfork tests/preload/live_late
 check_PROGRAMS += tests/preload/fork_cost
 pst_scripts += tests/preload/live_shm_full.sh tests/preload/live_rawfork.sh tests/preload/live_pidns.sh \
-	tests/preload/live_late.sh
+	tests/preload/live_late.sh tests/preload/record_sweep.sh \
+	tests/preload/record_sweep_syslog.sh
 tests_preload_live_threads_LDADD = -lpthread
 tests_preload_live_late_LDADD = -lpthread
 tests_preload_live_rawfork_LDADD = -lpthread
