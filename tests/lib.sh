@@ -133,3 +133,25 @@ memory_cgroup() {
 	fi
 	at_exit "rmdir '$PST_CG' 2>/dev/null"
 }
+
+# pst_killed_record RUN: the record a dd SIGKILLed under the shim leaves,
+# made in the test's own live directory L ($PST_TMP/live) with
+# POOLSHIM_RUN=RUN and moved to $PST_TMP/good, a template for crafted
+# records; sets L, pid (the dd's) and ns (its pid namespace), and writes
+# the header's field offsets to $PST_TMP/offsets (tests/tools/live_offsets).
+# Fails the test and returns 1 when there is no such record.
+pst_killed_record() {
+	L="$PST_TMP/live"
+	mkdir -p "$L"
+	"$PS_TOP_BUILDDIR/tests/tools/live_offsets" >"$PST_TMP/offsets" || { fail "no live_offsets"; return 1; }
+	env POOLSHIM_LIVE_DIR="$L" POOLSHIM_RUN="$1" LD_PRELOAD="$SHIM" \
+		dd if=/dev/zero of=/dev/null bs=4k 2>/dev/null &
+	pid=$!
+	for _ in $(seq 100); do ls "$L"/poolshim-"$pid"-*.stats >/dev/null 2>&1 && break; sleep 0.1; done
+	sleep 0.3
+	kill -KILL "$pid"; wait "$pid" 2>/dev/null
+	src=$(ls "$L"/poolshim-"$pid"-*.stats 2>/dev/null | head -n 1)
+	[ -n "$src" ] || { fail "no record of the dd"; return 1; }
+	ns=${src##*-}; ns=${ns%.stats}
+	mv "$src" "$PST_TMP/good"
+}

@@ -12,22 +12,8 @@
 . "$PS_TOP_SRCDIR/tests/lib.sh"
 STAT="$PS_TOP_BUILDDIR/tools/poolshim-stat"
 COLLECT="$PS_TOP_BUILDDIR/tools/poolshim-collect"
-OFFSETS="$PS_TOP_BUILDDIR/tests/tools/live_offsets"
 CRAFT="$PS_TOP_SRCDIR/tests/tools/sec_craft.py"
-L="$PST_TMP/live"
-mkdir "$L"
-"$OFFSETS" >"$PST_TMP/offsets" || { fail "no $OFFSETS"; finish; }
-
-env POOLSHIM_LIVE_DIR="$L" POOLSHIM_RUN=term LD_PRELOAD="$SHIM" \
-	dd if=/dev/zero of=/dev/null bs=4k 2>/dev/null &
-pid=$!
-for _ in $(seq 100); do ls "$L"/poolshim-"$pid"-*.stats >/dev/null 2>&1 && break; sleep 0.1; done
-sleep 0.3
-kill -KILL "$pid"; wait "$pid" 2>/dev/null
-src=$(ls "$L"/poolshim-"$pid"-*.stats 2>/dev/null | head -n 1)
-[ -n "$src" ] || { fail "no record of the dd"; finish; }
-ns=${src##*-}; ns=${ns%.stats}
-mv "$src" "$PST_TMP/good"
+pst_killed_record term || finish
 fake=$(( $(cat /proc/sys/kernel/pid_max) + 1000 ))
 # "ev" ESC ]0;pwned BEL, C1 CSI "31m", DEL, \xff, \x80, overlong '/' (c0 af), "é" (c3 a9)
 name=6576 name="${name}1b5d303b70776e656407 c29b33316d 7f ff 80 c0af c3a9"
