@@ -155,3 +155,26 @@ pst_killed_record() {
 	ns=${src##*-}; ns=${ns%.stats}
 	mv "$src" "$PST_TMP/good"
 }
+
+# pst_log_listener DIR: a datagram socket at DIR/dev/log (DIR/dev must
+# exist) whose messages land one a line in DIR/log.txt, for tests that
+# bind it over /dev/log in a mount namespace; it stops 20 s after the last
+# message and at the test's end.  Fails the test and returns 1 when it
+# does not start.
+pst_log_listener() {
+	python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+s.settimeout(20)
+open(sys.argv[3], "w").close()
+try:
+    while True:
+        with open(sys.argv[2], "ab") as f:
+            f.write(s.recv(4096) + b"\n")
+except socket.timeout:
+    pass' "$1/dev/log" "$1/log.txt" "$1/ready" >"$1/py.err" 2>&1 &
+	at_exit "kill $! 2>/dev/null"
+	for _ in $(seq 100); do [ -e "$1/ready" ] && break; sleep 0.05; done
+	[ -e "$1/ready" ] || { fail "the /dev/log listener did not start: $(cat "$1/py.err")"; return 1; }
+}

@@ -11,22 +11,7 @@ command -v unshare >/dev/null 2>&1 || skip "unshare not installed"
 unshare -m true 2>/dev/null || skip "cannot make a mount namespace here"
 T=$PST_TMP
 mkdir "$T/dev" "$T/realdev" "$T/live"
-python3 -c '
-import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-s.settimeout(20)
-open(sys.argv[3], "w").close()
-try:
-    while True:
-        with open(sys.argv[2], "ab") as f:
-            f.write(s.recv(4096) + b"\n")
-except socket.timeout:
-    pass' "$T/dev/log" "$T/log.txt" "$T/ready" >"$T/py.err" 2>&1 &
-lpid=$!
-at_exit "kill $lpid 2>/dev/null"
-for _ in $(seq 100); do [ -e "$T/ready" ] && break; sleep 0.05; done
-[ -e "$T/ready" ] || { fail "the /dev/log listener did not start: $(cat "$T/py.err")"; finish; }
+pst_log_listener "$T" || finish
 
 unshare -m sh -c '
 	set -e
