@@ -49,6 +49,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "proc_status.h"
+
 #define KiB ((size_t)1024)
 #define MiB (1024 * KiB)
 #define MAX_SIZE (32 * MiB)
@@ -738,23 +740,6 @@ static int torture(void)
 	       t.large, t.pooled,
 	       t.checked >> 20, is_pooled != NULL);
 	return 0;
-}
-
-static long status_kib(const char *key)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long v = -1;
-	size_t n = strlen(key);
-
-	while (f && fgets(line, sizeof(line), f))
-		if (strncmp(line, key, n) == 0 && line[n] == ':') {
-			v = strtol(line + n + 1, NULL, 10);
-			break;
-		}
-	if (f)
-		fclose(f);
-	return v;
 }
 
 /* N live buffers of 1-24 MiB written whole, one replaced at random ROUNDS times. */

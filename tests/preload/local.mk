@@ -208,3 +208,4 @@ pst_scripts += tests/preload/real_programs.sh
 check_PROGRAMS += tests/preload/pool_fit
 pst_scripts += tests/preload/pool_aligned.sh tests/preload/pool_decay_io.sh \
 	tests/preload/pool_decay_signals.sh tests/preload/pool_small.sh
+EXTRA_DIST += tests/preload/proc_status.h

@@ -38,24 +38,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proc_status.h"
+
 #define MiB (1024UL * 1024)
-
-static long status_kib(const char *key)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long v = -1;
-	size_t n = strlen(key);
-
-	while (f && fgets(line, sizeof(line), f))
-		if (strncmp(line, key, n) == 0 && line[n] == ':') {
-			v = strtol(line + n + 1, NULL, 10);
-			break;
-		}
-	if (f)
-		fclose(f);
-	return v;
-}
 
 /* memset that stays: right before free() a plain one is a dead store the compiler may drop. */
 static void fill(void *p, int c, size_t n)
