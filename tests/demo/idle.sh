@@ -70,12 +70,16 @@ for pass in plain shim; do
 	# buffer per refused connection would not.  ASan's shadow memory and
 	# quarantine add about as much again (90 MiB peak measured): the bound
 	# is 160 MiB in a sanitizer build.
+	# The peak is sampled during the flood, so RSS a little past it after
+	# (the normal client's buffers, kept in its threads' caches) is no
+	# growth: both the peak and what is left after count against the bound.
 	grow=$(($(get rss_peak_kb) - $(get rss_before_kb)))
+	left=$(($(get rss_after_kb) - $(get rss_before_kb)))
 	limit_kb=65536
 	demo_sanitized && limit_kb=163840
-	[ "$grow" -lt "$limit_kb" ] && [ "$(get rss_after_kb)" -le "$(get rss_peak_kb)" ] &&
+	[ "$grow" -lt "$limit_kb" ] && [ "$left" -lt "$limit_kb" ] &&
 		pass "[$pass] RSS $(get rss_before_kb) KiB -> peak $(get rss_peak_kb) KiB -> $(get rss_after_kb) KiB after" ||
-		fail "[$pass] RSS $(get rss_before_kb) KiB -> peak $(get rss_peak_kb) KiB -> $(get rss_after_kb) KiB after, want growth under $((limit_kb / 1024)) MiB"
+		fail "[$pass] RSS $(get rss_before_kb) KiB -> peak $(get rss_peak_kb) KiB -> $(get rss_after_kb) KiB after, want growth under $((limit_kb / 1024)) MiB at the peak and after"
 	[ "$(get recover_ms)" -lt 5000 ] && pass "[$pass] fresh connections served $(get recover_ms) ms after the idle ones closed" ||
 		fail "[$pass] fresh connections still refused $(get recover_ms) ms after the idle ones closed"
 	expect_match "[$pass] the proxy fitted its connection cap to the limit" \
