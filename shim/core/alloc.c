@@ -780,6 +780,7 @@ int ps_alloc_init(const struct ps_config *cfg)
 	struct ps_tcache_backend be = { backend_release, use_je ? je_good_size : NULL };
 	ps_tcache_init(cfg->pool_cache, &be);
 	if (!use_je) {
+		ps_blocks_init((unsigned)cfg->pool_arenas);
 		__atomic_store_n(&arena_state, ARENA_LAZY, __ATOMIC_RELEASE);
 		return 0;
 	}

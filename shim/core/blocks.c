@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -48,85 +49,218 @@ struct node {
 #define CHUNK_NODES ((uint32_t)1 << CHUNK_SHIFT)
 #define CHUNKS 4096                             /* 4 Mi nodes at most */
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct node *chunk[CHUNKS];
-static uint32_t nchunks;
-static uint32_t used_nodes;     /* nodes ever handed out (1..used_nodes) */
-static uint32_t spare;          /* list of reusable nodes */
-static uint32_t nspare;
-static uint32_t root;           /* every block, by address */
-static uint32_t sroot;          /* the FREE blocks, by size then address */
-static uint32_t rng = 0x9e3779b9u;
-static uintptr_t top_end;       /* the end of the last slab taken */
-static struct ps_blocks_info info;
+/*
+ * An arena: a lock and the two trees over the slabs it took.  Each
+ * thread is bound to one at its first call (round robin), so threads no
+ * more numerous than the arenas take their own lock when their cache
+ * misses, uncontended; a block is freed into the arena whose slab holds
+ * it (the owner map), whichever thread frees it.
+ */
+struct arena {
+	pthread_mutex_t lock;
+	uint32_t nchunks;
+	uint32_t used_nodes;     /* nodes ever handed out (1..used_nodes) */
+	uint32_t spare;          /* list of reusable nodes */
+	uint32_t nspare;
+	uint32_t root;           /* every block, by address */
+	uint32_t sroot;          /* the FREE blocks, by size then address */
+	uint32_t rng;
+	uint8_t id;              /* 1 + its index: its pages' byte in the owner map */
+	uintptr_t top_end;       /* the end of the last slab taken */
+	uintptr_t busy_start;    /* the block being purged, 0 if none */
+	struct ps_blocks_info info;
+	struct node **chunk;     /* CHUNKS pointers, mapped with the first node */
+	/* info as of the last change, for lock-free readers (ps_blocks_get_info) */
+	struct ps_blocks_info published __attribute__((aligned(64)));
+} __attribute__((aligned(64)));
+
+static struct arena arenas[PS_BLOCKS_ARENAS_MAX];
+static uint32_t narenas = 1;    /* ps_blocks_init(); arenas beyond it are never used */
+static uint32_t next_arena;     /* the next thread's, modulo narenas */
+static uint32_t epoch = 1;      /* raised by ps_blocks_reset_for_tests: threads bind again */
+static __thread struct arena *mine;
+static __thread uint32_t mine_epoch;
+
 static int purging;
-static uintptr_t busy_start;    /* the block being purged, 0 if none */
 static uint64_t *mirror;        /* ps_blocks_set_mirror() */
-static struct ps_blocks_info published;   /* info as of the last change, for lock-free readers */
+static uint32_t mirror_gen;     /* raised by each change while there is a mirror */
+static int mirror_busy;         /* a thread is writing the mirror */
 
 static struct node nil;         /* node 0: no children */
 
-static inline struct node *N(uint32_t i)
+static inline struct node *N(const struct arena *a, uint32_t i)
 {
-	return ps_likely(i != 0) ? &chunk[(i - 1) >> CHUNK_SHIFT][(i - 1) & (CHUNK_NODES - 1)]
+	return ps_likely(i != 0) ? &a->chunk[(i - 1) >> CHUNK_SHIFT][(i - 1) & (CHUNK_NODES - 1)]
 				 : &nil;
 }
 
 /* Node i's child on side (0 left, 1 right) in tree tr. */
-#define KID(i, tr, side) (N(i)->kid[tr][side])
+#define KID(i, tr, side) (N(a, i)->kid[tr][side])
 
 static size_t round_page(size_t v)
 {
 	return (v + PS_PAGE - 1) & ~(size_t)(PS_PAGE - 1);
 }
 
-/* Make sure n nodes can be had without failing: true, or false if no chunk could be mapped. */
-static bool reserve(uint32_t n)
+/*
+ * ---- the owner map: a byte per page of the pool's range, the arena
+ * (1 + index) whose slab holds the page, 0 for none.  Written when a slab
+ * joins an arena, under its lock, before any block in it is handed out;
+ * never changed after (slabs stay the pool's), so a lookup needs no lock.
+ * Mapped in chunks as slabs reach them; not used with one arena. ----
+ */
+#define OWNER_SHIFT 18                          /* 2^18 pages (1 GiB of pool) in 256 KiB */
+#define OWNER_PAGES ((size_t)1 << OWNER_SHIFT)
+static uint8_t **owners;                        /* chunk pointers, mapped whole at the first slab */
+static size_t owner_chunks;
+
+static void *map_anon(size_t len)
 {
-	while (nspare + (nchunks * CHUNK_NODES - used_nodes) < n) {
-		if (nchunks == CHUNKS)
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* The arena that owns the page p is in, or NULL (p in no arena's slab). */
+static struct arena *owner_of(const void *p)
+{
+	if (ps_likely(narenas == 1))
+		return &arenas[0];
+	uintptr_t lo = __atomic_load_n(&ps_pool_lo, __ATOMIC_RELAXED);
+	size_t page = ((uintptr_t)p - lo) / PS_PAGE;
+	uint8_t **m = __atomic_load_n(&owners, __ATOMIC_ACQUIRE);
+	if (!m || lo == 0 || (uintptr_t)p < lo || (page >> OWNER_SHIFT) >= owner_chunks)
+		return NULL;
+	uint8_t *c = __atomic_load_n(&m[page >> OWNER_SHIFT], __ATOMIC_ACQUIRE);
+	if (!c)
+		return NULL;
+	uint8_t id = __atomic_load_n(&c[page & (OWNER_PAGES - 1)], __ATOMIC_RELAXED);
+	return id ? &arenas[id - 1] : NULL;
+}
+
+/*
+ * Mark [start, start + len) as a's (under a's lock; chunks are made with
+ * a compare-and-swap, as two arenas may reach one at once): false when
+ * memory for the map is short (nothing marked that matters: the slab is
+ * not added).
+ */
+static bool owner_set(struct arena *a, uintptr_t start, size_t len)
+{
+	if (narenas == 1)
+		return true;
+	uintptr_t lo = __atomic_load_n(&ps_pool_lo, __ATOMIC_RELAXED);
+	uint8_t **m = __atomic_load_n(&owners, __ATOMIC_ACQUIRE);
+	if (!m) {
+		size_t n = (__atomic_load_n(&ps_pool_span, __ATOMIC_RELAXED) / PS_PAGE + OWNER_PAGES - 1) >>
+			   OWNER_SHIFT;
+		uint8_t **fresh = map_anon(n * sizeof(*fresh));
+		if (!fresh)
+			return false;
+		/* Until owner_chunks is set, readers find no owner: none is marked yet. */
+		if (__atomic_compare_exchange_n(&owners, &m, fresh, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE)) {
+			m = fresh;
+		} else {
+			munmap(fresh, n * sizeof(*fresh));
+		}
+		size_t expect = 0;
+		__atomic_compare_exchange_n(&owner_chunks, &expect, n, false, __ATOMIC_ACQ_REL,
+					    __ATOMIC_ACQUIRE);
+	}
+	size_t first = (start - lo) / PS_PAGE, last = (start + len - 1 - lo) / PS_PAGE;
+	if ((last >> OWNER_SHIFT) >= __atomic_load_n(&owner_chunks, __ATOMIC_ACQUIRE))
+		return false;
+	for (size_t c = first >> OWNER_SHIFT; c <= last >> OWNER_SHIFT; c++) {
+		uint8_t *chunk = __atomic_load_n(&m[c], __ATOMIC_ACQUIRE);
+		if (chunk)
+			continue;
+		uint8_t *fresh = map_anon(OWNER_PAGES);
+		if (!fresh)
+			return false;
+		if (!__atomic_compare_exchange_n(&m[c], &chunk, fresh, false, __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE))
+			munmap(fresh, OWNER_PAGES);
+	}
+	for (size_t pg = first; pg <= last; pg++)
+		__atomic_store_n(&m[pg >> OWNER_SHIFT][pg & (OWNER_PAGES - 1)], a->id, __ATOMIC_RELAXED);
+	return true;
+}
+
+/*
+ * The calling thread's arena: bound at its first call, round robin (a
+ * counter shared by all threads, taken once per thread), as jemalloc's
+ * threads pick theirs.  One arena: always it, no thread-local state.
+ */
+static struct arena *my_arena(void)
+{
+	if (ps_likely(narenas == 1))
+		return &arenas[0];
+	uint32_t e = __atomic_load_n(&epoch, __ATOMIC_RELAXED);
+	if (ps_likely(mine != NULL && mine_epoch == e))
+		return mine;
+	uint32_t k = __atomic_fetch_add(&next_arena, 1, __ATOMIC_RELAXED);
+	mine = &arenas[k % narenas];
+	mine_epoch = e;
+	return mine;
+}
+
+/* Make sure n nodes can be had without failing: true, or false if no chunk could be mapped. */
+static bool reserve(struct arena *a, uint32_t n)
+{
+	if (ps_unlikely(!a->chunk)) {
+		void *d = mmap(NULL, CHUNKS * sizeof(*a->chunk), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (d == MAP_FAILED)
+			return false;
+		a->chunk = d;
+		a->info.nodes_mapped += CHUNKS * sizeof(*a->chunk);
+		/* Each arena its own priorities, arena 0 the ones there were before arenas. */
+		a->id = (uint8_t)(a - arenas + 1);
+		a->rng = 0x9e3779b9u + 0x6d2b79f5u * (uint32_t)(a - arenas);
+	}
+	while (a->nspare + (a->nchunks * CHUNK_NODES - a->used_nodes) < n) {
+		if (a->nchunks == CHUNKS)
 			return false;
 		void *p = mmap(NULL, CHUNK_NODES * sizeof(struct node), PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
 			return false;
-		chunk[nchunks++] = p;
-		info.nodes_mapped += CHUNK_NODES * sizeof(struct node);
+		a->chunk[a->nchunks++] = p;
+		a->info.nodes_mapped += CHUNK_NODES * sizeof(struct node);
 	}
 	return true;
 }
 
 /* A node (reserved before) for [start, start + len), in neither tree yet. */
-static uint32_t node_new(uintptr_t start, size_t len, int state, bool zero)
+static uint32_t node_new(struct arena *a, uintptr_t start, size_t len, int state, bool zero)
 {
 	uint32_t i;
 
-	if (spare) {
-		i = spare;
-		spare = KID(i, ADDR, 0);
-		nspare--;
+	if (a->spare) {
+		i = a->spare;
+		a->spare = KID(i, ADDR, 0);
+		a->nspare--;
 	} else {
-		i = ++used_nodes;
+		i = ++a->used_nodes;
 	}
 	/* xorshift32: the priorities only need to look random. */
-	rng ^= rng << 13;
-	rng ^= rng >> 17;
-	rng ^= rng << 5;
-	*N(i) = (struct node){ .start = start, .len = len, .prio = rng, .state = (uint8_t)state,
+	a->rng ^= a->rng << 13;
+	a->rng ^= a->rng >> 17;
+	a->rng ^= a->rng << 5;
+	*N(a, i) = (struct node){ .start = start, .len = len, .prio = a->rng, .state = (uint8_t)state,
 			       .zero = zero, .purged = zero };
 	return i;
 }
 
-static void node_drop(uint32_t i)
+static void node_drop(struct arena *a, uint32_t i)
 {
-	KID(i, ADDR, 0) = spare;
-	spare = i;
-	nspare++;
+	KID(i, ADDR, 0) = a->spare;
+	a->spare = i;
+	a->nspare++;
 }
 
-static uintptr_t end_of(uint32_t i)
+static uintptr_t end_of(struct arena *a, uint32_t i)
 {
-	return N(i)->start + N(i)->len;
+	return N(a, i)->start + N(a, i)->len;
 }
 
 /*
@@ -136,9 +270,9 @@ static uintptr_t end_of(uint32_t i)
  */
 
 /* Whether a's key is below b's in tree tr. */
-static bool key_below(int tr, uint32_t a, uint32_t b)
+static bool key_below(struct arena *a, int tr, uint32_t p, uint32_t q)
 {
-	const struct node *x = N(a), *y = N(b);
+	const struct node *x = N(a, p), *y = N(a, q);
 
 	if (tr == SIZE && x->len != y->len)
 		return x->len < y->len;
@@ -146,77 +280,77 @@ static bool key_below(int tr, uint32_t a, uint32_t b)
 }
 
 /* Split t into the nodes below x's key (*l) and the rest (*r). */
-static void split(int tr, uint32_t t, uint32_t x, uint32_t *l, uint32_t *r)
+static void split(struct arena *a, int tr, uint32_t t, uint32_t x, uint32_t *l, uint32_t *r)
 {
 	if (!t) {
 		*l = *r = 0;
 		return;
 	}
-	if (key_below(tr, t, x)) {
-		split(tr, KID(t, tr, 1), x, &KID(t, tr, 1), r);
+	if (key_below(a, tr, t, x)) {
+		split(a, tr, KID(t, tr, 1), x, &KID(t, tr, 1), r);
 		*l = t;
 	} else {
-		split(tr, KID(t, tr, 0), x, l, &KID(t, tr, 0));
+		split(a, tr, KID(t, tr, 0), x, l, &KID(t, tr, 0));
 		*r = t;
 	}
 }
 
-/* Join two trees, every key of a below every key of b. */
-static uint32_t join(int tr, uint32_t a, uint32_t b)
+/* Join two trees, every key of l below every key of r. */
+static uint32_t join(struct arena *a, int tr, uint32_t l, uint32_t r)
 {
-	if (!a)
-		return b;
-	if (!b)
-		return a;
-	if (N(a)->prio > N(b)->prio) {
-		KID(a, tr, 1) = join(tr, KID(a, tr, 1), b);
-		return a;
+	if (!l)
+		return r;
+	if (!r)
+		return l;
+	if (N(a, l)->prio > N(a, r)->prio) {
+		KID(l, tr, 1) = join(a, tr, KID(l, tr, 1), r);
+		return l;
 	}
-	KID(b, tr, 0) = join(tr, a, KID(b, tr, 0));
-	return b;
+	KID(r, tr, 0) = join(a, tr, l, KID(r, tr, 0));
+	return r;
 }
 
-static uint32_t insert(int tr, uint32_t t, uint32_t x)
+static uint32_t insert(struct arena *a, int tr, uint32_t t, uint32_t x)
 {
 	if (!t)
 		return x;
-	if (N(x)->prio > N(t)->prio) {
-		split(tr, t, x, &KID(x, tr, 0), &KID(x, tr, 1));
+	if (N(a, x)->prio > N(a, t)->prio) {
+		split(a, tr, t, x, &KID(x, tr, 0), &KID(x, tr, 1));
 		return x;
 	}
-	int side = !key_below(tr, x, t);
-	KID(t, tr, side) = insert(tr, KID(t, tr, side), x);
+	int side = !key_below(a, tr, x, t);
+	KID(t, tr, side) = insert(a, tr, KID(t, tr, side), x);
 	return t;
 }
 
 /* Take x (it is there) out of t. */
-static uint32_t erase(int tr, uint32_t t, uint32_t x)
+static uint32_t erase(struct arena *a, int tr, uint32_t t, uint32_t x)
 {
 	if (t == x)
-		return join(tr, KID(t, tr, 0), KID(t, tr, 1));
-	int side = !key_below(tr, x, t);
-	KID(t, tr, side) = erase(tr, KID(t, tr, side), x);
+		return join(a, tr, KID(t, tr, 0), KID(t, tr, 1));
+	int side = !key_below(a, tr, x, t);
+	KID(t, tr, side) = erase(a, tr, KID(t, tr, side), x);
 	return t;
 }
 
 /* ---- lookups in the address tree ---- */
 
-static uint32_t find(uintptr_t key)
+static uint32_t find(struct arena *a, uintptr_t key)
 {
-	uint32_t t = root;
+	uint32_t t = a->root;
 
-	while (t && N(t)->start != key)
-		t = key < N(t)->start ? KID(t, ADDR, 0) : KID(t, ADDR, 1);
+	while (t && N(a, t)->start != key)
+		t = key < N(a, t)->start ? KID(t, ADDR, 0) : KID(t, ADDR, 1);
 	return t;
 }
 
 /* The node with the largest start below key, or 0. */
-static uint32_t below(uintptr_t key)
+static uint32_t below(struct arena *a, uintptr_t key)
 {
-	uint32_t t = root, best = 0;
+	uint32_t t = a->root, best = 0;
 
 	while (t) {
-		if (N(t)->start < key) {
+		if (N(a, t)->start < key) {
 			best = t;
 			t = KID(t, ADDR, 1);
 		} else {
@@ -231,12 +365,12 @@ static uint32_t below(uintptr_t key)
  * least v, or 0: in the size tree, the smallest block of v bytes or more,
  * the lowest of equals.
  */
-static uint32_t first_at_least(int tr, uint64_t v)
+static uint32_t first_at_least(struct arena *a, int tr, uint64_t v)
 {
-	uint32_t t = tr == ADDR ? root : sroot, best = 0;
+	uint32_t t = tr == ADDR ? a->root : a->sroot, best = 0;
 
 	while (t) {
-		if ((tr == ADDR ? N(t)->start : N(t)->len) >= v) {
+		if ((tr == ADDR ? N(a, t)->start : N(a, t)->len) >= v) {
 			best = t;
 			t = KID(t, tr, 0);
 		} else {
@@ -247,15 +381,15 @@ static uint32_t first_at_least(int tr, uint64_t v)
 }
 
 /* The node with the smallest start at or above key, or 0. */
-static uint32_t at_or_above(uintptr_t key)
+static uint32_t at_or_above(struct arena *a, uintptr_t key)
 {
-	return first_at_least(ADDR, key);
+	return first_at_least(a, ADDR, key);
 }
 
 /* The last node of tree tr (the highest block, or the largest free one), or 0. */
-static uint32_t last_of(int tr)
+static uint32_t last_of(struct arena *a, int tr)
 {
-	uint32_t t = tr == ADDR ? root : sroot;
+	uint32_t t = tr == ADDR ? a->root : a->sroot;
 
 	while (t && KID(t, tr, 1))
 		t = KID(t, tr, 1);
@@ -263,25 +397,25 @@ static uint32_t last_of(int tr)
 }
 
 /* x becomes FREE (or changes while FREE): into the size tree after, out before. */
-static void free_in(uint32_t x)
+static void free_in(struct arena *a, uint32_t x)
 {
 	KID(x, SIZE, 0) = KID(x, SIZE, 1) = 0;
-	sroot = insert(SIZE, sroot, x);
-	if (N(x)->zero)
-		info.free_zero_bytes += N(x)->len;
+	a->sroot = insert(a, SIZE, a->sroot, x);
+	if (N(a, x)->zero)
+		a->info.free_zero_bytes += N(a, x)->len;
 }
 
-static void free_out(uint32_t x)
+static void free_out(struct arena *a, uint32_t x)
 {
-	sroot = erase(SIZE, sroot, x);
-	if (N(x)->zero)
-		info.free_zero_bytes -= N(x)->len;
+	a->sroot = erase(a, SIZE, a->sroot, x);
+	if (N(a, x)->zero)
+		a->info.free_zero_bytes -= N(a, x)->len;
 }
 
 /* The smallest FREE block of at least need bytes, the lowest of equals; or 0. */
-static uint32_t best_fit(size_t need)
+static uint32_t best_fit(struct arena *a, size_t need)
 {
-	return first_at_least(SIZE, need);
+	return first_at_least(a, SIZE, need);
 }
 
 static uintptr_t align_up(uintptr_t v, size_t align)
@@ -290,18 +424,18 @@ static uintptr_t align_up(uintptr_t v, size_t align)
 }
 
 /* Whether the FREE block x holds len bytes starting at a multiple of align. */
-static bool holds_aligned(uint32_t x, size_t len, size_t align)
+static bool holds_aligned(struct arena *a, uint32_t x, size_t len, size_t align)
 {
-	return align_up(N(x)->start, align) + len <= end_of(x);
+	return align_up(N(a, x)->start, align) + len <= end_of(a, x);
 }
 
 /* The FREE block after x in the size tree (size, then address), or 0. */
-static uint32_t size_next(uint32_t x)
+static uint32_t size_next(struct arena *a, uint32_t x)
 {
-	uint32_t t = sroot, best = 0;
+	uint32_t t = a->sroot, best = 0;
 
 	while (t) {
-		if (key_below(SIZE, x, t)) {
+		if (key_below(a, SIZE, x, t)) {
 			best = t;
 			t = KID(t, SIZE, 0);
 		} else {
@@ -322,27 +456,27 @@ static uint32_t size_next(uint32_t x)
  * the first block of the larger size.
  */
 #define ALIGNED_TRIES 32
-static uint32_t fit(size_t len, size_t align)
+static uint32_t fit(struct arena *a, size_t len, size_t align)
 {
 	if (align == PS_PAGE)
-		return best_fit(len);
+		return best_fit(a, len);
 	size_t surely = len + (align - PS_PAGE);
-	uint32_t x = best_fit(len);
-	for (int k = 0; x && N(x)->len < surely && k < ALIGNED_TRIES; k++, x = size_next(x))
-		if (holds_aligned(x, len, align))
+	uint32_t x = best_fit(a, len);
+	for (int k = 0; x && N(a, x)->len < surely && k < ALIGNED_TRIES; k++, x = size_next(a, x))
+		if (holds_aligned(a, x, len, align))
 			return x;
-	return best_fit(surely);
+	return best_fit(a, surely);
 }
 
 /* Under the lock: the free block s, right after x, becomes part of x (in no size tree, either). */
-static void absorb(uint32_t x, uint32_t s)
+static void absorb(struct arena *a, uint32_t x, uint32_t s)
 {
-	N(x)->len += N(s)->len;
-	N(x)->zero &= N(s)->zero;
-	N(x)->purged &= N(s)->purged;
-	root = erase(ADDR, root, s);
-	node_drop(s);
-	info.free--;
+	N(a, x)->len += N(a, s)->len;
+	N(a, x)->zero &= N(a, s)->zero;
+	N(a, x)->purged &= N(a, s)->purged;
+	a->root = erase(a, ADDR, a->root, s);
+	node_drop(a, s);
+	a->info.free--;
 }
 
 /*
@@ -350,98 +484,132 @@ static void absorb(uint32_t x, uint32_t s)
  * it, and the merged block goes into the size tree; the node that holds
  * it.  Known zero only if all parts were.
  */
-static uint32_t coalesce(uint32_t x)
+static uint32_t coalesce(struct arena *a, uint32_t x)
 {
-	uint32_t p = below(N(x)->start);
+	uint32_t p = below(a, N(a, x)->start);
 
-	if (p && N(p)->state == FREE && end_of(p) == N(x)->start) {
-		free_out(p);
-		absorb(p, x);
+	if (p && N(a, p)->state == FREE && end_of(a, p) == N(a, x)->start) {
+		free_out(a, p);
+		absorb(a, p, x);
 		x = p;
 	}
-	uint32_t s = at_or_above(end_of(x));
-	if (s && N(s)->state == FREE && N(s)->start == end_of(x)) {
-		free_out(s);
-		absorb(x, s);
+	uint32_t s = at_or_above(a, end_of(a, x));
+	if (s && N(a, s)->state == FREE && N(a, s)->start == end_of(a, x)) {
+		free_out(a, s);
+		absorb(a, x, s);
 	}
-	free_in(x);
+	free_in(a, x);
 	return x;
 }
 
 /* Add [start, start + len), a new slab, as free memory (one node reserved). */
-static void add_free(uintptr_t start, size_t len, bool zero)
+static void add_free(struct arena *a, uintptr_t start, size_t len, bool zero)
 {
-	uint32_t x = node_new(start, len, FREE, zero);
+	uint32_t x = node_new(a, start, len, FREE, zero);
 
-	root = insert(ADDR, root, x);
-	info.free++;
-	info.free_bytes += len;
-	coalesce(x);
-	if (start + len > top_end)
-		top_end = start + len;
+	a->root = insert(a, ADDR, a->root, x);
+	a->info.free++;
+	a->info.free_bytes += len;
+	coalesce(a, x);
+	if (start + len > a->top_end)
+		a->top_end = start + len;
 }
 
 /*
  * Carve len bytes aligned to align out of the FREE block x (two nodes
  * reserved): the block's address, and whether its pages are known zero.
  */
-static uintptr_t carve(uint32_t x, size_t len, size_t align, bool *zero)
+static uintptr_t carve(struct arena *a, uint32_t x, size_t len, size_t align, bool *zero)
 {
-	struct node *n = N(x);
+	struct node *n = N(a, x);
 	uintptr_t s = n->start, e = s + n->len;
-	uintptr_t a = (s + align - 1) & ~(uintptr_t)(align - 1);
+	uintptr_t at = (s + align - 1) & ~(uintptr_t)(align - 1);
 	bool z = n->zero, purged = n->purged;
 
 	*zero = z;
-	free_out(x);
-	info.free_bytes -= len;
-	info.live++;
-	info.live_bytes += len;
-	if (a == s) {
+	free_out(a, x);
+	a->info.free_bytes -= len;
+	a->info.live++;
+	a->info.live_bytes += len;
+	if (at == s) {
 		n->state = LIVE;
 		n->len = len;
-		info.free--;
+		a->info.free--;
 	} else {
-		n->len = a - s;
-		free_in(x);
-		root = insert(ADDR, root, node_new(a, len, LIVE, false));
+		n->len = at - s;
+		free_in(a, x);
+		a->root = insert(a, ADDR, a->root, node_new(a, at, len, LIVE, false));
 	}
-	if (a + len < e) {
-		uint32_t y = node_new(a + len, e - (a + len), FREE, z);
-		N(y)->purged = purged;
-		root = insert(ADDR, root, y);
-		free_in(y);
-		info.free++;
+	if (at + len < e) {
+		uint32_t y = node_new(a, at + len, e - (at + len), FREE, z);
+		N(a, y)->purged = purged;
+		a->root = insert(a, ADDR, a->root, y);
+		free_in(a, y);
+		a->info.free++;
 	}
-	return a;
+	return at;
 }
 
 /*
- * Under the lock, after a change: the counts where readers take them
- * without it (ps_blocks_get_info, from any thread or a signal handler),
- * and in the mirror, if any.
+ * The mirror (the live record's header): sums over the arenas' published
+ * counts, the largest free block of any.  Each change raises mirror_gen;
+ * one thread at a time writes, and writes again while the generation
+ * moved under it, so the last write follows every arena's last change
+ * (a thread that finds the writer busy leaves its change to it).  No
+ * thread waits: a signal handler's purge may come here.
  */
-#define PUB(field, v) __atomic_store_n(&published.field, (v), __ATOMIC_RELAXED)
-static void publish_counts(void)
+static void publish_mirror(void)
 {
-	uint32_t t = last_of(SIZE);
-	uint64_t largest = t ? N(t)->len : 0;
-
-	PUB(live, info.live);
-	PUB(live_bytes, info.live_bytes);
-	PUB(free, info.free);
-	PUB(free_bytes, info.free_bytes);
-	PUB(free_zero_bytes, info.free_zero_bytes);
-	PUB(largest_free, largest);
-	PUB(nodes_mapped, info.nodes_mapped);
 	uint64_t *m = __atomic_load_n(&mirror, __ATOMIC_ACQUIRE);
 	if (!m)
 		return;
-	__atomic_store_n(&m[1], info.free, __ATOMIC_RELAXED);
-	__atomic_store_n(&m[2], info.free_bytes, __ATOMIC_RELAXED);
-	__atomic_store_n(&m[3], info.free_zero_bytes, __ATOMIC_RELAXED);
-	__atomic_store_n(&m[4], largest, __ATOMIC_RELAXED);
-	__atomic_store_n(&m[0], 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&mirror_gen, 1, __ATOMIC_SEQ_CST);
+	for (;;) {
+		if (__atomic_exchange_n(&mirror_busy, 1, __ATOMIC_SEQ_CST))
+			return;
+		uint32_t g;
+		do {
+			g = __atomic_load_n(&mirror_gen, __ATOMIC_SEQ_CST);
+			uint64_t free = 0, bytes = 0, zero = 0, largest = 0;
+			for (uint32_t i = 0; i < narenas; i++) {
+				const struct ps_blocks_info *pub = &arenas[i].published;
+				free += __atomic_load_n(&pub->free, __ATOMIC_RELAXED);
+				bytes += __atomic_load_n(&pub->free_bytes, __ATOMIC_RELAXED);
+				zero += __atomic_load_n(&pub->free_zero_bytes, __ATOMIC_RELAXED);
+				uint64_t l = __atomic_load_n(&pub->largest_free, __ATOMIC_RELAXED);
+				largest = l > largest ? l : largest;
+			}
+			__atomic_store_n(&m[1], free, __ATOMIC_RELAXED);
+			__atomic_store_n(&m[2], bytes, __ATOMIC_RELAXED);
+			__atomic_store_n(&m[3], zero, __ATOMIC_RELAXED);
+			__atomic_store_n(&m[4], largest, __ATOMIC_RELAXED);
+			__atomic_store_n(&m[0], 1, __ATOMIC_RELEASE);
+		} while (g != __atomic_load_n(&mirror_gen, __ATOMIC_SEQ_CST));
+		__atomic_store_n(&mirror_busy, 0, __ATOMIC_SEQ_CST);
+		/* A change that found us busy after our last look: ours to write. */
+		if (g == __atomic_load_n(&mirror_gen, __ATOMIC_SEQ_CST))
+			return;
+	}
+}
+
+/*
+ * Under a's lock, after a change: its counts where readers take them
+ * without it (ps_blocks_get_info, from any thread or a signal handler),
+ * and the mirror, if any.
+ */
+#define PUB(field, v) __atomic_store_n(&a->published.field, (v), __ATOMIC_RELAXED)
+static void publish_counts(struct arena *a)
+{
+	uint32_t t = last_of(a, SIZE);
+
+	PUB(live, a->info.live);
+	PUB(live_bytes, a->info.live_bytes);
+	PUB(free, a->info.free);
+	PUB(free_bytes, a->info.free_bytes);
+	PUB(free_zero_bytes, a->info.free_zero_bytes);
+	PUB(largest_free, t ? N(a, t)->len : 0);
+	PUB(nodes_mapped, a->info.nodes_mapped);
+	publish_mirror();
 }
 #undef PUB
 
@@ -449,43 +617,61 @@ void ps_blocks_set_mirror(uint64_t *m)
 {
 	if (__atomic_load_n(&mirror, __ATOMIC_ACQUIRE) == m)
 		return;
-	pthread_mutex_lock(&lock);
 	__atomic_store_n(&mirror, m, __ATOMIC_RELEASE);
-	publish_counts();
-	pthread_mutex_unlock(&lock);
+	publish_mirror();
 }
 
-void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *why)
+unsigned ps_blocks_init(unsigned k)
 {
-	int saved_errno = errno;
-	enum ps_pool_fail fail = PS_FAIL_NONE;
-	uintptr_t a = 0;
-	bool was_zero = false;
-
-	if (align < PS_PAGE)
-		align = PS_PAGE;
-	if (size > PS_SLAB_MAX || align > PS_SLAB_MAX) {
-		*why = PS_FAIL_TOO_LARGE;
-		return NULL;
+	if (k == 0) {
+		/*
+		 * Default: see PS_BLOCKS_ARENAS_PER_CPU in blocks.h.  The CPUs
+		 * this process may run on, by sched_getaffinity (no file to read,
+		 * no allocation: this runs in the shim's start-up).
+		 */
+		cpu_set_t set;
+		int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+		k = (unsigned)(cpus > 0 ? cpus : 1) * PS_BLOCKS_ARENAS_PER_CPU;
+		if (k > PS_BLOCKS_ARENAS_DEFAULT_MAX)
+			k = PS_BLOCKS_ARENAS_DEFAULT_MAX;
 	}
-	size_t len = round_page(size ? size : 1);
+	if (k > PS_BLOCKS_ARENAS_MAX)
+		k = PS_BLOCKS_ARENAS_MAX;
+	narenas = k;
+	__atomic_add_fetch(&epoch, 1, __ATOMIC_RELAXED);
+	return k;
+}
+
+unsigned ps_blocks_arenas(void)
+{
+	return narenas;
+}
+
+/*
+ * Under a's lock: a block for the request from a's free blocks, or from a
+ * new slab (when grow); 0 with *fail set.  See ps_blocks_alloc.
+ */
+static uintptr_t arena_alloc(struct arena *a, size_t len, size_t align, bool grow, bool *was_zero,
+			     enum ps_pool_fail *fail)
+{
 	bool extend = true;
 
-	pthread_mutex_lock(&lock);
 	for (int tries = 0;; tries++) {
-		if (!reserve(3)) {
-			fail = PS_FAIL_NO_MEMORY;
-			break;
+		if (!reserve(a, 3)) {
+			*fail = PS_FAIL_NO_MEMORY;
+			return 0;
 		}
-		uint32_t x = fit(len, align);
-		if (x) {
-			a = carve(x, len, align, &was_zero);
-			break;
+		uint32_t x = fit(a, len, align);
+		if (x)
+			return carve(a, x, len, align, was_zero);
+		if (!grow) {
+			*fail = PS_FAIL_POOL_FULL;
+			return 0;
 		}
 		if (tries == 4) {
 			/* Others took each new slab first: rare; the request falls back. */
-			fail = PS_FAIL_POOL_FULL;
-			break;
+			*fail = PS_FAIL_POOL_FULL;
+			return 0;
 		}
 		/*
 		 * A new slab, right after the last one, so a free block at the
@@ -500,85 +686,126 @@ void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *w
 		 * first slab, or an alignment that would leave more than a
 		 * unit in front, gets a slab aligned itself: the block starts
 		 * it, and the range skipped is no slab at all (not backed:
-		 * with hugetlb pages it would hold them for nothing).
+		 * with hugetlb pages it would hold them for nothing).  With
+		 * several arenas, only an arena whose last slab is the pool's
+		 * last extends it: another's slab lies between otherwise.
 		 */
 		size_t want = len, need = len, slab_align = align;
-		uint32_t t = last_of(ADDR);
-		bool top_free = t && N(t)->state == FREE && end_of(t) == top_end;
-		uintptr_t at = align_up(top_free ? N(t)->start : top_end, align);
-		if (extend && top_end && at <= top_end + PS_UNIT) {
-			if (at + len <= top_end) {
+		uint32_t t = last_of(a, ADDR);
+		bool top_free = t && N(a, t)->state == FREE && end_of(a, t) == a->top_end;
+		uintptr_t at = align_up(top_free ? N(a, t)->start : a->top_end, align);
+		if (extend && a->top_end && at <= a->top_end + PS_UNIT &&
+		    (narenas == 1 || ps_pool_next() == a->top_end)) {
+			if (at + len <= a->top_end) {
 				/* The top block holds it (the bounded search missed it). */
-				a = carve(t, len, align, &was_zero);
-				break;
+				return carve(a, t, len, align, was_zero);
 			}
-			need = at + len - top_end;
+			need = at + len - a->top_end;
 			size_t step = round_page(len / 8 < PS_SLAB_MAX / 16 ? len / 8 : PS_SLAB_MAX / 16);
 			want = need > step ? need : step;
 			slab_align = PS_PAGE;
 		}
-		pthread_mutex_unlock(&lock);
+		pthread_mutex_unlock(&a->lock);
 		bool zeroed = false;
-		void *s = ps_pool_take(want, slab_align, need, &zeroed, &fail);
-		if (!s && want > need && fail == PS_FAIL_POOL_FULL)
-			s = ps_pool_take(want = need, slab_align, need, &zeroed, &fail);
-		pthread_mutex_lock(&lock);
+		void *s = ps_pool_take(want, slab_align, need, &zeroed, fail);
+		if (!s && want > need && *fail == PS_FAIL_POOL_FULL)
+			s = ps_pool_take(want = need, slab_align, need, &zeroed, fail);
+		pthread_mutex_lock(&a->lock);
 		if (!s)
-			break;
-		if (!reserve(3)) {
+			return 0;
+		if (!reserve(a, 3) || !owner_set(a, (uintptr_t)s, round_page(want))) {
 			/* The slab stays the pool's, unused: nothing to put it in. */
-			fail = PS_FAIL_NO_MEMORY;
-			break;
+			*fail = PS_FAIL_NO_MEMORY;
+			return 0;
 		}
-		add_free((uintptr_t)s, round_page(want), zeroed);
-		x = below((uintptr_t)s + 1);
-		if (holds_aligned(x, len, align)) {
-			a = carve(x, len, align, &was_zero);
-			break;
-		}
+		add_free(a, (uintptr_t)s, round_page(want), zeroed);
+		x = below(a, (uintptr_t)s + 1);
+		if (holds_aligned(a, x, len, align))
+			return carve(a, x, len, align, was_zero);
 		/*
 		 * Raced for the top, or the slab did not follow it (the small
 		 * region closed): next time one aligned itself.
 		 */
 		extend = false;
 	}
-	publish_counts();
-	pthread_mutex_unlock(&lock);
+}
+
+void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *why)
+{
+	int saved_errno = errno;
+	enum ps_pool_fail fail = PS_FAIL_NONE;
+	uintptr_t at = 0;
+	bool was_zero = false;
+
+	if (align < PS_PAGE)
+		align = PS_PAGE;
+	if (size > PS_SLAB_MAX || align > PS_SLAB_MAX) {
+		*why = PS_FAIL_TOO_LARGE;
+		return NULL;
+	}
+	size_t len = round_page(size ? size : 1);
+	struct arena *a = my_arena();
+
+	pthread_mutex_lock(&a->lock);
+	at = arena_alloc(a, len, align, true, &was_zero, &fail);
+	publish_counts(a);
+	pthread_mutex_unlock(&a->lock);
+	/*
+	 * The pool is at its cap: the other arenas' free blocks may hold it,
+	 * as the one tree held every free block before there were arenas.
+	 * One lock at a time; the block stays the other arena's.
+	 */
+	for (uint32_t i = 1; !at && fail == PS_FAIL_POOL_FULL && i < narenas; i++) {
+		struct arena *b = &arenas[(a - arenas + i) % narenas];
+		enum ps_pool_fail f = PS_FAIL_NONE;
+		pthread_mutex_lock(&b->lock);
+		at = arena_alloc(b, len, align, false, &was_zero, &f);
+		publish_counts(b);
+		pthread_mutex_unlock(&b->lock);
+		if (at)
+			fail = PS_FAIL_NONE;
+	}
 	errno = saved_errno;
 	*why = fail;
-	if (!a)
+	if (!at)
 		return NULL;
 	if (zero && !was_zero)
-		memset((void *)a, 0, len);
-	return (void *)a;
+		memset((void *)at, 0, len);
+	return (void *)at;
 }
 
 size_t ps_blocks_free(void *p)
 {
-	pthread_mutex_lock(&lock);
-	uint32_t x = find((uintptr_t)p);
+	struct arena *a = owner_of(p);
+	if (!a)
+		return 0;
+	pthread_mutex_lock(&a->lock);
+	uint32_t x = find(a, (uintptr_t)p);
 	size_t len = 0;
-	if (x && N(x)->state == LIVE) {
-		len = N(x)->len;
-		N(x)->state = FREE;
-		N(x)->zero = N(x)->purged = false;
-		info.live--;
-		info.live_bytes -= len;
-		info.free++;
-		info.free_bytes += len;
-		coalesce(x);
+	if (x && N(a, x)->state == LIVE) {
+		len = N(a, x)->len;
+		N(a, x)->state = FREE;
+		N(a, x)->zero = N(a, x)->purged = false;
+		a->info.live--;
+		a->info.live_bytes -= len;
+		a->info.free++;
+		a->info.free_bytes += len;
+		coalesce(a, x);
 	}
-	publish_counts();
-	pthread_mutex_unlock(&lock);
+	publish_counts(a);
+	pthread_mutex_unlock(&a->lock);
 	return len;
 }
 
 size_t ps_blocks_size(const void *p)
 {
-	pthread_mutex_lock(&lock);
-	uint32_t x = find((uintptr_t)p);
-	size_t len = x && N(x)->state == LIVE ? N(x)->len : 0;
-	pthread_mutex_unlock(&lock);
+	struct arena *a = owner_of(p);
+	if (!a)
+		return 0;
+	pthread_mutex_lock(&a->lock);
+	uint32_t x = find(a, (uintptr_t)p);
+	size_t len = x && N(a, x)->state == LIVE ? N(a, x)->len : 0;
+	pthread_mutex_unlock(&a->lock);
 	return len;
 }
 
@@ -586,43 +813,48 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 {
 	size_t len = round_page(size ? size : 1);
 	int saved_errno = errno;   /* reserve()'s mmap may fail */
+	struct arena *a = owner_of(p);
 
-	pthread_mutex_lock(&lock);
-	uint32_t x = find((uintptr_t)p);
-	*was = x && N(x)->state == LIVE ? N(x)->len : 0;
-	if (!*was || size > PS_SLAB_MAX || !reserve(1)) {
-		pthread_mutex_unlock(&lock);
+	*was = 0;
+	if (!a)
+		return 0;
+	pthread_mutex_lock(&a->lock);
+	uint32_t x = find(a, (uintptr_t)p);
+	*was = x && N(a, x)->state == LIVE ? N(a, x)->len : 0;
+	if (!*was || size > PS_SLAB_MAX || !reserve(a, 1)) {
+		pthread_mutex_unlock(&a->lock);
 		errno = saved_errno;
 		return 0;
 	}
 	size_t old = *was;
-	uintptr_t end = end_of(x);
-	uint32_t s = at_or_above(end);
-	bool s_free = s && N(s)->state == FREE && N(s)->start == end;
+	uintptr_t end = end_of(a, x);
+	uint32_t s = at_or_above(a, end);
+	bool s_free = s && N(a, s)->state == FREE && N(a, s)->start == end;
 
 	if (len < old) {
 		/* The tail becomes free, on its own or joined to the free block above. */
 		size_t tail = old - len;
-		N(x)->len = len;
+		N(a, x)->len = len;
 		if (s_free) {
 			/* Moving s's start down keeps the order: nothing lies between. */
-			free_out(s);
-			N(s)->start -= tail;
-			N(s)->len += tail;
-			N(s)->zero = N(s)->purged = false;
-			free_in(s);
+			free_out(a, s);
+			N(a, s)->start -= tail;
+			N(a, s)->len += tail;
+			N(a, s)->zero = N(a, s)->purged = false;
+			free_in(a, s);
 		} else {
-			uint32_t y = node_new(end - tail, tail, FREE, false);
-			root = insert(ADDR, root, y);
-			free_in(y);
-			info.free++;
+			uint32_t y = node_new(a, end - tail, tail, FREE, false);
+			a->root = insert(a, ADDR, a->root, y);
+			free_in(a, y);
+			a->info.free++;
 		}
-		info.live_bytes -= tail;
-		info.free_bytes += tail;
+		a->info.live_bytes -= tail;
+		a->info.free_bytes += tail;
 	} else if (len > old) {
 		size_t more = len - old;
-		size_t room = s_free ? N(s)->len : 0;
-		if (room < more && (s_free ? end_of(s) : end) == top_end) {
+		size_t room = s_free ? N(a, s)->len : 0;
+		if (room < more && (s_free ? end_of(a, s) : end) == a->top_end &&
+		    (narenas == 1 || ps_pool_next() == a->top_end)) {
 			/*
 			 * The block (and the free one after it) ends the pool:
 			 * a new slab right after lets it grow where it is, with
@@ -634,47 +866,47 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 			 * A buffer grown in small steps would take a slab each
 			 * time, and slabs are numbered (PS_MAX_SLABS): an eighth
 			 * of the block more each time, left free (mapped, not
-			 * touched) for its next steps.
+			 * touched), for its next steps.
 			 */
 			size_t step = round_page(old / 8 < PS_SLAB_MAX / 16 ? old / 8 : PS_SLAB_MAX / 16);
 			size_t want = need > step ? need : step;
 			enum ps_pool_fail why;
 			bool zeroed = false;
-			pthread_mutex_unlock(&lock);
+			pthread_mutex_unlock(&a->lock);
 			void *slab = ps_pool_take(want, PS_PAGE, need, &zeroed, &why);
 			/* At the cap, only what it needs. */
 			if (!slab && want > need && why == PS_FAIL_POOL_FULL)
 				slab = ps_pool_take(want = need, PS_PAGE, need, &zeroed, &why);
-			pthread_mutex_lock(&lock);
-			if (slab && reserve(1))
-				add_free((uintptr_t)slab, round_page(want), zeroed);
+			pthread_mutex_lock(&a->lock);
+			if (slab && reserve(a, 1) && owner_set(a, (uintptr_t)slab, round_page(want)))
+				add_free(a, (uintptr_t)slab, round_page(want), zeroed);
 			/* Whatever happened meanwhile, look again. */
-			s = at_or_above(end);
-			s_free = s && N(s)->state == FREE && N(s)->start == end;
-			room = s_free ? N(s)->len : 0;
+			s = at_or_above(a, end);
+			s_free = s && N(a, s)->state == FREE && N(a, s)->start == end;
+			room = s_free ? N(a, s)->len : 0;
 		}
 		if (room < more) {
-			publish_counts();
-			pthread_mutex_unlock(&lock);
+			publish_counts(a);
+			pthread_mutex_unlock(&a->lock);
 			errno = saved_errno;
 			return 0;
 		}
-		N(x)->len = len;
-		free_out(s);
-		if (N(s)->len == more) {
-			root = erase(ADDR, root, s);
-			node_drop(s);
-			info.free--;
+		N(a, x)->len = len;
+		free_out(a, s);
+		if (N(a, s)->len == more) {
+			a->root = erase(a, ADDR, a->root, s);
+			node_drop(a, s);
+			a->info.free--;
 		} else {
-			N(s)->start += more;
-			N(s)->len -= more;
-			free_in(s);
+			N(a, s)->start += more;
+			N(a, s)->len -= more;
+			free_in(a, s);
 		}
-		info.live_bytes += more;
-		info.free_bytes -= more;
+		a->info.live_bytes += more;
+		a->info.free_bytes -= more;
 	}
-	publish_counts();
-	pthread_mutex_unlock(&lock);
+	publish_counts(a);
+	pthread_mutex_unlock(&a->lock);
 	errno = saved_errno;
 	return len;
 }
@@ -687,58 +919,72 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
  * back again, and counted them again (malloc_trim said memory was released
  * each time, and the report's total passed the pool's size).
  */
-static uint32_t next_dirty(uintptr_t key)
+static uint32_t next_dirty(struct arena *a, uintptr_t key)
 {
-	for (uint32_t t = at_or_above(key); t; t = at_or_above(end_of(t)))
-		if (N(t)->state == FREE && !N(t)->purged)
+	for (uint32_t t = at_or_above(a, key); t; t = at_or_above(a, end_of(a, t)))
+		if (N(a, t)->state == FREE && !N(a, t)->purged)
 			return t;
 	return 0;
 }
 
-/* The purge; with try, only if the lock is free now (-EBUSY else).  0. */
-static int purge(bool try, size_t *out)
+/* Under a's lock: give back each dirty free block of a, one at a time without the lock.  Bytes. */
+static size_t purge_arena(struct arena *a)
 {
-	int idle = 0;
 	size_t total = 0;
 	uintptr_t cursor = 0;
+
+	for (uint32_t x; (x = next_dirty(a, cursor)) != 0;) {
+		uintptr_t s = N(a, x)->start;
+		size_t len = N(a, x)->len;
+		free_out(a, x);
+		N(a, x)->state = BUSY;
+		a->busy_start = s;
+		publish_counts(a);
+		pthread_mutex_unlock(&a->lock);
+		bool zeroed = ps_pool_purge((void *)s, len) == 0;
+		pthread_mutex_lock(&a->lock);
+		/* Nobody hands out, merges or frees a BUSY block: x is as it was. */
+		N(a, x)->state = FREE;
+		N(a, x)->zero = zeroed;
+		N(a, x)->purged = true;
+		a->busy_start = 0;
+		if (zeroed)
+			total += len;
+		coalesce(a, x);
+		cursor = s + len;
+	}
+	publish_counts(a);
+	return total;
+}
+
+/*
+ * The purge, arena after arena; with try, only the arenas whose lock is
+ * free now, and -EBUSY if any was not (the others are purged, *out counts
+ * them).  0 else.
+ */
+static int purge(bool try, size_t *out)
+{
+	int idle = 0, r = 0;
+	size_t total = 0;
 
 	*out = 0;
 	if (!__atomic_compare_exchange_n(&purging, &idle, 1, false, __ATOMIC_ACQUIRE,
 					 __ATOMIC_RELAXED))
 		return try ? -EBUSY : 0;
-	if (try) {
-		if (pthread_mutex_trylock(&lock) != 0) {
-			__atomic_store_n(&purging, 0, __ATOMIC_RELEASE);
-			return -EBUSY;
+	for (uint32_t i = 0; i < narenas; i++) {
+		struct arena *a = &arenas[i];
+		if (!try) {
+			pthread_mutex_lock(&a->lock);
+		} else if (pthread_mutex_trylock(&a->lock) != 0) {
+			r = -EBUSY;
+			continue;
 		}
-	} else {
-		pthread_mutex_lock(&lock);
+		total += purge_arena(a);
+		pthread_mutex_unlock(&a->lock);
 	}
-	for (uint32_t x; (x = next_dirty(cursor)) != 0;) {
-		uintptr_t s = N(x)->start;
-		size_t len = N(x)->len;
-		free_out(x);
-		N(x)->state = BUSY;
-		busy_start = s;
-		publish_counts();
-		pthread_mutex_unlock(&lock);
-		bool zeroed = ps_pool_purge((void *)s, len) == 0;
-		pthread_mutex_lock(&lock);
-		/* Nobody hands out, merges or frees a BUSY block: x is as it was. */
-		N(x)->state = FREE;
-		N(x)->zero = zeroed;
-		N(x)->purged = true;
-		busy_start = 0;
-		if (zeroed)
-			total += len;
-		coalesce(x);
-		cursor = s + len;
-	}
-	publish_counts();
-	pthread_mutex_unlock(&lock);
 	__atomic_store_n(&purging, 0, __ATOMIC_RELEASE);
 	*out = total;
-	return 0;
+	return r;
 }
 
 size_t ps_blocks_purge(void)
@@ -756,15 +1002,20 @@ int ps_blocks_purge_try(size_t *total)
 
 void ps_blocks_get_info(struct ps_blocks_info *out)
 {
-#define GET(field) out->field = __atomic_load_n(&published.field, __ATOMIC_RELAXED)
-	GET(live);
-	GET(live_bytes);
-	GET(free);
-	GET(free_bytes);
-	GET(free_zero_bytes);
-	GET(largest_free);
-	GET(nodes_mapped);
-#undef GET
+	*out = (struct ps_blocks_info){ 0 };
+	for (uint32_t i = 0; i < narenas; i++) {
+		const struct ps_blocks_info *pub = &arenas[i].published;
+#define ADD(field) out->field += __atomic_load_n(&pub->field, __ATOMIC_RELAXED)
+		ADD(live);
+		ADD(live_bytes);
+		ADD(free);
+		ADD(free_bytes);
+		ADD(free_zero_bytes);
+		ADD(nodes_mapped);
+#undef ADD
+		uint64_t l = __atomic_load_n(&pub->largest_free, __ATOMIC_RELAXED);
+		out->largest_free = l > out->largest_free ? l : out->largest_free;
+	}
 }
 
 /* The walk behind ps_blocks_check(): the subtree's facts, or false at the first fault. */
@@ -779,22 +1030,22 @@ struct walk {
 	uintptr_t where;
 };
 
-static bool walk(uint32_t t, uint32_t depth, struct walk *w)
+static bool walk(struct arena *a, uint32_t t, uint32_t depth, struct walk *w)
 {
 	if (!t)
 		return true;
-	struct node *n = N(t);
+	struct node *n = N(a, t);
 	if (depth > 4096) {
 		w->fault = "the tree is deeper than 4096";
 		w->where = n->start;
 		return false;
 	}
-	if ((n->kid[ADDR][0] && N(n->kid[ADDR][0])->prio > n->prio) || (n->kid[ADDR][1] && N(n->kid[ADDR][1])->prio > n->prio)) {
+	if ((n->kid[ADDR][0] && N(a, n->kid[ADDR][0])->prio > n->prio) || (n->kid[ADDR][1] && N(a, n->kid[ADDR][1])->prio > n->prio)) {
 		w->fault = "a child outranks its parent";
 		w->where = n->start;
 		return false;
 	}
-	if (!walk(n->kid[ADDR][0], depth + 1, w))
+	if (!walk(a, n->kid[ADDR][0], depth + 1, w))
 		return false;
 	w->where = n->start;
 	if (n->len == 0 || n->len % PS_PAGE || n->start % PS_PAGE || n->state > BUSY) {
@@ -809,13 +1060,18 @@ static bool walk(uint32_t t, uint32_t depth, struct walk *w)
 		w->fault = "two free neighbours were not merged";
 		return false;
 	}
-	if (w->any && n->start > w->last_end && ps_pool_slab_of((void *)w->last_end) >= 0) {
+	if (w->any && n->start > w->last_end && ps_pool_slab_of((void *)w->last_end) >= 0 &&
+	    owner_of((void *)w->last_end) == a) {
 		w->fault = "slab memory between two blocks belongs to neither";
 		w->where = w->last_end;
 		return false;
 	}
 	if (!ps_pool_within_slabs((void *)n->start, n->len)) {
 		w->fault = "a block outside the pool's slabs";
+		return false;
+	}
+	if (owner_of((void *)n->start) != a || owner_of((void *)(n->start + n->len - 1)) != a) {
+		w->fault = "a block in another arena's slab";
 		return false;
 	}
 	w->any = true;
@@ -829,48 +1085,74 @@ static bool walk(uint32_t t, uint32_t depth, struct walk *w)
 		w->seen.free_bytes += n->len;
 		w->free_nodes += n->state == FREE;
 	}
-	return walk(n->kid[ADDR][1], depth + 1, w);
+	return walk(a, n->kid[ADDR][1], depth + 1, w);
 }
 
 /* The size tree: in order of (len, start), FREE nodes only, each once. */
-static bool swalk(uint32_t t, uint32_t depth, struct walk *w)
+static bool swalk(struct arena *a, uint32_t t, uint32_t depth, struct walk *w)
 {
 	if (!t)
 		return true;
-	struct node *n = N(t);
+	struct node *n = N(a, t);
 	w->where = n->start;
-	if (depth > 4096 || (n->kid[SIZE][0] && N(n->kid[SIZE][0])->prio > n->prio) ||
-	    (n->kid[SIZE][1] && N(n->kid[SIZE][1])->prio > n->prio)) {
+	if (depth > 4096 || (n->kid[SIZE][0] && N(a, n->kid[SIZE][0])->prio > n->prio) ||
+	    (n->kid[SIZE][1] && N(a, n->kid[SIZE][1])->prio > n->prio)) {
 		w->fault = "the size tree is out of shape";
 		return false;
 	}
-	if (!swalk(n->kid[SIZE][0], depth + 1, w))
+	if (!swalk(a, n->kid[SIZE][0], depth + 1, w))
 		return false;
 	w->where = n->start;
-	if (n->state != FREE || find(n->start) != t) {
+	if (n->state != FREE || find(a, n->start) != t) {
 		w->fault = "the size tree holds a block that is not free";
 		return false;
 	}
-	if (w->sized && !key_below(SIZE, w->last_sized, t)) {
+	if (w->sized && !key_below(a, SIZE, w->last_sized, t)) {
 		w->fault = "the size tree is out of order";
 		return false;
 	}
 	w->sized++;
 	w->zero_bytes += n->zero ? n->len : 0;
 	w->last_sized = t;
-	return swalk(n->kid[SIZE][1], depth + 1, w);
+	return swalk(a, n->kid[SIZE][1], depth + 1, w);
+}
+
+/* One arena's trees against its counts: true, or false with w->fault set. */
+static bool check_arena(struct arena *a, struct walk *w)
+{
+	if (!walk(a, a->root, 0, w) || !swalk(a, a->sroot, 0, w))
+		return false;
+	if (w->zero_bytes != a->info.free_zero_bytes) {
+		w->fault = "the free bytes known zero disagree with the tree";
+		w->where = 0;
+		return false;
+	}
+	if (w->sized != w->free_nodes) {
+		w->fault = "the size tree misses free blocks";
+		w->where = 0;
+		return false;
+	}
+	if (w->seen.live != a->info.live || w->seen.live_bytes != a->info.live_bytes ||
+	    w->seen.free != a->info.free || w->seen.free_bytes != a->info.free_bytes) {
+		w->fault = "the counts disagree with the tree";
+		w->where = 0;
+		return false;
+	}
+	return true;
 }
 
 int ps_blocks_check(void)
 {
 	struct walk w = { 0 };
+	uint64_t block_bytes = 0;
+	bool ok = true;
 
-	pthread_mutex_lock(&lock);
-	bool ok = walk(root, 0, &w) && swalk(sroot, 0, &w);
-	if (ok && w.zero_bytes != info.free_zero_bytes) {
-		ok = false;
-		w.fault = "the free bytes known zero disagree with the tree";
-		w.where = 0;
+	for (uint32_t i = 0; i < narenas; i++)
+		pthread_mutex_lock(&arenas[i].lock);
+	for (uint32_t i = 0; ok && i < narenas; i++) {
+		w = (struct walk){ 0 };
+		ok = check_arena(&arenas[i], &w);
+		block_bytes += arenas[i].info.live_bytes + arenas[i].info.free_bytes;
 	}
 	if (ok) {
 		/* Every byte of every slab is in some block: none is lost to the pool. */
@@ -878,24 +1160,14 @@ int ps_blocks_check(void)
 		struct ps_slab sl;
 		for (int i = 0; ps_pool_slab(i, &sl); i++)
 			slab_bytes += sl.len;
-		if (slab_bytes != info.live_bytes + info.free_bytes) {
+		if (slab_bytes != block_bytes) {
 			ok = false;
 			w.fault = "the slabs hold memory that is in no block";
 			w.where = 0;
 		}
 	}
-	if (ok && w.sized != w.free_nodes) {
-		ok = false;
-		w.fault = "the size tree misses free blocks";
-		w.where = 0;
-	}
-	if (ok && (w.seen.live != info.live || w.seen.live_bytes != info.live_bytes ||
-		   w.seen.free != info.free || w.seen.free_bytes != info.free_bytes)) {
-		ok = false;
-		w.fault = "the counts disagree with the tree";
-		w.where = 0;
-	}
-	pthread_mutex_unlock(&lock);
+	for (uint32_t i = narenas; i-- > 0;)
+		pthread_mutex_unlock(&arenas[i].lock);
 	if (ok)
 		return 0;
 	fprintf(stderr, "poolshim blocks: %s (at %#lx)\n", w.fault, (unsigned long)w.where);
@@ -904,38 +1176,61 @@ int ps_blocks_check(void)
 
 void ps_blocks_atfork_prepare(void)
 {
-	pthread_mutex_lock(&lock);
+	for (uint32_t i = 0; i < narenas; i++)
+		pthread_mutex_lock(&arenas[i].lock);
 }
 
 void ps_blocks_atfork_parent(void)
 {
-	pthread_mutex_unlock(&lock);
+	for (uint32_t i = narenas; i-- > 0;)
+		pthread_mutex_unlock(&arenas[i].lock);
 }
 
 void ps_blocks_atfork_child(void)
 {
-	/* A purge in another thread did not come along: its block is free again. */
-	if (busy_start) {
-		uint32_t x = find(busy_start);
-		N(x)->state = FREE;
-		N(x)->zero = N(x)->purged = false;
-		busy_start = 0;
-		coalesce(x);
-		publish_counts();
+	/* No writer of the mirror came along: each holds an arena's lock, or set it. */
+	__atomic_store_n(&mirror_busy, 0, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < narenas; i++) {
+		struct arena *a = &arenas[i];
+		/* A purge in another thread did not come along: its block is free again. */
+		if (a->busy_start) {
+			uint32_t x = find(a, a->busy_start);
+			N(a, x)->state = FREE;
+			N(a, x)->zero = N(a, x)->purged = false;
+			a->busy_start = 0;
+			coalesce(a, x);
+			publish_counts(a);
+		}
 	}
 	__atomic_store_n(&purging, 0, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&lock);
+	for (uint32_t i = narenas; i-- > 0;)
+		pthread_mutex_unlock(&arenas[i].lock);
 }
 
 void ps_blocks_reset_for_tests(void)
 {
-	for (uint32_t i = 0; i < nchunks; i++)
-		munmap(chunk[i], CHUNK_NODES * sizeof(struct node));
-	memset(chunk, 0, sizeof(chunk));
-	nchunks = used_nodes = spare = nspare = root = sroot = 0;
-	top_end = busy_start = 0;
+	for (uint32_t i = 0; i < PS_BLOCKS_ARENAS_MAX; i++) {
+		struct arena *a = &arenas[i];
+		for (uint32_t c = 0; c < a->nchunks; c++)
+			munmap(a->chunk[c], CHUNK_NODES * sizeof(struct node));
+		if (a->chunk)
+			munmap(a->chunk, CHUNKS * sizeof(*a->chunk));
+		memset(a, 0, sizeof(*a));
+		pthread_mutex_init(&a->lock, NULL);
+	}
+	if (owners) {
+		for (size_t c = 0; c < owner_chunks; c++)
+			if (owners[c])
+				munmap(owners[c], OWNER_PAGES);
+		munmap(owners, owner_chunks * sizeof(*owners));
+	}
+	owners = NULL;
+	owner_chunks = 0;
+	narenas = 1;
+	next_arena = 0;
+	epoch++;
 	mirror = NULL;
-	memset(&published, 0, sizeof(published));
-	info = (struct ps_blocks_info){ 0 };
+	mirror_gen = 0;
+	mirror_busy = 0;
 	purging = 0;
 }

@@ -37,6 +37,25 @@
 #include "format/names.h"
 
 /*
+ * Arenas (POOLSHIM_POOL_ARENAS): the most there may be; the default, per
+ * CPU the process may run on and at most (see ps_blocks_init).
+ */
+#define PS_BLOCKS_ARENAS_MAX 64
+#define PS_BLOCKS_ARENAS_PER_CPU 4
+#define PS_BLOCKS_ARENAS_DEFAULT_MAX 16
+
+/*
+ * Use k arenas (0: the default, PS_BLOCKS_ARENAS_PER_CPU per CPU this
+ * process may run on, at most PS_BLOCKS_ARENAS_DEFAULT_MAX; more than
+ * PS_BLOCKS_ARENAS_MAX: that many).  Before the first block, single-
+ * threaded (the shim's start-up; unit tests after
+ * ps_blocks_reset_for_tests, which goes back to one).  The number used.
+ */
+unsigned ps_blocks_init(unsigned k);
+/* The number of arenas in use. */
+unsigned ps_blocks_arenas(void);
+
+/*
  * A block of at least size bytes (rounded up to whole pages) aligned to
  * align (a power of two; page alignment at least), from the smallest free
  * block that holds an aligned range of that size (the rooms in front and

@@ -738,6 +738,14 @@ static bool over_cap(size_t n)
 	return resident_locked() + n > info.cap;
 }
 
+uintptr_t ps_pool_next(void)
+{
+	pthread_mutex_lock(&pool_lock);
+	uintptr_t next = pool_next;
+	pthread_mutex_unlock(&pool_lock);
+	return next;
+}
+
 void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_pool_fail *why)
 {
 	int saved_errno = errno;

@@ -73,6 +73,14 @@ int ps_pool_prepare(void);
 void *ps_pool_take(size_t len, size_t align, size_t need, bool *zeroed, enum ps_pool_fail *why);
 
 /*
+ * Where the next slab would start if nothing else takes one first and its
+ * alignment allows (the end of the last one; 0 before the first).  A
+ * placement with several arenas extends its own last slab only when it
+ * is the pool's last.  Takes the pool's lock.
+ */
+uintptr_t ps_pool_next(void);
+
+/*
  * Set when the range is first reserved, lo before hi; 0 before.  hi grows
  * (only up, lo never moves) as slabs need more of the range; it never
  * passes ps_pool_lo + ps_pool_span.

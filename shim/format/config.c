@@ -55,6 +55,8 @@ static const struct option options[] = {
 	{ "POOLSHIM_POOL_DECAY_MS", OPT_UINT, OFF(pool_decay_ms), 10000, 0, 3600000, NULL, NULL, SIZE_MAX },
 	/* Each thread's cache of freed pooled blocks (core/tcache.h); 0: none. */
 	{ "POOLSHIM_POOL_CACHE", OPT_SIZE, OFF(pool_cache), 32 * MiB, 0, 1 * GiB, NULL, NULL, SIZE_MAX },
+	/* Arenas of the page placement (core/blocks.h), each with its own lock; 0: per CPU. */
+	{ "POOLSHIM_POOL_ARENAS", OPT_UINT, OFF(pool_arenas), 0, 0, 64, NULL, NULL, SIZE_MAX },
 	/* What places blocks in the slabs: the shim's page-exact fit, or jemalloc's size classes. */
 	{ "POOLSHIM_POOL_ALLOCATOR", OPT_ENUM, OFF(pool_allocator), PS_POOL_ALLOC_PAGES, 0, 0, ps_pool_allocator_names, NULL, SIZE_MAX },
 	{ "POOLSHIM_HUGEPAGES", OPT_ENUM, OFF(hugepages), PS_HUGE_AUTO, 0, 0, ps_hugepage_names, NULL, SIZE_MAX },
