@@ -186,6 +186,19 @@ static bool owner_set(struct arena *a, uintptr_t start, size_t len)
 }
 
 /*
+ * Whether threads of more than one arena have come: until then a process
+ * places as with one arena (a single-threaded program's footprint does not
+ * change with POOLSHIM_POOL_ARENAS).
+ */
+static inline bool shared(void)
+{
+	return __atomic_load_n(&next_arena, __ATOMIC_RELAXED) > 1;
+}
+
+/* An arena grows by this much at least once it is one of several (see arena_alloc). */
+#define ARENA_SLAB ((size_t)8 << 20)
+
+/*
  * The calling thread's arena: bound at its first call, round robin (a
  * counter shared by all threads, taken once per thread), as jemalloc's
  * threads pick theirs.  One arena: always it, no thread-local state.
@@ -647,6 +660,12 @@ unsigned ps_blocks_arenas(void)
 	return narenas;
 }
 
+int ps_blocks_arena_of(const void *p)
+{
+	struct arena *a = owner_of(p);
+	return a ? (int)(a - arenas) : -1;
+}
+
 /*
  * Under a's lock: a block for the request from a's free blocks, or from a
  * new slab (when grow); 0 with *fail set.  See ps_blocks_alloc.
@@ -664,10 +683,8 @@ static uintptr_t arena_alloc(struct arena *a, size_t len, size_t align, bool gro
 		uint32_t x = fit(a, len, align);
 		if (x)
 			return carve(a, x, len, align, was_zero);
-		if (!grow) {
-			*fail = PS_FAIL_POOL_FULL;
-			return 0;
-		}
+		if (!grow)
+			return 0;       /* no fit: *fail stays PS_FAIL_NONE */
 		if (tries == 4) {
 			/* Others took each new slab first: rare; the request falls back. */
 			*fail = PS_FAIL_POOL_FULL;
@@ -695,7 +712,7 @@ static uintptr_t arena_alloc(struct arena *a, size_t len, size_t align, bool gro
 		bool top_free = t && N(a, t)->state == FREE && end_of(a, t) == a->top_end;
 		uintptr_t at = align_up(top_free ? N(a, t)->start : a->top_end, align);
 		if (extend && a->top_end && at <= a->top_end + PS_UNIT &&
-		    (narenas == 1 || ps_pool_next() == a->top_end)) {
+		    (!shared() || ps_pool_next() == a->top_end)) {
 			if (at + len <= a->top_end) {
 				/* The top block holds it (the bounded search missed it). */
 				return carve(a, t, len, align, was_zero);
@@ -705,6 +722,14 @@ static uintptr_t arena_alloc(struct arena *a, size_t len, size_t align, bool gro
 			want = need > step ? need : step;
 			slab_align = PS_PAGE;
 		}
+		/*
+		 * Threads in several arenas take slabs in turn, so an arena's
+		 * slabs rarely follow each other and its free blocks cannot
+		 * merge across them: an arena grows by ARENA_SLAB at least, the
+		 * rest left free (mapped, not touched) for its next requests.
+		 */
+		if (shared() && want < ARENA_SLAB)
+			want = ARENA_SLAB;
 		pthread_mutex_unlock(&a->lock);
 		bool zeroed = false;
 		void *s = ps_pool_take(want, slab_align, need, &zeroed, fail);
@@ -730,6 +755,31 @@ static uintptr_t arena_alloc(struct arena *a, size_t len, size_t align, bool gro
 	}
 }
 
+/*
+ * Under no lock: a block from another arena's free blocks, one whose lock
+ * is free now (try) or any (!try), largest published free block first
+ * fitting; 0 if none had one.
+ */
+static uintptr_t steal(struct arena *a, size_t len, size_t align, bool try, bool *was_zero)
+{
+	for (uint32_t i = 1; i < narenas; i++) {
+		struct arena *b = &arenas[(uint32_t)(a - arenas + i) % narenas];
+		enum ps_pool_fail f = PS_FAIL_NONE;
+		if (__atomic_load_n(&b->published.largest_free, __ATOMIC_RELAXED) < len)
+			continue;
+		if (!try)
+			pthread_mutex_lock(&b->lock);
+		else if (pthread_mutex_trylock(&b->lock) != 0)
+			continue;
+		uintptr_t at = arena_alloc(b, len, align, false, was_zero, &f);
+		publish_counts(b);
+		pthread_mutex_unlock(&b->lock);
+		if (at)
+			return at;
+	}
+	return 0;
+}
+
 void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *why)
 {
 	int saved_errno = errno;
@@ -745,26 +795,36 @@ void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *w
 	}
 	size_t len = round_page(size ? size : 1);
 	struct arena *a = my_arena();
+	bool several = shared();
 
 	pthread_mutex_lock(&a->lock);
-	at = arena_alloc(a, len, align, true, &was_zero, &fail);
+	at = arena_alloc(a, len, align, !several, &was_zero, &fail);
+	if (!at && several && fail == PS_FAIL_NONE) {
+		/*
+		 * No free block of its own holds it.  A new slab costs the
+		 * kernel's zeroing of every page the program then touches; a
+		 * free block of another arena whose lock nobody holds costs a
+		 * lock: that first, so that the pool is no larger with threads
+		 * than one tree would make it.  (Growing first, arenas of
+		 * 16 threads took 2.4 times the memory of one, and zeroing it
+		 * was half their time in a 1 s run.)
+		 */
+		pthread_mutex_unlock(&a->lock);
+		at = steal(a, len, align, true, &was_zero);
+		pthread_mutex_lock(&a->lock);
+		if (!at)
+			at = arena_alloc(a, len, align, true, &was_zero, &fail);
+	}
 	publish_counts(a);
 	pthread_mutex_unlock(&a->lock);
 	/*
-	 * The pool is at its cap: the other arenas' free blocks may hold it,
-	 * as the one tree held every free block before there were arenas.
-	 * One lock at a time; the block stays the other arena's.
+	 * The pool is at its cap: any arena's free blocks may hold it, as the
+	 * one tree held every free block before there were arenas.  The
+	 * block stays the other arena's.
 	 */
-	for (uint32_t i = 1; !at && fail == PS_FAIL_POOL_FULL && i < narenas; i++) {
-		struct arena *b = &arenas[(a - arenas + i) % narenas];
-		enum ps_pool_fail f = PS_FAIL_NONE;
-		pthread_mutex_lock(&b->lock);
-		at = arena_alloc(b, len, align, false, &was_zero, &f);
-		publish_counts(b);
-		pthread_mutex_unlock(&b->lock);
-		if (at)
-			fail = PS_FAIL_NONE;
-	}
+	if (!at && fail == PS_FAIL_POOL_FULL && narenas > 1 &&
+	    (at = steal(a, len, align, false, &was_zero)) != 0)
+		fail = PS_FAIL_NONE;
 	errno = saved_errno;
 	*why = fail;
 	if (!at)
@@ -854,7 +914,7 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 		size_t more = len - old;
 		size_t room = s_free ? N(a, s)->len : 0;
 		if (room < more && (s_free ? end_of(a, s) : end) == a->top_end &&
-		    (narenas == 1 || ps_pool_next() == a->top_end)) {
+		    (!shared() || ps_pool_next() == a->top_end)) {
 			/*
 			 * The block (and the free one after it) ends the pool:
 			 * a new slab right after lets it grow where it is, with

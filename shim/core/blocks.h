@@ -54,6 +54,11 @@
 unsigned ps_blocks_init(unsigned k);
 /* The number of arenas in use. */
 unsigned ps_blocks_arenas(void);
+/*
+ * The arena (0 to ps_blocks_arenas() - 1) whose slab holds p, or -1 when
+ * p is in none (with one arena, 0 for any p).  Lock-free.
+ */
+int ps_blocks_arena_of(const void *p);
 
 /*
  * A block of at least size bytes (rounded up to whole pages) aligned to

@@ -6,6 +6,8 @@
  * model of the live blocks and the tree's own invariants after each step.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -656,6 +658,208 @@ START_TEST(test_random_against_model)
 }
 END_TEST
 
+/* ---- arenas (POOLSHIM_POOL_ARENAS) ---- */
+
+struct other {
+	char *theirs;      /* the main thread's block, freed here */
+	size_t theirs_freed;
+	char *mine;        /* this thread's block, left live */
+	int mine_arena;
+	size_t size;
+};
+
+static void *other_thread(void *arg)
+{
+	struct other *o = arg;
+	enum ps_pool_fail why;
+
+	o->mine = ps_blocks_alloc(o->size, 0, false, &why);
+	if (o->mine)
+		memset(o->mine, 2, o->size);
+	o->mine_arena = ps_blocks_arena_of(o->mine);
+	if (o->theirs)
+		o->theirs_freed = ps_blocks_free(o->theirs);
+	return NULL;
+}
+
+/*
+ * Two threads, two arenas: each block is freed into the arena whose slab
+ * holds it, by whichever thread frees it (the owner map; freed into the
+ * freeing thread's arena, the block would not be found), and a purge
+ * gives back the free memory of both arenas.
+ */
+START_TEST(test_arenas_cross_free)
+{
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
+	ck_assert_uint_eq(ps_blocks_init(2), 2);
+	char *a = get(MB);
+	memset(a, 1, MB);
+	ck_assert_int_eq(ps_blocks_arena_of(a), 0);
+	struct other o = { .theirs = a, .size = 3 * MB };
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, other_thread, &o), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_ptr_nonnull(o.mine);
+	ck_assert_int_eq(o.mine_arena, 1);
+	ck_assert_uint_eq(o.theirs_freed, MB);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	/* The main thread's arena has a's megabyte free; the other's block comes from a slab of its own. */
+	ck_assert(o.mine + 3 * MB <= a || o.mine >= a + MB);
+	put(o.mine);
+	struct ps_blocks_info info;
+	ps_blocks_get_info(&info);
+	ck_assert_uint_eq(info.live, 0);
+	ck_assert_uint_eq(info.free_zero_bytes, 0);
+	/* Every byte the two arenas hold is free and written: the purge gives all of it back. */
+	uint64_t held = info.free_bytes;
+	ck_assert_uint_ge(held, 4 * MB);
+	ck_assert_uint_eq(ps_blocks_purge(), held);
+	ps_blocks_get_info(&info);
+	ck_assert_uint_eq(info.free_zero_bytes, held);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+}
+END_TEST
+
+/*
+ * At the cap, a thread whose arena cannot grow takes another arena's free
+ * block (POOLSHIM_POOL_SIZE bounds the pool, not each arena): the main
+ * thread's 6 MiB, written and freed, serve the other thread's 6 MiB.
+ */
+START_TEST(test_arenas_cap)
+{
+	pst_pool_setup(PS_HUGE_NONE, 8 * MB);
+	ck_assert_uint_eq(ps_blocks_init(2), 2);
+	char *a = get(6 * MB);
+	memset(a, 1, 6 * MB);   /* the cap counts what is resident */
+	put(a);
+	struct other o = { .size = 6 * MB };
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, other_thread, &o), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_ptr_eq(o.mine, a);
+	ck_assert_int_eq(o.mine_arena, 0);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	struct ps_pool_info pool;
+	ps_pool_get_info(&pool);
+	ck_assert_uint_le(pool.backed, 8 * MB);
+	put(o.mine);
+}
+END_TEST
+
+/*
+ * One thread, several arenas: it places exactly as with one (the first
+ * slab is the request, not an arena's share; the next block follows).
+ */
+START_TEST(test_arenas_one_thread)
+{
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
+	ck_assert_uint_eq(ps_blocks_init(8), 8);
+	char *a = get(64 * KB);
+	char *b = get(MB);
+	ck_assert_ptr_eq(b, a + 64 * KB);
+	ck_assert_int_eq(ps_blocks_arena_of(a), 0);
+	ck_assert_int_eq(ps_blocks_arena_of(b), 0);
+	struct ps_slab sl;
+	ck_assert(ps_pool_slab(0, &sl));
+	ck_assert_uint_eq(sl.len, 64 * KB + MB);
+	ck_assert(!ps_pool_slab(1, &sl));
+	put(a);
+	put(b);
+}
+END_TEST
+
+/*
+ * Threads in several arenas, each a random run of alloc, resize and free
+ * over its own slots, handing every fourth block to the next thread to
+ * free: the patterns hold and the trees check after.
+ */
+enum { ARENA_THREADS = 6, ARENA_SLOTS = 32, ARENA_STEPS = 3000 };
+static char *handoff[ARENA_THREADS];
+static size_t handoff_size[ARENA_THREADS];
+static pthread_mutex_t handoff_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *arena_worker(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+	unsigned seed = 777u * (unsigned)(me + 1);
+	struct live slot[ARENA_SLOTS] = { 0 };
+	enum ps_pool_fail why;
+	int bad = 0;
+
+	for (int step = 0; step < ARENA_STEPS && !bad; step++) {
+		struct live *s = &slot[rand_r(&seed) % ARENA_SLOTS];
+		int op = rand_r(&seed) % 8;
+		if (s->p && op < 3) {
+			if ((unsigned char)s->p[0] != s->tag || (unsigned char)s->p[s->size - 1] != s->tag)
+				bad = 1;
+			if (op == 0) {
+				/* To the next thread, which frees the one it finds there. */
+				pthread_mutex_lock(&handoff_lock);
+				char *q = handoff[(me + 1) % ARENA_THREADS];
+				handoff[(me + 1) % ARENA_THREADS] = s->p;
+				handoff_size[(me + 1) % ARENA_THREADS] = s->size;
+				pthread_mutex_unlock(&handoff_lock);
+				if (q && ps_blocks_free(q) == 0)
+					bad = 2;
+			} else if (ps_blocks_free(s->p) == 0) {
+				bad = 3;
+			}
+			s->p = NULL;
+		} else if (s->p && op == 3) {
+			size_t size = 4096 + (size_t)rand_r(&seed) % (4 * MB);
+			size_t old;
+			if (ps_blocks_resize(s->p, size, &old)) {
+				if (size > s->size)
+					s->p[s->size - 1] = (char)s->tag;
+				s->size = size;
+				s->p[size - 1] = (char)s->tag;
+			}
+		} else if (!s->p) {
+			size_t size = (size_t)1 << (12 + rand_r(&seed) % 10);
+			size += (size_t)rand_r(&seed) % size;
+			size_t align = op == 7 ? (size_t)1 << (12 + rand_r(&seed) % 8) : 0;
+			s->p = ps_blocks_alloc(size, align, false, &why);
+			if (!s->p || (align && (uintptr_t)s->p % align)) {
+				bad = 4;
+				break;
+			}
+			s->size = size;
+			s->tag = (unsigned char)(step | 1);
+			s->p[0] = s->p[size - 1] = (char)s->tag;
+		} else if (op == 4 && step % 211 == 0) {
+			ps_blocks_purge();
+		}
+	}
+	for (int i = 0; i < ARENA_SLOTS; i++)
+		if (slot[i].p && ps_blocks_free(slot[i].p) == 0)
+			bad = 5;
+	return (void *)(intptr_t)bad;
+}
+
+START_TEST(test_arenas_threads)
+{
+	pst_pool_setup(PS_HUGE_NONE, 1024 * MB);
+	ck_assert_uint_eq(ps_blocks_init(_i ? 4 : 1), _i ? 4 : 1);
+	memset(handoff, 0, sizeof(handoff));
+	pthread_t t[ARENA_THREADS];
+	for (int i = 0; i < ARENA_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, arena_worker, (void *)(intptr_t)i), 0);
+	for (int i = 0; i < ARENA_THREADS; i++) {
+		void *r;
+		ck_assert_int_eq(pthread_join(t[i], &r), 0);
+		ck_assert_msg(r == NULL, "thread %d: check %d failed", i, (int)(intptr_t)r);
+	}
+	for (int i = 0; i < ARENA_THREADS; i++)
+		if (handoff[i])
+			ck_assert_uint_gt(ps_blocks_free(handoff[i]), 0);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	struct ps_blocks_info info;
+	ps_blocks_get_info(&info);
+	ck_assert_uint_eq(info.live, 0);
+	ck_assert_uint_eq(info.live_bytes, 0);
+}
+END_TEST
+
 Suite *suite_blocks(void)
 {
 	Suite *s = suite_create("blocks");
@@ -679,6 +883,10 @@ Suite *suite_blocks(void)
 	tcase_add_test(tc, test_purge_partial_once);
 	tcase_add_test(tc, test_grow_at_cap);
 	tcase_add_loop_test(tc, test_random_against_model, 0, 3);
+	tcase_add_test(tc, test_arenas_cross_free);
+	tcase_add_test(tc, test_arenas_cap);
+	tcase_add_test(tc, test_arenas_one_thread);
+	tcase_add_loop_test(tc, test_arenas_threads, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
