@@ -13,6 +13,12 @@
  * A free block being given back to the kernel is BUSY: out of the size
  * tree, neither handed out nor merged until its madvise is done, which
  * runs without the lock.
+ *
+ * Every tree operation is an arena's (struct arena: its lock, nodes and
+ * trees), under that arena's lock.  Footprint: per arena in use, a 32 KiB
+ * table of node chunks and 40 KiB chunks of nodes; with several arenas,
+ * the owner map, a byte per page of the pool's range in 256 KiB chunks
+ * mapped as slabs reach them (touched only where slabs are).
  */
 #include "core/blocks.h"
 

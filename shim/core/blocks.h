@@ -18,9 +18,21 @@
  * free ones are also in a tree ordered by size.  A block's size, its
  * neighbours and the best fit are each one walk down a tree.  The nodes
  * live in mappings of their own, never in the pool (a free block's pages
- * are not touched, so a purged block stays out of memory).  One lock
- * serves the trees; it is not held while slabs are taken or pages given
- * back.
+ * are not touched, so a purged block stays out of memory).
+ *
+ * The trees come in arenas (POOLSHIM_POOL_ARENAS, jemalloc's model): each
+ * has its own lock and the slabs it took; a thread is bound to one at its
+ * first call, round robin, so that threads no more numerous than the
+ * arenas do not wait for each other when their caches (tcache.c) miss.  A
+ * block belongs to the arena whose slab holds it (a byte per page of the
+ * pool says which), and is freed, sized and resized there, whichever
+ * thread asks; blocks of two arenas never merge.  An arena with no free
+ * block that fits takes one from another arena whose lock is free before
+ * it grows the pool, and any arena's at the pool's cap.  Purges, the
+ * counts and the check cover every arena; fork takes every lock, in
+ * order.  Until a second thread binds, one arena serves and places
+ * exactly as a single tree did.  No lock is held while slabs are taken or
+ * pages given back.
  *
  * A free block remembers whether its pages are known to read as zeros
  * (never handed out, or given back whole since): calloc skips the memset
@@ -97,17 +109,18 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *old);
 /*
  * Give the pages of every free block not given back since it was freed
  * back to the kernel (ps_pool_purge, which keeps hugetlb units and THP
- * units a block covers only in part); the blocks stay the pool's.  Blocks
- * whose pages all went back are known zero from then.  One thread at a
- * time is enough; a concurrent call returns at once.  The bytes of the
- * blocks given back whole.
+ * units a block covers only in part), in every arena; the blocks stay the
+ * pool's.  Blocks whose pages all went back are known zero from then.  One
+ * thread at a time is enough; a concurrent call returns at once.  The
+ * bytes of the blocks given back whole.
  */
 size_t ps_blocks_purge(void);
 
 /*
- * The same, only if no thread holds the trees' lock at this moment (a
+ * The same, for the arenas whose lock no thread holds at this moment (a
  * signal handler may run this while its thread is inside the blocks):
- * 0 with *total the bytes given back whole, or -EBUSY with nothing done.
+ * 0 with *total the bytes given back whole; -EBUSY when an arena's lock
+ * was held or another purge runs (*total: what the other arenas gave).
  */
 int ps_blocks_purge_try(size_t *total);
 
@@ -122,34 +135,35 @@ struct ps_blocks_info {
 };
 
 /*
- * A copy of the counts above as of the last change: no lock, so any
- * thread or a signal handler may ask; fields copied one by one, so a copy
- * taken during a change may mix before and after.
+ * A copy of the counts above as of the last change, summed over the
+ * arenas (largest_free: the largest of any): no lock, so any thread or a
+ * signal handler may ask; fields copied one by one, so a copy taken
+ * during a change may mix before and after.
  */
 void ps_blocks_get_info(struct ps_blocks_info *out);
 
 /*
- * Walk the tree and check every invariant (order, no overlap, maximal
- * free blocks, the subtree maxima, the counts, every byte of every slab
- * in some block): 0, or -EUCLEAN with the first broken one named on
- * stderr.  For tests.
+ * Walk every arena's trees and check every invariant (order, no overlap,
+ * maximal free blocks, the subtree maxima, the counts, every block in its
+ * arena's slabs, every byte of every slab in some block): 0, or -EUCLEAN
+ * with the first broken one named on stderr.  For tests.
  */
 int ps_blocks_check(void);
 
 /*
- * Copy the counts to m after every change, under the lock: m[0] = 1
- * (known), then the free blocks, their bytes, those known zero and the
- * largest (the live record's header: a process killed with SIGKILL leaves
- * them as they were).  m stays mapped for the life of the process.
+ * Copy the counts to m after every change: m[0] = 1 (known), then the
+ * free blocks, their bytes, those known zero (sums over the arenas) and
+ * the largest (the live record's header: a process killed with SIGKILL
+ * leaves them as they were).  m stays mapped for the life of the process.
  */
 void ps_blocks_set_mirror(uint64_t *m);
 
-/* Fork: prepare takes the lock (before the pool's), parent and child release it. */
+/* Fork: prepare takes every arena's lock, in order (before the pool's), parent and child release them. */
 void ps_blocks_atfork_prepare(void);
 void ps_blocks_atfork_parent(void);
 void ps_blocks_atfork_child(void);
 
-/* Forget every block and unmap the tree (unit tests, with ps_pool_reset_for_tests). */
+/* Forget every block and unmap the trees; one arena again (unit tests, with ps_pool_reset_for_tests). */
 void ps_blocks_reset_for_tests(void);
 
 #endif
