@@ -208,4 +208,6 @@ pst_scripts += tests/preload/real_programs.sh
 check_PROGRAMS += tests/preload/pool_fit
 pst_scripts += tests/preload/pool_aligned.sh tests/preload/pool_decay_io.sh \
 	tests/preload/pool_decay_signals.sh tests/preload/pool_small.sh
+# The page placement's arenas (POOLSHIM_POOL_ARENAS).
+pst_scripts += tests/preload/pool_arenas.sh
 EXTRA_DIST += tests/preload/proc_status.h
