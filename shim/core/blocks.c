@@ -71,7 +71,6 @@ struct arena {
 	uint32_t root;           /* every block, by address */
 	uint32_t sroot;          /* the FREE blocks, by size then address */
 	uint32_t rng;
-	uint8_t id;              /* 1 + its index: its pages' byte in the owner map */
 	uintptr_t top_end;       /* the end of the last slab taken */
 	uintptr_t busy_start;    /* the block being purged, 0 if none */
 	struct ps_blocks_info info;
@@ -108,11 +107,13 @@ static size_t round_page(size_t v)
 }
 
 /*
- * ---- the owner map: a byte per page of the pool's range, the arena
- * (1 + index) whose slab holds the page, 0 for none.  Written when a slab
- * joins an arena, under its lock, before any block in it is handed out;
- * never changed after (slabs stay the pool's), so a lookup needs no lock.
- * Mapped in chunks as slabs reach them; not used with one arena. ----
+ * ---- the owner map: a byte per page of the pool's range, the index of
+ * the arena whose slab holds the page; 0 (arena 0's, the one a program's
+ * first thread takes) wherever nothing was written, so arena 0 writes
+ * nothing and a process with one thread never maps the map.  Written when
+ * a slab joins another arena, under its lock, before any block in it is
+ * handed out; never changed after (slabs stay the pool's), so a lookup
+ * needs no lock.  Mapped in chunks as slabs reach them. ----
  */
 #define OWNER_SHIFT 18                          /* 2^18 pages (1 GiB of pool) in 256 KiB */
 #define OWNER_PAGES ((size_t)1 << OWNER_SHIFT)
@@ -125,32 +126,34 @@ static void *map_anon(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-/* The arena that owns the page p is in, or NULL (p in no arena's slab). */
+/*
+ * The arena that owns the page p is in: arena 0 for a page no other
+ * arena's slab holds (in arena 0's slabs, or in none: then no block of
+ * arena 0 starts there either).
+ */
 static struct arena *owner_of(const void *p)
 {
-	if (ps_likely(narenas == 1))
+	uint8_t **m = __atomic_load_n(&owners, __ATOMIC_ACQUIRE);
+	if (ps_likely(m == NULL))
 		return &arenas[0];
 	uintptr_t lo = __atomic_load_n(&ps_pool_lo, __ATOMIC_RELAXED);
 	size_t page = ((uintptr_t)p - lo) / PS_PAGE;
-	uint8_t **m = __atomic_load_n(&owners, __ATOMIC_ACQUIRE);
-	if (!m || lo == 0 || (uintptr_t)p < lo || (page >> OWNER_SHIFT) >= owner_chunks)
-		return NULL;
+	if ((uintptr_t)p < lo || (page >> OWNER_SHIFT) >= __atomic_load_n(&owner_chunks, __ATOMIC_ACQUIRE))
+		return &arenas[0];
 	uint8_t *c = __atomic_load_n(&m[page >> OWNER_SHIFT], __ATOMIC_ACQUIRE);
 	if (!c)
-		return NULL;
-	uint8_t id = __atomic_load_n(&c[page & (OWNER_PAGES - 1)], __ATOMIC_RELAXED);
-	return id ? &arenas[id - 1] : NULL;
+		return &arenas[0];
+	return &arenas[__atomic_load_n(&c[page & (OWNER_PAGES - 1)], __ATOMIC_RELAXED)];
 }
 
 /*
- * Mark [start, start + len) as a's (under a's lock; chunks are made with
- * a compare-and-swap, as two arenas may reach one at once): false when
- * memory for the map is short (nothing marked that matters: the slab is
- * not added).
+ * Mark [start, start + len) as a's (under a's lock; the map and its
+ * chunks are made with a compare-and-swap, as two arenas may reach one at
+ * once): false when memory for the map is short (the slab is not added).
  */
 static bool owner_set(struct arena *a, uintptr_t start, size_t len)
 {
-	if (narenas == 1)
+	if (a == &arenas[0])
 		return true;
 	uintptr_t lo = __atomic_load_n(&ps_pool_lo, __ATOMIC_RELAXED);
 	uint8_t **m = __atomic_load_n(&owners, __ATOMIC_ACQUIRE);
@@ -160,16 +163,15 @@ static bool owner_set(struct arena *a, uintptr_t start, size_t len)
 		uint8_t **fresh = map_anon(n * sizeof(*fresh));
 		if (!fresh)
 			return false;
-		/* Until owner_chunks is set, readers find no owner: none is marked yet. */
-		if (__atomic_compare_exchange_n(&owners, &m, fresh, false, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE)) {
-			m = fresh;
-		} else {
-			munmap(fresh, n * sizeof(*fresh));
-		}
 		size_t expect = 0;
+		/* Until owners is set, readers look no further: nothing is marked yet. */
 		__atomic_compare_exchange_n(&owner_chunks, &expect, n, false, __ATOMIC_ACQ_REL,
 					    __ATOMIC_ACQUIRE);
+		if (__atomic_compare_exchange_n(&owners, &m, fresh, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			m = fresh;
+		else
+			munmap(fresh, n * sizeof(*fresh));
 	}
 	size_t first = (start - lo) / PS_PAGE, last = (start + len - 1 - lo) / PS_PAGE;
 	if ((last >> OWNER_SHIFT) >= __atomic_load_n(&owner_chunks, __ATOMIC_ACQUIRE))
@@ -185,8 +187,9 @@ static bool owner_set(struct arena *a, uintptr_t start, size_t len)
 						 __ATOMIC_ACQUIRE))
 			munmap(fresh, OWNER_PAGES);
 	}
+	uint8_t id = (uint8_t)(a - arenas);
 	for (size_t pg = first; pg <= last; pg++)
-		__atomic_store_n(&m[pg >> OWNER_SHIFT][pg & (OWNER_PAGES - 1)], a->id, __ATOMIC_RELAXED);
+		__atomic_store_n(&m[pg >> OWNER_SHIFT][pg & (OWNER_PAGES - 1)], id, __ATOMIC_RELAXED);
 	return true;
 }
 
@@ -216,6 +219,11 @@ static struct arena *my_arena(void)
 	if (ps_likely(mine != NULL && mine_epoch == e))
 		return mine;
 	uint32_t k = __atomic_fetch_add(&next_arena, 1, __ATOMIC_RELAXED);
+	if (k == 1) {
+		/* Arena 0 publishes by differences from its next change on (publish_counts). */
+		pthread_mutex_lock(&arenas[0].lock);
+		pthread_mutex_unlock(&arenas[0].lock);
+	}
 	mine = &arenas[k % narenas];
 	mine_epoch = e;
 	return mine;
@@ -232,7 +240,6 @@ static bool reserve(struct arena *a, uint32_t n)
 		a->chunk = d;
 		a->info.nodes_mapped += CHUNKS * sizeof(*a->chunk);
 		/* Each arena its own priorities, arena 0 the ones there were before arenas. */
-		a->id = (uint8_t)(a - arenas + 1);
 		a->rng = 0x9e3779b9u + 0x6d2b79f5u * (uint32_t)(a - arenas);
 	}
 	while (a->nspare + (a->nchunks * CHUNK_NODES - a->used_nodes) < n) {
@@ -585,6 +592,36 @@ static void publish_counts(struct arena *a)
 	uint32_t t = last_of(a, SIZE);
 	uint64_t largest = t ? N(a, t)->len : 0;
 
+	if (narenas == 1 || (a == &arenas[0] && !shared())) {
+		/*
+		 * One arena in use: its counts are the totals, stored as they
+		 * are (no atomic sums: a single-threaded program pays nothing
+		 * for arenas).  The thread that binds the second arena passes
+		 * through arena 0's lock first (my_arena), so arena 0 is past
+		 * its last store here before any other arena adds.
+		 */
+#define SET(field, v)                                                    \
+	do {                                                             \
+		__atomic_store_n(&pub->field, (v), __ATOMIC_RELAXED);    \
+		__atomic_store_n(&totals.field, (v), __ATOMIC_RELAXED);  \
+	} while (0)
+		SET(live, a->info.live);
+		SET(live_bytes, a->info.live_bytes);
+		SET(free, a->info.free);
+		SET(free_bytes, a->info.free_bytes);
+		SET(free_zero_bytes, a->info.free_zero_bytes);
+		SET(largest_free, largest);
+		SET(nodes_mapped, a->info.nodes_mapped);
+#undef SET
+		if (!m)
+			return;
+		__atomic_store_n(&m[1], a->info.free, __ATOMIC_RELAXED);
+		__atomic_store_n(&m[2], a->info.free_bytes, __ATOMIC_RELAXED);
+		__atomic_store_n(&m[3], a->info.free_zero_bytes, __ATOMIC_RELAXED);
+		__atomic_store_n(&m[4], largest, __ATOMIC_RELAXED);
+		__atomic_store_n(&m[0], 1, __ATOMIC_RELEASE);
+		return;
+	}
 #define PUB(field, slot)                                                                \
 	do {                                                                            \
 		uint64_t d = a->info.field - pub->field;                                \
@@ -661,8 +698,7 @@ unsigned ps_blocks_arenas(void)
 
 int ps_blocks_arena_of(const void *p)
 {
-	struct arena *a = owner_of(p);
-	return a ? (int)(a - arenas) : -1;
+	return ps_pool_slab_of(p) < 0 ? -1 : (int)(owner_of(p) - arenas);
 }
 
 /*
@@ -836,8 +872,7 @@ void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *w
 size_t ps_blocks_free(void *p)
 {
 	struct arena *a = owner_of(p);
-	if (!a)
-		return 0;
+
 	pthread_mutex_lock(&a->lock);
 	uint32_t x = find(a, (uintptr_t)p);
 	size_t len = 0;
@@ -859,8 +894,7 @@ size_t ps_blocks_free(void *p)
 size_t ps_blocks_size(const void *p)
 {
 	struct arena *a = owner_of(p);
-	if (!a)
-		return 0;
+
 	pthread_mutex_lock(&a->lock);
 	uint32_t x = find(a, (uintptr_t)p);
 	size_t len = x && N(a, x)->state == LIVE ? N(a, x)->len : 0;
@@ -874,9 +908,6 @@ size_t ps_blocks_resize(void *p, size_t size, size_t *was)
 	int saved_errno = errno;   /* reserve()'s mmap may fail */
 	struct arena *a = owner_of(p);
 
-	*was = 0;
-	if (!a)
-		return 0;
 	pthread_mutex_lock(&a->lock);
 	uint32_t x = find(a, (uintptr_t)p);
 	*was = x && N(a, x)->state == LIVE ? N(a, x)->len : 0;
