@@ -945,12 +945,9 @@ static void *place_or_purge(size_t size, size_t align, bool zero, size_t *n,
  */
 static bool placement_short(size_t size, size_t align)
 {
-	struct ps_blocks_info bi;
-
 	if (use_je || size <= ps_tcache_largest() || ps_tcache_cached_bytes_mine() == 0)
 		return false;
-	ps_blocks_get_info(&bi);
-	return bi.largest_free < size + (align > PS_PAGE ? align - PS_PAGE : 0);
+	return ps_blocks_largest_free() < size + (align > PS_PAGE ? align - PS_PAGE : 0);
 }
 
 /*

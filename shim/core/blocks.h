@@ -142,6 +142,9 @@ struct ps_blocks_info {
  */
 void ps_blocks_get_info(struct ps_blocks_info *out);
 
+/* The largest free block of any arena, as ps_blocks_get_info says it (no lock; K loads). */
+uint64_t ps_blocks_largest_free(void);
+
 /*
  * Walk every arena's trees and check every invariant (order, no overlap,
  * maximal free blocks, the subtree maxima, the counts, every block in its
