@@ -27,8 +27,9 @@
  * block belongs to the arena whose slab holds it (a byte per page of the
  * pool says which), and is freed, sized and resized there, whichever
  * thread asks; blocks of two arenas never merge.  An arena with no free
- * block that fits takes one from another arena whose lock is free before
- * it grows the pool, and any arena's at the pool's cap.  Purges, the
+ * block that fits takes one from another arena (taking that arena's lock,
+ * only where its published largest free block is large enough) before it
+ * grows the pool, and again at the pool's cap.  Purges, the
  * counts and the check cover every arena; fork takes every lock, in
  * order.  Until a second thread binds, one arena serves and places
  * exactly as a single tree did.  No lock is held while slabs are taken or
