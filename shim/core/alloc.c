@@ -450,10 +450,10 @@ static bool purge_now(bool polled)
 	int saved_errno = errno;
 	bool done = true;
 	/*
-	 * The threads' cached blocks are free memory too: they go back with
+	 * The CPUs' cached blocks are free memory too: they go back with
 	 * the rest.  Not from a poll (the I/O doors', possibly in a signal
-	 * handler that interrupted a thread holding its own cache): what the
-	 * caches hold is bounded by POOLSHIM_POOL_CACHE per thread.
+	 * handler that interrupted a thread holding a cache's lock): what the
+	 * caches hold is bounded by POOLSHIM_POOL_CACHE per CPU.
 	 */
 	if (!polled)
 		ps_tcache_flush_all();
@@ -937,7 +937,7 @@ static void *place_or_purge(size_t size, size_t align, bool zero, size_t *n,
 /*
  * Whether blocks.c has no free block that could hold size bytes at align
  * (the counts it publishes, read without its lock): the request would take
- * a new slab.  Memory in the threads' caches is flushed first, so that it
+ * a new slab.  Memory in the CPUs' caches is flushed first, so that it
  * merges and serves, and the pool's peak is not the cached bytes higher
  * (a churn of 1-24 MiB buffers peaked 5-15% higher with 32 MiB caches).
  * Never for jemalloc's placement, which publishes no counts.
@@ -984,7 +984,7 @@ static void *pool_try(size_t size, size_t align, bool zero)
 			ps_tcache_flush_all();
 		p = place_or_purge(size, align, zero, &n, &why);
 	}
-	/* Refused: what the threads' caches hold may serve it. */
+	/* Refused: what the CPUs' caches hold may serve it. */
 	if (ps_unlikely(p == NULL) && ps_tcache_flush_all())
 		p = place_or_purge(size, align, zero, &n, &why);
 	if (ps_likely(p != NULL)) {
@@ -1045,7 +1045,7 @@ static void release(void *p)
 		if (cached < 0)
 			bad_free("free", p);
 		if (cached > 0) {
-			/* In this thread's cache, or handed on by it: counted freed as before. */
+			/* In this CPU's cache, or handed on by it: counted freed as before. */
 		} else if (use_je) {
 			n = psje_sallocx(p, 0);
 			in_je = true;
