@@ -553,9 +553,9 @@ void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *w
 	return (void *)a;
 }
 
-size_t ps_blocks_free(void *p)
+/* Under the lock: free the block at p, its size (0 if none is live there). */
+static size_t free_locked(void *p)
 {
-	pthread_mutex_lock(&lock);
 	uint32_t x = find((uintptr_t)p);
 	size_t len = 0;
 	if (x && N(x)->state == LIVE) {
@@ -569,8 +569,24 @@ size_t ps_blocks_free(void *p)
 		coalesce(x);
 	}
 	publish_counts();
+	return len;
+}
+
+size_t ps_blocks_free(void *p)
+{
+	pthread_mutex_lock(&lock);
+	size_t len = free_locked(p);
 	pthread_mutex_unlock(&lock);
 	return len;
+}
+
+ssize_t ps_blocks_free_try(void *p)
+{
+	if (pthread_mutex_trylock(&lock) != 0)
+		return -EBUSY;
+	size_t len = free_locked(p);
+	pthread_mutex_unlock(&lock);
+	return (ssize_t)len;
 }
 
 size_t ps_blocks_size(const void *p)

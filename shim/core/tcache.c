@@ -388,6 +388,46 @@ size_t ps_tcache_flush_all(void)
 	return total;
 }
 
+static bool slot_trylock(struct ps_tcache *t)
+{
+	return !__atomic_exchange_n(&t->lock, 1, __ATOMIC_ACQUIRE);
+}
+
+size_t ps_tcache_flush_try(void)
+{
+	size_t total = 0;
+	struct ps_tcache *all = __atomic_load_n(&slots, __ATOMIC_ACQUIRE);
+
+	if (!__atomic_load_n(&ps_tcache_on, __ATOMIC_RELAXED) || !all || !backend.release_try)
+		return 0;
+	for (uint32_t i = 0; i < PS_TCACHE_SLOTS; i++) {
+		struct ps_tcache *t = &all[i];
+		if (__atomic_load_n(&t->count, __ATOMIC_RELAXED) == 0 || !slot_trylock(t))
+			continue;
+		/* Oldest first; those the placement cannot take now keep their order. */
+		uint32_t kept = 0;
+		size_t bytes = t->bytes;
+		for (uint32_t k = 0; k < t->count; k++) {
+			size_t n = (size_t)t->pages[k] * PS_PAGE;
+			uint32_t *w = word_of((void *)t->at[k], false);
+			uint32_t was = w ? __atomic_exchange_n(w, 0, __ATOMIC_ACQ_REL) : 0;
+			if (backend.release_try((void *)t->at[k], n) == 0) {
+				bytes -= n;
+				total += n;
+				continue;
+			}
+			if (w)
+				__atomic_store_n(w, was, __ATOMIC_RELEASE);
+			t->pages[kept] = t->pages[k];
+			t->at[kept] = t->at[k];
+			kept++;
+		}
+		set_count(t, kept, bytes);
+		slot_unlock(t);
+	}
+	return total;
+}
+
 size_t ps_tcache_largest(void)
 {
 	return largest_in(slot_bound());

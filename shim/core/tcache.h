@@ -76,6 +76,11 @@ struct ps_tcache_backend {
 	 * counted again (it was counted freed when it was cached).
 	 */
 	void (*release)(void *p, size_t n);
+	/*
+	 * release() only if the placement can take it without waiting: 0,
+	 * or -1 with nothing done.  NULL: ps_tcache_flush_try() does nothing.
+	 */
+	int (*release_try)(void *p, size_t n);
 	/* The size of the block the placement would give size bytes; NULL: whole pages. */
 	size_t (*good_size)(size_t size);
 };
@@ -126,6 +131,15 @@ size_t ps_tcache_live_size(const void *p);
 
 /* Flush every CPU's cache into the placement: the bytes flushed. */
 size_t ps_tcache_flush_all(void);
+
+/*
+ * ps_tcache_flush_all() without waiting for any lock, for the decay's
+ * poll from the I/O doors (which may run in a signal handler that
+ * interrupted a thread holding a cache's lock or the placement's): a
+ * cache whose lock is held is skipped, and a block the placement cannot
+ * take now stays cached.  The bytes flushed.
+ */
+size_t ps_tcache_flush_try(void);
 
 /* The largest block a cache keeps now. */
 size_t ps_tcache_largest(void);
