@@ -110,7 +110,9 @@ pst_tools_scripts += tests/tools/sec_stderr_owner.sh
 pst_tools_scripts += tests/tools/sec_fifo.sh
 # Record names no other user can take first.
 pst_tools_scripts += tests/tools/sec_names.sh
-# The reader fuzz, run by hand against tools built with ASan and UBSan (docs/deploy.md).
+# The reader fuzz: a short run here, ten times longer in the sanitizer
+# build, whose tools are built with ASan and UBSan (docs/deploy.md).
+pst_tools_scripts += tests/tools/fuzz_quick.sh
 EXTRA_DIST += tests/tools/sec_craft.py tests/tools/fuzz_records.py
 # Issue 45, the wrapper is a plain exec to its caller: SIGCHLD ignored,
 # STOP/CONT to the program, a signal sent to each process of the job or to
