@@ -16,7 +16,7 @@ from . import settings
 from .messages import Fail
 from .procs import Proc, RunScope, children, clean_env, die_with_parent, free_port, wait_port
 from .sampler import Sampler
-from .scenarios import REAL_SIZE, SMALL_NAMES, SMALL_SIZE, durations
+from .scenarios import NO_SHIM_ALTERNATIVES, REAL_SIZE, SMALL_NAMES, SMALL_SIZE, durations
 
 
 def which(prog):
@@ -96,17 +96,23 @@ def serve_file(tmp, size):
     return f"        root {tmp}/www;"
 
 
-def proxy_body(nport):
-    """nginx-proxy: to the storaged on nport, with large proxy buffers."""
-    return f"""        location / {{
-            proxy_pass http://127.0.0.1:{nport};
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
+def proxy_body(nport, defaults=False):
+    """nginx-proxy: to the storaged on nport, with large proxy buffers;
+    defaults: with nginx's default proxy buffering instead (proxy_buffering
+    on, proxy_buffer_size and proxy_buffers 8 of one page, 4 or 8 KiB,
+    proxy_busy_buffers_size two of them, and what does not fit spilled to
+    temporary files of up to 1 GiB), what a proxy_pass without buffer
+    settings gets."""
+    buffers = "" if defaults else """
             proxy_buffering on;
             proxy_buffer_size 1m;
             proxy_buffers 16 1m;
             proxy_busy_buffers_size 2m;
-            proxy_max_temp_file_size 0;
+            proxy_max_temp_file_size 0;"""
+    return f"""        location / {{
+            proxy_pass http://127.0.0.1:{nport};
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";{buffers}
         }}"""
 
 
@@ -238,11 +244,13 @@ def exit_report_calls(run, groups, all_reqs):
             run["procs"][name]["syscalls_per_op"] = calls / all_reqs
 
 
-def start_servers(setup, scope, port, small, srv_env, env, sendfile=False):
+def start_servers(setup, scope, port, small, srv_env, env, alt=False):
     """The server under test on port (under srv_env), and what it forwards
     to, answering; the process groups {"proxy": the server and its workers,
-    "node1": the backend's}.  sendfile: nginx-directio with Debian's
-    sendfile settings instead of directio."""
+    "node1": the backend's}.  alt: the setup's setting without the shim
+    instead of its own (scenarios.NO_SHIM_ALTERNATIVES): nginx-directio
+    with Debian's sendfile settings instead of directio, nginx-proxy with
+    nginx's default proxy buffers."""
     tmp = scope.tmp
     # One worker for the small setups: with two, wrk's 4 connections
     # sometimes all land on one worker (nginx accepts without a mutex)
@@ -255,9 +263,9 @@ def start_servers(setup, scope, port, small, srv_env, env, sendfile=False):
     body = serve_file(tmp, SMALL_SIZE) if small else None
     nport, groups = start_backend(setup, scope, body, workers, srv_env, env)
     if setup == "nginx-proxy":
-        body = proxy_body(nport)
+        body = proxy_body(nport, defaults=alt)
     elif setup == "nginx-directio":
-        body = sendfile_body(tmp) if sendfile else directio_body(tmp)
+        body = sendfile_body(tmp) if alt else directio_body(tmp)
     if setup.startswith("nginx"):
         srv = start_nginx(tmp, port, body, workers, srv_env)
     else:
@@ -271,9 +279,11 @@ def start_servers(setup, scope, port, small, srv_env, env, sendfile=False):
 def run_real(args, cfg, setup, rep, workdir, outdir):
     """One run of a real setup under cfg (shim-proxy: the shim in the server
     under test only; sendfile: nginx-directio served with sendfile, no
-    shim); its record."""
+    shim; proxy-defaults: nginx-proxy with nginx's default proxy buffers,
+    no shim); its record."""
     run_id = f"{setup}.{cfg}.{rep + 1}"
-    plain = {"shim-proxy": "shim", "sendfile": "none"}.get(cfg, cfg)
+    alt = cfg == NO_SHIM_ALTERNATIVES.get(setup)
+    plain = "shim" if cfg == "shim-proxy" else "none" if alt else cfg
     with RunScope(args, run_id, workdir, reverse=True) as scope:
         tmp = scope.tmp
         os.chmod(tmp, 0o755)
@@ -292,7 +302,7 @@ def run_real(args, cfg, setup, rep, workdir, outdir):
             env = {}                    # storaged and wrk run plain (small setups: wrk)
         port = free_port()
         url = f"http://127.0.0.1:{port}/real/obj"
-        groups = start_servers(setup, scope, port, small, srv_env, env, sendfile=cfg == "sendfile")
+        groups = start_servers(setup, scope, port, small, srv_env, env, alt=alt)
         # I/O calls come from the exit reports here: tools/poolshim-stat
         # crashes on nginx workers' live files (render_json, pool.requested).
         sampler = Sampler(groups, [], tmp)

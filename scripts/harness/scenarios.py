@@ -43,11 +43,16 @@ SMALL_NAMES = [s[0] for s in SMALL_SCENARIOS] + [s[0] for s in SMALL_REAL_SETUPS
 SMALL_CONFIGS = ["none", "shim", "baseline"]
 SMALL_SIZE = 1 << 10
 # shim-proxy: the shim in nginx/haproxy only, not in storaged or wrk (what
-# the server alone gains or loses).  sendfile (nginx-directio, beside
-# none): the same file served as Debian's nginx.conf serves files,
-# sendfile on and no directio, without the shim: what a user runs instead
-# of directio under the shim (issue 46).
-REAL_CONFIGS = ["none", "sendfile", "shim", "shim-proxy", "baseline"]
+# the server alone gains or loses).  What a user runs instead, without the
+# shim (issue 46), beside none: sendfile (nginx-directio), the same file
+# served as Debian's nginx.conf serves files, sendfile on and no directio;
+# proxy-defaults (nginx-proxy), the same proxy with nginx's default proxy
+# buffers (none of the 1 MiB buffer settings).
+REAL_CONFIGS = ["none", "sendfile", "proxy-defaults", "shim", "shim-proxy", "baseline"]
+# The settings without the shim each real setup runs, beside none (none
+# there: the setup's own settings); its headline row is against the better
+# of them in the run (targets.py).
+NO_SHIM_ALTERNATIVES = {"nginx-directio": "sendfile", "nginx-proxy": "proxy-defaults"}
 REAL_SIZE = 16 << 20
 
 # --real on Ceph (issue 16): radosgw on a one-node cluster (scripts/rgw),
@@ -82,11 +87,12 @@ def scenario_configs(scen, configs):
         return [c for c in RGW_CONFIGS if c in configs]
     if scen in REAL_NAMES:
         # shim-proxy goes with shim, but not for nginx-directio (nothing behind
-        # nginx there); sendfile goes with none, for nginx-directio alone.
+        # nginx there); a setup's setting without the shim (sendfile,
+        # proxy-defaults) goes with none.
         proxy_only = "shim" in configs and scen != "nginx-directio"
-        sendfile = "none" in configs and scen == "nginx-directio"
+        alt = NO_SHIM_ALTERNATIVES.get(scen) if "none" in configs else None
         return [c for c in REAL_CONFIGS if c in configs or (c == "shim-proxy" and proxy_only)
-                or (c == "sendfile" and sendfile)]
+                or c == alt]
     return list(configs)
 
 
