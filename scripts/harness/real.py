@@ -334,8 +334,11 @@ def run_real(args, cfg, setup, rep, workdir, outdir):
 
 
 def wrk_burst(url, secs, env):
-    """One measured wrk burst: (requests, seconds, p50 ms, p99 ms, errors,
-    its output)."""
+    """One measured wrk burst: (bytes read, seconds, p50 ms, p99 ms, errors,
+    its output).  Bytes, not requests: wrk counts every byte it reads, the
+    unfinished responses' at the end too, while the requests it counts
+    leave those out, which over 1 s understates a configuration by up to
+    half its latency a second: a slower one more."""
     try:
         r = subprocess.run([which("wrk"), "-t2", "-c4", f"-d{secs}s", "--latency", "--timeout", "20s",
                             url], env=clean_env(env), capture_output=True, text=True,
@@ -344,11 +347,12 @@ def wrk_burst(url, secs, env):
         raise Fail(f"wrk did not finish against {url}")
     out = r.stdout + r.stderr
     w = parse_wrk(out)
-    m = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)\b", out)
+    m = re.search(r"\d+ requests in ([\d.]+)(us|ms|s|m), ([\d.]+)(B|KB|MB|GB|TB) read", out)
     if not w or not m:
         raise Fail(f"wrk output not understood:\n{out[-1000:]}")
-    took = float(m.group(2)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}[m.group(3)]
-    return int(m.group(1)), took, w[1], w[2], w[3], out
+    took = float(m.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}[m.group(2)]
+    nbytes = float(m.group(3)) * 1024 ** ("B KB MB GB TB".split().index(m.group(4)))
+    return nbytes, took, w[1], w[2], w[3], out
 
 
 def run_side(args, cfgs, setup, rep, workdir, outdir):
@@ -358,8 +362,9 @@ def run_side(args, cfgs, setup, rep, workdir, outdir):
     after a 1 s warm-up each, wrk's 1 s bursts go to each server in turn,
     the order mirrored every cycle (A B, B A, A B, ...), so that what the
     machine does meanwhile falls on every configuration alike.  One record
-    per configuration, as run_real's: requests over the seconds of its own
-    bursts, p50 and p99 the median of its bursts', its server's faults and
+    per configuration, as run_real's: bytes wrk read over the seconds of its
+    own bursts (ops_s: those bytes in 16 MiB objects), p50 and p99 the
+    median of its bursts', its server's faults and
     CPU over the whole window per request of its own (it idles through
     the others' bursts); the storaged's are shared, per request of all."""
     rid = f"{setup}.side.{rep + 1}"
@@ -386,7 +391,7 @@ def run_side(args, cfgs, setup, rep, workdir, outdir):
             kids = nginx_workers(srv) if setup.startswith("nginx") else children(srv.pid)
             servers[cfg] = {"url": f"http://127.0.0.1:{port}/real/obj", "pids": [srv.pid] + kids,
                             "reports": env.get("POOLSHIM_STATS") and os.path.dirname(env["POOLSHIM_STATS"]),
-                            "reqs": 0, "secs": 0.0, "p50": [], "p99": [], "errors": 0, "out": [], "warm": 0}
+                            "bytes": 0.0, "secs": 0.0, "p50": [], "p99": [], "errors": 0, "out": [], "warm": 0}
         for cfg, sv in servers.items():
             wu = subprocess.run([which("wrk"), "-t1", "-c2", "-d1s", sv["url"]], env=clean_env({}),
                                 capture_output=True, text=True, timeout=60, preexec_fn=die_with_parent)
@@ -398,8 +403,8 @@ def run_side(args, cfgs, setup, rep, workdir, outdir):
         for cycle in range(side_bursts(args)):
             for cfg in (cfgs if cycle % 2 == 0 else cfgs[::-1]):
                 sv = servers[cfg]
-                reqs, took, p50, p99, nerr, out = wrk_burst(sv["url"], 1, {})
-                sv["reqs"] += reqs
+                nbytes, took, p50, p99, nerr, out = wrk_burst(sv["url"], 1, {})
+                sv["bytes"] += nbytes
                 sv["secs"] += took
                 sv["p50"].append(p50)
                 sv["p99"].append(p99)
@@ -418,6 +423,9 @@ def run_side(args, cfgs, setup, rep, workdir, outdir):
         for p in reversed(scope.procs):
             clean &= p.stop()
         scope.procs = []
+    # requests as bytes moved over the object's size (see wrk_burst)
+    for sv in servers.values():
+        sv["reqs"] = sv["bytes"] / REAL_SIZE
     all_reqs = sum(sv["reqs"] for sv in servers.values())
     recs = []
     for cfg, sv in servers.items():
