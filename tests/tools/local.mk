@@ -83,6 +83,10 @@ tests_tools_live_offsets_SOURCES = tests/tools/live_offsets.c
 tests_tools_collect_api_SOURCES = tests/tools/collect_api.c
 tests_tools_collect_api_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
 tests_tools_collect_api_LDADD = libpstools.la -lm
+if SANITIZERS
+# libpstools carries ASan and UBSan in that build (tools/local.mk).
+tests_tools_collect_api_LDFLAGS = $(SANITIZER_CFLAGS)
+endif
 pst_tools_scripts += tests/tools/collect_killed.sh tests/tools/collect_kept.sh \
 	tests/tools/collect_damaged.sh tests/tools/collect_hostile.sh tests/tools/collect_halfmade.sh tests/tools/collect_api.sh \
 	tests/tools/collect_sites.sh
