@@ -301,6 +301,7 @@ class Group:
         self.sampled_below = {}  # malloc-family size counted by sampling -> processes
         self.saved = {}  # the reports' "saved" objects, summed (those that have one)
         self.saved_from = 0
+        self.cached = None  # pool.cached summed over the reports that have it (issue 44)
         self.verdicts = []  # (pid, verdict object) of the reports that have one
 
     def add(self, path, r):
@@ -308,6 +309,8 @@ class Group:
         p = r["pool"]
         for n in self.pool:
             self.pool[n] += p[n]
+        if is_uint(p.get("cached")):
+            self.cached = (self.cached or 0) + p["cached"]
         add_counts(self.backed_by, p["backed_by"])
         add_counts(self.pool_fallbacks, p["fallbacks"])
         add_counts(self.modes, {p["mode"]: 1})
@@ -396,7 +399,8 @@ class Group:
                 size_hist=sorted([lo, n] for lo, n in row["size_hist"].items()),
                 lat_hist=sorted([lo, n] for lo, n in row["lat_hist"].items()),
                 errnos=dict(self.errnos.get(call, {})) if first else {}))
-        pool = dict(self.pool, backed_by=self.backed_by, fallbacks=self.pool_fallbacks,
+        pool = dict(self.pool, **({} if self.cached is None else {"cached": self.cached}),
+                    backed_by=self.backed_by, fallbacks=self.pool_fallbacks,
                     modes=self.modes, requested=self.requested, allocators=self.allocators,
                     # Processes per POOLSHIM_POOL_MIN, like modes and requested
                     # (JSON keys are strings: the byte count written out).
@@ -513,7 +517,8 @@ def render(g, out, exact, top):
       ", ".join(f"{k} {bytes_cell(v)}" for k, v in g.backed_by.items()) +
       f"]; in use {bytes_cell(p['in_use'])}, peak {bytes_cell(p['peak'])}{sumof}, "
       f"cap {bytes_cell(p['cap'])}, threshold {tally({size(t): c for t, c in g.thresholds.items()})}\n")
-    w(f"pool     {p['allocations']} allocations served, {p['frees']} freed; fallbacks to glibc's "
+    cached = "" if g.cached is None else f" ({g.cached} from the CPUs' caches)"
+    w(f"pool     {p['allocations']} allocations served{cached}, {p['frees']} freed; fallbacks to glibc's "
       "heap:" + "".join(f" {k} {v}" for k, v in g.pool_fallbacks.items()) + "\n")
     sv = g.saved
     if all_off(g):

@@ -24,3 +24,15 @@ tools_poolshim_collect_LDADD = libpstools.la -lm
 bin_PROGRAMS += tools/poolshim-run
 tools_poolshim_run_SOURCES = tools/poolshim-run.c
 tools_poolshim_run_LDADD = libpstools.la -lm
+
+# --enable-sanitizers: the tools read untrusted records, so they are built
+# with ASan and UBSan too (tests/tools/fuzz_quick.sh runs in that leg).
+if SANITIZERS
+libpstools_la_CFLAGS += $(SANITIZER_CFLAGS)
+tools_poolshim_stat_CFLAGS = $(AM_CFLAGS) $(SANITIZER_CFLAGS)
+tools_poolshim_stat_LDFLAGS = $(SANITIZER_CFLAGS)
+tools_poolshim_collect_CFLAGS = $(AM_CFLAGS) $(SANITIZER_CFLAGS)
+tools_poolshim_collect_LDFLAGS = $(SANITIZER_CFLAGS)
+tools_poolshim_run_CFLAGS = $(AM_CFLAGS) $(SANITIZER_CFLAGS)
+tools_poolshim_run_LDFLAGS = $(SANITIZER_CFLAGS)
+endif

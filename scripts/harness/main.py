@@ -14,7 +14,7 @@ from . import cli, hostcost, output, rounds, settings
 from .machine import lib_line, machine
 from .messages import Fail, progress, say
 from .procs import Proc
-from .real import run_real
+from .real import run_real, run_side
 from .rgw import RgwCluster, rgw_report, run_rgw
 from .scenarios import (SMALL_NAMES, durations, make_plan, seconds_per_run, text_report_run,
                         titles)
@@ -52,10 +52,22 @@ def run_one(args, cluster, run, text_run, result, workdir, outdir):
     if kind == "rgw" and cluster.state == "skipped":
         progress.finished(0)
         return
-    progress.show(f"{kind} {scen} under {cfg}, " + (f"repeat {rep + 1}/{args.repeat}" if rep < args.repeat
-                                                    else f"added round {rep + 1}"))
+    under = "+".join(cfg) + " side by side" if kind == "side" else cfg
+    progress.show(f"{kind} {scen} under {under}, " + (f"repeat {rep + 1}/{args.repeat}" if rep < args.repeat
+                                                      else f"added round {rep + 1}"))
     t0 = time.monotonic()
     load = os.getloadavg()[0]
+    if kind == "side":
+        recs = run_side(args, cfg, scen, rep, workdir, outdir)
+        progress.finished(time.monotonic() - t0)
+        for rec in recs:
+            rec["load"] = load
+            # the round's wall time shared out, so that rounds.py's estimate
+            # of a round (the sum over its configurations) holds
+            rec["wall_s"] = round((time.monotonic() - t0) / len(recs), 2)
+            check_run(args, scen, rec)
+        result["real_runs"] += recs
+        return
     if kind == "demo":
         rec = run_demo(args, cfg, scen, rep, run == text_run, workdir, outdir)
         result["runs"].append(rec)
@@ -68,6 +80,12 @@ def run_one(args, cluster, run, text_run, result, workdir, outdir):
     progress.finished(time.monotonic() - t0)
     rec["load"] = load
     rec["wall_s"] = round(time.monotonic() - t0, 2)
+    check_run(args, scen, rec)
+
+
+def check_run(args, scen, rec):
+    """Says what went wrong in a run: no operation, data errors."""
+    cfg = rec["config"]
     if not rec["ops_s"]:
         say(f"demo: {scen} under {cfg}: no operation completed in the measured "
             f"{durations(args, scen)[0]:g} s; use a longer --seconds or --small-seconds")

@@ -6,7 +6,8 @@ import os
 import sys
 
 from .plot import plots
-from .scenarios import REAL_CONFIGS, RGW_CONFIGS, SMALL_CONFIGS, SMALL_NAMES
+from .scenarios import (REAL_CONFIGS, RGW_CONFIGS, SIDE_BY_SIDE, SIDE_CONFIGS, SMALL_CONFIGS,
+                        SMALL_NAMES, side_bursts)
 from . import targets, verdict
 from .summary import summarize
 from .tables import markdown, print_small_table, print_table, small_markdown
@@ -52,11 +53,16 @@ class Parts:
 
 
 def real_header(args, hdr):
-    """The real programs' table says what its columns are, and wrk's whole seconds."""
+    """The real programs' table says what its columns are, wrk's whole
+    seconds, and how the proxies' configurations ran side by side."""
+    side = ", ".join(SIDE_CONFIGS)
     return (hdr.replace("nodes = both storage nodes together", "proxy = the server "
                         "(nginx master+workers, haproxy); nodes = the storaged behind it")
             .replace(f"(+{args.warmup:g} s warm-up)", "(+1 s warm-up)")
-            .replace(f"of {args.seconds:g} s measured", f"of {max(1, round(args.seconds))} s measured"))
+            .replace(f"of {args.seconds:g} s measured", f"of {max(1, round(args.seconds))} s measured")
+            + f"\n{', '.join(SIDE_BY_SIDE)}: {side} ran side by side in each round, behind one "
+            f"storaged: {side_bursts(args)} wrk bursts of 1 s each, alternating in mirrored order "
+            f"(+1 s warm-up each); their nodes figures are the shared storaged's per request of all")
 
 
 def rgw_header(hdr, rgw_configs):

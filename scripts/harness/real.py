@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import time
 
@@ -16,7 +17,7 @@ from . import settings
 from .messages import Fail
 from .procs import Proc, RunScope, children, clean_env, die_with_parent, free_port, wait_port
 from .sampler import Sampler
-from .scenarios import REAL_SIZE, SMALL_NAMES, SMALL_SIZE, durations
+from .scenarios import NO_SHIM_ALTERNATIVES, REAL_SIZE, SMALL_NAMES, SMALL_SIZE, durations, side_bursts
 
 
 def which(prog):
@@ -96,17 +97,23 @@ def serve_file(tmp, size):
     return f"        root {tmp}/www;"
 
 
-def proxy_body(nport):
-    """nginx-proxy: to the storaged on nport, with large proxy buffers."""
-    return f"""        location / {{
-            proxy_pass http://127.0.0.1:{nport};
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
+def proxy_body(nport, defaults=False):
+    """nginx-proxy: to the storaged on nport, with large proxy buffers;
+    defaults: with nginx's default proxy buffering instead (proxy_buffering
+    on, proxy_buffer_size and proxy_buffers 8 of one page, 4 or 8 KiB,
+    proxy_busy_buffers_size two of them, and what does not fit spilled to
+    temporary files of up to 1 GiB), what a proxy_pass without buffer
+    settings gets."""
+    buffers = "" if defaults else """
             proxy_buffering on;
             proxy_buffer_size 1m;
             proxy_buffers 16 1m;
             proxy_busy_buffers_size 2m;
-            proxy_max_temp_file_size 0;
+            proxy_max_temp_file_size 0;"""
+    return f"""        location / {{
+            proxy_pass http://127.0.0.1:{nport};
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";{buffers}
         }}"""
 
 
@@ -238,11 +245,13 @@ def exit_report_calls(run, groups, all_reqs):
             run["procs"][name]["syscalls_per_op"] = calls / all_reqs
 
 
-def start_servers(setup, scope, port, small, srv_env, env, sendfile=False):
+def start_servers(setup, scope, port, small, srv_env, env, alt=False):
     """The server under test on port (under srv_env), and what it forwards
     to, answering; the process groups {"proxy": the server and its workers,
-    "node1": the backend's}.  sendfile: nginx-directio with Debian's
-    sendfile settings instead of directio."""
+    "node1": the backend's}.  alt: the setup's setting without the shim
+    instead of its own (scenarios.NO_SHIM_ALTERNATIVES): nginx-directio
+    with Debian's sendfile settings instead of directio, nginx-proxy with
+    nginx's default proxy buffers."""
     tmp = scope.tmp
     # One worker for the small setups: with two, wrk's 4 connections
     # sometimes all land on one worker (nginx accepts without a mutex)
@@ -255,9 +264,9 @@ def start_servers(setup, scope, port, small, srv_env, env, sendfile=False):
     body = serve_file(tmp, SMALL_SIZE) if small else None
     nport, groups = start_backend(setup, scope, body, workers, srv_env, env)
     if setup == "nginx-proxy":
-        body = proxy_body(nport)
+        body = proxy_body(nport, defaults=alt)
     elif setup == "nginx-directio":
-        body = sendfile_body(tmp) if sendfile else directio_body(tmp)
+        body = sendfile_body(tmp) if alt else directio_body(tmp)
     if setup.startswith("nginx"):
         srv = start_nginx(tmp, port, body, workers, srv_env)
     else:
@@ -271,9 +280,11 @@ def start_servers(setup, scope, port, small, srv_env, env, sendfile=False):
 def run_real(args, cfg, setup, rep, workdir, outdir):
     """One run of a real setup under cfg (shim-proxy: the shim in the server
     under test only; sendfile: nginx-directio served with sendfile, no
-    shim); its record."""
+    shim; proxy-defaults: nginx-proxy with nginx's default proxy buffers,
+    no shim); its record."""
     run_id = f"{setup}.{cfg}.{rep + 1}"
-    plain = {"shim-proxy": "shim", "sendfile": "none"}.get(cfg, cfg)
+    alt = cfg == NO_SHIM_ALTERNATIVES.get(setup)
+    plain = "shim" if cfg == "shim-proxy" else "none" if alt else cfg
     with RunScope(args, run_id, workdir, reverse=True) as scope:
         tmp = scope.tmp
         os.chmod(tmp, 0o755)
@@ -292,7 +303,7 @@ def run_real(args, cfg, setup, rep, workdir, outdir):
             env = {}                    # storaged and wrk run plain (small setups: wrk)
         port = free_port()
         url = f"http://127.0.0.1:{port}/real/obj"
-        groups = start_servers(setup, scope, port, small, srv_env, env, sendfile=cfg == "sendfile")
+        groups = start_servers(setup, scope, port, small, srv_env, env, alt=alt)
         # I/O calls come from the exit reports here: tools/poolshim-stat
         # crashes on nginx workers' live files (render_json, pool.requested).
         sampler = Sampler(groups, [], tmp)
@@ -320,3 +331,119 @@ def run_real(args, cfg, setup, rep, workdir, outdir):
             run["reports"] = sorted(os.path.join(reports, f) for f in os.listdir(reports))
             exit_report_calls(run, groups, all_reqs)
         return run
+
+
+def wrk_burst(url, secs, env):
+    """One measured wrk burst: (bytes read, seconds, p50 ms, p99 ms, errors,
+    its output).  Bytes, not requests: wrk counts every byte it reads, the
+    unfinished responses' at the end too, while the requests it counts
+    leave those out, which over 1 s understates a configuration by up to
+    half its latency a second: a slower one more."""
+    try:
+        r = subprocess.run([which("wrk"), "-t2", "-c4", f"-d{secs}s", "--latency", "--timeout", "20s",
+                            url], env=clean_env(env), capture_output=True, text=True,
+                           timeout=secs + 60, preexec_fn=die_with_parent)
+    except subprocess.TimeoutExpired:
+        raise Fail(f"wrk did not finish against {url}")
+    out = r.stdout + r.stderr
+    w = parse_wrk(out)
+    m = re.search(r"\d+ requests in ([\d.]+)(us|ms|s|m), ([\d.]+)(B|KB|MB|GB|TB) read", out)
+    if not w or not m:
+        raise Fail(f"wrk output not understood:\n{out[-1000:]}")
+    took = float(m.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}[m.group(2)]
+    nbytes = float(m.group(3)) * 1024 ** ("B KB MB GB TB".split().index(m.group(4)))
+    return nbytes, took, w[1], w[2], w[3], out
+
+
+def run_side(args, cfgs, setup, rep, workdir, outdir):
+    """One side-by-side round of a proxy setup (scenarios.SIDE_BY_SIDE):
+    one storaged, plain, and one server per configuration of cfgs (none,
+    proxy-defaults, shim-proxy), all up at once on ports of their own;
+    after a 1 s warm-up each, wrk's 1 s bursts go to each server in turn,
+    the order mirrored every cycle (A B, B A, A B, ...), so that what the
+    machine does meanwhile falls on every configuration alike.  One record
+    per configuration, as run_real's: bytes wrk read over the seconds of its
+    own bursts (ops_s: those bytes in 16 MiB objects), p50 and p99 the
+    median of its bursts', its server's faults and
+    CPU over the whole window per request of its own (it idles through
+    the others' bursts); the storaged's are shared, per request of all."""
+    rid = f"{setup}.side.{rep + 1}"
+    with RunScope(args, rid, workdir, reverse=True) as scope:
+        os.chmod(scope.tmp, 0o755)
+        nport, groups = start_backend(setup, scope, None, 2, {}, {})
+        servers = {}
+        for cfg in cfgs:
+            sub = os.path.join(scope.tmp, cfg)
+            os.makedirs(sub)
+            os.chmod(sub, 0o755)
+            env = settings.config_env("shim" if cfg == "shim-proxy" else "none")
+            if settings.is_shim("shim" if cfg == "shim-proxy" else "none"):
+                reports = os.path.join(outdir, "reports", f"{setup}.{cfg}.{rep + 1}")
+                os.makedirs(reports, exist_ok=True)
+                env["POOLSHIM_STATS"] = os.path.join(reports, "%p.json")
+            port = free_port()
+            if setup == "nginx-proxy":
+                srv = start_nginx(sub, port, proxy_body(nport, defaults=cfg == "proxy-defaults"), 2, env)
+            else:
+                srv = start_haproxy(sub, port, nport, env)
+            scope.procs.append(srv)
+            wait_port(srv, port)
+            kids = nginx_workers(srv) if setup.startswith("nginx") else children(srv.pid)
+            servers[cfg] = {"url": f"http://127.0.0.1:{port}/real/obj", "pids": [srv.pid] + kids,
+                            "reports": env.get("POOLSHIM_STATS") and os.path.dirname(env["POOLSHIM_STATS"]),
+                            "bytes": 0.0, "secs": 0.0, "p50": [], "p99": [], "errors": 0, "out": [], "warm": 0}
+        for cfg, sv in servers.items():
+            wu = subprocess.run([which("wrk"), "-t1", "-c2", "-d1s", sv["url"]], env=clean_env({}),
+                                capture_output=True, text=True, timeout=60, preexec_fn=die_with_parent)
+            m = re.search(r"(\d+) requests in", wu.stdout)
+            sv["warm"] = int(m.group(1)) if m else 0
+        sampled = dict({f"proxy:{c}": sv["pids"] for c, sv in servers.items()}, **groups)
+        sampler = Sampler(sampled, [], scope.tmp)
+        t_a = time.monotonic()
+        for cycle in range(side_bursts(args)):
+            for cfg in (cfgs if cycle % 2 == 0 else cfgs[::-1]):
+                sv = servers[cfg]
+                nbytes, took, p50, p99, nerr, out = wrk_burst(sv["url"], 1, {})
+                sv["bytes"] += nbytes
+                sv["secs"] += took
+                sv["p50"].append(p50)
+                sv["p99"].append(p99)
+                sv["errors"] += nerr
+                sv["out"].append(out)
+        t_b = time.monotonic()
+        sampler.finish()
+        for p in scope.procs:
+            if not p.alive():
+                raise Fail(f"{p.name} died (status {p.p.returncode}) during {rid}; its log:\n"
+                           f"{p.log_tail()}")
+        rates, window = sampler.rates(t_a, t_b)
+        clean = True
+        for p in scope.procs:
+            p.term()
+        for p in reversed(scope.procs):
+            clean &= p.stop()
+        scope.procs = []
+    # requests as bytes moved over the object's size (see wrk_burst)
+    for sv in servers.values():
+        sv["reqs"] = sv["bytes"] / REAL_SIZE
+    all_reqs = sum(sv["reqs"] for sv in servers.values())
+    recs = []
+    for cfg, sv in servers.items():
+        rps = sv["reqs"] / sv["secs"] if sv["secs"] else 0.0
+        p50 = statistics.median(x for x in sv["p50"] if x is not None) if any(sv["p50"]) else None
+        p99 = statistics.median(x for x in sv["p99"] if x is not None) if any(sv["p99"]) else None
+        # per second of its own bursts, so that wrk_record's per-op figures
+        # are its totals over the window per request of its own
+        own = {"proxy": tuple(r * window / sv["secs"] if sv["secs"] else 0.0
+                              for r in rates[f"proxy:{cfg}"])}
+        for name in groups:
+            own[name] = tuple(r * window / all_reqs * rps if all_reqs else 0.0 for r in rates[name])
+        run = wrk_record(setup, cfg, rep, REAL_SIZE, (rps, p50, p99, sv["errors"]), own, sv["secs"], clean)
+        run["side_by_side"] = {"bursts": len(sv["p50"]), "with": [c for c in cfgs if c != cfg]}
+        with open(os.path.join(outdir, f"wrk-{setup}.{cfg}.{rep + 1}.txt"), "w") as f:
+            f.write("\n".join(sv["out"]))
+        if sv["reports"]:
+            run["reports"] = sorted(os.path.join(sv["reports"], f) for f in os.listdir(sv["reports"]))
+            exit_report_calls(run, {"proxy": sv["pids"]}, sv["warm"] + sv["reqs"])
+        recs.append(run)
+    return recs

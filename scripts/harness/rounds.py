@@ -2,7 +2,8 @@
 """Rounds added after the plan (issue 46): while a headline row
 (targets.HEADLINE) is undecided, another paired round of its scenario, the
 two configurations each undecided row compares and nothing else, back to
-back in an order rotated per round, within the time budget and up to
+back in an order rotated per round (side by side in one run for the proxy
+setups, scenarios.SIDE_BY_SIDE), within the time budget and up to
 --max-rounds rounds per scenario.  The scenario with the fewest rounds goes
 first (two rounds bring a 3-round row to the 5 that make a range), so that
 a tight budget is spread over every undecided row rather than spent on
@@ -11,7 +12,7 @@ in, so that tests/harness/rounds.sh drives it on synthetic rounds."""
 import time
 
 from . import targets
-from .scenarios import SMALL_NAMES, durations
+from .scenarios import SMALL_NAMES, durations, side_group
 
 # Seconds a run takes beside its measured and warm-up seconds (start, stop,
 # the servers' reports): the estimate before a scenario has run once.
@@ -88,8 +89,12 @@ def add_rounds(args, sel, result, titles, deadline, run, clock=time.monotonic, s
                 f"{max(0.0, deadline - clock()):.0f} s from now (--budget)")
         kind = "demo" if scen in sel.scenarios else "real"
         turn = cfgs[n % len(cfgs):] + cfgs[:n % len(cfgs)]
+        group = side_group(scen, turn) if kind == "real" else []
+        if group:
+            run("side", tuple(group), scen, n)
         for cfg in turn:
-            run(kind, cfg, scen, n)
+            if cfg not in group:
+                run(kind, cfg, scen, n)
         added += 1
         per[scen] = per.get(scen, 0) + 1
     left = [e["line"] for e in targets.undecided_headline(headline_entries(result, sel, titles))]

@@ -865,11 +865,9 @@ void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *w
 	return (void *)at;
 }
 
-size_t ps_blocks_free(void *p)
+/* Under a's lock: free the block at p, its size (0 if none is live there). */
+static size_t free_locked(struct arena *a, void *p)
 {
-	struct arena *a = owner_of(p);
-
-	pthread_mutex_lock(&a->lock);
 	uint32_t x = find(a, (uintptr_t)p);
 	size_t len = 0;
 	if (x && N(a, x)->state == LIVE) {
@@ -883,8 +881,28 @@ size_t ps_blocks_free(void *p)
 		coalesce(a, x);
 	}
 	publish_counts(a);
+	return len;
+}
+
+size_t ps_blocks_free(void *p)
+{
+	struct arena *a = owner_of(p);
+
+	pthread_mutex_lock(&a->lock);
+	size_t len = free_locked(a, p);
 	pthread_mutex_unlock(&a->lock);
 	return len;
+}
+
+ssize_t ps_blocks_free_try(void *p)
+{
+	struct arena *a = owner_of(p);
+
+	if (pthread_mutex_trylock(&a->lock) != 0)
+		return -EBUSY;
+	size_t len = free_locked(a, p);
+	pthread_mutex_unlock(&a->lock);
+	return (ssize_t)len;
 }
 
 size_t ps_blocks_size(const void *p)

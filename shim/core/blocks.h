@@ -46,6 +46,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "format/names.h"
 
@@ -101,6 +102,13 @@ void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *w
  * nothing is changed then).
  */
 size_t ps_blocks_free(void *p);
+
+/*
+ * ps_blocks_free() only if the lock of p's arena is free now, for a
+ * caller that must not wait (a poll that may run in a signal handler):
+ * the size freed, 0 as ps_blocks_free(), or -EBUSY with nothing done.
+ */
+ssize_t ps_blocks_free_try(void *p);
 
 /* The size in bytes of the live block that starts at p; 0 when none does. */
 size_t ps_blocks_size(const void *p);

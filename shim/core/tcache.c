@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
- * Per-thread caches of freed pooled blocks (see tcache.h): the size map,
- * the slots that hold each thread's cache, and the rules (LIFO, fit,
- * bound, flush).
+ * Per-CPU caches of freed pooled blocks (see tcache.h): the size map,
+ * the slots that hold each CPU's cache, and the rules (LIFO, fit, bound,
+ * flush).
  *
- * Each slot has a lock of its own, taken by its thread around every
- * change (an uncontended exchange on a line no other thread writes) and
- * by a thread flushing every cache (a purge, malloc_trim): so a purge
- * reaches the blocks of idle threads too, and no lock is shared by all
- * threads on the common path.  Blocks leave a slot under its lock and are
- * handed to the placement after it is released.
+ * A call uses the slot of the CPU it runs on (sched_getcpu(), which reads
+ * the rseq area glibc registers: a few nanoseconds), under the slot's
+ * lock: an exchange on a line that only the threads of that CPU write, so
+ * it is contended only when a thread is preempted in the few instructions
+ * it holds it, or migrates between reading its CPU and taking the lock
+ * (the lock keeps that correct).  A thread flushing every cache (a purge,
+ * malloc_trim) takes each slot's lock in turn.  Blocks leave a slot under
+ * its lock and are handed to the placement after it is released.
  *
  * The map: one word per page of the pool, (pages << 1) | CACHED for the
  * page a live or cached block starts at, 0 elsewhere.  A free turns LIVE
@@ -39,39 +41,35 @@ struct entry {
 	size_t n;
 };
 
-enum { SLOT_FREE, SLOT_OWNED, SLOT_ORPHAN };
-
+/*
+ * A slot: the blocks' sizes in pages apart from their addresses, so that
+ * the search for a fit reads one or two lines of sizes, newest first.
+ */
 struct ps_tcache {
 	int lock;
-	int state;
-	uint32_t count;            /* e[0] the oldest, e[count - 1] the newest */
+	int used;                  /* a block was cached here once: the slot shares the total */
+	uint32_t count;            /* [0] the oldest, [count - 1] the newest */
 	size_t bytes;
-	struct entry e[PS_TCACHE_ENTRIES];
+	uint32_t pages[PS_TCACHE_ENTRIES];
+	uintptr_t at[PS_TCACHE_ENTRIES];
 } __attribute__((aligned(64)));
 
-/* Slots come in mappings of this size, linked, never unmapped. */
-#define SLAB_BYTES ((size_t)64 << 10)
-struct slot_slab {
-	struct slot_slab *next;
-	uint32_t nslots;
-	struct ps_tcache slot[];
-};
+/*
+ * Slots for CPUs 0 to PS_TCACHE_SLOTS - 1, mapped at the first cached
+ * block (a page of address space is touched per few slots used); CPUs
+ * above share them, modulo.
+ */
+#define SLOTS_BYTES (PS_TCACHE_SLOTS * sizeof(struct ps_tcache))
 
 bool ps_tcache_on;
-void (*ps_tcache_on_claim)(void);
 static size_t bound;
-/* What all caches together may hold (ps_tcache_limit_total), and the threads sharing it. */
+/* What all caches together may hold (ps_tcache_limit_total), and the slots sharing it. */
 static size_t total_cap = SIZE_MAX;
 static uint32_t owners;
 static struct ps_tcache_backend backend;
-static struct slot_slab *slabs;          /* the list, pushed at its head */
+static struct ps_tcache *slots;
 static uint32_t **map;                   /* chunk pointers, (span / page) >> CHUNK_SHIFT */
 static size_t map_chunks;
-static int orphans;                      /* a fork child has slots of threads gone */
-
-static __thread struct ps_tcache *mine;
-/* This thread gave its cache up (its exit), or is claiming one now. */
-static __thread bool bypass;
 
 /*
  * count and bytes change under the slot's lock, and are read without it
@@ -159,7 +157,7 @@ static uint32_t *word_of(const void *p, bool make)
 void ps_tcache_init(size_t bytes, const struct ps_tcache_backend *be)
 {
 	/* Once in a process; again only in the unit tests, over a new pool. */
-	if (slabs || map)
+	if (slots || map)
 		ps_tcache_reset_for_tests();
 	bound = bytes;
 	backend = *be;
@@ -172,15 +170,27 @@ void ps_tcache_limit_total(size_t bytes)
 }
 
 /*
- * This thread's bound now: POOLSHIM_POOL_CACHE, or its share of the total
- * when many threads hold caches (else their caches together would pass
+ * A slot's bound now: POOLSHIM_POOL_CACHE, or its share of the total
+ * when many CPUs' slots hold blocks (else the caches together would pass
  * the retention, and every free would purge).
  */
-static size_t thread_bound(void)
+static size_t slot_bound(void)
 {
 	uint32_t k = __atomic_load_n(&owners, __ATOMIC_RELAXED);
 	size_t share = __atomic_load_n(&total_cap, __ATOMIC_RELAXED) / (k ? k : 1);
 	return share < bound ? share : bound;
+}
+
+/*
+ * The largest block a cache bounded to lim bytes keeps: an eighth of
+ * POOLSHIM_POOL_CACHE, or half the slot's share of the total if less
+ * (with many CPUs).  Not an eighth of the share: a cache then keeps no
+ * block over 1/16 of the retention (16 MiB by default).
+ */
+static size_t largest_in(size_t lim)
+{
+	size_t most = bound / PS_TCACHE_LARGEST;
+	return lim / 2 < most ? lim / 2 : most;
 }
 
 void ps_tcache_note_live(void *p, size_t n)
@@ -228,105 +238,78 @@ static void give_back(const struct entry *v, uint32_t n)
 static uint32_t drain(struct ps_tcache *t, struct entry *v)
 {
 	uint32_t n = t->count;
-	memcpy(v, t->e, n * sizeof(*v));
+	for (uint32_t i = 0; i < n; i++)
+		v[i] = (struct entry){ t->at[i], (size_t)t->pages[i] * PS_PAGE };
 	set_count(t, 0, 0);
 	return n;
 }
 
-/* Flush the slots a fork left without their threads; they are free again. */
-static void flush_orphans(void)
+/* The slots, mapped on first use (NULL when that failed: no caching then). */
+static struct ps_tcache *all_slots(void)
 {
-	struct entry v[PS_TCACHE_ENTRIES];
-
-	if (!__atomic_exchange_n(&orphans, 0, __ATOMIC_ACQ_REL))
-		return;
-	for (struct slot_slab *s = __atomic_load_n(&slabs, __ATOMIC_ACQUIRE); s; s = s->next) {
-		for (uint32_t i = 0; i < s->nslots; i++) {
-			struct ps_tcache *t = &s->slot[i];
-			if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != SLOT_ORPHAN)
-				continue;
-			slot_lock(t);
-			uint32_t n = drain(t, v);
-			__atomic_store_n(&t->state, SLOT_FREE, __ATOMIC_RELEASE);
-			slot_unlock(t);
-			give_back(v, n);
-		}
-	}
-}
-
-/* A free slot for this thread (a new mapping of them if none), or NULL. */
-static struct ps_tcache *claim(void)
-{
-	for (struct slot_slab *s = __atomic_load_n(&slabs, __ATOMIC_ACQUIRE); s; s = s->next) {
-		for (uint32_t i = 0; i < s->nslots; i++) {
-			int f = SLOT_FREE;
-			if (__atomic_compare_exchange_n(&s->slot[i].state, &f, SLOT_OWNED, false,
-							__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-				return &s->slot[i];
-		}
-	}
-	struct slot_slab *s = map_anon(SLAB_BYTES);
-	if (!s)
+	struct ps_tcache *v = __atomic_load_n(&slots, __ATOMIC_ACQUIRE);
+	if (ps_likely(v != NULL))
+		return v;
+	struct ps_tcache *fresh = map_anon(SLOTS_BYTES);
+	if (!fresh)
 		return NULL;
-	s->nslots = (uint32_t)((SLAB_BYTES - offsetof(struct slot_slab, slot)) / sizeof(struct ps_tcache));
-	s->slot[0].state = SLOT_OWNED;
-	s->next = __atomic_load_n(&slabs, __ATOMIC_RELAXED);
-	while (!__atomic_compare_exchange_n(&slabs, &s->next, s, true, __ATOMIC_RELEASE,
-					    __ATOMIC_RELAXED))
-		;
-	return &s->slot[0];
+	if (!__atomic_compare_exchange_n(&slots, &v, fresh, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		unmap(fresh, SLOTS_BYTES);
+		return v;
+	}
+	return fresh;
 }
 
-/* This thread's cache, claimed on first use; NULL to bypass it. */
+/* The slot of the CPU this thread runs on; NULL to bypass the cache. */
 static struct ps_tcache *my_cache(void)
 {
-	struct ps_tcache *t = mine;
-	if (ps_likely(t != NULL))
-		return t;
-	if (bypass || !__atomic_load_n(&ps_tcache_on, __ATOMIC_RELAXED))
+	struct ps_tcache *v = all_slots();
+	if (ps_unlikely(v == NULL))
 		return NULL;
-	bypass = true;             /* the claim may allocate (the exit hook): not through here */
-	t = claim();
-	if (t) {
+	int cpu = sched_getcpu();
+	struct ps_tcache *t = &v[cpu < 0 ? 0 : (unsigned)cpu % PS_TCACHE_SLOTS];
+	if (ps_unlikely(!__atomic_load_n(&t->used, __ATOMIC_RELAXED)) &&
+	    !__atomic_exchange_n(&t->used, 1, __ATOMIC_RELAXED))
 		__atomic_add_fetch(&owners, 1, __ATOMIC_RELAXED);
-		void (*hook)(void) = ps_tcache_on_claim;
-		if (hook)
-			hook();
-	}
-	mine = t;
-	bypass = false;
 	return t;
 }
 
-bool ps_tcache_claimed(void)
+/* Take entry i out of slot t (its lock held), keeping the others' order. */
+static void remove_at(struct ps_tcache *t, uint32_t i)
 {
-	return mine != NULL;
+	uint32_t after = t->count - i - 1;
+	size_t n = (size_t)t->pages[i] * PS_PAGE;
+
+	memmove(&t->pages[i], &t->pages[i + 1], after * sizeof(t->pages[0]));
+	memmove(&t->at[i], &t->at[i + 1], after * sizeof(t->at[0]));
+	set_count(t, t->count - 1, t->bytes - n);
 }
 
 void *ps_tcache_take(size_t size, size_t align, size_t *n)
 {
 	if (size > bound)
 		return NULL;
+	if (!__atomic_load_n(&ps_tcache_on, __ATOMIC_RELAXED))
+		return NULL;
 	struct ps_tcache *t = my_cache();
 	if (!t)
 		return NULL;
-	if (ps_unlikely(__atomic_load_n(&orphans, __ATOMIC_RELAXED)))
-		flush_orphans();
 	size_t need = backend.good_size ? backend.good_size(size)
-					: (size + PS_PAGE - 1) & ~(PS_PAGE - 1);
-	size_t most = need + need / PS_TCACHE_FIT;
+					: (size + PS_PAGE - 1) & ~(size_t)(PS_PAGE - 1);
+	/* need <= pages <= need + need / FIT, as one unsigned compare. */
+	uint32_t lo = (uint32_t)(need / PS_PAGE);
+	uint32_t slack = lo / PS_TCACHE_FIT;
 	uintptr_t mask = align > PS_PAGE ? align - 1 : 0;
 	void *p = NULL;
 
 	slot_lock(t);
 	for (uint32_t i = t->count; i-- > 0;) {
-		struct entry *e = &t->e[i];
-		if (e->n < need || e->n > most || (e->p & mask))
+		if (t->pages[i] - lo > slack || (t->at[i] & mask))
 			continue;
-		p = (void *)e->p;
-		*n = e->n;
-		memmove(e, e + 1, (t->count - i - 1) * sizeof(*e));
-		set_count(t, t->count - 1, t->bytes - *n);
+		p = (void *)t->at[i];
+		*n = (size_t)t->pages[i] * PS_PAGE;
+		remove_at(t, i);
 		break;
 	}
 	slot_unlock(t);
@@ -349,8 +332,8 @@ int ps_tcache_put(void *p, size_t *n)
 	if (v & CACHED)
 		return -1;
 	*n = (size_t)(v >> 1) * PS_PAGE;
-	size_t lim = thread_bound();
-	struct ps_tcache *t = *n <= lim / PS_TCACHE_LARGEST ? my_cache() : NULL;
+	size_t lim = slot_bound();
+	struct ps_tcache *t = *n <= largest_in(lim) ? my_cache() : NULL;
 	if (!t) {
 		/* Too large to cache, or no cache here: the placement's, as before. */
 		if (!__atomic_compare_exchange_n(w, &v, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -361,22 +344,23 @@ int ps_tcache_put(void *p, size_t *n)
 	if (!__atomic_compare_exchange_n(w, &v, v | CACHED, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE))
 		return -1;
-	if (ps_unlikely(__atomic_load_n(&orphans, __ATOMIC_RELAXED)))
-		flush_orphans();
 	slot_lock(t);
 	/* Over the bound or full: the oldest go to the placement. */
 	uint32_t drop = 0;
 	size_t bytes = t->bytes + *n;
 	while (drop < t->count && (bytes > lim || t->count - drop >= PS_TCACHE_ENTRIES))
-		bytes -= t->e[drop++].n;
+		bytes -= (size_t)t->pages[drop++] * PS_PAGE;
 	if (drop) {
-		memcpy(out, t->e, drop * sizeof(*out));
-		memmove(t->e, t->e + drop, (t->count - drop) * sizeof(*out));
-		set_count(t, t->count - drop, t->bytes);
+		uint32_t keep = t->count - drop;
+		for (uint32_t i = 0; i < drop; i++)
+			out[i] = (struct entry){ t->at[i], (size_t)t->pages[i] * PS_PAGE };
+		memmove(t->pages, t->pages + drop, keep * sizeof(t->pages[0]));
+		memmove(t->at, t->at + drop, keep * sizeof(t->at[0]));
+		set_count(t, keep, t->bytes);
 		nout = drop;
 	}
-	t->e[t->count].p = (uintptr_t)p;
-	t->e[t->count].n = *n;
+	t->pages[t->count] = (uint32_t)(*n / PS_PAGE);
+	t->at[t->count] = (uintptr_t)p;
 	set_count(t, t->count + 1, bytes);
 	slot_unlock(t);
 	give_back(out, nout);
@@ -387,97 +371,109 @@ size_t ps_tcache_flush_all(void)
 {
 	struct entry v[PS_TCACHE_ENTRIES];
 	size_t total = 0;
+	struct ps_tcache *all = __atomic_load_n(&slots, __ATOMIC_ACQUIRE);
 
-	if (!__atomic_load_n(&ps_tcache_on, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&ps_tcache_on, __ATOMIC_RELAXED) || !all)
 		return 0;
-	flush_orphans();
-	for (struct slot_slab *s = __atomic_load_n(&slabs, __ATOMIC_ACQUIRE); s; s = s->next) {
-		for (uint32_t i = 0; i < s->nslots; i++) {
-			struct ps_tcache *t = &s->slot[i];
-			if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == SLOT_FREE ||
-			    __atomic_load_n(&t->count, __ATOMIC_RELAXED) == 0)
-				continue;
-			slot_lock(t);
-			total += t->bytes;
-			uint32_t n = drain(t, v);
-			slot_unlock(t);
-			give_back(v, n);
-		}
+	for (uint32_t i = 0; i < PS_TCACHE_SLOTS; i++) {
+		struct ps_tcache *t = &all[i];
+		if (__atomic_load_n(&t->count, __ATOMIC_RELAXED) == 0)
+			continue;
+		slot_lock(t);
+		total += t->bytes;
+		uint32_t n = drain(t, v);
+		slot_unlock(t);
+		give_back(v, n);
 	}
 	return total;
 }
 
-void ps_tcache_thread_exit(void)
+static bool slot_trylock(struct ps_tcache *t)
 {
-	struct entry v[PS_TCACHE_ENTRIES];
-	struct ps_tcache *t = mine;
+	return !__atomic_exchange_n(&t->lock, 1, __ATOMIC_ACQUIRE);
+}
 
-	bypass = true;
-	if (!t)
-		return;
-	mine = NULL;
-	__atomic_sub_fetch(&owners, 1, __ATOMIC_RELAXED);
-	slot_lock(t);
-	uint32_t n = drain(t, v);
-	__atomic_store_n(&t->state, SLOT_FREE, __ATOMIC_RELEASE);
-	slot_unlock(t);
-	give_back(v, n);
+size_t ps_tcache_flush_try(void)
+{
+	size_t total = 0;
+	struct ps_tcache *all = __atomic_load_n(&slots, __ATOMIC_ACQUIRE);
+
+	if (!__atomic_load_n(&ps_tcache_on, __ATOMIC_RELAXED) || !all || !backend.release_try)
+		return 0;
+	for (uint32_t i = 0; i < PS_TCACHE_SLOTS; i++) {
+		struct ps_tcache *t = &all[i];
+		if (__atomic_load_n(&t->count, __ATOMIC_RELAXED) == 0 || !slot_trylock(t))
+			continue;
+		/* Oldest first; those the placement cannot take now keep their order. */
+		uint32_t kept = 0;
+		size_t bytes = t->bytes;
+		for (uint32_t k = 0; k < t->count; k++) {
+			size_t n = (size_t)t->pages[k] * PS_PAGE;
+			uint32_t *w = word_of((void *)t->at[k], false);
+			uint32_t was = w ? __atomic_exchange_n(w, 0, __ATOMIC_ACQ_REL) : 0;
+			if (backend.release_try((void *)t->at[k], n) == 0) {
+				bytes -= n;
+				total += n;
+				continue;
+			}
+			if (w)
+				__atomic_store_n(w, was, __ATOMIC_RELEASE);
+			t->pages[kept] = t->pages[k];
+			t->at[kept] = t->at[k];
+			kept++;
+		}
+		set_count(t, kept, bytes);
+		slot_unlock(t);
+	}
+	return total;
 }
 
 size_t ps_tcache_largest(void)
 {
-	return thread_bound() / PS_TCACHE_LARGEST;
+	return largest_in(slot_bound());
 }
 
 size_t ps_tcache_cached_bytes_mine(void)
 {
-	struct ps_tcache *t = mine;
+	if (!__atomic_load_n(&slots, __ATOMIC_ACQUIRE))
+		return 0;
+	struct ps_tcache *t = my_cache();
 	return t ? __atomic_load_n(&t->bytes, __ATOMIC_RELAXED) : 0;
 }
 
 uint64_t ps_tcache_cached_bytes(void)
 {
 	uint64_t total = 0;
+	struct ps_tcache *all = __atomic_load_n(&slots, __ATOMIC_ACQUIRE);
 
-	for (struct slot_slab *s = __atomic_load_n(&slabs, __ATOMIC_ACQUIRE); s; s = s->next)
-		for (uint32_t i = 0; i < s->nslots; i++)
-			total += __atomic_load_n(&s->slot[i].bytes, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; all && i < PS_TCACHE_SLOTS; i++)
+		total += __atomic_load_n(&all[i].bytes, __ATOMIC_RELAXED);
 	return total;
 }
 
 void ps_tcache_after_fork_child(void)
 {
-	bool any = false;
-
-	for (struct slot_slab *s = slabs; s; s = s->next) {
-		for (uint32_t i = 0; i < s->nslots; i++) {
-			struct ps_tcache *t = &s->slot[i];
-			if (t == mine || t->state == SLOT_FREE)
-				continue;
-			if (t->lock) {
-				/* Mid-change in a thread that is gone: its blocks are lost to us. */
-				t->count = 0;
-				t->bytes = 0;
-				t->lock = 0;
-			}
-			t->state = SLOT_ORPHAN;
-			owners--;
-			any = true;
+	/*
+	 * The slots come along, blocks and all (the child's own copies):
+	 * its threads go on using them.  A slot whose lock a thread that
+	 * did not come along held was mid-change: its blocks are lost to
+	 * the child (they stay CACHED in the map, never handed out).
+	 */
+	for (uint32_t i = 0; slots && i < PS_TCACHE_SLOTS; i++) {
+		struct ps_tcache *t = &slots[i];
+		if (t->lock) {
+			t->count = 0;
+			t->bytes = 0;
+			t->lock = 0;
 		}
 	}
-	if (mine)
-		mine->lock = 0;    /* this thread held none at fork; a signal handler's fork aside */
-	if (any)
-		__atomic_store_n(&orphans, 1, __ATOMIC_RELEASE);
 }
 
 void ps_tcache_reset_for_tests(void)
 {
-	for (struct slot_slab *s = slabs, *next; s; s = next) {
-		next = s->next;
-		unmap(s, SLAB_BYTES);
-	}
-	slabs = NULL;
+	if (slots)
+		unmap(slots, SLOTS_BYTES);
+	slots = NULL;
 	if (map) {
 		for (size_t c = 0; c < map_chunks; c++)
 			if (map[c])
@@ -486,9 +482,6 @@ void ps_tcache_reset_for_tests(void)
 	}
 	map = NULL;
 	map_chunks = 0;
-	mine = NULL;
-	bypass = false;
-	orphans = 0;
 	owners = 0;
 	total_cap = SIZE_MAX;
 	ps_tcache_on = false;

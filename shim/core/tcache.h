@@ -1,11 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Per-thread caches of freed pooled blocks (POOLSHIM_POOL_CACHE), in front
- * of whichever placement holds the blocks (blocks.c, or the jemalloc
- * arena): a thread's pooled free puts the block in its own cache, and its
- * next pooled request takes the most recently freed block that fits, with
- * no lock shared between threads.  The placement, and its lock, is reached
- * only when the cache has nothing that fits or holds more than its bound.
+ * Per-CPU caches of freed pooled blocks (POOLSHIM_POOL_CACHE), in front of
+ * whichever placement holds the blocks (blocks.c, or the jemalloc arena):
+ * a pooled free puts the block in the cache of the CPU the thread runs on,
+ * and a pooled request there takes the most recently freed block that
+ * fits, its lines likely still in that CPU's caches, with no lock shared
+ * by all threads.  The placement, and its lock, is reached only when the
+ * cache has nothing that fits or holds more than its bound.
+ *
+ * Per CPU rather than per thread (TCMalloc's choice): a server runs more
+ * threads than CPUs, and with a cache each, 16 threads on 2 CPUs split the
+ * total the caches may hold sixteen ways (blocks over 1 MiB were never
+ * cached, 57% of a churn of 64 KiB-4 MiB blocks hit) where two CPUs' caches
+ * hold all of it; nothing is stranded in the cache of a thread that went
+ * idle or exited, so no exit hook is needed.
  *
  * Blocks keep their exact size (whole pages from blocks.c, a size class
  * from jemalloc): a cached block of n bytes serves a request of need bytes
@@ -22,25 +30,24 @@
  * by a path that does not record it, as realloc) goes to the placement as
  * before.
  *
- * Footprint: each thread that makes a pooled call holds a slot of
- * sizeof(struct ps_tcache) bytes in mappings of 64 KiB that are never
- * unmapped (a slot is reused after its thread exits), up to the bound in
- * cached blocks, and the map (about 1/1024 of the pool's used range,
- * touched only where blocks start).
+ * Footprint: PS_TCACHE_SLOTS slots of sizeof(struct ps_tcache) bytes in
+ * one mapping made at the first cached block (touched only where CPUs
+ * use them), up to the bound in cached blocks per CPU used, and the map
+ * (about 1/1024 of the pool's used range, touched only where blocks
+ * start).
  *
  * A block over an eighth of the bound is not cached (a cache holds at
- * least eight), and blocks.c's free memory is given the caches' blocks
- * before a request that large grows the pool (alloc.c): held in caches,
- * memory the placement could merge made a churn of large buffers peak
- * higher.
+ * least eight), nor one over half of its slot's share of the total
+ * (ps_tcache_limit_total), and blocks.c's free memory is given the caches'
+ * blocks before a request that large grows the pool (alloc.c): held in
+ * caches, memory the placement could merge made a churn of large buffers
+ * peak higher.
  *
- * Flushing (the blocks go back to the placement): at the thread's exit, on
- * every purge (malloc_trim, decay, retention, the cgroup's limit; every
- * thread's cache), when the placement refuses a request (then it is
- * retried) or lacks a free block for a large one, and in a fork child for
- * the caches of the threads that did not come along (at its first pooled
- * call).  No function here is
- * async-signal-safe except ps_tcache_after_fork_child().
+ * Flushing (the blocks go back to the placement): on every purge
+ * (malloc_trim, decay, retention, the cgroup's limit; every CPU's cache),
+ * when the placement refuses a request (then it is retried) or lacks a
+ * free block for a large one.  A fork child keeps the caches.  No
+ * function here is async-signal-safe except ps_tcache_after_fork_child().
  */
 #ifndef PS_TCACHE_H
 #define PS_TCACHE_H
@@ -55,10 +62,12 @@
 #endif
 /* A cache keeps no block over 1/PS_TCACHE_LARGEST of its bound: at least that many fit. */
 #define PS_TCACHE_LARGEST 8
-/* The most blocks one thread's cache holds, whatever their bytes. */
+/* The most blocks one CPU's cache holds, whatever their bytes. */
 #ifndef PS_TCACHE_ENTRIES
 #define PS_TCACHE_ENTRIES 32
 #endif
+/* Slots for this many CPUs; CPUs numbered above share them (modulo). */
+#define PS_TCACHE_SLOTS 256
 
 /* What the cache needs from the placement behind it (alloc.c passes it down). */
 struct ps_tcache_backend {
@@ -67,20 +76,25 @@ struct ps_tcache_backend {
 	 * counted again (it was counted freed when it was cached).
 	 */
 	void (*release)(void *p, size_t n);
+	/*
+	 * release() only if the placement can take it without waiting: 0,
+	 * or -1 with nothing done.  NULL: ps_tcache_flush_try() does nothing.
+	 */
+	int (*release_try)(void *p, size_t n);
 	/* The size of the block the placement would give size bytes; NULL: whole pages. */
 	size_t (*good_size)(size_t size);
 };
 
 /*
- * bytes: the most one thread keeps cached (0: the cache is off and every
+ * bytes: the most one CPU's cache keeps (0: the cache is off and every
  * function below does nothing).  The pool's range must exist by the first
  * ps_tcache_note_live().  Call once, before any other.
  */
 void ps_tcache_init(size_t bytes, const struct ps_tcache_backend *be);
 
 /*
- * What all threads' caches together may hold: each thread keeps at most
- * this over the number of threads holding a cache (alloc.c: half the
+ * What all caches together may hold: each CPU's keeps at most this over
+ * the number of CPUs whose caches held blocks (alloc.c: half the
  * retention, so that cached blocks alone never set off a purge).
  */
 void ps_tcache_limit_total(size_t bytes);
@@ -88,20 +102,11 @@ void ps_tcache_limit_total(size_t bytes);
 /* Whether the cache is on (a per-process choice, read without ordering). */
 extern bool ps_tcache_on;
 
-/*
- * Called once when a thread first claims a cache, outside any lock, for
- * init.c to tie ps_tcache_thread_exit() to the thread's end; NULL: none.
- */
-extern void (*ps_tcache_on_claim)(void);
-
-/* Whether this thread holds a cache. */
-bool ps_tcache_claimed(void);
-
 /* The block p (in the pool's range) of n bytes reaches the program. */
 void ps_tcache_note_live(void *p, size_t n);
 
 /*
- * The most recently cached block of this thread that fits size bytes at
+ * The most recently cached block of this CPU's cache that fits size bytes at
  * alignment align (0 or a power of two), its size in *n; NULL if none.
  * The block is dirty (it held the program's data).
  */
@@ -109,7 +114,7 @@ void *ps_tcache_take(size_t size, size_t align, size_t *n);
 
 /*
  * free() of p, in the pool's range.  1: cached or handed on to the
- * placement (by this thread's bound), its size in *n, to be counted
+ * placement (by the cache's bound), its size in *n, to be counted
  * freed; 0: the map does not know p (the caller frees it as before);
  * -1: p is cached already (freed twice).
  */
@@ -124,25 +129,30 @@ int ps_tcache_forget(void *p);
 /* The size of the live block p as the map knows it, 0 if it does not. */
 size_t ps_tcache_live_size(const void *p);
 
-/* Flush every thread's cache into the placement: the bytes flushed. */
+/* Flush every CPU's cache into the placement: the bytes flushed. */
 size_t ps_tcache_flush_all(void);
 
-/* Flush this thread's cache and give its slot up; later calls bypass the cache. */
-void ps_tcache_thread_exit(void);
+/*
+ * ps_tcache_flush_all() without waiting for any lock, for the decay's
+ * poll from the I/O doors (which may run in a signal handler that
+ * interrupted a thread holding a cache's lock or the placement's): a
+ * cache whose lock is held is skipped, and a block the placement cannot
+ * take now stays cached.  The bytes flushed.
+ */
+size_t ps_tcache_flush_try(void);
 
-/* The largest block this thread's cache keeps now. */
+/* The largest block a cache keeps now. */
 size_t ps_tcache_largest(void);
 
-/* The bytes in this thread's cache now. */
+/* The bytes in the cache of the CPU this thread runs on now. */
 size_t ps_tcache_cached_bytes_mine(void);
 
 /* The bytes in all caches now (the report's and the live record's gauge). */
 uint64_t ps_tcache_cached_bytes(void);
 
 /*
- * In a fork child, async-signal-safe: the other threads' caches are
- * orphaned (flushed at the child's next pooled call); one whose lock a
- * thread held at the fork is forgotten (its blocks stay unusable).
+ * In a fork child, async-signal-safe: a cache whose lock a thread held at
+ * the fork is forgotten (its blocks stay unusable); the others stay.
  */
 void ps_tcache_after_fork_child(void);
 

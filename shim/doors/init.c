@@ -50,7 +50,6 @@
 #include "doors/iocount.h"
 #include "core/live.h"
 #include "core/pool.h"
-#include "core/tcache.h"
 #include "doors/real.h"
 #include "core/uring.h"
 #include "core/report_out.h"
@@ -61,9 +60,6 @@ static __thread bool initialising;
 static bool decided_on;
 static pthread_key_t thread_key;
 static bool have_thread_key;
-/* A thread's cache of pooled blocks goes back to the pool at its exit. */
-static pthread_key_t cache_key;
-static bool have_cache_key;
 
 extern char **environ;
 
@@ -172,18 +168,6 @@ static void thread_exit(void *block)
 	ps_live_thread_exit();
 	ps_uring_thread_exit();
 	ps_stats_release(block);
-}
-
-static void cache_exit(void *unused)
-{
-	ps_tcache_thread_exit();
-}
-
-/* Tie a newly claimed pooled-block cache to its thread's exit. */
-static void cache_register(void)
-{
-	if (have_cache_key && !initialising)
-		pthread_setspecific(cache_key, &cache_key);
 }
 
 /* Tie a newly claimed counter block to its thread's exit. */
@@ -295,13 +279,6 @@ static void start(void)
 	/* These may allocate: malloc now takes the normal path. */
 	pthread_atfork(NULL, NULL, after_fork_child);
 	have_thread_key = pthread_key_create(&thread_key, thread_exit) == 0;
-	have_cache_key = pthread_key_create(&cache_key, cache_exit) == 0;
-	if (have_cache_key) {
-		ps_tcache_on_claim = cache_register;
-		/* A thread that cached blocks before the key existed. */
-		if (ps_tcache_claimed())
-			pthread_setspecific(cache_key, &cache_key);
-	}
 	if (have_thread_key) {
 		ps_stats_on_claim = thread_register;
 		/* The starting thread claimed its block before the key existed. */

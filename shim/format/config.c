@@ -53,7 +53,7 @@ static const struct option options[] = {
 	{ "POOLSHIM_POOL_SIZE", OPT_SIZE, OFF(pool_size), 4 * GiB, 2 * MiB, 32 * GiB, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_POOL_RETAIN", OPT_SIZE, OFF(pool_retain), 256 * MiB, 0, 32 * GiB, NULL, NULL, SIZE_MAX },
 	{ "POOLSHIM_POOL_DECAY_MS", OPT_UINT, OFF(pool_decay_ms), 10000, 0, 3600000, NULL, NULL, SIZE_MAX },
-	/* Each thread's cache of freed pooled blocks (core/tcache.h); 0: none. */
+	/* Each CPU's cache of freed pooled blocks (core/tcache.h); 0: none. */
 	{ "POOLSHIM_POOL_CACHE", OPT_SIZE, OFF(pool_cache), 32 * MiB, 0, 1 * GiB, NULL, NULL, SIZE_MAX },
 	/* Arenas of the page placement (core/blocks.h), each with its own lock; 0: per CPU. */
 	{ "POOLSHIM_POOL_ARENAS", OPT_UINT, OFF(pool_arenas), 0, 0, 64, NULL, NULL, SIZE_MAX },

@@ -779,7 +779,7 @@ static void emit_pool(struct ps_emit *e, const struct ps_report_data *d)
 		const char *none = NULL;
 		ps_emit_kv(e, "free", PS_EMIT_STR, &none);
 	}
-	ps_emit_line(e, "\npool     %{allocations}u allocations served (%{cached}u from threads' "
+	ps_emit_line(e, "\npool     %{allocations}u allocations served (%{cached}u from the CPUs' "
 		     "caches", t->events[PS_EV_POOL_ALLOC], t->events[PS_EV_POOL_CACHED]);
 	if (d->cached_known)
 		ps_emit_line(e, ", %{cached_bytes}z held in them", d->cached_bytes);

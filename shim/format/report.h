@@ -58,7 +58,7 @@ struct ps_report_data {
 	 */
 	bool free_known;
 	uint64_t free_blocks, free_bytes, free_zero_bytes, free_largest;
-	/* The bytes in the threads' caches of pooled blocks (cached_known: the process's own report). */
+	/* The bytes in the CPUs' caches of pooled blocks (cached_known: the process's own report). */
 	bool cached_known;
 	uint64_t cached_bytes;
 	uint64_t pool_min;

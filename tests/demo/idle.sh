@@ -71,7 +71,7 @@ for pass in plain shim; do
 	# quarantine add about as much again (90 MiB peak measured): the bound
 	# is 160 MiB in a sanitizer build.
 	# The peak is sampled during the flood, so RSS a little past it after
-	# (the normal client's buffers, kept in its threads' caches) is no
+	# (the normal client's buffers, kept in its CPUs' caches) is no
 	# growth: both the peak and what is left after count against the bound.
 	grow=$(($(get rss_peak_kb) - $(get rss_before_kb)))
 	left=$(($(get rss_after_kb) - $(get rss_before_kb)))

@@ -2,9 +2,11 @@
 # (included from Makefile.am)  The demo harness: scripts/demo --quick once;
 # scripts/bench small, briefly; the verdict logic on recorded numbers; the
 # decision rule and the rounds added, on synthetic rounds; scripts/bench
-# threads, footprint real and shapes, briefly.
+# threads, footprint real and shapes, briefly; the proxies side by side, one
+# short round.
 pst_harness_scripts = tests/harness/demo_quick.sh tests/harness/bench_small.sh \
-	tests/harness/verdict.sh tests/harness/rounds.sh tests/harness/bench_allocators.sh
+	tests/harness/verdict.sh tests/harness/rounds.sh tests/harness/bench_allocators.sh \
+	tests/harness/side_by_side.sh
 TESTS += $(pst_harness_scripts)
 EXTRA_DIST += $(pst_harness_scripts) scripts/demo scripts/harness.py scripts/hugepages scripts/bootstrap
 # scripts/harness.py's modules.

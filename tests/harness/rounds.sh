@@ -6,8 +6,9 @@
 # adding rounds on synthetic round data: only for undecided headline rows,
 # only their two configurations, fewest rounds first, stopping when every
 # headline row is decided or at par, at --max-rounds, and before the
-# budget's end; the verdicts printed with headline and detail apart and
-# the headline counted.  No process is started: the runner is a model and
+# budget's end; the proxies' configurations side by side in one run a
+# round; the verdicts printed with headline and detail apart and the
+# headline counted.  No process is started: the runner is a model and
 # the clock is fake.
 set -u
 : "${PS_TOP_SRCDIR:?PS_TOP_SRCDIR must be set (make check does it)}"
@@ -202,5 +203,47 @@ check("headline: 2 met, 1 MISSED, 1 at par, 1 undecided" in text,
 check("within 5% of 1x (--par-band)" in text and "90%" in text and "13.5 min" in text
       and "--max-rounds" in text and "Rounds added: " in text and "stopped:" in text,
       "the rule, the budget and what the rounds did are said")
+
+# -- The proxies' configurations side by side ------------------------------
+# nginx-proxy and haproxy run the configurations that differ in the proxy
+# alone in one run each round (kind "side"), planned and added alike; the
+# shim everywhere (storaged under it too) runs apart.
+from harness.scenarios import make_plan
+class SelP:
+    scenarios, rgw_setups = [], []
+    real_setups = ["nginx-proxy", "haproxy"]
+    plan_configs = {"nginx-proxy": ["none", "proxy-defaults", "shim", "shim-proxy"],
+                    "haproxy": ["none", "shim", "shim-proxy"]}
+plan = make_plan(3, ["none", "shim"], SelP)
+sides = [(c, s) for k, c, s, _ in plan if k == "side"]
+check(len(sides) == 6 and {s for _, s in sides} == {"nginx-proxy", "haproxy"}
+      and all(set(c) == {"none", "proxy-defaults", "shim-proxy"} for c, s in sides if s == "nginx-proxy")
+      and all(set(c) == {"none", "shim-proxy"} for c, s in sides if s == "haproxy")
+      and sorted((c, s) for k, c, s, _ in plan if k == "real") == [("shim", "haproxy")] * 3 + [("shim", "nginx-proxy")] * 3
+      and len({c for c, s in sides if s == "nginx-proxy"}) > 1,
+      f"planned: one side-by-side run a round per proxy, its order rotated, the shim everywhere apart ({plan})")
+def proxy_model(scen, cfg, rep):
+    if cfg == "shim-proxy":      # 0.97x or 1.03x by turns in the planned rounds, then 1.02x
+        return 1000 * (1.02 if rep > 3 else (0.97 if rep % 2 else 1.03))
+    return {"none": 1000, "proxy-defaults": 700, "shim": 1500}[cfg]
+resp = {"runs": [], "real_runs": [], "rgw_runs": []}
+for rep in range(1, 4):
+    for s_ in SelP.real_setups:
+        for c in SelP.plan_configs[s_]:
+            resp["real_runs"].append({"scenario": s_, "config": c, "repeat": rep, "mib_s": proxy_model(s_, c, rep),
+                                      "p99_ms": 100.0, "wall_s": WALL})
+clock, logp = Clock(), []
+def runp(kind, cfg, scen, rep):
+    logp.append((kind, scen, cfg, rep + 1))
+    for c in (cfg if kind == "side" else (cfg,)):
+        clock.t += WALL
+        resp["real_runs"].append({"scenario": scen, "config": c, "repeat": rep + 1,
+                                  "mib_s": proxy_model(scen, c, rep + 1), "p99_ms": 100.0, "wall_s": WALL})
+Args.max_rounds = 8
+rp = rounds.add_rounds(Args, SelP, resp, {"nginx-proxy": "nginx proxy", "haproxy": "haproxy"},
+                       clock() + 10_000, runp, clock=clock)
+check(logp and all(k == "side" and set(c) == {"none", "shim-proxy"} for k, _, c, _ in logp)
+      and {s for _, s, _, _ in logp} == {"nginx-proxy", "haproxy"} and rp["stop"] == "decided",
+      f"added rounds of the proxies: one side-by-side run of the two configurations compared ({logp[:4]}, {rp['stop']})")
 sys.exit(1 if fails else 0)
 PY

@@ -85,11 +85,11 @@ if torture defaults LD_PRELOAD="$SHIM"; then
 	placed=$(pool "p.get('allocator', '-')")
 	[ "$placed" = - ] || [ -n "$extra" ] || [ "$placed" = pages ] ||
 		fail "defaults: placement $placed, want the default, pages"
-	# The threads' caches served blocks, through thread exits and forks.
+	# The CPUs' caches served blocks, through thread exits and forks.
 	cached=$(pool "p.get('cached', 0)")
 	[ "$cached" -gt 100 ] && [ "$(count exits)" -gt 0 ] && [ "$(count forks)" -gt 0 ] &&
-		pass "defaults: $cached from the threads' caches, $(count exits) thread exits, $(count forks) forks" ||
-		fail "defaults: $cached from the threads' caches, $(count exits) thread exits, $(count forks) forks (want all three)"
+		pass "defaults: $cached from the CPUs' caches, $(count exits) thread exits, $(count forks) forks" ||
+		fail "defaults: $cached from the CPUs' caches, $(count exits) thread exits, $(count forks) forks (want all three)"
 fi
 
 # No cache (POOLSHIM_POOL_CACHE=0): every pooled free and malloc takes the placement's lock.

@@ -45,7 +45,17 @@ run() {
 }
 
 run none >"$PST_TMP/none"
-run shim "$SHIM" >"$PST_TMP/shim"
+# Twice, the smaller count of each loop: the live record's work is paced by
+# the clock (its ticks), so a loaded machine, where callgrind's loops take
+# longer, added ticks to one run (sock: 55 a call at load 20, 36 quiet).
+run shim "$SHIM" >"$PST_TMP/shim1"
+run shim "$SHIM" >"$PST_TMP/shim2"
+if grep -q run-failed "$PST_TMP/shim1" "$PST_TMP/shim2"; then
+	cat "$PST_TMP/shim1" "$PST_TMP/shim2" >"$PST_TMP/shim"
+else
+	awk 'NR == FNR { a[$1] = $2; next } { print $1, ($2 < a[$1] ? $2 : a[$1]) }' \
+		"$PST_TMP/shim1" "$PST_TMP/shim2" >"$PST_TMP/shim"
+fi
 # Nothing reads the counters (issue 26): the doors call libc and count nothing.
 run quiet "$SHIM" POOLSHIM_LIVE=off >"$PST_TMP/quiet"
 B_QUIET=${PST_COST_QUIET:-8}

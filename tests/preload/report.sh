@@ -22,12 +22,12 @@ grep -Eq "^malloc +- +[0-9]+ " "$PST_TMP/err" && pass "malloc row" || fail "no m
 grep -q "^pool     mode [a-z0-9]* (requested auto); placement pages; " "$PST_TMP/err" &&
 	pass "text: placement pages by default" || fail "text placement: $(grep '^pool' "$PST_TMP/err")"
 
-# 1b. The threads' caches in the JSON report (defaults): the allocations
+# 1b. The CPUs' caches in the JSON report (defaults): the allocations
 # they served, and the bytes they held at the exit (the blocks freed last).
 shim "POOLSHIM_STATS=$PST_TMP/cache.json" POOLSHIM_STATS_FORMAT=json -- "$H" --count 40 --size 200000 \
 	--live 4 >/dev/null 2>"$PST_TMP/err" || fail "helper failed (cache)"
 got=$(json_get "$PST_TMP/cache.json" "[r['pool'].get('cached', 0) > 0, r['pool'].get('cached_bytes', 0) >= 200000]")
-[ "$got" = "[True, True]" ] && pass "json: the threads' caches served blocks and held some at the exit" ||
+[ "$got" = "[True, True]" ] && pass "json: the CPUs' caches served blocks and held some at the exit" ||
 	fail "json cache: $(json_get "$PST_TMP/cache.json" "r['pool']")"
 python3 "$PS_TOP_SRCDIR/tests/report_schema.py" "$PST_TMP/cache.json" && pass "schema (cache)" || fail "schema (cache)"
 

@@ -8,12 +8,10 @@
 Mutates the seed records (real records: a killed process's, one with a
 call-site table, one with a kept report) and passes each through
 `poolshim stat`, `stat --prometheus`, `collect --into` and `collect`
-(reports printed), built with ASan and UBSan (--enable-sanitizers does not
-instrument the tools: make CFLAGS="-g -O1 -fsanitize=address,undefined
--fno-omit-frame-pointer -fno-sanitize-recover=undefined" LDFLAGS=<same>
-tools/poolshim-stat tools/poolshim-collect): any sanitizer report,
-death by a signal or a tool past 20 s is a finding, and the record is
-saved.  Records are made nobody's (chown 65534) so that collect, run as
+(reports printed), built with ASan and UBSan (configure
+--enable-sanitizers; tests/tools/fuzz_quick.sh runs this script): any
+sanitizer report, death by a signal or a tool past 20 s is a finding,
+and the record is saved.  Records are made nobody's (chown 65534) so that collect, run as
 root, writes nothing but as nobody; collect always runs with --keep.
 Mutations: random bytes, bytes in the header's fields (tests/tools/
 live_offsets), boundary values in numeric fields, strings without their

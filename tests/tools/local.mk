@@ -83,6 +83,10 @@ tests_tools_live_offsets_SOURCES = tests/tools/live_offsets.c
 tests_tools_collect_api_SOURCES = tests/tools/collect_api.c
 tests_tools_collect_api_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
 tests_tools_collect_api_LDADD = libpstools.la -lm
+if SANITIZERS
+# libpstools carries ASan and UBSan in that build (tools/local.mk).
+tests_tools_collect_api_LDFLAGS = $(SANITIZER_CFLAGS)
+endif
 pst_tools_scripts += tests/tools/collect_killed.sh tests/tools/collect_kept.sh \
 	tests/tools/collect_damaged.sh tests/tools/collect_hostile.sh tests/tools/collect_halfmade.sh tests/tools/collect_api.sh \
 	tests/tools/collect_sites.sh
@@ -110,7 +114,9 @@ pst_tools_scripts += tests/tools/sec_stderr_owner.sh
 pst_tools_scripts += tests/tools/sec_fifo.sh
 # Record names no other user can take first.
 pst_tools_scripts += tests/tools/sec_names.sh
-# The reader fuzz, run by hand against tools built with ASan and UBSan (docs/deploy.md).
+# The reader fuzz: a short run here, ten times longer in the sanitizer
+# build, whose tools are built with ASan and UBSan (docs/deploy.md).
+pst_tools_scripts += tests/tools/fuzz_quick.sh
 EXTRA_DIST += tests/tools/sec_craft.py tests/tools/fuzz_records.py
 # Issue 45, the wrapper is a plain exec to its caller: SIGCHLD ignored,
 # STOP/CONT to the program, a signal sent to each process of the job or to

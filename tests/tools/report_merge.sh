@@ -58,6 +58,10 @@ check_sum "free calls" "sum(c['calls'] for c in r['calls'] if c['call'] == 'free
 	"sum(c['calls'] for c in r['programs'][0]['calls'] if c['call'] == 'free')"
 check_sum "pool allocations" "r['pool']['allocations']" "r['total']['pool']['allocations']"
 check_sum "pool backed" "r['pool']['backed']" "r['total']['pool']['backed']"
+check_sum "pool allocations from the caches" "r['pool']['cached']" "r['total']['pool']['cached']"
+c=$(sum2 "r['pool']['cached']")
+grep -Eq "^pool     [0-9]+ allocations served \($c from the CPUs' caches\)" "$PST_TMP/out" &&
+	pass "text: $c allocations from the CPUs' caches" || fail "text: no '($c from the CPUs' caches)': $(grep '^pool  ' "$PST_TMP/out")"
 check_sum "minor faults" "r['process']['minflt']" "r['total']['process']['minflt']"
 [ "$(merged "r['total']['processes']")" = 2 ] && pass "2 processes merged" || fail "processes"
 # The text table shows the same sums (--exact prints bytes as integers).

@@ -22,10 +22,10 @@
  *                   and calls malloc_trim now and then (the pool purges)
  *
  * while call-site capture samples one in 32 large allocations and I/O calls.
- * The threads' caches of pooled blocks are on (POOLSHIM_POOL_CACHE's
- * default): blocks handed to another thread are freed into its cache, a
- * storm thread's cache is flushed at its exit, the reporter's malloc_trim
- * flushes every cache while the workers fill them.
+ * The CPUs' caches of pooled blocks are on (POOLSHIM_POOL_CACHE's
+ * default): blocks handed to another thread are freed into the cache of
+ * the CPU it runs on, threads of one CPU share its cache, the reporter's
+ * malloc_trim flushes every cache while the workers fill them.
  * TSan reports any race (exit status 66).  Besides that the program checks
  * what a race could break: no count lost, every pooled buffer freed back
  * to a zero gauge and, the caches flushed, to the placement, and every
@@ -583,7 +583,6 @@ static void on_thread_exit(void *block)
 	pthread_mutex_lock(&ring_life);
 	ps_uring_thread_exit();
 	pthread_mutex_unlock(&ring_life);
-	ps_tcache_thread_exit();
 	ps_stats_release(block);
 }
 
@@ -727,8 +726,8 @@ int main(int argc, char **argv)
 	if (pinfo.purges == 0)
 		FAIL("malloc_trim never purged the pool");
 	if (sum->events[PS_EV_POOL_CACHED] == 0)
-		FAIL("no pooled block was served from a thread's cache");
-	/* The parked workers' and this thread's caches go back; storm threads' went at exit. */
+		FAIL("no pooled block was served from a CPU's cache");
+	/* Every CPU's cache goes back, storm threads' frees among them. */
 	ps_tcache_flush_all();
 	if (ps_tcache_cached_bytes() != 0)
 		FAIL("%llu bytes still cached after every cache was flushed",

@@ -26,15 +26,16 @@ PSCORE_UNIT = libpscore.la
 endif
 
 # The tests that the sanitizer builds instrument: the unit tests (ASan and
-# UBSan on the core), the demo stack (ASan and UBSan on the demo programs)
-# and, with --enable-tsan, tests/tsan.  Preload tests run uninstrumented
+# UBSan on the core), the demo stack (ASan and UBSan on the demo programs),
+# the record reader's fuzz (ASan and UBSan on the tools) and, with
+# --enable-tsan, tests/tsan.  Preload tests run uninstrumented
 # programs under the plain library, as in any build; the fuzz targets are
 # built with their own sanitizers in every build.  .ci/run uses this.
 check-sanitized:
 	@tests=; for t in $(TESTS); do \
 	  case $$t in \
 	  tests/demo/fuzz.sh) ;; \
-	  tests/unit/*|tests/demo/*|tests/tsan/*) tests="$$tests $$t" ;; \
+	  tests/unit/*|tests/demo/*|tests/tsan/*|tests/tools/fuzz_quick.sh) tests="$$tests $$t" ;; \
 	  esac; \
 	done; \
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS="$$tests"

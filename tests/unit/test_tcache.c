@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
- * tcache.c, the per-thread cache of freed pooled blocks, through the
+ * tcache.c, the per-CPU cache of freed pooled blocks, through the
  * allocator (alloc.c) with no preload: the block freed last is the next
- * one given (LIFO), the fit rule, alignment, the per-thread bound, the
- * flushes (malloc_trim, thread exit, a failed request), calloc of a dirty
- * cached block, malloc_usable_size, and a second free of a cached block.
- * Each test fails with POOLSHIM_POOL_CACHE=0 (the pool then hands out the
- * lowest best fit, and frees go straight to the placement).
+ * one given (LIFO), the fit rule, alignment, the bound, the flushes
+ * (malloc_trim, a failed request), a block freed by a thread that exited
+ * serving the next thread on that CPU, calloc of a dirty cached block,
+ * malloc_usable_size, and a second free of a cached block.  Each test
+ * pins itself (and the threads it starts) to the CPU it runs on, so that
+ * every call meets the same cache.  Each fails with POOLSHIM_POOL_CACHE=0
+ * (the pool then hands out the lowest best fit, and frees go straight to
+ * the placement).
  */
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -23,11 +28,23 @@
 #define KB ((size_t)1 << 10)
 #define MB ((size_t)1 << 20)
 
-/* The pool afresh with a cache of `cache` bytes a thread, placed by allocator. */
+/* This thread, and those it starts, on the CPU it runs on now: one cache for all. */
+static void pin_cpu(void)
+{
+	cpu_set_t one;
+	int cpu = sched_getcpu();
+
+	CPU_ZERO(&one);
+	CPU_SET(cpu < 0 ? 0 : cpu, &one);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+}
+
+/* The pool afresh with a cache of `cache` bytes a CPU, placed by allocator. */
 static void setup_retain(size_t cache, int allocator, uint64_t retain)
 {
 	struct ps_config cfg;
 
+	pin_cpu();
 	ps_config_defaults(&cfg);
 	cfg.pool_allocator = (enum ps_pool_allocator)allocator;
 	cfg.hugepages = PS_HUGE_NONE;
@@ -181,7 +198,10 @@ START_TEST(test_flush)
 }
 END_TEST
 
-/* Another thread's cache, its thread gone without its exit hook: flushed by any thread. */
+/*
+ * A block freed by a thread that has exited serves the next request on
+ * that CPU, and a flush reaches it: nothing is stranded with the thread.
+ */
 static void *free_then_exit(void *p)
 {
 	ps_free(p);
@@ -193,18 +213,19 @@ START_TEST(test_other_thread)
 {
 	setup(32 * MB, PS_POOL_ALLOC_PAGES);
 	char *a = ps_malloc(1 * MB);
+	char *b = ps_malloc(1 * MB);
 	pthread_t t;
 	ck_assert_int_eq(pthread_create(&t, NULL, free_then_exit, a), 0);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
-	/* No preload here: the thread's exit is what init.c's key destructor calls. */
 	ck_assert_uint_eq(ps_tcache_cached_bytes(), 1 * MB);
-	ps_tcache_thread_exit();            /* this thread's: nothing */
-	ck_assert_uint_eq(ps_tcache_cached_bytes(), 1 * MB);
+	ck_assert_ptr_eq(ps_malloc(1 * MB), a);
+	ck_assert_int_eq(pthread_create(&t, NULL, free_then_exit, b), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert_uint_eq(ps_tcache_flush_all(), 1 * MB);
 	ck_assert_uint_eq(ps_tcache_cached_bytes(), 0);
 	struct ps_blocks_info bi;
 	ck_assert(ps_alloc_blocks_info(&bi));
-	ck_assert_uint_eq(bi.live, 0);
+	ck_assert_uint_eq(bi.live, 1);
 }
 END_TEST
 
@@ -239,6 +260,7 @@ START_TEST(test_full_flushes)
 {
 	struct ps_config cfg;
 
+	pin_cpu();
 	ps_config_defaults(&cfg);
 	cfg.hugepages = PS_HUGE_NONE;
 	cfg.pool_size = 64 * MB;
