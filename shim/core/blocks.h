@@ -54,12 +54,13 @@
  * Arenas (POOLSHIM_POOL_ARENAS): the most there may be; the default, per
  * CPU the process may run on and at most (see ps_blocks_init).  Chosen by
  * bench/threadchurn (T threads x 8 live blocks of 64 KiB-4 MiB, one
- * replaced per step) on the 2-CPU VM, load 3-5, steps per CPU second
- * against one arena, 5 interleaved rounds: 16 threads touching one byte
- * 3.3x with 2 arenas, 3.6x with 4, 4.1x with 8, 4.6x with 16, and peak RSS
- * 334, 375, 419 and 427 MiB (one arena: 322); every page touched 1.9-2.1x
- * whatever the number; 4 and 8 threads 1.1-2.2x, alike for 2 to 16.  Four
- * per CPU (jemalloc's rule) takes most of the gain of 16; more arenas
+ * replaced per step) on the 2-CPU VM, with the per-CPU caches, load 4-8,
+ * steps per CPU second against one arena, 5 interleaved rounds: 16
+ * threads touching one byte 1.7x with 2 arenas, 3.4x with 4, 3.5x with 8,
+ * 2.2x with 16, every page touched 1.5x, 1.7x, 1.9x, 1.9x; peak RSS 301,
+ * 310, 349 and 349 MiB (one arena: 274); 4 threads 1.1-1.7x with 4 or
+ * more.  (With per-thread caches, before: 3.3x, 3.6x, 4.1x, 4.6x.)  Four
+ * per CPU (jemalloc's rule) is at the top or level with it; more arenas
  * than threads only cost memory, each keeping free blocks of its own,
  * hence the cap.
  */
