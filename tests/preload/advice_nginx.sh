@@ -39,7 +39,7 @@ alloc=$(json_get "$P/r.json" "r['pool']['allocations']")
 msg() { json_get "$P/r.json" "[a['message'] for a in r['advice'] if a['id'] == '$1'][0]"; }
 msg pool_idle | grep -Eq "^the pool served [0-9]+ allocations: the largest allocations this process made were [0-9.]+[KB]?-[0-9.]+K \([0-9]+ of them\), below POOLSHIM_POOL_MIN=64K" &&
 	pass "pool_idle: $(msg pool_idle | cut -c1-140)" || fail "pool_idle: $(msg pool_idle)"
-msg program_settings | grep -q "output_buffers 2 16m measured 0.46x \[0.36-0.50\] sendfile on, MISSED" &&
+msg program_settings | grep -q "output_buffers 2 16m measured 0.55x \[0.47-0.60\] sendfile on, MISSED" &&
 	msg program_settings | grep -q "output_buffers with directio" &&
 	pass "program_settings names nginx's settings and figures" || fail "program_settings: $(msg program_settings)"
 msg sendfile | grep -Eq "^[0-9]+ sendfile/splice calls moved (8M|[0-9.]+M) inside the kernel.*sendfile on" &&
