@@ -412,9 +412,8 @@ static void advise_program(const struct ps_report_data *d, struct advice_list *l
 			      "Against Debian's nginx without the shim (docs/results.md, \"Should "
 			      "I deploy it?\"): directio 1m with output_buffers 2 16m measured "
 			      "0.55x [0.47-0.60] sendfile on, MISSED (5 rounds); "
-			      "proxy_buffers 16 1m with the shim in nginx measured 1.11x [1.02-1.14] "
-			      "the better of the default proxy buffers and the same 1m buffers "
-			      "without it (the 1m buffers: the defaults did 0.80x of them), met",
+			      "proxy_buffers 16 1m under it 1.11x [1.02-1.14] the better of "
+			      "the default buffers and 16 1m without it, met",
 			      min);
 		ps_buf_str(&m);
 		advice_suggest(l, "16 1m");
