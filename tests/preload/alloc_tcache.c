@@ -13,7 +13,9 @@
  * fail: the placement hands out the lowest free block that fits best.
  * Skipped without the shim.
  */
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_setaffinity, CPU_SET */
+#endif
 #include <check.h>
 #include <sched.h>
 #include <malloc.h>

@@ -11,7 +11,9 @@
  * (the pool then hands out the lowest best fit, and frees go straight to
  * the placement).
  */
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_setaffinity, CPU_SET */
+#endif
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
