@@ -83,8 +83,8 @@ START_TEST(test_lifo)
 END_TEST
 
 /*
- * A cached block of n bytes serves requests of n*4/5 to n bytes (a hit
- * wastes at most a fifth of the block), and malloc_usable_size says n.
+ * A cached block of n bytes serves requests of n*2/3 to n bytes (a hit
+ * wastes at most a third of the block), and malloc_usable_size says n.
  */
 START_TEST(test_fit)
 {
@@ -92,11 +92,11 @@ START_TEST(test_fit)
 	char *x = ps_malloc(1 * MB);
 	char *keep = ps_malloc(64 * KB);    /* x cannot grow or merge upwards */
 	ps_free(x);
-	char *small = ps_malloc(MB * 4 / 5 - 4 * KB);  /* under 4/5 of x: not x */
+	char *small = ps_malloc(MB * 2 / 3 - 4 * KB);  /* under 2/3 of x: not x */
 	ck_assert_ptr_ne(small, x);
 	char *big = ps_malloc(1 * MB + 1);             /* more than x: not x */
 	ck_assert_ptr_ne(big, x);
-	char *fits = ps_malloc(MB * 4 / 5);             /* x with a fifth to spare */
+	char *fits = ps_malloc(MB * 2 / 3 + 1);         /* x with a third to spare */
 	ck_assert_ptr_eq(fits, x);
 	ck_assert_uint_eq(ps_usable_size(fits), 1 * MB);
 	memset(fits, 1, ps_usable_size(fits));
