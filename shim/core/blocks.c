@@ -81,7 +81,13 @@ struct arena {
 
 static struct arena arenas[PS_BLOCKS_ARENAS_MAX];
 static uint32_t narenas = 1;    /* ps_blocks_init(); arenas beyond it are never used */
-static uint32_t next_arena;     /* the next thread's, modulo narenas */
+/*
+ * Threads bind modulo this many (<= narenas); 0 until the default count is
+ * known (bind_count).  Loops over the arenas run to narenas, which never
+ * changes after start-up, so a lock taken in each is released in each.
+ */
+static uint32_t nbind = 1;
+static uint32_t next_arena;     /* the next thread's, modulo nbind */
 static uint32_t epoch = 1;      /* raised by ps_blocks_reset_for_tests: threads bind again */
 static __thread struct arena *mine;
 static __thread uint32_t mine_epoch;
@@ -206,6 +212,32 @@ static inline bool shared(void)
 #define ARENA_SLAB ((size_t)8 << 20)
 
 /*
+ * The default number of arenas (see PS_BLOCKS_ARENAS_PER_CPU in blocks.h):
+ * per CPU this process may run on, by sched_getaffinity (no file to read,
+ * no allocation), at most narenas.  Asked when a second thread binds, not
+ * at start-up: a program that never has two threads in the pool makes no
+ * system call for it (tests/preload/startup_syscalls.sh counts them).
+ * Racing threads compute the same value.
+ */
+static uint32_t default_count(void)
+{
+	cpu_set_t set;
+	int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+	uint32_t k = (uint32_t)(cpus > 0 ? cpus : 1) * PS_BLOCKS_ARENAS_PER_CPU;
+	return k < narenas ? k : narenas;
+}
+
+static uint32_t bind_count(void)
+{
+	uint32_t n = __atomic_load_n(&nbind, __ATOMIC_RELAXED);
+	if (ps_likely(n != 0))
+		return n;
+	n = default_count();
+	__atomic_store_n(&nbind, n, __ATOMIC_RELAXED);
+	return n;
+}
+
+/*
  * The calling thread's arena: bound at its first call, round robin (a
  * counter shared by all threads, taken once per thread), as jemalloc's
  * threads pick theirs.  One arena: always it, no thread-local state.
@@ -218,12 +250,13 @@ static struct arena *my_arena(void)
 	if (ps_likely(mine != NULL && mine_epoch == e))
 		return mine;
 	uint32_t k = __atomic_fetch_add(&next_arena, 1, __ATOMIC_RELAXED);
+	uint32_t n = k ? bind_count() : 1;
 	if (k == 1) {
 		/* Arena 0 publishes by differences from its next change on (publish_counts). */
 		pthread_mutex_lock(&arenas[0].lock);
 		pthread_mutex_unlock(&arenas[0].lock);
 	}
-	mine = &arenas[k % narenas];
+	mine = &arenas[k % n];
 	mine_epoch = e;
 	return mine;
 }
@@ -669,27 +702,20 @@ void ps_blocks_set_mirror(uint64_t *m)
 unsigned ps_blocks_init(unsigned k)
 {
 	if (k == 0) {
-		/*
-		 * Default: see PS_BLOCKS_ARENAS_PER_CPU in blocks.h.  The CPUs
-		 * this process may run on, by sched_getaffinity (no file to read,
-		 * no allocation: this runs in the shim's start-up).
-		 */
-		cpu_set_t set;
-		int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-		k = (unsigned)(cpus > 0 ? cpus : 1) * PS_BLOCKS_ARENAS_PER_CPU;
-		if (k > PS_BLOCKS_ARENAS_DEFAULT_MAX)
-			k = PS_BLOCKS_ARENAS_DEFAULT_MAX;
+		/* The default: counted when a second thread binds (bind_count). */
+		narenas = PS_BLOCKS_ARENAS_DEFAULT_MAX;
+		nbind = 0;
+	} else {
+		narenas = k > PS_BLOCKS_ARENAS_MAX ? PS_BLOCKS_ARENAS_MAX : k;
+		nbind = narenas;
 	}
-	if (k > PS_BLOCKS_ARENAS_MAX)
-		k = PS_BLOCKS_ARENAS_MAX;
-	narenas = k;
 	__atomic_add_fetch(&epoch, 1, __ATOMIC_RELAXED);
-	return k;
+	return narenas;
 }
 
 unsigned ps_blocks_arenas(void)
 {
-	return narenas;
+	return narenas == 1 ? 1 : bind_count();
 }
 
 int ps_blocks_arena_of(const void *p)
@@ -1333,6 +1359,7 @@ void ps_blocks_reset_for_tests(void)
 	owners = NULL;
 	owner_chunks = 0;
 	narenas = 1;
+	nbind = 1;
 	next_arena = 0;
 	epoch++;
 	mirror = NULL;

@@ -70,13 +70,15 @@
 
 /*
  * Use k arenas (0: the default, PS_BLOCKS_ARENAS_PER_CPU per CPU this
- * process may run on, at most PS_BLOCKS_ARENAS_DEFAULT_MAX; more than
- * PS_BLOCKS_ARENAS_MAX: that many).  Before the first block, single-
- * threaded (the shim's start-up; unit tests after
- * ps_blocks_reset_for_tests, which goes back to one).  The number used.
+ * process may run on, at most PS_BLOCKS_ARENAS_DEFAULT_MAX, counted when
+ * a second thread first comes, so that start-up makes no system call for
+ * it; more than PS_BLOCKS_ARENAS_MAX: that many).  Before the first block,
+ * single-threaded (the shim's start-up; unit tests after
+ * ps_blocks_reset_for_tests, which goes back to one).  The most arenas
+ * that may be used (ps_blocks_arenas(): how many are).
  */
 unsigned ps_blocks_init(unsigned k);
-/* The number of arenas in use. */
+/* The number of arenas threads are bound to (the default's count is taken now if not yet). */
 unsigned ps_blocks_arenas(void);
 /*
  * The arena (0 to ps_blocks_arenas() - 1) whose slab holds p, or -1 when

@@ -5,8 +5,12 @@
  * zero tracking and purging, and a long random run checked against a
  * model of the live blocks and the tree's own invariants after each step.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -747,6 +751,36 @@ START_TEST(test_arenas_cap)
 END_TEST
 
 /*
+ * The default count (POOLSHIM_POOL_ARENAS=0): four per CPU the process may
+ * run on, at most 16, taken when a second thread comes; the second
+ * thread is bound to the next arena.  Start-up makes no system call for it
+ * (tests/preload/startup_syscalls.sh).
+ */
+START_TEST(test_arenas_default)
+{
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
+	ck_assert_uint_eq(ps_blocks_init(0), PS_BLOCKS_ARENAS_DEFAULT_MAX);
+	char *a = get(MB);
+	ck_assert_int_eq(ps_blocks_arena_of(a), 0);
+	struct other o = { .size = MB };
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, other_thread, &o), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_ptr_nonnull(o.mine);
+	ck_assert_int_eq(o.mine_arena, 1);
+	cpu_set_t set;
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(set), &set), 0);
+	unsigned want = (unsigned)CPU_COUNT(&set) * PS_BLOCKS_ARENAS_PER_CPU;
+	if (want > PS_BLOCKS_ARENAS_DEFAULT_MAX)
+		want = PS_BLOCKS_ARENAS_DEFAULT_MAX;
+	ck_assert_uint_eq(ps_blocks_arenas(), want);
+	put(o.mine);
+	put(a);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+}
+END_TEST
+
+/*
  * One thread, several arenas: it places exactly as with one (the first
  * slab is the request, not an arena's share; the next block follows).
  */
@@ -886,6 +920,7 @@ Suite *suite_blocks(void)
 	tcase_add_test(tc, test_arenas_cross_free);
 	tcase_add_test(tc, test_arenas_cap);
 	tcase_add_test(tc, test_arenas_one_thread);
+	tcase_add_test(tc, test_arenas_default);
 	tcase_add_loop_test(tc, test_arenas_threads, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
