@@ -63,7 +63,8 @@
  * (jemalloc's class spacing): on bench/threads.py's churn (64 KiB-4 MiB,
  * 2-core VM, quiet) hits rose from 85% to 94% and steps per CPU second
  * 1.9x at 1 thread, 1.6x at 4, 1.4x at 16; the churn peak and the
- * real-programs RSS stayed within 3% (docs/benchmarks.md).
+ * real-programs RSS stayed within 3%
+ * (docs/history/2026-12-07-allocator.md).
  */
 #ifndef PS_TCACHE_FIT
 #define PS_TCACHE_FIT 2
