@@ -468,15 +468,24 @@ static bool purge_now(bool polled)
 		psje_mallctl(purge_ctl, NULL, NULL, NULL, 0);
 	} else {
 		size_t total;
+		int r = 0;
 		int64_t d = __atomic_exchange_n(&dirty, 0, __ATOMIC_RELAXED);
 		int64_t f = __atomic_exchange_n(&freed_since_purge, 0, __ATOMIC_RELAXED);
-		if (!polled) {
+		if (!polled)
 			ps_blocks_purge();
-		} else if (ps_blocks_purge_try(&total) != 0) {
-			/* The trees were busy: the estimates stand, for the next look. */
+		else
+			r = ps_blocks_purge_try(&total);
+		if (r != 0) {
+			/*
+			 * Some arenas were busy: the estimates stand, for the
+			 * next look (which finds nothing left in the arenas
+			 * purged now).  A purge that gave back part still counts.
+			 */
 			__atomic_add_fetch(&dirty, d, __ATOMIC_RELAXED);
 			__atomic_add_fetch(&freed_since_purge, f, __ATOMIC_RELAXED);
 			done = false;
+			if (r == -EAGAIN)
+				ps_pool_count_purge();
 		}
 	}
 	if (done)

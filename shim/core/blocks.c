@@ -1089,12 +1089,13 @@ static size_t purge_arena(struct arena *a)
 
 /*
  * The purge, arena after arena; with try, only the arenas whose lock is
- * free now, and -EBUSY if any was not (the others are purged, *out counts
- * them).  0 else.
+ * free now: -EAGAIN if some were purged and others not (*out counts
+ * those purged), -EBUSY if none was.  0 else.
  */
 static int purge(bool try, size_t *out)
 {
-	int idle = 0, r = 0;
+	int idle = 0;
+	uint32_t busy = 0;
 	size_t total = 0;
 
 	*out = 0;
@@ -1106,7 +1107,7 @@ static int purge(bool try, size_t *out)
 		if (!try) {
 			pthread_mutex_lock(&a->lock);
 		} else if (pthread_mutex_trylock(&a->lock) != 0) {
-			r = -EBUSY;
+			busy++;
 			continue;
 		}
 		total += purge_arena(a);
@@ -1114,7 +1115,7 @@ static int purge(bool try, size_t *out)
 	}
 	__atomic_store_n(&purging, 0, __ATOMIC_RELEASE);
 	*out = total;
-	return r;
+	return busy == 0 ? 0 : busy < narenas ? -EAGAIN : -EBUSY;
 }
 
 size_t ps_blocks_purge(void)
@@ -1145,6 +1146,11 @@ void ps_blocks_get_info(struct ps_blocks_info *out)
 #undef ADD
 	}
 	out->largest_free = largest_of_all();
+	/* Threads bound so far, one arena each up to the count (my_arena's round robin). */
+	uint32_t k = __atomic_load_n(&next_arena, __ATOMIC_RELAXED);
+	uint32_t n = narenas == 1 ? 1 : __atomic_load_n(&nbind, __ATOMIC_RELAXED);
+	out->arenas_max = n;
+	out->arenas_used = k <= 1 || n == 0 ? 1 : k < n ? k : n;
 }
 
 uint64_t ps_blocks_largest_free(void)
@@ -1364,4 +1370,12 @@ void ps_blocks_reset_for_tests(void)
 	epoch++;
 	mirror = NULL;
 	purging = 0;
+}
+
+void ps_blocks_hold_for_tests(unsigned i, bool hold)
+{
+	if (hold)
+		pthread_mutex_lock(&arenas[i].lock);
+	else
+		pthread_mutex_unlock(&arenas[i].lock);
 }

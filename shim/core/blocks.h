@@ -140,8 +140,10 @@ size_t ps_blocks_purge(void);
 /*
  * The same, for the arenas whose lock no thread holds at this moment (a
  * signal handler may run this while its thread is inside the blocks):
- * 0 with *total the bytes given back whole; -EBUSY when an arena's lock
- * was held or another purge runs (*total: what the other arenas gave).
+ * 0 with *total the bytes given back whole; -EAGAIN when some arenas'
+ * locks were held and the others were purged (*total: what those gave);
+ * -EBUSY when every arena's lock was held or another purge runs (nothing
+ * done).
  */
 int ps_blocks_purge_try(size_t *total);
 
@@ -153,6 +155,12 @@ struct ps_blocks_info {
 	uint64_t free_zero_bytes;   /* of free_bytes: known zero (given back, or never touched) */
 	uint64_t largest_free;
 	uint64_t nodes_mapped;  /* bytes of the tree's own mappings */
+	uint32_t arenas_used;   /* arenas threads are bound to (1 until a second thread comes) */
+	/*
+	 * Arenas the threads are spread over (POOLSHIM_POOL_ARENAS); 0 while
+	 * the default is not counted yet (no second thread has come).
+	 */
+	uint32_t arenas_max;
 };
 
 /*
@@ -189,5 +197,8 @@ void ps_blocks_atfork_child(void);
 
 /* Forget every block and unmap the trees; one arena again (unit tests, with ps_pool_reset_for_tests). */
 void ps_blocks_reset_for_tests(void);
+
+/* Take (hold) or release arena i's lock, as a thread inside that arena would (unit tests). */
+void ps_blocks_hold_for_tests(unsigned i, bool hold);
 
 #endif

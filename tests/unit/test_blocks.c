@@ -725,6 +725,42 @@ START_TEST(test_arenas_cross_free)
 END_TEST
 
 /*
+ * With two arenas and one of them busy, the poll's purge gives back the
+ * other's free memory and says it did part (-EAGAIN, not -EBUSY: alloc.c
+ * counts a purge that gave back memory); the busy arena's goes at the
+ * next try.
+ */
+START_TEST(test_purge_try_partial)
+{
+	size_t total = 1;
+
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
+	ck_assert_uint_eq(ps_blocks_init(2), 2);
+	char *a = get(2 * MB);
+	memset(a, 1, 2 * MB);
+	struct other o = { .size = 3 * MB };
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, other_thread, &o), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_ptr_nonnull(o.mine);
+	ck_assert_int_eq(o.mine_arena, 1);
+	put(a);
+	put(o.mine);                  /* written by other_thread: both arenas hold dirty memory */
+	ps_blocks_hold_for_tests(1, true);
+	ck_assert_int_eq(ps_blocks_purge_try(&total), -EAGAIN);
+	ck_assert_uint_eq(total, 2 * MB);
+	ps_blocks_hold_for_tests(0, true);
+	ck_assert_int_eq(ps_blocks_purge_try(&total), -EBUSY);
+	ck_assert_uint_eq(total, 0);
+	ps_blocks_hold_for_tests(0, false);
+	ps_blocks_hold_for_tests(1, false);
+	ck_assert_int_eq(ps_blocks_purge_try(&total), 0);
+	ck_assert_uint_ge(total, 3 * MB);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+}
+END_TEST
+
+/*
  * At the cap, a thread whose arena cannot grow takes another arena's free
  * block (POOLSHIM_POOL_SIZE bounds the pool, not each arena): the main
  * thread's 6 MiB, written and freed, serve the other thread's 6 MiB.
@@ -762,6 +798,11 @@ START_TEST(test_arenas_default)
 	ck_assert_uint_eq(ps_blocks_init(0), PS_BLOCKS_ARENAS_DEFAULT_MAX);
 	char *a = get(MB);
 	ck_assert_int_eq(ps_blocks_arena_of(a), 0);
+	/* One thread so far: one arena used, the count not taken (the report's pool.arenas). */
+	struct ps_blocks_info info;
+	ps_blocks_get_info(&info);
+	ck_assert_uint_eq(info.arenas_used, 1);
+	ck_assert_uint_eq(info.arenas_max, 0);
 	struct other o = { .size = MB };
 	pthread_t t;
 	ck_assert_int_eq(pthread_create(&t, NULL, other_thread, &o), 0);
@@ -774,6 +815,9 @@ START_TEST(test_arenas_default)
 	if (want > PS_BLOCKS_ARENAS_DEFAULT_MAX)
 		want = PS_BLOCKS_ARENAS_DEFAULT_MAX;
 	ck_assert_uint_eq(ps_blocks_arenas(), want);
+	ps_blocks_get_info(&info);
+	ck_assert_uint_eq(info.arenas_used, want < 2 ? want : 2);
+	ck_assert_uint_eq(info.arenas_max, want);
 	put(o.mine);
 	put(a);
 	ck_assert_int_eq(ps_blocks_check(), 0);
@@ -913,6 +957,7 @@ Suite *suite_blocks(void)
 	tcase_add_test(tc, test_resize_no_nodes);
 	tcase_add_test(tc, test_zero_and_purge);
 	tcase_add_test(tc, test_purge_try);
+	tcase_add_test(tc, test_purge_try_partial);
 	tcase_add_test(tc, test_full);
 	tcase_add_test(tc, test_purge_partial_once);
 	tcase_add_test(tc, test_grow_at_cap);
