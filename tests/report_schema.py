@@ -57,6 +57,7 @@ MODES = {"hugetlb", "thp", "4k", "mixed", "unused", "unavailable", "foreign", "o
 # null where the configuration is not known; absent from older reports.
 ALLOCATORS = {"pages", "jemalloc", None}
 POOL_FREE = {"blocks": U, "bytes": U, "largest": U, "resident_max": U, "zero": U}
+POOL_ARENAS = {"used": U, "max": U}
 KINDS = {"none", "socket", "file", "direct", "pipe", "other"}
 # The calls whose small sizes are counted by sampling (shim/core/alloc.h).
 SAMPLED = {"malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc",
@@ -180,6 +181,15 @@ def validate(report):
     if isinstance(free, dict) and all(isinstance(free.get(k), int) for k in POOL_FREE) and \
             (free["resident_max"] + free["zero"] != free["bytes"] or free["largest"] > free["bytes"]):
         errors.append(f"$.pool.free: its parts do not add up: {free}")
+    # pool.arenas (issue 44, within version 3): the page placement's arenas,
+    # null where free is; absent from older reports.
+    arenas = report["pool"].get("arenas") if isinstance(report.get("pool"), dict) else None
+    if isinstance(report.get("pool"), dict) and "arenas" in report["pool"]:
+        schema = dict(schema, pool=dict(schema["pool"],
+                                        arenas=POOL_ARENAS if isinstance(arenas, dict) else type(None)))
+    if isinstance(arenas, dict) and all(isinstance(arenas.get(k), int) for k in POOL_ARENAS) and \
+            (arenas["used"] < 1 or (arenas["max"] and arenas["used"] > arenas["max"])):
+        errors.append(f"$.pool.arenas: used is not within 1..max: {arenas}")
     check(report, schema, "$", errors)
     if ended is not None:
         report["ended"] = ended

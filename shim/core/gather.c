@@ -155,6 +155,8 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch, bool 
 		d->free_bytes = bi.free_bytes;
 		d->free_zero_bytes = bi.free_zero_bytes;
 		d->free_largest = bi.largest_free;
+		d->arenas_used = bi.arenas_used;
+		d->arenas_max = bi.arenas_max;
 	}
 	d->pool_min = ps_cfg.pool_min;
 	d->small_uncounted_below = ps_alloc_small_uncounted_below();

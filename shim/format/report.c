@@ -727,6 +727,24 @@ static void emit_pool(struct ps_emit *e, const struct ps_report_data *d)
 	/* JSON null where the configuration is not known (a record without it). */
 	ps_emit_text(e, "); placement %s", d->allocator ? d->allocator : "unknown");
 	ps_emit_kv(e, "allocator", PS_EMIT_STR, &d->allocator);
+	/*
+	 * The page placement's arenas: in the text once threads spread over
+	 * more than one; null in JSON where not known (jemalloc's placement,
+	 * the pool off, a live record, which does not carry them).
+	 */
+	if (d->arenas_used && !d->pool_off) {
+		ps_emit_object_begin(e, "arenas");
+		if (d->arenas_used > 1) {
+			ps_emit_line(e, " (%{used}u of %{max}u arenas)", d->arenas_used, d->arenas_max);
+		} else {
+			ps_emit_kv(e, "used", PS_EMIT_U64, &d->arenas_used);
+			ps_emit_kv(e, "max", PS_EMIT_U64, &d->arenas_max);
+		}
+		ps_emit_object_end(e);
+	} else {
+		const char *none = NULL;
+		ps_emit_kv(e, "arenas", PS_EMIT_STR, &none);
+	}
 	ps_emit_line(e, "; %{slabs}u slabs, %{backed}z backed [", p->slabs, p->backed);
 	ps_emit_object_begin(e, "backed_by");
 	for (int i = 0; i < PS_BACK__COUNT; i++) {

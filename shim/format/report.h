@@ -58,6 +58,12 @@ struct ps_report_data {
 	 */
 	bool free_known;
 	uint64_t free_blocks, free_bytes, free_zero_bytes, free_largest;
+	/*
+	 * The page placement's arenas threads are bound to (0: not known),
+	 * and the most they are spread over (POOLSHIM_POOL_ARENAS, or its
+	 * default once counted; 0 before).
+	 */
+	uint64_t arenas_used, arenas_max;
 	/* The bytes in the CPUs' caches of pooled blocks (cached_known: the process's own report). */
 	bool cached_known;
 	uint64_t cached_bytes;

@@ -6,8 +6,11 @@
  * poolshim_is_pooled when the shim is loaded).  Exit 1 on any corruption.
  * --thp-off-after N turns THP off for the process (prctl
  * PR_SET_THP_DISABLE, as Ceph's daemons do) after N allocations.
+ * --threads T runs the loop in T threads at once, each with its own
+ * --count and --live (the counts printed are the totals).
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,10 +18,55 @@
 
 #include "lib.h"
 
+struct loop {
+	size_t size;
+	int count, live, thp_off_after;
+	int pooled;
+	int failed;
+	pthread_t tid;
+};
+
+static void *run(void *arg)
+{
+	struct loop *l = arg;
+	void **slots = calloc((size_t)l->live, sizeof(void *));
+	if (!slots) {
+		l->failed = 1;
+		return NULL;
+	}
+	for (int i = 0; i < l->count; i++) {
+		int k = i % l->live;
+		if (i == l->thp_off_after && prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0) {
+			perror("prctl(PR_SET_THP_DISABLE)");
+			l->failed = 1;
+			break;
+		}
+		if (slots[k]) {
+			if (!pst_check(slots[k], l->size, (uint64_t)(i - l->live))) {
+				l->failed = 1;
+				break;
+			}
+			free(slots[k]);
+		}
+		slots[k] = malloc(l->size);
+		if (!slots[k]) {
+			perror("malloc");
+			l->failed = 1;
+			break;
+		}
+		l->pooled += pst_pooled(slots[k]);
+		pst_fill(slots[k], l->size, (uint64_t)i);
+	}
+	for (int k = 0; k < l->live; k++)
+		free(slots[k]);
+	free(slots);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	size_t size = 1 << 20;
-	int count = 32, live = 1, thp_off_after = -1;
+	int count = 32, live = 1, thp_off_after = -1, threads = 1;
 
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--size"))
@@ -29,39 +77,37 @@ int main(int argc, char **argv)
 			live = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--thp-off-after"))
 			thp_off_after = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--threads"))
+			threads = atoi(argv[i + 1]);
 		else {
 			fprintf(stderr, "alloc_helper: unknown option %s\n", argv[i]);
 			return 2;
 		}
 	}
-	if (live < 1 || live > 4096 || count < 0) {
-		fprintf(stderr, "alloc_helper: bad --live/--count\n");
+	if (live < 1 || live > 4096 || count < 0 || threads < 1 || threads > 64) {
+		fprintf(stderr, "alloc_helper: bad --live/--count/--threads\n");
 		return 2;
 	}
-	void **slots = calloc((size_t)live, sizeof(void *));
-	int pooled = 0;
-	for (int i = 0; i < count; i++) {
-		int k = i % live;
-		if (i == thp_off_after && prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0) {
-			perror("prctl(PR_SET_THP_DISABLE)");
+	struct loop l[64];
+	int pooled = 0, failed = 0;
+	for (int t = 0; t < threads; t++) {
+		l[t] = (struct loop){ size, count, live, thp_off_after, 0, 0, 0 };
+		/* One thread: the loop runs in main, as it always did. */
+		if (threads > 1 && pthread_create(&l[t].tid, NULL, run, &l[t]) != 0) {
+			perror("pthread_create");
 			return 1;
 		}
-		if (slots[k]) {
-			if (!pst_check(slots[k], size, (uint64_t)(i - live)))
-				return 1;
-			free(slots[k]);
-		}
-		slots[k] = malloc(size);
-		if (!slots[k]) {
-			perror("malloc");
-			return 1;
-		}
-		pooled += pst_pooled(slots[k]);
-		pst_fill(slots[k], size, (uint64_t)i);
 	}
-	for (int k = 0; k < live; k++)
-		free(slots[k]);
-	free(slots);
-	printf("helper ok allocations=%d pooled=%d\n", count, pooled);
+	for (int t = 0; t < threads; t++) {
+		if (threads > 1)
+			pthread_join(l[t].tid, NULL);
+		else
+			run(&l[t]);
+		pooled += l[t].pooled;
+		failed |= l[t].failed;
+	}
+	if (failed)
+		return 1;
+	printf("helper ok allocations=%d pooled=%d\n", count * threads, pooled);
 	return 0;
 }

@@ -31,6 +31,20 @@ got=$(json_get "$PST_TMP/cache.json" "[r['pool'].get('cached', 0) > 0, r['pool']
 	fail "json cache: $(json_get "$PST_TMP/cache.json" "r['pool']")"
 python3 "$PS_TOP_SRCDIR/tests/report_schema.py" "$PST_TMP/cache.json" && pass "schema (cache)" || fail "schema (cache)"
 
+# 1c. The page placement's arenas: one used by a single thread; four
+# threads over POOLSHIM_POOL_ARENAS=3 use all three, in the text and the JSON.
+got=$(json_get "$PST_TMP/cache.json" "r['pool'].get('arenas')")
+[ "$got" = "{'used': 1, 'max': 0}" ] && pass "json: one thread, one arena" || fail "json arenas (1 thread): $got"
+shim "POOLSHIM_STATS=$PST_TMP/arenas.json" POOLSHIM_STATS_FORMAT=json POOLSHIM_POOL_ARENAS=3 -- "$H" \
+	--count 20 --size 200000 --live 2 --threads 4 >"$PST_TMP/out" 2>"$PST_TMP/err" || fail "helper failed (arenas)"
+got=$(json_get "$PST_TMP/arenas.json" "r['pool'].get('arenas')")
+[ "$got" = "{'used': 3, 'max': 3}" ] && pass "json: four threads over three arenas" || fail "json arenas: $got"
+python3 "$PS_TOP_SRCDIR/tests/report_schema.py" "$PST_TMP/arenas.json" && pass "schema (arenas)" || fail "schema (arenas)"
+shim POOLSHIM_POOL_ARENAS=3 -- "$H" --count 20 --size 200000 --live 2 --threads 4 >"$PST_TMP/out" \
+	2>"$PST_TMP/err" || fail "helper failed (arenas, text)"
+grep -q "^pool     mode [a-z0-9]* (requested auto); placement pages (3 of 3 arenas); " "$PST_TMP/err" &&
+	pass "text: the arenas used" || fail "text arenas: $(grep '^pool' "$PST_TMP/err")"
+
 # 2. JSON to a per-process path, validated against the schema.  No thread
 # cache (POOLSHIM_POOL_CACHE=0): the blocks freed last would stay in it,
 # live to the placement, and the free blocks checked below are the placement's.

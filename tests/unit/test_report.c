@@ -493,6 +493,42 @@ START_TEST(test_free_blocks)
 }
 END_TEST
 
+/*
+ * The page placement's arenas: in the text once threads use more than
+ * one, in JSON whenever the free blocks are known, else null.
+ */
+START_TEST(test_arenas)
+{
+	struct ps_report_data d;
+	static char storage[16384];
+	struct ps_buf b;
+
+	sample(&d);
+	ps_buf_init(&b, storage, sizeof(storage), -1);
+	ps_report_render(&b, &d, PS_FORMAT_JSON);
+	ck_assert_ptr_nonnull(strstr(ps_buf_str(&b), "\"arenas\":null,"));
+
+	d.free_known = true;         /* a live record's: free blocks known, arenas not */
+	ps_buf_init(&b, storage, sizeof(storage), -1);
+	ps_report_render(&b, &d, PS_FORMAT_JSON);
+	ck_assert_ptr_nonnull(strstr(ps_buf_str(&b), "\"arenas\":null,"));
+	d.arenas_used = 1;
+	d.arenas_max = 0;
+	ck_assert_ptr_nonnull(strstr(render_text(&d), "; placement pages; 2 slabs"));
+	ps_buf_init(&b, storage, sizeof(storage), -1);
+	ps_report_render(&b, &d, PS_FORMAT_JSON);
+	ck_assert_ptr_nonnull(strstr(ps_buf_str(&b), "\"arenas\":{\"used\":1,\"max\":0},"));
+
+	d.arenas_used = 3;
+	d.arenas_max = 8;
+	ck_assert_ptr_nonnull(strstr(render_text(&d), "; placement pages (3 of 8 arenas); 2 slabs"));
+	ps_buf_init(&b, storage, sizeof(storage), -1);
+	ps_report_render(&b, &d, PS_FORMAT_JSON);
+	ck_assert(!b.truncated);
+	ck_assert_ptr_nonnull(strstr(ps_buf_str(&b), "\"arenas\":{\"used\":3,\"max\":8},"));
+}
+END_TEST
+
 Suite *suite_report(void)
 {
 	Suite *s = suite_create("report");
@@ -500,6 +536,7 @@ Suite *suite_report(void)
 
 	tcase_add_test(tc, test_text);
 	tcase_add_test(tc, test_json);
+	tcase_add_test(tc, test_arenas);
 	tcase_add_test(tc, test_path);
 	tcase_add_test(tc, test_emit);
 	tcase_add_test(tc, test_hugetlb_advice);
