@@ -32,6 +32,7 @@ struct worker {
 	pthread_t tid;
 	uint64_t seed;
 	uint64_t ops, bytes, sink;
+	uint64_t hot;           /* bytes that overlap the thread's previous buffer */
 };
 
 static double now(void)
@@ -68,6 +69,7 @@ static void *run(void *arg)
 {
 	struct worker *w = arg;
 	unsigned char *pre = NULL;
+	uintptr_t last_lo = 0, last_hi = 0;   /* the previous buffer, just written and freed */
 
 	if (opt_prealloc) {
 		pre = malloc(opt_max);
@@ -82,6 +84,12 @@ static void *run(void *arg)
 			perror("malloc");
 			exit(1);
 		}
+		uintptr_t lo = (uintptr_t)p, hi = lo + n;
+		uintptr_t a = lo > last_lo ? lo : last_lo, b = hi < last_hi ? hi : last_hi;
+		if (a < b)
+			w->hot += b - a;
+		last_lo = lo;
+		last_hi = hi;
 		memset(p, (int)(w->ops & 0xff), n);
 		w->sink += scan((const uint64_t *)p, n);
 		if (!pre)
@@ -162,19 +170,21 @@ int main(int argc, char **argv)
 			       (long)((opt_seconds - (double)(time_t)opt_seconds) * 1e9) };
 	nanosleep(&ts, NULL);
 	atomic_store(&stop, 1);
-	uint64_t ops = 0, bytes = 0, sink = 0;
+	uint64_t ops = 0, bytes = 0, sink = 0, hot = 0;
 	for (int i = 0; i < opt_threads; i++) {
 		pthread_join(w[i].tid, NULL);
 		ops += w[i].ops;
 		bytes += w[i].bytes;
 		sink += w[i].sink;
+		hot += w[i].hot;
 	}
 	double dt = now() - t0;
 	getrusage(RUSAGE_SELF, &r1);
 	long faults = r1.ru_minflt - r0.ru_minflt;
-	printf("%-12s threads=%d ops=%llu GB/s=%.2f faults/op=%.1f sink=%llu\n", opt_label,
-	       opt_threads, (unsigned long long)ops, (double)bytes / dt / 1e9,
-	       ops ? (double)faults / (double)ops : 0.0, (unsigned long long)(sink & 0xff));
+	printf("%-12s threads=%d ops=%llu GB/s=%.2f faults/op=%.1f hot=%.0f%% sink=%llu\n",
+	       opt_label, opt_threads, (unsigned long long)ops, (double)bytes / dt / 1e9,
+	       ops ? (double)faults / (double)ops : 0.0,
+	       bytes ? 100.0 * (double)hot / (double)bytes : 0.0, (unsigned long long)(sink & 0xff));
 	free(w);
 	return 0;
 }
