@@ -56,6 +56,13 @@ bool ps_alloc_blocks_info(struct ps_blocks_info *out);
 bool ps_alloc_pool_ready(void);
 
 /*
+ * Add what each CPU counted of the pooled bytes to the shared counts (the
+ * report's in-use gauge and peak): with two or more threads they are
+ * added in batches (alloc.c).  Atomics only; safe in a signal handler.
+ */
+void ps_alloc_counts_sync(void);
+
+/*
  * malloc_trim: give all of the pool's free memory back to the kernel, then
  * call the program heap's own malloc_trim(pad).  1 if memory was released
  * by either, else 0 (glibc's convention).

@@ -144,6 +144,7 @@ void ps_report_gather(struct ps_report_data *d, struct ps_tstats *scratch, bool 
 	if (__atomic_load_n(&ps_heap, __ATOMIC_ACQUIRE) == PS_HEAP_OTHER)
 		d->heap_owner = ps_heap_owner ? ps_heap_owner : "?";
 	ps_pool_get_info(&d->pool);
+	ps_alloc_counts_sync();
 	d->pool_in_use = PS_LOAD(ps_gauges->pool_in_use);
 	d->pool_peak = PS_LOAD(ps_gauges->pool_peak);
 	d->cached_known = true;

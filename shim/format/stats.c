@@ -420,6 +420,11 @@ int ps_stats_threads_peak(void)
 
 void ps_stats_pool_used(int64_t delta)
 {
+	ps_stats_pool_moved(delta, delta > 0);
+}
+
+void ps_stats_pool_moved(int64_t delta, uint64_t allocs)
+{
 	struct ps_gauges *g = ps_gauges;
 	uint64_t now = __atomic_add_fetch(&g->pool_in_use, (uint64_t)delta, __ATOMIC_RELAXED);
 	uint64_t peak = __atomic_load_n(&g->pool_peak, __ATOMIC_RELAXED);
@@ -428,8 +433,8 @@ void ps_stats_pool_used(int64_t delta)
 	 * had never held; one below it could reuse what it held.  The report's
 	 * "saved" line counts the two (report.c).
 	 */
-	if (delta > 0 && now > peak)
-		ps_stats_event(PS_EV_POOL_FRESH);
+	if (delta > 0 && now > peak && allocs)
+		ps_stats_event_n(PS_EV_POOL_FRESH, allocs);
 	while (delta > 0 && now > peak &&
 	       !__atomic_compare_exchange_n(&g->pool_peak, &peak, now, true,
 					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))

@@ -227,6 +227,14 @@ static inline void ps_stats_event(enum ps_alloc_event ev)
 		PS_ADD(t->events[ev], 1);
 }
 
+/* n events of one kind at once. */
+static inline void ps_stats_event_n(enum ps_alloc_event ev, uint64_t n)
+{
+	struct ps_tstats *t = ps_stats_mine();
+	if (ps_likely(t != NULL))
+		PS_ADD(t->events[ev], n);
+}
+
 /*
  * Count a finished I/O call the general way: failed (err its errno), timed
  * (nsec), or in a thread that has no block yet.  Leaves errno alone.
@@ -341,6 +349,13 @@ struct ps_gauges {
 extern struct ps_gauges *ps_gauges;
 extern struct ps_gauges *ps_gauges_mirror;
 void ps_stats_pool_used(int64_t delta);
+
+/*
+ * ps_stats_pool_used() for a batch of changes netting delta, allocs of
+ * them allocations: all of those count as past the peak if the sum
+ * passes it (alloc.c folds the per-CPU counts of threaded programs so).
+ */
+void ps_stats_pool_moved(int64_t delta, uint64_t allocs);
 
 /*
  * Where new counter blocks come from: anonymous memory by default, the
