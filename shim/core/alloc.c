@@ -680,7 +680,11 @@ static void note_resize(size_t before, size_t after)
  * pass acct_batch bytes (either way), and before anything reads them
  * for a decision (a purge, malloc_trim, the decay's poll, the report).
  * The counts are then short by at most acct_batch a CPU; a one-thread
- * process keeps them exact, call by call.
+ * process keeps them exact, call by call.  The memory cgroup's headroom
+ * (cgroup_watch) is lowered by each batch too: under a limit it was a
+ * fifth shared update (2 threads: 10-15% fewer steps than without a
+ * limit); a block larger than the batch still folds, and is checked, at
+ * once, before the program writes it.
  */
 #define ACCT_SLOTS 256
 struct acct {
@@ -722,6 +726,9 @@ static void acct_fold(struct acct *a, bool act)
 	if (used || freed || allocs) {
 		ps_stats_pool_moved(used, (uint64_t)(allocs > 0 ? allocs : 0));
 		note_moved(used, freed, act);
+		/* The cgroup's headroom falls by what was handed out (used + freed). */
+		if (act && used + freed > 0)
+			cgroup_watch((size_t)(used + freed));
 	}
 }
 
@@ -757,6 +764,7 @@ static void pool_took(size_t n)
 	if (!acct_batching()) {
 		ps_stats_pool_used((int64_t)n);
 		note_alloc(n);
+		cgroup_watch(n);
 		return;
 	}
 	struct acct *a = acct_mine();
@@ -1156,7 +1164,6 @@ static void *pool_try(size_t size, size_t align, bool zero)
 		door_see_pool();
 		ps_stats_event(PS_EV_POOL_ALLOC);
 		pool_took(n);
-		cgroup_watch(n);
 		ps_callsite_record(PS_SITE_ALLOC, site_call, size, 0);
 		return p;
 	}
