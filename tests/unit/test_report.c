@@ -233,15 +233,27 @@ START_TEST(test_hugetlb_advice)
 END_TEST
 
 /* Text render of d into a static buffer. */
-static const char *render_text(const struct ps_report_data *d)
+/* d rendered in format (a buffer of its own per format, kept until the next call). */
+static const char *render(const struct ps_report_data *d, enum ps_stats_format format)
 {
-	static char storage[32768];
+	static char storage[2][32768];
 	struct ps_buf b;
+	char *at = storage[format == PS_FORMAT_JSON];
 
-	ps_buf_init(&b, storage, sizeof(storage), -1);
-	ps_report_render(&b, d, PS_FORMAT_TEXT);
+	ps_buf_init(&b, at, sizeof(storage[0]), -1);
+	ps_report_render(&b, d, format);
 	ck_assert(!b.truncated);
 	return ps_buf_str(&b);
+}
+
+static const char *render_text(const struct ps_report_data *d)
+{
+	return render(d, PS_FORMAT_TEXT);
+}
+
+static const char *render_json(const struct ps_report_data *d)
+{
+	return render(d, PS_FORMAT_JSON);
 }
 
 /*
@@ -500,32 +512,21 @@ END_TEST
 START_TEST(test_arenas)
 {
 	struct ps_report_data d;
-	static char storage[16384];
-	struct ps_buf b;
 
 	sample(&d);
-	ps_buf_init(&b, storage, sizeof(storage), -1);
-	ps_report_render(&b, &d, PS_FORMAT_JSON);
-	ck_assert_ptr_nonnull(strstr(ps_buf_str(&b), "\"arenas\":null,"));
-
+	ck_assert_ptr_nonnull(strstr(render_json(&d), "\"arenas\":null,"));
 	d.free_known = true;         /* a live record's: free blocks known, arenas not */
-	ps_buf_init(&b, storage, sizeof(storage), -1);
-	ps_report_render(&b, &d, PS_FORMAT_JSON);
-	ck_assert_ptr_nonnull(strstr(ps_buf_str(&b), "\"arenas\":null,"));
+	ck_assert_ptr_nonnull(strstr(render_json(&d), "\"arenas\":null,"));
+
 	d.arenas_used = 1;
 	d.arenas_max = 0;
 	ck_assert_ptr_nonnull(strstr(render_text(&d), "; placement pages; 2 slabs"));
-	ps_buf_init(&b, storage, sizeof(storage), -1);
-	ps_report_render(&b, &d, PS_FORMAT_JSON);
-	ck_assert_ptr_nonnull(strstr(ps_buf_str(&b), "\"arenas\":{\"used\":1,\"max\":0},"));
+	ck_assert_ptr_nonnull(strstr(render_json(&d), "\"arenas\":{\"used\":1,\"max\":0},"));
 
 	d.arenas_used = 3;
 	d.arenas_max = 8;
 	ck_assert_ptr_nonnull(strstr(render_text(&d), "; placement pages (3 of 8 arenas); 2 slabs"));
-	ps_buf_init(&b, storage, sizeof(storage), -1);
-	ps_report_render(&b, &d, PS_FORMAT_JSON);
-	ck_assert(!b.truncated);
-	ck_assert_ptr_nonnull(strstr(ps_buf_str(&b), "\"arenas\":{\"used\":3,\"max\":8},"));
+	ck_assert_ptr_nonnull(strstr(render_json(&d), "\"arenas\":{\"used\":3,\"max\":8},"));
 }
 END_TEST
 
