@@ -109,12 +109,18 @@ if torture nohuge LD_PRELOAD="$SHIM" POOLSHIM_HUGEPAGES=none; then
 		fail "nohuge: mode $mode, $served pool allocations (want 4k, over 1000)"
 fi
 
+# The small pool fills one of two ways, as the threads' timing has it: at
+# its cap on resident memory (pool_full), or, when malloc_trim's purges keep
+# resident memory under the cap, at the end of its address range (twice
+# the cap: no_address_space).  One CI run under load had no pool_full at
+# all and 112 fallbacks whose reasons the test did not print; it prints
+# them now.
 if torture small LD_PRELOAD="$SHIM" POOLSHIM_POOL_SIZE=32M; then
-	full=$(pool "p['fallbacks']['pool_full']")
+	full=$(pool "p['fallbacks']['pool_full'] + p['fallbacks']['no_address_space']")
 	served=$(pool "p['allocations']")
 	[ "$full" -gt 0 ] && [ "$served" -gt 1000 ] &&
 		pass "small: the 32 MiB pool filled: $served pool allocations, $full went to glibc's heap" ||
-		fail "small: $served pool allocations, $full pool_full fallbacks (want both)"
+		fail "small: $served pool allocations, $full pool_full or no_address_space fallbacks (want both): $(pool "p['fallbacks']")"
 fi
 
 if torture purge LD_PRELOAD="$SHIM" POOLSHIM_POOL_DECAY_MS=1 POOLSHIM_POOL_RETAIN=0; then
