@@ -1144,8 +1144,10 @@ static void *pool_try(size_t size, size_t align, bool zero)
 	size_t n = 0;
 	enum ps_pool_fail why = PS_FAIL_NONE;
 	void *p = NULL;
+	bool cached = false;
 	if (ps_tcache_on && (p = ps_tcache_take(size, align, &n)) != NULL) {
 		ps_stats_event(PS_EV_POOL_CACHED);
+		cached = true;          /* the size map says it is live already */
 		if (zero)
 			memset(p, 0, size);     /* a cached block held the program's data */
 	}
@@ -1159,7 +1161,7 @@ static void *pool_try(size_t size, size_t align, bool zero)
 	if (ps_unlikely(p == NULL) && ps_tcache_flush_all())
 		p = place_or_purge(size, align, zero, &n, &why);
 	if (ps_likely(p != NULL)) {
-		if (ps_tcache_on)
+		if (ps_tcache_on && !cached)
 			ps_tcache_note_live(p, n);
 		door_see_pool();
 		ps_stats_event(PS_EV_POOL_ALLOC);
