@@ -679,8 +679,8 @@ static void note_resize(size_t before, size_t after)
  * only its threads write, and adds them to the shared counts when they
  * pass acct_batch bytes (either way), and before anything reads them
  * for a decision (a purge, malloc_trim, the decay's poll, the report).
- * The counts are then short by at most acct_batch a CPU; a one-thread
- * process keeps them exact, call by call.  The memory cgroup's headroom
+ * The counts are then off by at most acct_batch a CPU, either way; a
+ * one-thread process keeps them exact, call by call.  The memory cgroup's headroom
  * (cgroup_watch) is lowered by each batch too: under a limit it was a
  * fifth shared update (2 threads: 10-15% fewer steps than without a
  * limit); a block larger than the batch still folds, and is checked, at
@@ -1098,12 +1098,12 @@ static void *place_or_purge(size_t size, size_t align, bool zero, size_t *n,
 			    enum ps_pool_fail *why)
 {
 	void *p = place(size, align, zero, n, why);
-	if (ps_unlikely(p == NULL) && *why == PS_FAIL_POOL_FULL)
-		acct_fold_all();
-	if (ps_unlikely(p == NULL) && *why == PS_FAIL_POOL_FULL &&
-	    __atomic_load_n(&freed_since_purge, __ATOMIC_RELAXED) > 0) {
-		pool_purge();
-		p = place(size, align, zero, n, why);
+	if (ps_unlikely(p == NULL) && *why == PS_FAIL_POOL_FULL) {
+		acct_fold_all();        /* frees the CPUs have not added yet count too */
+		if (__atomic_load_n(&freed_since_purge, __ATOMIC_RELAXED) > 0) {
+			pool_purge();
+			p = place(size, align, zero, n, why);
+		}
 	}
 	return p;
 }
