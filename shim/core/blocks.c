@@ -1089,8 +1089,9 @@ static size_t purge_arena(struct arena *a)
 
 /*
  * The purge, arena after arena; with try, only the arenas whose lock is
- * free now: -EAGAIN if some were purged and others not (*out counts
- * those purged), -EBUSY if none was.  0 else.
+ * free now: -EAGAIN if some were busy and the others gave memory back
+ * (*out counts it), -EBUSY if some were busy and nothing was given back
+ * (the arenas not in use count as free).  0 else.
  */
 static int purge(bool try, size_t *out)
 {
@@ -1115,7 +1116,7 @@ static int purge(bool try, size_t *out)
 	}
 	__atomic_store_n(&purging, 0, __ATOMIC_RELEASE);
 	*out = total;
-	return busy == 0 ? 0 : busy < narenas ? -EAGAIN : -EBUSY;
+	return busy == 0 ? 0 : total ? -EAGAIN : -EBUSY;
 }
 
 size_t ps_blocks_purge(void)

@@ -141,9 +141,9 @@ size_t ps_blocks_purge(void);
  * The same, for the arenas whose lock no thread holds at this moment (a
  * signal handler may run this while its thread is inside the blocks):
  * 0 with *total the bytes given back whole; -EAGAIN when some arenas'
- * locks were held and the others were purged (*total: what those gave);
- * -EBUSY when every arena's lock was held or another purge runs (nothing
- * done).
+ * locks were held and the others gave memory back (*total: what they
+ * gave); -EBUSY when some locks were held and nothing was given back, or
+ * another purge runs.
  */
 int ps_blocks_purge_try(size_t *total);
 

@@ -727,8 +727,10 @@ END_TEST
 /*
  * With two arenas and one of them busy, the poll's purge gives back the
  * other's free memory and says it did part (-EAGAIN, not -EBUSY: alloc.c
- * counts a purge that gave back memory); the busy arena's goes at the
- * next try.
+ * counts a purge that gave back memory); one that gave back nothing
+ * while an arena was busy is -EBUSY (a one-thread process has 16 idle
+ * arenas: their free locks must not make its busy arena's purge count);
+ * the busy arena's memory goes at the next try.
  */
 START_TEST(test_purge_try_partial)
 {
@@ -749,6 +751,9 @@ START_TEST(test_purge_try_partial)
 	ps_blocks_hold_for_tests(1, true);
 	ck_assert_int_eq(ps_blocks_purge_try(&total), -EAGAIN);
 	ck_assert_uint_eq(total, 2 * MB);
+	/* Arena 0 has nothing left to give: with 1 busy, nothing was done. */
+	ck_assert_int_eq(ps_blocks_purge_try(&total), -EBUSY);
+	ck_assert_uint_eq(total, 0);
 	ps_blocks_hold_for_tests(0, true);
 	ck_assert_int_eq(ps_blocks_purge_try(&total), -EBUSY);
 	ck_assert_uint_eq(total, 0);
