@@ -418,7 +418,6 @@ static int64_t retain_bytes = INT64_MAX;
 static uint64_t decay_ns;           /* 0: no time limit */
 static int purging;
 
-static void acct_fold_all(void);
 
 static uint64_t now_ns(void)
 {
@@ -453,7 +452,7 @@ static bool purge_now(bool polled)
 		return false;
 	int saved_errno = errno;
 	bool done = true;
-	acct_fold_all();
+	ps_alloc_counts_sync();
 	/*
 	 * The CPUs' cached blocks are free memory too: they go back with
 	 * the rest.  From a poll (the I/O doors', possibly in a signal
@@ -601,7 +600,7 @@ void ps_alloc_decay_poll(void)
 	int saved_errno = errno;
 	uint64_t now = now_ns();
 	if (now >= __atomic_load_n(&window_end, __ATOMIC_RELAXED)) {
-		acct_fold_all();
+		ps_alloc_counts_sync();
 		/* No pooled call moved the estimate: it held all along. */
 		int64_t d = __atomic_load_n(&dirty, __ATOMIC_RELAXED);
 		decay_tick(now, d, d, true);
@@ -724,7 +723,7 @@ static void acct_fold(struct acct *a, bool act)
 	int64_t freed = __atomic_exchange_n(&a->freed, 0, __ATOMIC_RELAXED);
 	int64_t allocs = __atomic_exchange_n(&a->allocs, 0, __ATOMIC_RELAXED);
 	if (used || freed || allocs) {
-		ps_stats_pool_moved(used, (uint64_t)(allocs > 0 ? allocs : 0));
+		ps_stats_pool_moved(used, (uint64_t)allocs);
 		note_moved(used, freed, act);
 		/* The cgroup's headroom falls by what was handed out (used + freed). */
 		if (act && used + freed > 0)
@@ -736,7 +735,7 @@ static void acct_fold(struct acct *a, bool act)
  * Every CPU's changes into the shared counts, before they are read for a
  * decision or a report: atomics only, no purge (a signal handler may ask).
  */
-static void acct_fold_all(void)
+void ps_alloc_counts_sync(void)
 {
 	if (!__atomic_load_n(&acct_on, __ATOMIC_ACQUIRE))
 		return;
@@ -745,11 +744,6 @@ static void acct_fold_all(void)
 		    __atomic_load_n(&accts[i].freed, __ATOMIC_RELAXED) ||
 		    __atomic_load_n(&accts[i].allocs, __ATOMIC_RELAXED))
 			acct_fold(&accts[i], false);
-}
-
-void ps_alloc_counts_sync(void)
-{
-	acct_fold_all();
 }
 
 static struct acct *acct_mine(void)
@@ -1099,7 +1093,7 @@ static void *place_or_purge(size_t size, size_t align, bool zero, size_t *n,
 {
 	void *p = place(size, align, zero, n, why);
 	if (ps_unlikely(p == NULL) && *why == PS_FAIL_POOL_FULL) {
-		acct_fold_all();        /* frees the CPUs have not added yet count too */
+		ps_alloc_counts_sync();        /* frees the CPUs have not added yet count too */
 		if (__atomic_load_n(&freed_since_purge, __ATOMIC_RELAXED) > 0) {
 			pool_purge();
 			p = place(size, align, zero, n, why);
