@@ -175,14 +175,9 @@ def real(args, cfgs):
         total, done, t0 = len(progs) * len(cfgs) * args.repeat, 0, time.monotonic()
         for rep in range(args.repeat):
             for prog, argv, stdin, _ in progs:
-                # A new order each round (seeded, so runs repeat): a run pays
-                # for the kernel state the run before it left (the shim's
-                # proxy run after glibc's: 0.72-0.78 CPU s against 0.47-0.57
-                # after another shim run), and the same neighbour each round
-                # made one column's CPU 1.2x glibc's.
-                order = list(cfgs)
-                random.Random(rep).shuffle(order)
-                for name, env in order:
+                # The same neighbour each round made one column's CPU 1.2x
+                # glibc's (footprint.round_order).
+                for name, env in footprint.round_order(cfgs, rep):
                     done += 1
                     spent = time.monotonic() - t0
                     left = f" (~{spent / (done - 1) * (total - done + 1):.0f}s left)" if done > 1 else ""
@@ -257,7 +252,7 @@ def shapes(args, cfgs):
 
     for rep in range(args.repeat):
         for label, _ in ALIGNS:
-            for name, env in cfgs:
+            for name, env in footprint.round_order(cfgs, rep):
                 print(f"\r[{rep + 1}/{args.repeat}] aligned {label} under {name}        ", end="",
                       file=sys.stderr, flush=True)
                 out, _, _ = footprint.run([exe, "aligned", label, "200000", str(args.count)], env)

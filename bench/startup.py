@@ -13,8 +13,8 @@ of preloading anything, built here with cc); the shim by default (its
 report on stderr, which goes to /dev/null with the command's); the shim with nothing reading the counters (POOLSHIM_STATS=off,
 POOLSHIM_LIVE=off); the shim outside POOLSHIM_PROGRAMS; and, with
 --baseline-lib, an older shim by default.  Runs are paired in rounds (every
-configuration once per round, in turn), --repeat rounds (20) after one
-that is not counted.  The table shows the median wall time [min-max],
+configuration once per round, in a new seeded order each round), --repeat
+rounds (20) after one that is not counted.  The table shows the median wall time [min-max],
 the ratio to no preload against issue 26's target (within 5%: <= 1.05),
 the peak RSS (one run under GNU time, when /usr/bin/time is there) and
 the system calls after exec (one strace run per configuration).
@@ -30,7 +30,7 @@ import tempfile
 import time
 
 # The environment a configuration's child gets: footprint.py's, beside this file.
-from footprint import child_env  # noqa: E402  (bench/ is sys.path[0])
+from footprint import child_env, round_order  # noqa: E402  (bench/ is sys.path[0])
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("PS_TOP_BUILDDIR", TOP)
@@ -146,7 +146,7 @@ def main():
         for cname, argv in commands:
             walls = {c: [] for c, _ in configs}
             for rnd in range(a.repeat + 1):
-                for c, env in configs:
+                for c, env in round_order(configs, rnd):
                     w = run(argv, env)
                     if rnd:
                         walls[c].append(w)

@@ -26,7 +26,6 @@ two minutes.
 import argparse
 import json
 import os
-import random
 import re
 import statistics
 import sys
@@ -86,11 +85,7 @@ def main():
     total = len(threads) * len(touches) * len(cfgs) * args.repeat
     done, t_start = 0, time.monotonic()
     for rep in range(args.repeat):
-        # A new seeded order each round: a run pays for the kernel state the
-        # run before it left (bench/realprogs.py), so no configuration always
-        # follows the same one.
-        order = list(cfgs)
-        random.Random(rep).shuffle(order)
+        order = footprint.round_order(cfgs, rep)
         for n in threads:
             for touch in touches:
                 for name, env in order:
