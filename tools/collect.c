@@ -263,16 +263,9 @@ static int write_as(uid_t uid, const char *path, bool per_process, int pid, cons
 	int p[2];
 
 	why[0] = '\0';
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	fflush(NULL);
-	pid_t c = fork();
-	if (c < 0) {
-		int e = errno;
-		close(p[0]);
-		close(p[1]);
-		return -e;
-	}
+	pid_t c = ps_record_fork_piped(p);
+	if (c < 0)
+		return (int)c;
 	if (c == 0) {
 		const char *w = NULL;
 		int r = 0, budget = fifo_budget_ms;

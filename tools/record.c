@@ -538,6 +538,21 @@ int ps_record_become(uid_t uid)
 /* The child's exit statuses (render_in_child). */
 enum { CHILD_OK = 0, CHILD_NOT_OWNER = 3, CHILD_TOO_BIG = 4 };
 
+pid_t ps_record_fork_piped(int p[2])
+{
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	fflush(NULL);
+	pid_t c = fork();
+	if (c < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		return -e;
+	}
+	return c;
+}
+
 static uint64_t ms_now(void)
 {
 	struct timespec ts;
@@ -556,17 +571,10 @@ static int render_in_child(const struct ps_record *r, void (*render)(struct ps_b
 			   void *arg, char *mem, size_t cap, size_t *len)
 {
 	int p[2];
+	pid_t c = ps_record_fork_piped(p);
 
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	fflush(NULL);
-	pid_t c = fork();
-	if (c < 0) {
-		int e = errno;
-		close(p[0]);
-		close(p[1]);
-		return -e;
-	}
+	if (c < 0)
+		return (int)c;
 	if (c == 0) {
 		struct ps_buf b;
 		close(p[0]);

@@ -154,6 +154,14 @@ int ps_record_render(struct ps_record *r, void (*render)(struct ps_buf *b, void 
 int ps_record_become(uid_t uid);
 
 /*
+ * A child with a pipe to read from it: stdio flushed first, so that the
+ * child repeats nothing; both ends close-on-exec.  The child's pid (0 in
+ * the child) with p[0] the reader's end and p[1] the child's, each side
+ * to close the other's; or -errno, with nothing left open.
+ */
+pid_t ps_record_fork_piped(int p[2]);
+
+/*
  * Text from a record, or from files a record names, made safe for a
  * terminal or a log: printable ASCII and well-formed UTF-8 are kept;
  * C0 controls (newline and tab too unless keep_lines), DEL, the C1 controls
