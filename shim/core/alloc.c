@@ -885,11 +885,12 @@ static bool arena_usable(void)
 }
 
 /* What tcache.c flushes into: the block's placement, the free counted already. */
-static void backend_release(void *p, size_t n)
+static void backend_release(void *p, size_t n, bool hot)
 {
+	(void)n;
 	if (use_je)
 		psje_dallocx(p, pool_flags);
-	else if (ps_blocks_free(p) == 0)
+	else if ((hot ? ps_blocks_free(p) : ps_blocks_free_cold(p)) == 0)
 		bad_free("free", p);
 }
 
@@ -1149,6 +1150,16 @@ static void *pool_try(size_t size, size_t align, bool zero)
 		/* The pool would grow while caches hold memory: let the placement have it first. */
 		if (ps_tcache_on && placement_short(size, align))
 			ps_tcache_flush_all();
+		/*
+		 * Too large for the cache: the block this CPU freed last, its
+		 * lines likely still in the CPU's caches, goes to the placement
+		 * first, which places the request where it lies if the free
+		 * memory there holds it.  A block at least the cache's largest
+		 * pays one more placement call; smaller requests (the threads
+		 * benchmark's) never come here.
+		 */
+		else if (ps_tcache_on && !use_je && size > ps_tcache_largest())
+			ps_tcache_give_newest();
 		p = place_or_purge(size, align, zero, &n, &why);
 	}
 	/* Refused: what the CPUs' caches hold may serve it. */

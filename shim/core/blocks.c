@@ -73,6 +73,7 @@ struct arena {
 	uint32_t rng;
 	uintptr_t top_end;       /* the end of the last slab taken */
 	uintptr_t busy_start;    /* the block being purged, 0 if none */
+	uintptr_t hint;          /* where the block freed last started, until a block is placed there */
 	struct ps_blocks_info info;
 	struct node **chunk;     /* CHUNKS pointers, mapped with the first node */
 	/* info as of the last change, for lock-free readers (ps_blocks_get_info) */
@@ -573,14 +574,13 @@ static void add_free(struct arena *a, uintptr_t start, size_t len, bool zero)
 }
 
 /*
- * Carve len bytes aligned to align out of the FREE block x (two nodes
- * reserved): the block's address, and whether its pages are known zero.
+ * Carve [at, at + len) out of the FREE block x that holds it (two nodes
+ * reserved): at, and whether its pages are known zero.
  */
-static uintptr_t carve(struct arena *a, uint32_t x, size_t len, size_t align, bool *zero)
+static uintptr_t carve_at(struct arena *a, uint32_t x, uintptr_t at, size_t len, bool *zero)
 {
 	struct node *n = N(a, x);
 	uintptr_t s = n->start, e = s + n->len;
-	uintptr_t at = (s + align - 1) & ~(uintptr_t)(align - 1);
 	bool z = n->zero, purged = n->purged;
 
 	*zero = z;
@@ -604,7 +604,54 @@ static uintptr_t carve(struct arena *a, uint32_t x, size_t len, size_t align, bo
 		free_in(a, y);
 		a->info.free++;
 	}
+	if (a->hint >= at && a->hint < at + len)
+		a->hint = 0;
 	return at;
+}
+
+/* Carve len bytes aligned to align from the start of the FREE block x (see carve_at). */
+static uintptr_t carve(struct arena *a, uint32_t x, size_t len, size_t align, bool *zero)
+{
+	return carve_at(a, x, align_up(N(a, x)->start, align), len, zero);
+}
+
+/*
+ * The FREE block holding len bytes at a->hint, where the last block freed
+ * into a started, or 0.  A program that frees a buffer and asks for the
+ * next finds it where the last one was, its lines still in the CPU's
+ * caches, as glibc's heap and mimalloc's spans give it back; best fit
+ * would place it in whichever free block is smallest, anywhere in the
+ * arena (scripts/bench alloc, 2 threads: buffers over 4 MiB overlapped
+ * the thread's previous one by 9-16% of their bytes, glibc's and
+ * mimalloc's by 26%).
+ */
+static uint32_t at_hint(struct arena *a, size_t len, size_t align)
+{
+	uintptr_t h = a->hint;
+	if (!h || (h & (align - 1)))
+		return 0;
+	uint32_t x = below(a, h + 1);
+	if (!x || N(a, x)->state != FREE || h + len > end_of(a, x))
+		return 0;
+	return x;
+}
+
+/*
+ * Whether to carve at the hint from h rather than from best fit's x.
+ * Always where the arena's free memory is at least what it has handed
+ * out: room is plenty, and where the next buffer lands is what costs.
+ * Else only if h is about as tight a fit as x: carving big free blocks
+ * at the hint whatever their size raised the churn benchmark's peak
+ * (40 live buffers of 1-24 MiB) from 719 to 818 MiB (glibc 690) and
+ * malloc-large's from 525 to 597 (glibc 509); with this rule 703 and
+ * 490, and `scripts/bench alloc`'s 2 threads overlap their previous
+ * buffer by 19-22% of their bytes against 12-15% by best fit.
+ */
+#define HINT_SLACK 4
+static bool hint_pays(struct arena *a, uint32_t h, uint32_t x)
+{
+	return a->info.free_bytes >= a->info.live_bytes ||
+	       N(a, h)->len <= N(a, x)->len + N(a, x)->len / HINT_SLACK;
 }
 
 /* The largest free block of any arena, as published (no lock). */
@@ -738,6 +785,9 @@ static uintptr_t arena_alloc(struct arena *a, size_t len, size_t align, bool gro
 			return 0;
 		}
 		uint32_t x = fit(a, len, align);
+		uint32_t h = x ? at_hint(a, len, align) : 0;
+		if (h && hint_pays(a, h, x))
+			return carve_at(a, h, a->hint, len, was_zero);
 		if (x)
 			return carve(a, x, len, align, was_zero);
 		if (!grow)
@@ -891,8 +941,11 @@ void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *w
 	return (void *)at;
 }
 
-/* Under a's lock: free the block at p, its size (0 if none is live there). */
-static size_t free_locked(struct arena *a, void *p)
+/*
+ * Under a's lock: free the block at p, its size (0 if none is live there);
+ * the arena's next request goes where it lay if hint.
+ */
+static size_t free_locked(struct arena *a, void *p, bool hint)
 {
 	uint32_t x = find(a, (uintptr_t)p);
 	size_t len = 0;
@@ -905,19 +958,31 @@ static size_t free_locked(struct arena *a, void *p)
 		a->info.free++;
 		a->info.free_bytes += len;
 		coalesce(a, x);
+		if (hint)
+			a->hint = (uintptr_t)p;
 	}
 	publish_counts(a);
 	return len;
 }
 
-size_t ps_blocks_free(void *p)
+static size_t free_with(void *p, bool hint)
 {
 	struct arena *a = owner_of(p);
 
 	pthread_mutex_lock(&a->lock);
-	size_t len = free_locked(a, p);
+	size_t len = free_locked(a, p, hint);
 	pthread_mutex_unlock(&a->lock);
 	return len;
+}
+
+size_t ps_blocks_free(void *p)
+{
+	return free_with(p, true);
+}
+
+size_t ps_blocks_free_cold(void *p)
+{
+	return free_with(p, false);
 }
 
 ssize_t ps_blocks_free_try(void *p)
@@ -926,7 +991,7 @@ ssize_t ps_blocks_free_try(void *p)
 
 	if (pthread_mutex_trylock(&a->lock) != 0)
 		return -EBUSY;
-	size_t len = free_locked(a, p);
+	size_t len = free_locked(a, p, false);
 	pthread_mutex_unlock(&a->lock);
 	return (ssize_t)len;
 }

@@ -13,6 +13,11 @@
  * the churn of 40 buffers of 1-24 MiB 728 MiB with the classes, 689 MiB
  * page-exact first fit, 687 MiB best fit (glibc's peak 674 MiB); the
  * malloc-large shape (20 of 5-25 MiB) 578, 529 and 508 MiB (glibc 508).
+ * One exception: the next request goes where the block freed last lay,
+ * when the free memory there holds it and either the arena has as much
+ * free as it handed out or that free block is about as tight a fit
+ * (ps_blocks_free() leaves that hint, ps_blocks_free_cold() does not):
+ * a buffer freed and asked for again is still in the CPU's caches.
  *
  * The blocks, live and free, are nodes of a tree ordered by address; the
  * free ones are also in a tree ordered by size.  A block's size, its
@@ -107,9 +112,16 @@ void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *w
 size_t ps_blocks_free(void *p);
 
 /*
- * ps_blocks_free() only if the lock of p's arena is free now, for a
+ * ps_blocks_free() of a block that waited in a cache (tcache.h) before it
+ * came here: its lines have likely left the CPU's caches, so the arena's
+ * next request is not placed where it lay, as it is after a free.
+ */
+size_t ps_blocks_free_cold(void *p);
+
+/*
+ * ps_blocks_free_cold() only if the lock of p's arena is free now, for a
  * caller that must not wait (a poll that may run in a signal handler):
- * the size freed, 0 as ps_blocks_free(), or -EBUSY with nothing done.
+ * the size freed, 0 as ps_blocks_free_cold(), or -EBUSY with nothing done.
  */
 ssize_t ps_blocks_free_try(void *p);
 

@@ -223,14 +223,14 @@ int ps_tcache_forget(void *p)
 	return v & CACHED ? -1 : 0;
 }
 
-/* Hand blocks taken out of a slot back to the placement (no slot lock held). */
-static void give_back(const struct entry *v, uint32_t n)
+/* Hand blocks taken out of a slot back to the placement (no slot lock held); hot: see release. */
+static void give_back(const struct entry *v, uint32_t n, bool hot)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t *w = word_of((void *)v[i].p, false);
 		if (w)
 			__atomic_store_n(w, 0, __ATOMIC_RELEASE);
-		backend.release((void *)v[i].p, v[i].n);
+		backend.release((void *)v[i].p, v[i].n, hot);
 	}
 }
 
@@ -338,7 +338,7 @@ int ps_tcache_put(void *p, size_t *n)
 		/* Too large to cache, or no cache here: the placement's, as before. */
 		if (!__atomic_compare_exchange_n(w, &v, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 			return -1;
-		backend.release(p, *n);
+		backend.release(p, *n, true);
 		return 1;
 	}
 	if (!__atomic_compare_exchange_n(w, &v, v | CACHED, false, __ATOMIC_ACQ_REL,
@@ -363,7 +363,7 @@ int ps_tcache_put(void *p, size_t *n)
 	t->at[t->count] = (uintptr_t)p;
 	set_count(t, t->count + 1, bytes);
 	slot_unlock(t);
-	give_back(out, nout);
+	give_back(out, nout, false);
 	return 1;
 }
 
@@ -383,7 +383,7 @@ size_t ps_tcache_flush_all(void)
 		total += t->bytes;
 		uint32_t n = drain(t, v);
 		slot_unlock(t);
-		give_back(v, n);
+		give_back(v, n, false);
 	}
 	return total;
 }
@@ -426,6 +426,27 @@ size_t ps_tcache_flush_try(void)
 		slot_unlock(t);
 	}
 	return total;
+}
+
+void ps_tcache_give_newest(void)
+{
+	if (!__atomic_load_n(&slots, __ATOMIC_ACQUIRE) ||
+	    !__atomic_load_n(&ps_tcache_on, __ATOMIC_RELAXED))
+		return;
+	struct ps_tcache *t = my_cache();
+	struct entry e;
+
+	if (!t || !__atomic_load_n(&t->count, __ATOMIC_RELAXED))
+		return;
+	slot_lock(t);
+	uint32_t k = t->count;
+	if (k) {
+		e = (struct entry){ t->at[k - 1], (size_t)t->pages[k - 1] * PS_PAGE };
+		set_count(t, k - 1, t->bytes - e.n);
+	}
+	slot_unlock(t);
+	if (k)
+		give_back(&e, 1, true);
 }
 
 size_t ps_tcache_largest(void)

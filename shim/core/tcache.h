@@ -82,9 +82,11 @@
 struct ps_tcache_backend {
 	/*
 	 * Give the live block p of n bytes back to the placement, not
-	 * counted again (it was counted freed when it was cached).
+	 * counted again (it was counted freed when it was cached); hot: it
+	 * was freed or cached last on this CPU, and the placement may put
+	 * the next request where it lies.
 	 */
-	void (*release)(void *p, size_t n);
+	void (*release)(void *p, size_t n, bool hot);
 	/*
 	 * release() only if the placement can take it without waiting: 0,
 	 * or -1 with nothing done.  NULL: ps_tcache_flush_try() does nothing.
@@ -120,6 +122,13 @@ void ps_tcache_note_live(void *p, size_t n);
  * The block is dirty (it held the program's data).
  */
 void *ps_tcache_take(size_t size, size_t align, size_t *n);
+
+/*
+ * This CPU's most recently cached block goes back to the placement, which
+ * may then place the next request where it lies (blocks.c's hint): before
+ * a request the cache cannot serve.
+ */
+void ps_tcache_give_newest(void);
 
 /*
  * free() of p, in the pool's range.  1: cached or handed on to the

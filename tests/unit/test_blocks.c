@@ -42,6 +42,13 @@ static void put(void *p)
 	ck_assert_int_eq(ps_blocks_check(), 0);
 }
 
+/* A free that leaves no hint (as a block flushed from a cache). */
+static void put_cold(void *p)
+{
+	ck_assert_uint_gt(ps_blocks_free_cold(p), 0);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+}
+
 /* A block is the request rounded to the page, no size class. */
 START_TEST(test_page_exact)
 {
@@ -76,8 +83,8 @@ START_TEST(test_best_fit_and_merge)
 	struct ps_pool_info pi;
 	ps_pool_get_info(&pi);
 	ck_assert_uint_eq(pi.slabs, 4);   /* each took memory of its own */
-	put(a);
-	put(c);
+	put_cold(a);
+	put_cold(c);
 	/* Both fit 512 KiB: the lower wins, and the rest of it stays free. */
 	char *e = get(512 * KB);
 	ck_assert_ptr_eq(e, a);
@@ -110,6 +117,48 @@ START_TEST(test_best_fit_and_merge)
 	put(j);
 	put(k);
 	put(l);
+}
+END_TEST
+
+/*
+ * The next request goes where the block freed last lay, if that free
+ * memory holds it, while the arena has as much free as it handed out;
+ * with less free than handed out, only if that block is about as tight a
+ * fit as best fit's (within a quarter), and a cold free leaves no hint.
+ */
+START_TEST(test_hint)
+{
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
+	/* Plenty free: the hint, wherever best fit would go. */
+	char *a = get(256 * KB), *g1 = get(64 * KB), *b = get(MB), *g2 = get(64 * KB);
+	put_cold(a);
+	put(b);
+	ck_assert_ptr_eq(get(200 * KB), b);         /* best fit: a's 256 KiB */
+	char *c = get(200 * KB);
+	ck_assert_ptr_eq(c, a);                     /* the hint is used once: best fit again */
+	put(c);
+	put(b);
+	put(g1);
+	put(g2);
+	/* Less free than handed out: the hint only if about as tight as best fit. */
+	char *big = get(16 * MB);
+	char *x = get(256 * KB), *g3 = get(64 * KB), *y = get(300 * KB), *g4 = get(64 * KB);
+	char *z = get(MB), *g5 = get(64 * KB);
+	put_cold(x);
+	put(y);
+	char *t = get(200 * KB);
+	ck_assert_ptr_eq(t, y);                     /* 300 KiB against best fit's 256 */
+	put_cold(t);
+	put(z);
+	t = get(200 * KB);
+	ck_assert_ptr_eq(t, x);                     /* 1 MiB against 256 KiB: best fit */
+	put(t);
+	char *fr[] = { big, g3, g4, g5 };
+	for (int i = 0; i < 4; i++)
+		put(fr[i]);
+	struct ps_blocks_info info;
+	ps_blocks_get_info(&info);
+	ck_assert_uint_eq(info.live, 0);
 }
 END_TEST
 
@@ -951,6 +1000,7 @@ Suite *suite_blocks(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_page_exact);
 	tcase_add_test(tc, test_best_fit_and_merge);
+	tcase_add_test(tc, test_hint);
 	tcase_add_test(tc, test_grow_at_top);
 	tcase_add_test(tc, test_grow_at_top_steps);
 	tcase_add_test(tc, test_aligned);

@@ -155,6 +155,32 @@ START_TEST(test_bound)
 END_TEST
 
 /*
+ * A request larger than any block the cache keeps: the block this CPU
+ * cached last goes back to the placement first, and the request is
+ * placed where it lay when the free memory there holds it, not in the
+ * block best fit would pick (a 2 MiB hole) nor where the last block
+ * freed to the placement lay.
+ */
+START_TEST(test_large_after_cached)
+{
+	setup(8 * MB, PS_POOL_ALLOC_PAGES);  /* blocks of 1 MiB at most are cached */
+	char *u = ps_malloc(2 * MB), *g1 = ps_malloc(64 * KB);
+	char *s = ps_malloc(1 * MB), *t = ps_malloc(3 * MB), *g2 = ps_malloc(64 * KB);
+	ps_free(u);                          /* the placement's: a 2 MiB hole */
+	ps_free(t);                          /* the placement's: 3 MiB after s */
+	ps_free(s);                          /* cached */
+	ck_assert_uint_eq(ps_tcache_cached_bytes(), 1 * MB);
+	char *p = ps_malloc(2 * MB);
+	ck_assert_ptr_eq(p, s);
+	ck_assert_uint_eq(ps_tcache_cached_bytes(), 0);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	ps_free(p);
+	ps_free(g1);
+	ps_free(g2);
+}
+END_TEST
+
+/*
  * A request larger than any block the cache keeps, that no free block of
  * the placement holds, has the cache flushed first: the pool does not
  * grow while the cache sits on memory.
@@ -297,6 +323,7 @@ Suite *suite_tcache(void)
 	tcase_add_test(tc, test_fit);
 	tcase_add_test(tc, test_align);
 	tcase_add_test(tc, test_bound);
+	tcase_add_test(tc, test_large_after_cached);
 	tcase_add_test(tc, test_grow_flushes);
 	tcase_add_test(tc, test_flush);
 	tcase_add_test(tc, test_other_thread);
