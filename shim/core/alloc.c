@@ -1154,9 +1154,9 @@ static void *pool_try(size_t size, size_t align, bool zero)
 		 * Too large for the cache: the block this CPU freed last, its
 		 * lines likely still in the CPU's caches, goes to the placement
 		 * first, which places the request where it lies if the free
-		 * memory there holds it.  A block at least the cache's largest
-		 * pays one more placement call; smaller requests (the threads
-		 * benchmark's) never come here.
+		 * memory there holds it.  A block larger than the cache's
+		 * largest pays one more placement call; smaller requests never
+		 * come here.
 		 */
 		else if (ps_tcache_on && !use_je && size > ps_tcache_largest())
 			ps_tcache_give_newest();
