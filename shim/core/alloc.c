@@ -1159,7 +1159,7 @@ static void *pool_try(size_t size, size_t align, bool zero)
 		 * come here.
 		 */
 		else if (ps_tcache_on && !use_je && size > ps_tcache_largest())
-			ps_tcache_give_newest();
+			ps_tcache_give_newest(size);
 		p = place_or_purge(size, align, zero, &n, &why);
 	}
 	/* Refused: what the CPUs' caches hold may serve it. */

@@ -428,9 +428,9 @@ size_t ps_tcache_flush_try(void)
 	return total;
 }
 
-void ps_tcache_give_newest(void)
+void ps_tcache_give_newest(size_t size)
 {
-	if (!__atomic_load_n(&slots, __ATOMIC_ACQUIRE) ||
+	if (size <= bound / PS_TCACHE_LARGEST || !__atomic_load_n(&slots, __ATOMIC_ACQUIRE) ||
 	    !__atomic_load_n(&ps_tcache_on, __ATOMIC_RELAXED))
 		return;
 	struct ps_tcache *t = my_cache();

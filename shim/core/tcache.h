@@ -124,11 +124,14 @@ void ps_tcache_note_live(void *p, size_t n);
 void *ps_tcache_take(size_t size, size_t align, size_t *n);
 
 /*
- * This CPU's most recently cached block goes back to the placement, which
- * may then place the next request where it lies (blocks.c's hint): before
- * a request the cache cannot serve.
+ * Before a request of size bytes, larger than any block a cache keeps at
+ * its full bound (POOLSHIM_POOL_CACHE / PS_TCACHE_LARGEST, whatever the
+ * CPUs' shares): this CPU's most recently cached block goes back to the
+ * placement, which may then place the request where it lies (blocks.c's
+ * hint).  Requests between the share's largest block and that size, on
+ * hosts with many CPUs, do not pay for it (measured only above it).
  */
-void ps_tcache_give_newest(void);
+void ps_tcache_give_newest(size_t size);
 
 /*
  * free() of p, in the pool's range.  1: cached or handed on to the
