@@ -637,21 +637,29 @@ static uint32_t at_hint(struct arena *a, size_t len, size_t align)
 }
 
 /*
- * Whether to carve at the hint from h rather than from best fit's x.
- * Always where the arena's free memory is at least what it has handed
- * out: room is plenty, and where the next buffer lands is what costs.
- * Else only if h is about as tight a fit as x: carving big free blocks
- * at the hint whatever their size raised the churn benchmark's peak
- * (40 live buffers of 1-24 MiB) from 719 to 818 MiB (glibc 690) and
- * malloc-large's from 525 to 597 (glibc 509); with this rule 703 and
- * 490, and `scripts/bench alloc`'s 2 threads overlap their previous
- * buffer by 19-22% of their bytes against 12-15% by best fit.
+ * Whether to carve at the hint without looking for best fit: where the
+ * arena's free memory is at least what it has handed out (room is plenty,
+ * and where the next buffer lands is what costs).  Else
+ * hint_fits_as_well() decides against best fit's block.
+ */
+static bool hint_plenty(struct arena *a)
+{
+	return a->info.free_bytes >= a->info.live_bytes;
+}
+
+/*
+ * With less free than handed out: the hint's block h only if it is about
+ * as tight a fit as best fit's x (or best fit found none): carving big
+ * free blocks at the hint whatever their size raised the churn
+ * benchmark's peak (40 live buffers of 1-24 MiB) from 719 to 818 MiB
+ * (glibc 690) and malloc-large's from 525 to 597 (glibc 509); with this
+ * rule 703 and 490, and `scripts/bench alloc`'s 2 threads overlap their
+ * previous buffer by 19-22% of their bytes against 12-15% by best fit.
  */
 #define HINT_SLACK 4
-static bool hint_pays(struct arena *a, uint32_t h, uint32_t x)
+static bool hint_fits_as_well(struct arena *a, uint32_t h, uint32_t x)
 {
-	return a->info.free_bytes >= a->info.live_bytes ||
-	       N(a, h)->len <= N(a, x)->len + N(a, x)->len / HINT_SLACK;
+	return !x || N(a, h)->len <= N(a, x)->len + N(a, x)->len / HINT_SLACK;
 }
 
 /* The largest free block of any arena, as published (no lock). */
@@ -784,9 +792,11 @@ static uintptr_t arena_alloc(struct arena *a, size_t len, size_t align, bool gro
 			*fail = PS_FAIL_NO_MEMORY;
 			return 0;
 		}
+		uint32_t h = at_hint(a, len, align);
+		if (h && hint_plenty(a))
+			return carve_at(a, h, a->hint, len, was_zero);
 		uint32_t x = fit(a, len, align);
-		uint32_t h = x ? at_hint(a, len, align) : 0;
-		if (h && hint_pays(a, h, x))
+		if (h && hint_fits_as_well(a, h, x))
 			return carve_at(a, h, a->hint, len, was_zero);
 		if (x)
 			return carve(a, x, len, align, was_zero);
