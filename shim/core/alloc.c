@@ -944,7 +944,7 @@ int ps_alloc_init(const struct ps_config *cfg)
 	use_je = cfg->pool_allocator == PS_POOL_ALLOC_JEMALLOC && ps_have_jemalloc();
 	struct ps_tcache_backend be = { backend_release, use_je ? NULL : backend_release_try,
 					use_je ? je_good_size : NULL };
-	ps_tcache_init(cfg->pool_cache, &be);
+	ps_tcache_init(cfg->pool_cache, cfg->pool_cache_pace_us * 1000, &be);
 	if (!use_je) {
 		ps_blocks_init((unsigned)cfg->pool_arenas);
 		__atomic_store_n(&arena_state, ARENA_LAZY, __ATOMIC_RELEASE);

@@ -13,6 +13,13 @@
  * malloc_trim) takes each slot's lock in turn.  Blocks leave a slot under
  * its lock and are handed to the placement after it is released.
  *
+ * The pace (tcache.h): each slot counts its puts and, every window of
+ * them, reads the clock once; while its CPU frees slowly, take() and
+ * put() pass it by.  A put that read the slot fast just before another
+ * thread of the CPU turned it slow may still cache its block there: it
+ * waits, never handed out, until the slot is fast again or a flush
+ * (every purge flushes every slot).
+ *
  * The map: one word per page of the pool, (pages << 1) | CACHED for the
  * page a live or cached block starts at, 0 elsewhere.  A free turns LIVE
  * into CACHED with a compare-and-swap, so of two frees of one block only
@@ -26,6 +33,7 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "core/pool.h"
 #include "format/compiler.h"
@@ -49,6 +57,9 @@ struct ps_tcache {
 	int lock;
 	int used;                  /* a block was cached here once: the slot shares the total */
 	uint32_t count;            /* [0] the oldest, [count - 1] the newest */
+	uint32_t puts;             /* frees this slot was asked to keep: the pace's count */
+	int slow;                  /* its CPU frees slower than the pace: the slot is bypassed */
+	uint64_t window_ns;        /* when the pace's current window of puts began; 0: not yet */
 	size_t bytes;
 	uint32_t pages[PS_TCACHE_ENTRIES];
 	uintptr_t at[PS_TCACHE_ENTRIES];
@@ -63,6 +74,7 @@ struct ps_tcache {
 
 bool ps_tcache_on;
 static size_t bound;
+static uint64_t pace_ns;        /* 0: the slots are never bypassed */
 /* What all caches together may hold (ps_tcache_limit_total), and the slots sharing it. */
 static size_t total_cap = SIZE_MAX;
 static uint32_t owners;
@@ -154,12 +166,13 @@ static uint32_t *word_of(const void *p, bool make)
 	return &chunk[page & (CHUNK_PAGES - 1)];
 }
 
-void ps_tcache_init(size_t bytes, const struct ps_tcache_backend *be)
+void ps_tcache_init(size_t bytes, uint64_t pace, const struct ps_tcache_backend *be)
 {
 	/* Once in a process; again only in the unit tests, over a new pool. */
 	if (slots || map)
 		ps_tcache_reset_for_tests();
 	bound = bytes;
+	pace_ns = pace;
 	backend = *be;
 	__atomic_store_n(&ps_tcache_on, bytes != 0, __ATOMIC_RELEASE);
 }
@@ -293,7 +306,7 @@ void *ps_tcache_take(size_t size, size_t align, size_t *n)
 	if (!__atomic_load_n(&ps_tcache_on, __ATOMIC_RELAXED))
 		return NULL;
 	struct ps_tcache *t = my_cache();
-	if (!t)
+	if (!t || __atomic_load_n(&t->slow, __ATOMIC_RELAXED))
 		return NULL;
 	size_t need = backend.good_size ? backend.good_size(size)
 					: (size + PS_PAGE - 1) & ~(size_t)(PS_PAGE - 1);
@@ -320,6 +333,45 @@ void *ps_tcache_take(size_t size, size_t align, size_t *n)
 	return p;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	/* The vDSO's clock: no system call where the clock source allows (the TSC). */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Whether slot t is bypassed, counting one more put: every
+ * PS_TCACHE_PACE_WINDOW puts the mean time between them is compared with
+ * the pace, and a slot that turns slow hands what it holds to the
+ * placement (cold: it waited there).  Threads of one CPU race here
+ * harmlessly: a window may be counted a put short or long.
+ */
+static bool paced_out(struct ps_tcache *t)
+{
+	if (pace_ns == 0)
+		return false;
+	uint32_t k = __atomic_add_fetch(&t->puts, 1, __ATOMIC_RELAXED);
+	if (ps_unlikely(k % PS_TCACHE_PACE_WINDOW == 0)) {
+		uint64_t now = mono_ns();
+		uint64_t then = __atomic_exchange_n(&t->window_ns, now, __ATOMIC_RELAXED);
+		int slow = then != 0 && now - then >= pace_ns * PS_TCACHE_PACE_WINDOW;
+		if (__atomic_exchange_n(&t->slow, slow, __ATOMIC_RELAXED) != slow && slow) {
+			struct entry v[PS_TCACHE_ENTRIES];
+			slot_lock(t);
+			uint32_t m = drain(t, v);
+			slot_unlock(t);
+			give_back(v, m, false);
+		}
+		return slow;
+	}
+	if (ps_unlikely(k == 1))
+		__atomic_store_n(&t->window_ns, mono_ns(), __ATOMIC_RELAXED);
+	return __atomic_load_n(&t->slow, __ATOMIC_RELAXED);
+}
+
 int ps_tcache_put(void *p, size_t *n)
 {
 	uint32_t *w = word_of(p, false);
@@ -334,8 +386,10 @@ int ps_tcache_put(void *p, size_t *n)
 	*n = (size_t)(v >> 1) * PS_PAGE;
 	size_t lim = slot_bound();
 	struct ps_tcache *t = *n <= largest_in(lim) ? my_cache() : NULL;
+	if (t && paced_out(t))
+		t = NULL;
 	if (!t) {
-		/* Too large to cache, or no cache here: the placement's, as before. */
+		/* Too large to cache, no cache here, or this CPU frees slowly: the placement's. */
 		if (!__atomic_compare_exchange_n(w, &v, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 			return -1;
 		backend.release(p, *n, true);
@@ -507,4 +561,5 @@ void ps_tcache_reset_for_tests(void)
 	total_cap = SIZE_MAX;
 	ps_tcache_on = false;
 	bound = 0;
+	pace_ns = 0;
 }

@@ -11,6 +11,10 @@
  * back to the kernel: nothing stayed in a cache, nothing was lost in
  * transit).  Without the cache (POOLSHIM_POOL_CACHE=0) the first two
  * fail: the placement hands out the lowest free block that fits best.
+ * And a program that frees slower than POOLSHIM_POOL_CACHE_PACE_US (20 us
+ * by default) has its CPU's cache bypassed: after a 1 MiB buffer is freed,
+ * a 512 KiB request lands where it lay (the placement's hint), which the
+ * cache never gives (fails with POOLSHIM_POOL_CACHE_PACE_US=0).
  * Skipped without the shim.
  */
 #ifndef _GNU_SOURCE
@@ -23,6 +27,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lib.h"
 
@@ -65,6 +70,57 @@ START_TEST(test_lifo_same_address)
 	ck_assert_uint_eq(malloc_usable_size(z), MiB);
 	free(z);
 	free(x);
+}
+END_TEST
+
+/* Spin for us microseconds: the program's work between two buffers. */
+static void spin_us(long us)
+{
+	struct timespec a, b;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	while ((b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000 < us);
+}
+
+START_TEST(test_slow_frees_bypass)
+{
+	pin_cpu();
+	char *a = malloc(MiB);
+	ck_assert(a && pst_pooled(a));
+	/* Three windows of 256 frees at most (two frees a round), 100 us apart. */
+	int round = 0;
+	for (;; round++) {
+		ck_assert_int_lt(round, 3 * 128);
+		uintptr_t was = (uintptr_t)a;
+		memset(a, 1, MiB);
+		free(a);
+		spin_us(100);
+		char *b = malloc(MiB / 2);
+		ck_assert(b && pst_pooled(b));
+		uintptr_t got = (uintptr_t)b;
+		memset(b, 2, MiB / 2);
+		free(b);
+		spin_us(100);
+		a = malloc(MiB);
+		ck_assert(a && pst_pooled(a));
+		if (got == was)
+			break;
+	}
+	/* Below the pace from then on: every round lands there. */
+	for (int i = 0; i < 8; i++) {
+		uintptr_t was = (uintptr_t)a;
+		free(a);
+		spin_us(100);
+		char *b = malloc(MiB / 2);
+		uintptr_t got = (uintptr_t)b;
+		free(b);
+		ck_assert_uint_eq(got, was);
+		spin_us(100);
+		a = malloc(MiB);
+	}
+	free(a);
 }
 END_TEST
 
@@ -212,6 +268,7 @@ int main(void)
 	tcase_add_test(tc, test_lifo_same_address);
 	tcase_add_test(tc, test_cross_thread_free);
 	tcase_add_test(tc, test_cross_thread_no_loss);
+	tcase_add_test(tc, test_slow_frees_bypass);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

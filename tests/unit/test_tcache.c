@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/alloc.h"
 #include "core/blocks.h"
@@ -41,8 +42,12 @@ static void pin_cpu(void)
 	ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
 }
 
-/* The pool afresh with a cache of `cache` bytes a CPU, placed by allocator. */
-static void setup_retain(size_t cache, int allocator, uint64_t retain)
+/*
+ * The pool afresh with a cache of `cache` bytes a CPU, placed by
+ * allocator, bypassed when frees come more than pace_us apart (0: never,
+ * as every test but test_pace: their calls may be slow under a sanitizer).
+ */
+static void setup_pace(size_t cache, int allocator, uint64_t retain, uint64_t pace_us)
 {
 	struct ps_config cfg;
 
@@ -52,10 +57,16 @@ static void setup_retain(size_t cache, int allocator, uint64_t retain)
 	cfg.hugepages = PS_HUGE_NONE;
 	cfg.pool_size = 256 * MB;
 	cfg.pool_cache = cache;
+	cfg.pool_cache_pace_us = pace_us;
 	cfg.pool_decay_ms = 0;
 	cfg.pool_retain = retain;
 	pst_pool_forget();
 	ck_assert_int_eq(ps_alloc_init(&cfg), 0);
+}
+
+static void setup_retain(size_t cache, int allocator, uint64_t retain)
+{
+	setup_pace(cache, allocator, retain, 0);
 }
 
 static void setup(size_t cache, int allocator)
@@ -293,6 +304,7 @@ START_TEST(test_full_flushes)
 	cfg.hugepages = PS_HUGE_NONE;
 	cfg.pool_size = 64 * MB;
 	cfg.pool_cache = 1024 * MB;
+	cfg.pool_cache_pace_us = 0;
 	cfg.pool_retain = 2048 * MB;
 	cfg.pool_decay_ms = 0;
 	pst_pool_forget();
@@ -314,6 +326,74 @@ START_TEST(test_full_flushes)
 }
 END_TEST
 
+/* Spin until us microseconds have passed (the pace counts wall time between frees). */
+static void spin_us(uint64_t us)
+{
+	struct timespec a, b;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	while ((uint64_t)(b.tv_sec - a.tv_sec) * 1000000000u + (uint64_t)b.tv_nsec -
+		       (uint64_t)a.tv_nsec < us * 1000);
+}
+
+/*
+ * One round of a program that frees a 1 MiB buffer and asks for 512 KiB,
+ * frees that and asks for 1 MiB, spinning gap_us after each free: whether
+ * the 512 KiB request landed where the 1 MiB buffer lay (*a, the 1 MiB
+ * buffer, is replaced by the next one).  Through the cache it never does
+ * (each size finds its own cached block); through the placement it does
+ * (the freed block is the hint, and free memory is plenty).
+ */
+static bool pace_round(char **a, uint64_t gap_us)
+{
+	char *was = *a;
+	ps_free(was);
+	spin_us(gap_us);
+	char *b = ps_malloc(512 * KB);
+	ck_assert(ps_pool_contains(b));
+	ps_free(b);
+	spin_us(gap_us);
+	*a = ps_malloc(1 * MB);
+	ck_assert(ps_pool_contains(*a));
+	return b == was;
+}
+
+/*
+ * A CPU whose frees come further apart than the pace has its cache
+ * bypassed, after a window of PS_TCACHE_PACE_WINDOW frees, and what the
+ * cache held goes back to the placement; frees close together turn it
+ * back on.  Fails without the pace (the slow rounds go through the cache).
+ */
+START_TEST(test_pace)
+{
+	const uint64_t pace = 200;     /* us: a slow round spins 2x that, a fast one not at all */
+	setup_pace(32 * MB, PS_POOL_ALLOC_PAGES, 256 * MB, pace);
+	char *a = ps_malloc(1 * MB);
+	int rounds = 0;
+
+	/* Fast: the cache serves, the first window and the next. */
+	for (int i = 0; i < PS_TCACHE_PACE_WINDOW; i++)
+		ck_assert(!pace_round(&a, 0));
+	ck_assert_uint_gt(ps_tcache_cached_bytes(), 0);
+	/* Slow: within two windows of frees the placement serves, and the cache is empty. */
+	while (!pace_round(&a, 2 * pace))
+		ck_assert_int_lt(++rounds, PS_TCACHE_PACE_WINDOW);
+	ck_assert_uint_eq(ps_tcache_cached_bytes(), 0);
+	ck_assert(pace_round(&a, 2 * pace));
+	/*
+	 * Fast again: the cache back within a window (a few, on a machine
+	 * busy enough to stretch 256 frees past 51 ms).
+	 */
+	rounds = 0;
+	while (pace_round(&a, 0))
+		ck_assert_int_lt(++rounds, 16 * PS_TCACHE_PACE_WINDOW);
+	ck_assert(!pace_round(&a, 0));
+	ps_free(a);
+}
+END_TEST
+
 Suite *suite_tcache(void)
 {
 	Suite *s = suite_create("tcache");
@@ -330,6 +410,7 @@ Suite *suite_tcache(void)
 	tcase_add_test(tc, test_calloc_dirty);
 	tcase_add_test_raise_signal(tc, test_double_free, SIGABRT);
 	tcase_add_test(tc, test_full_flushes);
+	tcase_add_test(tc, test_pace);
 	suite_add_tcase(s, tc);
 	return s;
 }
