@@ -13,11 +13,12 @@
  * the churn of 40 buffers of 1-24 MiB 728 MiB with the classes, 689 MiB
  * page-exact first fit, 687 MiB best fit (glibc's peak 674 MiB); the
  * malloc-large shape (20 of 5-25 MiB) 578, 529 and 508 MiB (glibc 508).
- * One exception: the next request goes where the block freed last lay,
- * when the free memory there holds it and either the arena has as much
- * free as it handed out or that free block is about as tight a fit
- * (ps_blocks_free() leaves that hint, ps_blocks_free_cold() does not):
- * a buffer freed and asked for again is still in the CPU's caches.
+ * One exception: the next request goes to the start of the free block
+ * that holds where the block freed last lay (that block merged with its
+ * free neighbours), when it holds the request and either the arena has
+ * as much free as it handed out or that free block is about as tight a
+ * fit (ps_blocks_free() leaves that hint, ps_blocks_free_cold() does
+ * not): a buffer freed and asked for again is still in the CPU's caches.
  *
  * The blocks, live and free, are nodes of a tree ordered by address; the
  * free ones are also in a tree ordered by size.  A block's size, its

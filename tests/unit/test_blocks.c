@@ -162,6 +162,34 @@ START_TEST(test_hint)
 }
 END_TEST
 
+/*
+ * The hint's free block is carved from its start: the block freed last
+ * merged with a free block below it, and the next request starts where
+ * that one did, not at the hint (which left a free block below every
+ * buffer placed so: a proxy's pool grew 28% larger).
+ */
+START_TEST(test_hint_block_start)
+{
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
+	char *a = get(256 * KB), *b = get(MB), *g = get(64 * KB);
+	ck_assert_ptr_eq(b, a + 256 * KB);
+	ck_assert_ptr_eq(g, b + MB);
+	put_cold(a);
+	put(b);                                     /* one free block from a to g, the hint at b */
+	char *c = get(200 * KB);
+	ck_assert_ptr_eq(c, a);
+	char *d = get(200 * KB);                    /* the hint still inside: right after c */
+	ck_assert_ptr_eq(d, a + 200 * KB);
+	put(c);
+	put(d);
+	put(g);
+	struct ps_blocks_info info;
+	ps_blocks_get_info(&info);
+	ck_assert_uint_eq(info.live, 0);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+}
+END_TEST
+
 /* A request larger than the free block at the top takes only the rest as a new slab. */
 START_TEST(test_grow_at_top)
 {
@@ -1001,6 +1029,7 @@ Suite *suite_blocks(void)
 	tcase_add_test(tc, test_page_exact);
 	tcase_add_test(tc, test_best_fit_and_merge);
 	tcase_add_test(tc, test_hint);
+	tcase_add_test(tc, test_hint_block_start);
 	tcase_add_test(tc, test_grow_at_top);
 	tcase_add_test(tc, test_grow_at_top_steps);
 	tcase_add_test(tc, test_aligned);
