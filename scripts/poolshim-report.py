@@ -302,6 +302,7 @@ class Group:
         self.saved = {}  # the reports' "saved" objects, summed (those that have one)
         self.saved_from = 0
         self.cached = None  # pool.cached summed over the reports that have it (issue 44)
+        self.paced = None  # pool.paced likewise
         self.verdicts = []  # (pid, verdict object) of the reports that have one
 
     def add(self, path, r):
@@ -311,6 +312,8 @@ class Group:
             self.pool[n] += p[n]
         if is_uint(p.get("cached")):
             self.cached = (self.cached or 0) + p["cached"]
+        if is_uint(p.get("paced")):
+            self.paced = (self.paced or 0) + p["paced"]
         add_counts(self.backed_by, p["backed_by"])
         add_counts(self.pool_fallbacks, p["fallbacks"])
         add_counts(self.modes, {p["mode"]: 1})
@@ -400,6 +403,7 @@ class Group:
                 lat_hist=sorted([lo, n] for lo, n in row["lat_hist"].items()),
                 errnos=dict(self.errnos.get(call, {})) if first else {}))
         pool = dict(self.pool, **({} if self.cached is None else {"cached": self.cached}),
+                    **({} if self.paced is None else {"paced": self.paced}),
                     backed_by=self.backed_by, fallbacks=self.pool_fallbacks,
                     modes=self.modes, requested=self.requested, allocators=self.allocators,
                     # Processes per POOLSHIM_POOL_MIN, like modes and requested
@@ -517,7 +521,9 @@ def render(g, out, exact, top):
       ", ".join(f"{k} {bytes_cell(v)}" for k, v in g.backed_by.items()) +
       f"]; in use {bytes_cell(p['in_use'])}, peak {bytes_cell(p['peak'])}{sumof}, "
       f"cap {bytes_cell(p['cap'])}, threshold {tally({size(t): c for t, c in g.thresholds.items()})}\n")
-    cached = "" if g.cached is None else f" ({g.cached} from the CPUs' caches)"
+    cached = "" if g.cached is None else f" ({g.cached} from the CPUs' caches" + (
+        ")" if g.paced is None else
+        f"; {g.paced} frees went past them, their CPUs slower than the pace)")
     w(f"pool     {p['allocations']} allocations served{cached}, {p['frees']} freed; fallbacks to glibc's "
       "heap:" + "".join(f" {k} {v}" for k, v in g.pool_fallbacks.items()) + "\n")
     sv = g.saved

@@ -169,6 +169,9 @@ def validate(report):
     # thread's cache; absent from older reports.
     if isinstance(report.get("pool"), dict) and "cached" in report["pool"]:
         schema = dict(schema, pool=dict(schema["pool"], cached=U))
+    # pool.paced (issue 44, within version 3): frees past a slow CPU's cache; absent from older reports.
+    if isinstance(report.get("pool"), dict) and "paced" in report["pool"]:
+        schema = dict(schema, pool=dict(schema["pool"], paced=U))
     # pool.cached_bytes: what the caches held at the report, in the process's own report only.
     if isinstance(report.get("pool"), dict) and "cached_bytes" in report["pool"]:
         schema = dict(schema, pool=dict(schema["pool"], cached_bytes=U))

@@ -1220,6 +1220,8 @@ static void release(void *p)
 		int cached = ps_tcache_on ? ps_tcache_put(p, &n) : 0;
 		if (cached < 0)
 			bad_free("free", p);
+		if (cached == 2)
+			ps_stats_event(PS_EV_POOL_PACED);
 		if (cached > 0) {
 			/* In this CPU's cache, or handed on by it: counted freed as before. */
 		} else if (use_je) {

@@ -386,14 +386,13 @@ int ps_tcache_put(void *p, size_t *n)
 	*n = (size_t)(v >> 1) * PS_PAGE;
 	size_t lim = slot_bound();
 	struct ps_tcache *t = *n <= largest_in(lim) ? my_cache() : NULL;
-	if (t && paced_out(t))
-		t = NULL;
-	if (!t) {
+	bool paced = t && paced_out(t);
+	if (!t || paced) {
 		/* Too large to cache, no cache here, or this CPU frees slowly: the placement's. */
 		if (!__atomic_compare_exchange_n(w, &v, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 			return -1;
 		backend.release(p, *n, true);
-		return 1;
+		return paced ? 2 : 1;
 	}
 	if (!__atomic_compare_exchange_n(w, &v, v | CACHED, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE))

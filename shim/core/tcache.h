@@ -152,9 +152,10 @@ void ps_tcache_give_newest(size_t size);
 
 /*
  * free() of p, in the pool's range.  1: cached or handed on to the
- * placement (by the cache's bound), its size in *n, to be counted
- * freed; 0: the map does not know p (the caller frees it as before);
- * -1: p is cached already (freed twice).
+ * placement (too large, or by the cache's bound), its size in *n, to be
+ * counted freed; 2: the same, handed on because this CPU frees slower
+ * than the pace; 0: the map does not know p (the caller frees it as
+ * before); -1: p is cached already (freed twice).
  */
 int ps_tcache_put(void *p, size_t *n);
 

@@ -52,6 +52,7 @@
 	X(POOL_FREE, "pool_free")                                          \
 	X(POOL_FRESH, "pool_fresh")   /* took the pool past its peak */   \
 	X(POOL_CACHED, "pool_cached") /* served from a thread's cache */  \
+	X(POOL_PACED, "pool_paced")   /* freed past a slow CPU's cache */ \
 	X(MALLOC_ESTIMATED, "malloc_estimated")                            \
 	X(CALLOC_ESTIMATED, "calloc_estimated")                            \
 	X(REALLOC_ESTIMATED, "realloc_estimated")                          \

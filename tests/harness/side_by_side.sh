@@ -70,3 +70,13 @@ check("vs no preload (no harm), the better of 2 settings without the shim here" 
       "nginx's headline row is against the better of its settings without the shim")
 sys.exit(1 if fails else 0)
 PY
+rc=$?
+# A failed check shows what the harness said (a server killed after
+# ignoring its stop signal, one that died) and what the reports hold.
+if [ $rc -ne 0 ]; then
+	echo "-- the harness's stderr (tail) --"
+	tail -n 40 "$out/stderr"
+	echo "-- the reports written --"
+	find "$out/results/reports" -type f -exec ls -l {} + 2>/dev/null | tail -n 20
+fi
+exit $rc

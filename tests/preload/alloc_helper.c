@@ -7,24 +7,39 @@
  * --thp-off-after N turns THP off for the process (prctl
  * PR_SET_THP_DISABLE, as Ceph's daemons do) after N allocations.
  * --threads T runs the loop in T threads at once, each with its own
- * --count and --live (the counts printed are the totals).
+ * --count and --live (the counts printed are the totals).  --gap-us U
+ * spins U microseconds after each free (a program's work between buffers).
  */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/prctl.h>
 
 #include "lib.h"
 
 struct loop {
 	size_t size;
+	long gap_us;
 	int count, live, thp_off_after;
 	int pooled;
 	int failed;
 	pthread_t tid;
 };
+
+static void spin_us(long us)
+{
+	struct timespec a, b;
+
+	if (us <= 0)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	while ((b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000 < us);
+}
 
 static void *run(void *arg)
 {
@@ -47,6 +62,7 @@ static void *run(void *arg)
 				break;
 			}
 			free(slots[k]);
+			spin_us(l->gap_us);
 		}
 		slots[k] = malloc(l->size);
 		if (!slots[k]) {
@@ -67,6 +83,7 @@ int main(int argc, char **argv)
 {
 	size_t size = 1 << 20;
 	int count = 32, live = 1, thp_off_after = -1, threads = 1;
+	long gap_us = 0;
 
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--size"))
@@ -79,19 +96,23 @@ int main(int argc, char **argv)
 			thp_off_after = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--threads"))
 			threads = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--gap-us"))
+			gap_us = atol(argv[i + 1]);
 		else {
 			fprintf(stderr, "alloc_helper: unknown option %s\n", argv[i]);
 			return 2;
 		}
 	}
-	if (live < 1 || live > 4096 || count < 0 || threads < 1 || threads > 64) {
-		fprintf(stderr, "alloc_helper: bad --live/--count/--threads\n");
+	if (live < 1 || live > 4096 || count < 0 || threads < 1 || threads > 64 || gap_us < 0 ||
+	    gap_us > 1000000) {
+		fprintf(stderr, "alloc_helper: bad --live/--count/--threads/--gap-us\n");
 		return 2;
 	}
 	struct loop l[64];
 	int pooled = 0, failed = 0;
 	for (int t = 0; t < threads; t++) {
-		l[t] = (struct loop){ size, count, live, thp_off_after, 0, 0, 0 };
+		l[t] = (struct loop){ .size = size, .gap_us = gap_us, .count = count, .live = live,
+				      .thp_off_after = thp_off_after };
 		/* One thread: the loop runs in main, as it always did. */
 		if (threads > 1 && pthread_create(&l[t].tid, NULL, run, &l[t]) != 0) {
 			perror("pthread_create");

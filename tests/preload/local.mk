@@ -67,6 +67,8 @@ check_PROGRAMS += tests/preload/advice_helper
 pst_scripts += tests/preload/advice.sh
 # What the pool saved: the report's saved line and object, from a record too.
 pst_scripts += tests/preload/saved.sh
+# The CPUs' caches bypassed where frees come slowly (POOLSHIM_POOL_CACHE_PACE_US), in the report.
+pst_scripts += tests/preload/pool_pace.sh
 # POOLSHIM_POOL=off: every call counted, nothing pooled, the allocations'
 # system calls as without the shim; the report's mode off everywhere.
 pst_scripts += tests/preload/pool_off.sh

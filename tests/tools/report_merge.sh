@@ -59,9 +59,12 @@ check_sum "free calls" "sum(c['calls'] for c in r['calls'] if c['call'] == 'free
 check_sum "pool allocations" "r['pool']['allocations']" "r['total']['pool']['allocations']"
 check_sum "pool backed" "r['pool']['backed']" "r['total']['pool']['backed']"
 check_sum "pool allocations from the caches" "r['pool']['cached']" "r['total']['pool']['cached']"
+check_sum "pool frees past the caches (the pace)" "r['pool']['paced']" "r['total']['pool']['paced']"
 c=$(sum2 "r['pool']['cached']")
-grep -Eq "^pool     [0-9]+ allocations served \($c from the CPUs' caches\)" "$PST_TMP/out" &&
-	pass "text: $c allocations from the CPUs' caches" || fail "text: no '($c from the CPUs' caches)': $(grep '^pool  ' "$PST_TMP/out")"
+pc=$(sum2 "r['pool']['paced']")
+grep -Eq "^pool     [0-9]+ allocations served \($c from the CPUs' caches; $pc frees went past them, their CPUs slower than the pace\)" "$PST_TMP/out" &&
+	pass "text: $c allocations from the CPUs' caches, $pc frees past them" ||
+	fail "text: no '($c from the CPUs' caches; $pc frees went past them...)': $(grep '^pool  ' "$PST_TMP/out")"
 check_sum "minor faults" "r['process']['minflt']" "r['total']['process']['minflt']"
 [ "$(merged "r['total']['processes']")" = 2 ] && pass "2 processes merged" || fail "processes"
 # The text table shows the same sums (--exact prints bytes as integers).
