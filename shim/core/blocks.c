@@ -574,13 +574,15 @@ static void add_free(struct arena *a, uintptr_t start, size_t len, bool zero)
 }
 
 /*
- * Carve [at, at + len) out of the FREE block x that holds it (two nodes
- * reserved): at, and whether its pages are known zero.
+ * Carve len bytes aligned to align out of the FREE block x, from its start
+ * (two nodes reserved): the block's address, and whether its pages are
+ * known zero.
  */
-static uintptr_t carve_at(struct arena *a, uint32_t x, uintptr_t at, size_t len, bool *zero)
+static uintptr_t carve(struct arena *a, uint32_t x, size_t len, size_t align, bool *zero)
 {
 	struct node *n = N(a, x);
 	uintptr_t s = n->start, e = s + n->len;
+	uintptr_t at = align_up(s, align);
 	bool z = n->zero, purged = n->purged;
 
 	*zero = z;
@@ -607,12 +609,6 @@ static uintptr_t carve_at(struct arena *a, uint32_t x, uintptr_t at, size_t len,
 	if (a->hint >= at && a->hint < at + len)
 		a->hint = 0;
 	return at;
-}
-
-/* Carve len bytes aligned to align from the start of the FREE block x (see carve_at). */
-static uintptr_t carve(struct arena *a, uint32_t x, size_t len, size_t align, bool *zero)
-{
-	return carve_at(a, x, align_up(N(a, x)->start, align), len, zero);
 }
 
 /*
