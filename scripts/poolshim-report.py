@@ -303,6 +303,7 @@ class Group:
         self.saved_from = 0
         self.cached = None  # pool.cached summed over the reports that have it (issue 44)
         self.paced = None  # pool.paced likewise
+        self.tails = None  # pool.tails likewise
         self.verdicts = []  # (pid, verdict object) of the reports that have one
 
     def add(self, path, r):
@@ -314,6 +315,8 @@ class Group:
             self.cached = (self.cached or 0) + p["cached"]
         if is_uint(p.get("paced")):
             self.paced = (self.paced or 0) + p["paced"]
+        if is_uint(p.get("tails")):
+            self.tails = (self.tails or 0) + p["tails"]
         add_counts(self.backed_by, p["backed_by"])
         add_counts(self.pool_fallbacks, p["fallbacks"])
         add_counts(self.modes, {p["mode"]: 1})
@@ -404,6 +407,7 @@ class Group:
                 errnos=dict(self.errnos.get(call, {})) if first else {}))
         pool = dict(self.pool, **({} if self.cached is None else {"cached": self.cached}),
                     **({} if self.paced is None else {"paced": self.paced}),
+                    **({} if self.tails is None else {"tails": self.tails}),
                     backed_by=self.backed_by, fallbacks=self.pool_fallbacks,
                     modes=self.modes, requested=self.requested, allocators=self.allocators,
                     # Processes per POOLSHIM_POOL_MIN, like modes and requested
@@ -522,8 +526,10 @@ def render(g, out, exact, top):
       f"]; in use {bytes_cell(p['in_use'])}, peak {bytes_cell(p['peak'])}{sumof}, "
       f"cap {bytes_cell(p['cap'])}, threshold {tally({size(t): c for t, c in g.thresholds.items()})}\n")
     cached = "" if g.cached is None else f" ({g.cached} from the CPUs' caches" + (
-        ")" if g.paced is None else
-        f"; {g.paced} frees went past them, their CPUs slower than the pace)")
+        "" if g.paced is None else
+        f"; {g.paced} frees went past them, their CPUs slower than the pace") + (
+        "" if g.tails is None else
+        f"; {g.tails} gave back their block's unwritten tail") + ")"
     w(f"pool     {p['allocations']} allocations served{cached}, {p['frees']} freed; fallbacks to glibc's "
       "heap:" + "".join(f" {k} {v}" for k, v in g.pool_fallbacks.items()) + "\n")
     sv = g.saved

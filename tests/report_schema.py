@@ -172,6 +172,9 @@ def validate(report):
     # pool.paced (issue 44, within version 3): frees past a slow CPU's cache; absent from older reports.
     if isinstance(report.get("pool"), dict) and "paced" in report["pool"]:
         schema = dict(schema, pool=dict(schema["pool"], paced=U))
+    # pool.tails (issue 44, within version 3): frees that gave back their block's unwritten tail.
+    if isinstance(report.get("pool"), dict) and "tails" in report["pool"]:
+        schema = dict(schema, pool=dict(schema["pool"], tails=U))
     # pool.cached_bytes: what the caches held at the report, in the process's own report only.
     if isinstance(report.get("pool"), dict) and "cached_bytes" in report["pool"]:
         schema = dict(schema, pool=dict(schema["pool"], cached_bytes=U))

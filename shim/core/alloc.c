@@ -884,13 +884,26 @@ static bool arena_usable(void)
 	return s == ARENA_READY;
 }
 
+/*
+ * A free to the page placement, its tail given back as POOLSHIM_POOL_TAILS
+ * says (counted); hot as ps_blocks_free(), else as ps_blocks_free_cold().
+ */
+static size_t blocks_free(void *p, bool hot)
+{
+	bool trimmed;
+	size_t n = ps_blocks_free_tail(p, hot, &trimmed);
+	if (trimmed)
+		ps_stats_event(PS_EV_POOL_TAIL);
+	return n;
+}
+
 /* What tcache.c flushes into: the block's placement, the free counted already. */
 static void backend_release(void *p, size_t n, bool hot)
 {
 	(void)n;
 	if (use_je)
 		psje_dallocx(p, pool_flags);
-	else if ((hot ? ps_blocks_free(p) : ps_blocks_free_cold(p)) == 0)
+	else if (blocks_free(p, hot) == 0)
 		bad_free("free", p);
 }
 
@@ -943,10 +956,11 @@ int ps_alloc_init(const struct ps_config *cfg)
 	/* Without the copy in this library, init.c has said so and asked for pages. */
 	use_je = cfg->pool_allocator == PS_POOL_ALLOC_JEMALLOC && ps_have_jemalloc();
 	struct ps_tcache_backend be = { backend_release, use_je ? NULL : backend_release_try,
-					use_je ? je_good_size : NULL };
+					use_je ? je_good_size : NULL, use_je ? NULL : ps_blocks_trimming };
 	ps_tcache_init(cfg->pool_cache, cfg->pool_cache_pace_us * 1000, &be);
 	if (!use_je) {
 		ps_blocks_init((unsigned)cfg->pool_arenas);
+		ps_blocks_set_tails(cfg->pool_tails, cfg->pool_tail_keep);
 		__atomic_store_n(&arena_state, ARENA_LAZY, __ATOMIC_RELEASE);
 		return 0;
 	}
@@ -1229,7 +1243,7 @@ static void release(void *p)
 			in_je = true;
 			psje_dallocx(p, pool_flags);
 			in_je = false;
-		} else if ((n = ps_blocks_free(p)) == 0) {
+		} else if ((n = blocks_free(p, true)) == 0) {
 			bad_free("free", p);
 		}
 		ps_stats_event(PS_EV_POOL_FREE);

@@ -113,6 +113,39 @@ void *ps_blocks_alloc(size_t size, size_t align, bool zero, enum ps_pool_fail *w
 size_t ps_blocks_free(void *p);
 
 /*
+ * Unwritten tails (POOLSHIM_POOL_TAILS, mode; POOLSHIM_POOL_TAIL_KEEP,
+ * keep): a program may ask for a buffer sized for the largest message it
+ * could carry and write a few pages of it, as a proxy sizes a body buffer
+ * for the largest body.  Once freed, the pages it did write stay resident
+ * in the pool; the next buffer placed over them, written at its own start
+ * only, leaves them resident in its middle, and so on until every page of
+ * the pool's extent is (bench/proxybuf, 8 buffers of 1-16 MiB in flight
+ * with 16 KiB-1 MiB of each written: 109 MiB resident against glibc's
+ * 37).  So a freed block's pages past its first keep bytes can be given
+ * back (MADV_DONTNEED; whole 2 MiB units only on THP) before the block
+ * joins the free ones, and the next request is placed where the block
+ * freed last started, over the pages it kept.  That pays only where
+ * those pages were not written: a program that fills its buffers would
+ * fault every page again.  AUTO decides by looking (mincore) at the tail
+ * of freed blocks: those carved from pages known zero (what is resident
+ * is what the program wrote), and one in 8 while tails are given back;
+ * tails are given back while at most one of the last 8 looked at was at
+ * least half written.  KEEP never gives tails back, TRIM always.
+ * Set once, before the first block (alloc.c, at start-up).
+ */
+void ps_blocks_set_tails(int mode, size_t keep);
+
+/*
+ * ps_blocks_free() (hot) or ps_blocks_free_cold(), first giving back the
+ * block's tail as ps_blocks_set_tails() says: *trimmed says whether it
+ * was.  Only hot frees are looked at.
+ */
+size_t ps_blocks_free_tail(void *p, bool hot, bool *trimmed);
+
+/* Whether freed blocks' tails are being given back now (a mode of AUTO's choice, or TRIM). */
+bool ps_blocks_trimming(void);
+
+/*
  * ps_blocks_free() of a block that waited in a cache (tcache.h) before it
  * came here: its lines have likely left the CPU's caches, so the arena's
  * next request is not placed where it lay, as it is after a free.

@@ -982,19 +982,24 @@ bool ps_pool_range_protected(const void *p, size_t len)
 	return r.protected;
 }
 
-/* Give [from, to) back (page aligned, 4 KiB or whole THP units); true if done. */
-static bool give_back(uintptr_t from, uintptr_t to)
+/*
+ * Give [from, to) back (page aligned, 4 KiB or whole THP units); true if
+ * done.  Counted as purged if counted.
+ */
+static bool give_back(uintptr_t from, uintptr_t to, bool counted, size_t *done)
 {
 	if (to <= from)
 		return true;
 	/* Raw: the program's own madvise (if anything wraps it) is not ours to call. */
 	if (PS_SYSCALL(SYS_madvise, from, to - from, MADV_DONTNEED) != 0)
 		return false;
-	__atomic_add_fetch(&info.purged, to - from, __ATOMIC_RELAXED);
+	if (counted)
+		__atomic_add_fetch(&info.purged, to - from, __ATOMIC_RELAXED);
+	*done += to - from;
 	return true;
 }
 
-int ps_pool_purge(void *addr, size_t len)
+static int give_back_range(void *addr, size_t len, bool counted, bool split, size_t *done)
 {
 	uintptr_t a = (uintptr_t)addr, end = a + len;
 	uintptr_t lo = __atomic_load_n(&ps_pool_lo, __ATOMIC_ACQUIRE);
@@ -1015,10 +1020,11 @@ int ps_pool_purge(void *addr, size_t len)
 		 */
 		bool ok = kind == PS_BACK_4K ||
 			  (kind == PS_BACK_THP &&
-			   ((u == ubase && seg_end == uend) || __atomic_load_n(&purge_split, __ATOMIC_RELAXED)));
+			   ((u == ubase && seg_end == uend) || split ||
+			    __atomic_load_n(&purge_split, __ATOMIC_RELAXED)));
 		if (ok) {
 			if (run_end != u) {
-				all &= give_back(run, run_end);
+				all &= give_back(run, run_end, counted, done);
 				run = u;
 			}
 			run_end = seg_end;
@@ -1027,8 +1033,21 @@ int ps_pool_purge(void *addr, size_t len)
 		}
 		u = seg_end;
 	}
-	all &= give_back(run, run_end);
+	all &= give_back(run, run_end, counted, done);
 	return all ? 0 : -EAGAIN;
+}
+
+int ps_pool_purge(void *addr, size_t len)
+{
+	size_t done = 0;
+	return give_back_range(addr, len, true, false, &done);
+}
+
+size_t ps_pool_give_back(uintptr_t addr, size_t len)
+{
+	size_t done = 0;
+	give_back_range((void *)addr, len, false, true, &done);
+	return done;
 }
 
 void ps_pool_count_purge(void)

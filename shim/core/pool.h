@@ -180,6 +180,14 @@ extern void (*ps_pool_on_change)(void);
 int ps_pool_purge(void *addr, size_t len);
 
 /*
+ * ps_pool_purge() of part of a live block, by its owner (a freed block's
+ * unwritten tail, blocks.c), not counted among the purges' bytes, and by
+ * the page on THP units too (splitting the hugepage: the program wrote a
+ * few pages of it): the bytes given back (0 on hugetlb units).
+ */
+size_t ps_pool_give_back(uintptr_t addr, size_t len);
+
+/*
  * The memory cgroup whose limit is the lowest from the process's cgroup up
  * to the root: its limit (0: none), version (1 or 2, 0: none) and the file
  * that says its usage (v1 memory.usage_in_bytes, v2 memory.current).

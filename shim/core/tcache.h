@@ -110,6 +110,13 @@ struct ps_tcache_backend {
 	int (*release_try)(void *p, size_t n);
 	/* The size of the block the placement would give size bytes; NULL: whole pages. */
 	size_t (*good_size)(size_t size);
+	/*
+	 * Whether the placement wants every free and request now, past the
+	 * caches (blocks.c while it gives freed blocks' tails back: a block
+	 * reused from a cache keeps the pages its last owner wrote); NULL:
+	 * never.
+	 */
+	bool (*bypass)(void);
 };
 
 /*

@@ -57,6 +57,9 @@ static const struct option options[] = {
 	{ "POOLSHIM_POOL_CACHE", OPT_SIZE, OFF(pool_cache), 32 * MiB, 0, 1 * GiB, NULL, NULL, SIZE_MAX },
 	/* A CPU whose frees come further apart than this (us, on average) bypasses its cache; 0: never. */
 	{ "POOLSHIM_POOL_CACHE_PACE_US", OPT_UINT, OFF(pool_cache_pace_us), 20, 0, 1000000, NULL, NULL, SIZE_MAX },
+	/* A freed block's pages past the first POOLSHIM_POOL_TAIL_KEEP bytes: given back when unwritten (core/blocks.h). */
+	{ "POOLSHIM_POOL_TAILS", OPT_ENUM, OFF(pool_tails), PS_TAILS_AUTO, 0, 0, ps_pool_tails_names, NULL, SIZE_MAX },
+	{ "POOLSHIM_POOL_TAIL_KEEP", OPT_SIZE, OFF(pool_tail_keep), 1 * MiB, 0, 1 * GiB, NULL, NULL, SIZE_MAX },
 	/* Arenas of the page placement (core/blocks.h), each with its own lock; 0: per CPU. */
 	{ "POOLSHIM_POOL_ARENAS", OPT_UINT, OFF(pool_arenas), 0, 0, 64, NULL, NULL, SIZE_MAX },
 	/* What places blocks in the slabs: the shim's page-exact fit, or jemalloc's size classes. */

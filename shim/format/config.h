@@ -60,6 +60,8 @@ struct ps_config {
 	uint64_t pool_decay_ms;        /* POOLSHIM_POOL_DECAY_MS: 0 = no time limit */
 	uint64_t pool_cache;           /* POOLSHIM_POOL_CACHE: freed bytes a thread keeps, 0 = off */
 	uint64_t pool_cache_pace_us;   /* POOLSHIM_POOL_CACHE_PACE_US: slower frees bypass it, 0 = never */
+	enum ps_pool_tails pool_tails; /* POOLSHIM_POOL_TAILS */
+	uint64_t pool_tail_keep;       /* POOLSHIM_POOL_TAIL_KEEP: a trimmed block's first bytes kept */
 	uint64_t pool_arenas;          /* POOLSHIM_POOL_ARENAS: page placement arenas, 0 = per CPU */
 	enum ps_pool_allocator pool_allocator;  /* POOLSHIM_POOL_ALLOCATOR */
 	enum ps_hugepages hugepages;   /* POOLSHIM_HUGEPAGES */

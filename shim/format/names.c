@@ -14,6 +14,7 @@ static const char *const uring_state_names[] = { PS_URING_STATES(PS_NAME) };
 static const char *const backing_names[] = { PS_BACKINGS(PS_NAME) };
 const char *const ps_hugepage_names[] = { PS_HUGEPAGE_MODES(PS_NAME) NULL };
 const char *const ps_pool_allocator_names[] = { PS_POOL_ALLOCATORS(PS_NAME) NULL };
+const char *const ps_pool_tails_names[] = { PS_POOL_TAILS(PS_NAME) NULL };
 
 #define PS_LOOKUP(table, count, v) ((unsigned)(v) < (unsigned)(count) ? (table)[v] : "?")
 

@@ -53,6 +53,7 @@
 	X(POOL_FRESH, "pool_fresh")   /* took the pool past its peak */   \
 	X(POOL_CACHED, "pool_cached") /* served from a thread's cache */  \
 	X(POOL_PACED, "pool_paced")   /* freed past a slow CPU's cache */ \
+	X(POOL_TAIL, "pool_tail")     /* a freed block's unwritten tail given back */ \
 	X(MALLOC_ESTIMATED, "malloc_estimated")                            \
 	X(CALLOC_ESTIMATED, "calloc_estimated")                            \
 	X(REALLOC_ESTIMATED, "realloc_estimated")                          \
@@ -91,6 +92,13 @@
  * shim's page-exact first fit (blocks.c) or a private jemalloc arena.
  */
 #define PS_POOL_ALLOCATORS(X) X(PAGES, "pages") X(JEMALLOC, "jemalloc")
+
+/*
+ * POOLSHIM_POOL_TAILS: what the page placement does with the pages of a
+ * freed block past its first POOLSHIM_POOL_TAIL_KEEP bytes: auto (given
+ * back while the program is seen to leave them unwritten), keep, trim.
+ */
+#define PS_POOL_TAILS(X) X(AUTO, "auto") X(KEEP, "keep") X(TRIM, "trim")
 
 /* What a slab is backed by. */
 #define PS_BACKINGS(X) X(HUGETLB, "hugetlb") X(THP, "thp") X(4K, "4k")
@@ -175,6 +183,13 @@ enum ps_pool_allocator {
 	PS_POOL_ALLOC__COUNT
 };
 
+enum ps_pool_tails {
+#define PS_X(id, name) PS_TAILS_##id,
+	PS_POOL_TAILS(PS_X)
+#undef PS_X
+	PS_TAILS__COUNT
+};
+
 enum ps_backing {
 #define PS_X(id, name) PS_BACK_##id,
 	PS_BACKINGS(PS_X)
@@ -206,5 +221,6 @@ const char *ps_pool_allocator_name(unsigned a);
 extern const char *const ps_hugepage_names[];
 /* The POOLSHIM_POOL_ALLOCATOR choices, NULL-terminated. */
 extern const char *const ps_pool_allocator_names[];
+extern const char *const ps_pool_tails_names[];
 
 #endif

@@ -804,6 +804,8 @@ static void emit_pool(struct ps_emit *e, const struct ps_report_data *d)
 		ps_emit_line(e, ", %{cached_bytes}z held in them", d->cached_bytes);
 	ps_emit_line(e, "; %{paced}u frees went past them, their CPUs slower than the pace",
 		     t->events[PS_EV_POOL_PACED]);
+	/* POOLSHIM_POOL_TAILS (core/blocks.h): pages past a freed block's first ones, unwritten. */
+	ps_emit_line(e, "; %{tails}u gave back their block's unwritten tail", t->events[PS_EV_POOL_TAIL]);
 	ps_emit_line(e, "), %{frees}u freed; fallbacks to glibc's heap:", t->events[PS_EV_POOL_FREE]);
 	emit_counts(e, "fallbacks", ps_event_name, t->events, PS_EV_FB_POOL_FULL, PS_EV__COUNT);
 	ps_emit_text(e, "\n");

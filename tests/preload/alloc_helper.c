@@ -9,6 +9,8 @@
  * --threads T runs the loop in T threads at once, each with its own
  * --count and --live (the counts printed are the totals).  --gap-us U
  * spins U microseconds after each free (a program's work between buffers).
+ * --fill B fills and verifies only the first B bytes of each buffer (a
+ * buffer sized for more than it carries).
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -21,7 +23,7 @@
 #include "lib.h"
 
 struct loop {
-	size_t size;
+	size_t size, fill;
 	long gap_us;
 	int count, live, thp_off_after;
 	int pooled;
@@ -57,7 +59,7 @@ static void *run(void *arg)
 			break;
 		}
 		if (slots[k]) {
-			if (!pst_check(slots[k], l->size, (uint64_t)(i - l->live))) {
+			if (!pst_check(slots[k], l->fill, (uint64_t)(i - l->live))) {
 				l->failed = 1;
 				break;
 			}
@@ -71,7 +73,7 @@ static void *run(void *arg)
 			break;
 		}
 		l->pooled += pst_pooled(slots[k]);
-		pst_fill(slots[k], l->size, (uint64_t)i);
+		pst_fill(slots[k], l->fill, (uint64_t)i);
 	}
 	for (int k = 0; k < l->live; k++)
 		free(slots[k]);
@@ -84,6 +86,7 @@ int main(int argc, char **argv)
 	size_t size = 1 << 20;
 	int count = 32, live = 1, thp_off_after = -1, threads = 1;
 	long gap_us = 0;
+	size_t fill = SIZE_MAX;
 
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--size"))
@@ -98,6 +101,8 @@ int main(int argc, char **argv)
 			threads = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--gap-us"))
 			gap_us = atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--fill"))
+			fill = strtoull(argv[i + 1], NULL, 0);
 		else {
 			fprintf(stderr, "alloc_helper: unknown option %s\n", argv[i]);
 			return 2;
@@ -111,7 +116,7 @@ int main(int argc, char **argv)
 	struct loop l[64];
 	int pooled = 0, failed = 0;
 	for (int t = 0; t < threads; t++) {
-		l[t] = (struct loop){ .size = size, .gap_us = gap_us, .count = count, .live = live,
+		l[t] = (struct loop){ .size = size, .fill = fill < size ? fill : size, .gap_us = gap_us, .count = count, .live = live,
 				      .thp_off_after = thp_off_after };
 		/* One thread: the loop runs in main, as it always did. */
 		if (threads > 1 && pthread_create(&l[t].tid, NULL, run, &l[t]) != 0) {

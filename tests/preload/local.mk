@@ -69,6 +69,7 @@ pst_scripts += tests/preload/advice.sh
 pst_scripts += tests/preload/saved.sh
 # The CPUs' caches bypassed where frees come slowly (POOLSHIM_POOL_CACHE_PACE_US), in the report.
 pst_scripts += tests/preload/pool_pace.sh
+pst_scripts += tests/preload/pool_tails.sh
 # POOLSHIM_POOL=off: every call counted, nothing pooled, the allocations'
 # system calls as without the shim; the report's mode off everywhere.
 pst_scripts += tests/preload/pool_off.sh

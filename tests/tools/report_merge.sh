@@ -60,9 +60,11 @@ check_sum "pool allocations" "r['pool']['allocations']" "r['total']['pool']['all
 check_sum "pool backed" "r['pool']['backed']" "r['total']['pool']['backed']"
 check_sum "pool allocations from the caches" "r['pool']['cached']" "r['total']['pool']['cached']"
 check_sum "pool frees past the caches (the pace)" "r['pool']['paced']" "r['total']['pool']['paced']"
+check_sum "pool frees that gave back their tail" "r['pool']['tails']" "r['total']['pool']['tails']"
 c=$(sum2 "r['pool']['cached']")
 pc=$(sum2 "r['pool']['paced']")
-grep -Eq "^pool     [0-9]+ allocations served \($c from the CPUs' caches; $pc frees went past them, their CPUs slower than the pace\)" "$PST_TMP/out" &&
+tc=$(sum2 "r['pool']['tails']")
+grep -Eq "^pool     [0-9]+ allocations served \($c from the CPUs' caches; $pc frees went past them, their CPUs slower than the pace; $tc gave back their block's unwritten tail\)" "$PST_TMP/out" &&
 	pass "text: $c allocations from the CPUs' caches, $pc frees past them" ||
 	fail "text: no '($c from the CPUs' caches; $pc frees went past them...)': $(grep '^pool  ' "$PST_TMP/out")"
 check_sum "minor faults" "r['process']['minflt']" "r['total']['process']['minflt']"

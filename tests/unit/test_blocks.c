@@ -15,10 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include "core/blocks.h"
 #include "format/config.h"
+#include "format/names.h"
 #include "core/pool.h"
 #include "suites.h"
 
@@ -187,6 +189,167 @@ START_TEST(test_hint_block_start)
 	ps_blocks_get_info(&info);
 	ck_assert_uint_eq(info.live, 0);
 	ck_assert_int_eq(ps_blocks_check(), 0);
+}
+END_TEST
+
+
+/* Resident pages of [p, p + len), by mincore. */
+static size_t resident(const char *p, size_t len)
+{
+	static unsigned char vec[4096];
+	size_t n = len / 4096, r = 0;
+	ck_assert_uint_le(n, sizeof(vec));
+	ck_assert_int_eq(mincore((void *)p, len, vec), 0);
+	for (size_t i = 0; i < n; i++)
+		r += vec[i] & 1;
+	return r;
+}
+
+/* A free that may give back the block's tail: whether it did. */
+static bool put_tail(void *p)
+{
+	bool trimmed = false;
+	ck_assert_uint_gt(ps_blocks_free_tail(p, true, &trimmed), 0);
+	ck_assert_int_eq(ps_blocks_check(), 0);
+	return trimmed;
+}
+
+/*
+ * POOLSHIM_POOL_TAILS=trim: a freed block keeps its first keep bytes
+ * resident and gives back the rest, and the next request goes where it
+ * started; keep (the tests' default) gives nothing back.  Blocks under
+ * twice keep are left alone.
+ */
+START_TEST(test_tails_trim)
+{
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
+	char *a = get(MB), *g = get(64 * KB);
+	memset(a, 1, MB);
+	ck_assert(!put_tail(a));                    /* keep: nothing given back */
+	ck_assert_uint_eq(resident(a, MB), 256);
+	ck_assert_ptr_eq(get(MB), a);
+	memset(a, 2, MB);
+	ps_blocks_set_tails(PS_TAILS_TRIM, 64 * KB);
+	ck_assert(ps_blocks_trimming());
+	ck_assert(put_tail(a));
+	ck_assert_uint_eq(resident(a, 64 * KB), 16);
+	ck_assert_uint_eq(resident(a + 64 * KB, MB - 64 * KB), 0);
+	ck_assert_int_eq(a[0], 2);                  /* kept, as written */
+	ck_assert_int_eq(a[64 * KB], 0);            /* given back: reads as zeros */
+	/* The next request where the block freed last started, though a smaller free block fits. */
+	char *b = get(512 * KB), *g2 = get(64 * KB), *c = get(256 * KB), *g3 = get(64 * KB);
+	ck_assert_ptr_eq(b, a);
+	memset(c, 3, 256 * KB);
+	put_cold(c);
+	memset(b, 4, 512 * KB);
+	ck_assert(put_tail(b));
+	char *d = get(200 * KB);
+	ck_assert_ptr_eq(d, b);                     /* not c, the tighter fit */
+	/* Too small to have a tail: 100 KiB under twice keep. */
+	ps_blocks_set_tails(PS_TAILS_TRIM, 64 * KB);
+	memset(d, 5, 100 * KB);
+	ck_assert(!put_tail(d));
+	char *fr[] = { g, g2, g3 };
+	for (int i = 0; i < 3; i++)
+		put(fr[i]);
+	struct ps_blocks_info info;
+	ps_blocks_get_info(&info);
+	ck_assert_uint_eq(info.live, 0);
+}
+END_TEST
+
+/*
+ * POOLSHIM_POOL_TAILS=auto: blocks carved from fresh pages and freed with
+ * their tails unwritten start trimming; blocks freed with their tails
+ * written stop it once 4 of the last 8 looked at (one free in 8 of the
+ * blocks not carved clean) were.  A block freed with its tail written
+ * while not trimming keeps it; unwritten tails start trimming again.
+ */
+START_TEST(test_tails_auto)
+{
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
+	ps_blocks_set_tails(PS_TAILS_AUTO, 64 * KB);
+	char *f = get(2 * MB), *a = get(2 * MB), *b = get(2 * MB), *c = get(2 * MB), *g = get(64 * KB);
+	memset(f, 1, 2 * MB);
+	ck_assert(!put_tail(f));                    /* written: a vote for keeping */
+	ck_assert_uint_eq(resident(f, 2 * MB), 512);
+	ck_assert(!ps_blocks_trimming());
+	/* The votes, newest last: 3 old ones for written (a process's start), f's written. */
+	memset(a, 1, 4 * KB);
+	ck_assert(!put_tail(a));                    /* 2 of the last 8 written: not yet */
+	ck_assert(!ps_blocks_trimming());
+	memset(b, 1, 4 * KB);
+	ck_assert(put_tail(b));                     /* 1: trimming, this one given back too */
+	ck_assert(ps_blocks_trimming());
+	memset(c, 1, 4 * KB);
+	ck_assert(put_tail(c));
+	ck_assert_uint_eq(resident(c, 2 * MB), 1);
+	int frees = 0;
+	while (ps_blocks_trimming() && frees < 100) {
+		char *p = get(2 * MB);
+		memset(p, 2, 2 * MB);
+		put_tail(p);
+		frees++;
+	}
+	ck_assert(!ps_blocks_trimming());
+	/* Up to 4 votes (b's is one of the 4 once it is 4th newest), one free in 8 looked at. */
+	ck_assert_int_ge(frees, 2 * 8);
+	ck_assert_int_le(frees, 4 * 8);
+	char *p = get(2 * MB);
+	memset(p, 3, 2 * MB);
+	ck_assert(!put_tail(p));
+	ck_assert_uint_eq(resident(p, 2 * MB), 512);
+	/*
+	 * Given back (the decay's purge): the next block is carved clean, and
+	 * the next ones' unwritten tails count, one in 8: trimming again.
+	 */
+	ps_blocks_purge();
+	frees = 0;
+	while (!ps_blocks_trimming() && frees < 100) {
+		char *q = get(2 * MB);
+		memset(q, 4, 4 * KB);
+		put_tail(q);
+		frees++;
+	}
+	ck_assert(ps_blocks_trimming());
+	ck_assert_int_le(frees, 7 * 8);             /* 7 votes at most shift the written ones out */
+	put(g);
+}
+END_TEST
+
+/*
+ * Outside trimming, a block not carved clean (freed before, never
+ * written) is looked at one free in 8, and its unwritten tail counts; a
+ * written one does not (its pages may be another block's).
+ */
+START_TEST(test_tails_auto_unclean)
+{
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
+	ps_blocks_set_tails(PS_TAILS_AUTO, 64 * KB);
+	char *a = get(2 * MB), *g = get(64 * KB);
+	put_cold(a);                                /* free, not known zero, never written */
+	int frees = 0;
+	while (!ps_blocks_trimming() && frees < 100) {
+		char *q = get(2 * MB);
+		ck_assert_ptr_eq(q, a);
+		memset(q, 1, 4 * KB);
+		/* Given back only by the free whose look starts trimming. */
+		ck_assert(put_tail(q) == ps_blocks_trimming());
+		frees++;
+	}
+	/* The start's 3 votes for written: 2 unwritten leave one, one free in 8 looked at. */
+	ck_assert(ps_blocks_trimming());
+	ck_assert_int_gt(frees, 8);
+	ck_assert_int_le(frees, 2 * 8);
+	/* Written tails of blocks not carved clean: no vote outside trimming. */
+	ps_blocks_set_tails(PS_TAILS_AUTO, 64 * KB);
+	for (int i = 0; i < 64; i++) {
+		char *q = get(2 * MB);
+		memset(q, 2, 2 * MB);
+		ck_assert(!put_tail(q));
+		ck_assert(!ps_blocks_trimming());
+	}
+	put(g);
 }
 END_TEST
 
@@ -1030,6 +1193,9 @@ Suite *suite_blocks(void)
 	tcase_add_test(tc, test_best_fit_and_merge);
 	tcase_add_test(tc, test_hint);
 	tcase_add_test(tc, test_hint_block_start);
+	tcase_add_test(tc, test_tails_trim);
+	tcase_add_test(tc, test_tails_auto);
+	tcase_add_test(tc, test_tails_auto_unclean);
 	tcase_add_test(tc, test_grow_at_top);
 	tcase_add_test(tc, test_grow_at_top_steps);
 	tcase_add_test(tc, test_aligned);
