@@ -886,12 +886,16 @@ static bool arena_usable(void)
 
 /*
  * A free to the page placement, its tail given back as POOLSHIM_POOL_TAILS
- * says (counted); hot as ps_blocks_free(), else as ps_blocks_free_cold().
+ * says (counted), unless this CPU frees fast (its cache's pace): there a
+ * system call and the refaults would cost beside each buffer's work (the
+ * threads benchmark's one-byte rows, whose tails are unwritten, fell to a
+ * third of their steps when AUTO gave them back); hot as
+ * ps_blocks_free(), else as ps_blocks_free_cold().
  */
 static size_t blocks_free(void *p, bool hot)
 {
 	bool trimmed;
-	size_t n = ps_blocks_free_tail(p, hot, &trimmed);
+	size_t n = ps_blocks_free_tail(p, hot, !ps_tcache_cpu_fast(), &trimmed);
 	if (trimmed)
 		ps_stats_event(PS_EV_POOL_TAIL);
 	return n;
@@ -956,7 +960,7 @@ int ps_alloc_init(const struct ps_config *cfg)
 	/* Without the copy in this library, init.c has said so and asked for pages. */
 	use_je = cfg->pool_allocator == PS_POOL_ALLOC_JEMALLOC && ps_have_jemalloc();
 	struct ps_tcache_backend be = { backend_release, use_je ? NULL : backend_release_try,
-					use_je ? je_good_size : NULL, use_je ? NULL : ps_blocks_trimming };
+					use_je ? je_good_size : NULL };
 	ps_tcache_init(cfg->pool_cache, cfg->pool_cache_pace_us * 1000, &be);
 	if (!use_je) {
 		ps_blocks_init((unsigned)cfg->pool_arenas);

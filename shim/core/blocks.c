@@ -27,6 +27,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
@@ -77,6 +78,10 @@ struct arena {
 	uintptr_t top_end;       /* the end of the last slab taken */
 	uintptr_t busy_start;    /* the block being purged, 0 if none */
 	uintptr_t hint;          /* where the block freed last started, until a block is placed there */
+	/* The pace of its frees of blocks with a tail (tail_pace): a window's start, its count. */
+	uint64_t tail_window_ns;
+	uint32_t tail_frees;
+	bool tail_fast;          /* the last window's came faster than TAIL_PACE_NS apart */
 	struct ps_blocks_info info;
 	struct node **chunk;     /* CHUNKS pointers, mapped with the first node */
 	/* info as of the last change, for lock-free readers (ps_blocks_get_info) */
@@ -84,6 +89,7 @@ struct arena {
 } __attribute__((aligned(64)));
 
 static struct arena arenas[PS_BLOCKS_ARENAS_MAX];
+static bool trimming_in(const struct arena *a);
 static uint32_t narenas = 1;    /* ps_blocks_init(); arenas beyond it are never used */
 /*
  * Threads bind modulo this many (<= narenas); 0 until the default count is
@@ -812,7 +818,7 @@ static uintptr_t arena_alloc(struct arena *a, size_t len, size_t align, bool gro
 		 * writes first (bench/proxybuf: 0.62 s of CPU against 0.83 at
 		 * its free block's start, where the pages had gone back).
 		 */
-		if (h && ps_blocks_trimming())
+		if (h && trimming_in(a))
 			return carve_at(a, h, a->hint, len, was_zero);
 		if (h && hint_plenty(a))
 			return carve(a, h, len, align, was_zero);
@@ -1028,6 +1034,12 @@ static bool tail_trim;          /* AUTO's choice, by the votes */
 static uint32_t tail_looks;     /* hot frees of blocks not carved clean: one in TAIL_EVERY is looked at */
 #define TAIL_VOTES 0xffu
 #define TAIL_EVERY 8
+#define TAIL_SPACING_NS 1000000ull
+#define TAIL_PACE_WINDOW 64
+#define TAIL_PACE_NS 20000ull
+static uint64_t tail_pace_ns = TAIL_PACE_NS;
+static uint64_t tail_spacing = TAIL_SPACING_NS;
+static uint64_t tail_next;      /* the coarse clock's ns before which no look (look_due) */
 /*
  * Trimming starts when at most TAIL_START of the last 8 tails were
  * written and stops when TAIL_STOP were: while tails go back, a tail can
@@ -1059,11 +1071,55 @@ void ps_blocks_set_tails(int mode, size_t keep)
 	__atomic_store_n(&tail_trim, false, __ATOMIC_RELAXED);
 }
 
-bool ps_blocks_trimming(void)
+/* Whether the votes (or TRIM) say tails go back, the pace aside. */
+static bool trimming_votes(void)
 {
 	if (ps_likely(tail_mode == PS_TAILS_KEEP))
 		return false;
 	return tail_mode == PS_TAILS_TRIM || __atomic_load_n(&tail_trim, __ATOMIC_RELAXED);
+}
+
+/* Whether a's frees give tails back now: the votes, and (AUTO) a's frees not fast. */
+static bool trimming_in(const struct arena *a)
+{
+	return trimming_votes() &&
+	       (tail_mode == PS_TAILS_TRIM || !__atomic_load_n(&a->tail_fast, __ATOMIC_RELAXED));
+}
+
+bool ps_blocks_trimming(void)
+{
+	if (ps_likely(tail_mode == PS_TAILS_KEEP))
+		return false;
+	/* The calling thread's arena if it has one (no binding here: a cache's call may come first). */
+	struct arena *a = &arenas[0];
+	if (narenas > 1 && mine != NULL && mine_epoch == __atomic_load_n(&epoch, __ATOMIC_RELAXED))
+		a = mine;
+	return trimming_in(a);
+}
+
+/*
+ * Under a's lock, at a free of a block with a tail: count it, and every
+ * TAIL_PACE_WINDOW read the clock; a window of such frees closer than
+ * TAIL_PACE_NS apart on average makes a fast (no look, no tail given
+ * back) until a window is slower.  A tail given back costs a system call
+ * and the refaults of whatever the program writes past the kept bytes:
+ * nothing beside a buffer that takes a hundred microseconds, ruinous
+ * beside the threads benchmark's steps (0.1-2 us; its one-byte rows'
+ * tails are unwritten).  The CPUs' caches' pace decides first where they
+ * are on (alloc.c): this one counts for a program without them, and for
+ * the frees too large for them.
+ */
+static void tail_pace(struct arena *a)
+{
+	if (++a->tail_frees % TAIL_PACE_WINDOW != 0)
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	uint64_t then = a->tail_window_ns;
+	a->tail_window_ns = now;
+	uint64_t pace = __atomic_load_n(&tail_pace_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&a->tail_fast, then != 0 && now - then < pace * TAIL_PACE_WINDOW, __ATOMIC_RELAXED);
 }
 
 /* A tail looked at: written (at least half) or not.  Racing frees may lose a vote. */
@@ -1104,6 +1160,36 @@ static int tail_written(uintptr_t from, uintptr_t to)
 	return pages ? resident * 2 >= pages : -1;
 }
 
+/*
+ * Whether to look at the tail of a block not carved clean: one free in
+ * TAIL_EVERY, and no sooner than tail_spacing after the last such look.
+ * The threads benchmark frees 200,000 blocks a second too large for the
+ * caches; a look at one in 8 (mincore, 1-5 us) cost its one-thread row
+ * about a tenth of its steps.  The coarse clock (the vDSO's, a tick's
+ * resolution) is read only by the one free in TAIL_EVERY.
+ */
+static bool look_due(void)
+{
+	if (__atomic_add_fetch(&tail_looks, 1, __ATOMIC_RELAXED) % TAIL_EVERY != 0)
+		return false;
+	uint64_t spacing = __atomic_load_n(&tail_spacing, __ATOMIC_RELAXED);
+	if (spacing == 0)
+		return true;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	uint64_t next = __atomic_load_n(&tail_next, __ATOMIC_RELAXED);
+	return now >= next && __atomic_compare_exchange_n(&tail_next, &next, now + spacing, false,
+							   __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+void ps_blocks_tail_timing_for_tests(uint64_t spacing_ns, uint64_t pace_ns)
+{
+	__atomic_store_n(&tail_spacing, spacing_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&tail_next, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&tail_pace_ns, pace_ns, __ATOMIC_RELAXED);
+}
+
 /* Whether a block of len bytes has a tail to look at or give back. */
 static bool has_tail(size_t len)
 {
@@ -1119,7 +1205,7 @@ static bool has_tail(size_t len)
  * left (as the freed blocks' kept first pages are while trimming), so
  * outside trimming such a tail votes only when unwritten.
  */
-static bool tail_of(void *p, size_t len, bool clean, bool look)
+static bool tail_of(struct arena *a, void *p, size_t len, bool clean, bool look)
 {
 	uintptr_t from = (uintptr_t)p + tail_keep, to = (uintptr_t)p + len, at = from;
 	struct ps_pool_range r;
@@ -1133,21 +1219,21 @@ static bool tail_of(void *p, size_t len, bool clean, bool look)
 	 */
 	if (r.backing == PS_BACK_THP)
 		at = (from + PS_UNIT - 1) & ~(uintptr_t)(PS_UNIT - 1);
-	bool trim = ps_blocks_trimming();
+	bool trim = trimming_in(a);
 	if (look && at + TAIL_LOOK_MIN <= to) {
 		int w = tail_written(at, to);
 		if (w == 0 || (w == 1 && (clean || trim))) {
 			tail_vote(w == 1);
-			trim = ps_blocks_trimming();
+			trim = trimming_in(a);
 		}
 	}
 	return trim && ps_pool_give_back(from, to - from) != 0;
 }
 
-size_t ps_blocks_free_tail(void *p, bool hot, bool *trimmed)
+size_t ps_blocks_free_tail(void *p, bool hot, bool slow, bool *trimmed)
 {
 	*trimmed = false;
-	if (ps_likely(tail_mode == PS_TAILS_KEEP))
+	if (ps_likely(tail_mode == PS_TAILS_KEEP) || (tail_mode == PS_TAILS_AUTO && !slow))
 		return free_with(p, hot);
 	struct arena *a = owner_of(p);
 	pthread_mutex_lock(&a->lock);
@@ -1160,16 +1246,18 @@ size_t ps_blocks_free_tail(void *p, bool hot, bool *trimmed)
 	 * a CPU's cache is given back as the mode says): each block carved
 	 * clean, one in TAIL_EVERY of the others.
 	 */
-	bool look = live && has_tail(len) && tail_mode == PS_TAILS_AUTO && hot &&
-		    (clean || __atomic_add_fetch(&tail_looks, 1, __ATOMIC_RELAXED) % TAIL_EVERY == 0);
-	if (!live || !has_tail(len) || (!look && !ps_blocks_trimming())) {
+	bool tail = live && has_tail(len);
+	if (tail && tail_mode == PS_TAILS_AUTO)
+		tail_pace(a);
+	bool look = tail && tail_mode == PS_TAILS_AUTO && hot && !a->tail_fast && (clean || look_due());
+	if (!tail || (!look && !trimming_in(a))) {
 		/* Nothing to do with the tail: one lock, as ps_blocks_free(). */
 		size_t n = free_locked(a, p, hot);
 		pthread_mutex_unlock(&a->lock);
 		return n;
 	}
 	pthread_mutex_unlock(&a->lock);
-	*trimmed = tail_of(p, len, clean, look);
+	*trimmed = tail_of(a, p, len, clean, look);
 	return free_with(p, hot);
 }
 
@@ -1632,6 +1720,9 @@ void ps_blocks_reset_for_tests(void)
 	purging = 0;
 	ps_blocks_set_tails(PS_TAILS_KEEP, 0);
 	tail_looks = 0;
+	tail_spacing = TAIL_SPACING_NS;
+	tail_next = 0;
+	tail_pace_ns = TAIL_PACE_NS;
 }
 
 void ps_blocks_hold_for_tests(unsigned i, bool hold)

@@ -122,15 +122,22 @@ size_t ps_blocks_free(void *p);
  * the pool's extent is (bench/proxybuf, 8 buffers of 1-16 MiB in flight
  * with 16 KiB-1 MiB of each written: 109 MiB resident against glibc's
  * 37).  So a freed block's pages past its first keep bytes can be given
- * back (MADV_DONTNEED; whole 2 MiB units only on THP) before the block
+ * back (MADV_DONTNEED, by the page: a THP unit is split) before the block
  * joins the free ones, and the next request is placed where the block
- * freed last started, over the pages it kept.  That pays only where
- * those pages were not written: a program that fills its buffers would
- * fault every page again.  AUTO decides by looking (mincore) at the tail
- * of freed blocks: those carved from pages known zero (what is resident
- * is what the program wrote), and one in 8 while tails are given back;
- * tails are given back while at most one of the last 8 looked at was at
- * least half written.  KEEP never gives tails back, TRIM always.
+ * freed last started, over the pages it kept.  That pays only where those
+ * pages were not written (a program that fills its buffers would fault
+ * every page again) and where frees come slowly (a system call and
+ * refaults beside each buffer's work: the caller says whether its CPU is
+ * slow, by the caches' pace).  AUTO decides by
+ * looking (mincore) at the tails of hot frees: each block carved from
+ * pages known zero (what is resident, the program wrote) and one in 8 of
+ * the others, a millisecond apart at least (a page there may be resident
+ * because a block placed there before wrote it, so outside trimming only
+ * an unwritten tail counts); tails go back from when at most one of the
+ * last 8 looked at was at least half written until 4 were, in an arena
+ * whose frees of blocks with a tail come 20 us apart or more (on average
+ * over 64), on a slow CPU.  KEEP never gives tails back, TRIM always
+ * (whatever the pace).
  * Set once, before the first block (alloc.c, at start-up).
  */
 void ps_blocks_set_tails(int mode, size_t keep);
@@ -138,9 +145,17 @@ void ps_blocks_set_tails(int mode, size_t keep);
 /*
  * ps_blocks_free() (hot) or ps_blocks_free_cold(), first giving back the
  * block's tail as ps_blocks_set_tails() says: *trimmed says whether it
- * was.  Only hot frees are looked at.
+ * was.  Only hot frees are looked at; AUTO does nothing unless slow (the
+ * calling CPU frees slowly, or has no cache to tell).
  */
-size_t ps_blocks_free_tail(void *p, bool hot, bool *trimmed);
+size_t ps_blocks_free_tail(void *p, bool hot, bool slow, bool *trimmed);
+
+/*
+ * Tests: the least time between two looks at blocks not carved clean (1
+ * ms; 0: none), and the pace below which an arena's frees give no tail
+ * back (20 us; 0: never).
+ */
+void ps_blocks_tail_timing_for_tests(uint64_t spacing_ns, uint64_t pace_ns);
 
 /* Whether freed blocks' tails are being given back now (a mode of AUTO's choice, or TRIM). */
 bool ps_blocks_trimming(void);

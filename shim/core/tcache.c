@@ -306,7 +306,7 @@ void *ps_tcache_take(size_t size, size_t align, size_t *n)
 	if (!__atomic_load_n(&ps_tcache_on, __ATOMIC_RELAXED))
 		return NULL;
 	struct ps_tcache *t = my_cache();
-	if (!t || __atomic_load_n(&t->slow, __ATOMIC_RELAXED) || (backend.bypass && backend.bypass()))
+	if (!t || __atomic_load_n(&t->slow, __ATOMIC_RELAXED))
 		return NULL;
 	size_t need = backend.good_size ? backend.good_size(size)
 					: (size + PS_PAGE - 1) & ~(size_t)(PS_PAGE - 1);
@@ -372,6 +372,21 @@ static bool paced_out(struct ps_tcache *t)
 	return __atomic_load_n(&t->slow, __ATOMIC_RELAXED);
 }
 
+bool ps_tcache_cpu_fast(void)
+{
+	if (!__atomic_load_n(&ps_tcache_on, __ATOMIC_RELAXED))
+		return false;
+	if (pace_ns == 0)
+		return true;
+	struct ps_tcache *v = all_slots();
+	if (!v)
+		return false;
+	int cpu = sched_getcpu();
+	struct ps_tcache *t = &v[cpu < 0 ? 0 : (unsigned)cpu % PS_TCACHE_SLOTS];
+	return __atomic_load_n(&t->puts, __ATOMIC_RELAXED) >= PS_TCACHE_PACE_WINDOW &&
+	       !__atomic_load_n(&t->slow, __ATOMIC_RELAXED);
+}
+
 int ps_tcache_put(void *p, size_t *n)
 {
 	uint32_t *w = word_of(p, false);
@@ -387,11 +402,8 @@ int ps_tcache_put(void *p, size_t *n)
 	size_t lim = slot_bound();
 	struct ps_tcache *t = *n <= largest_in(lim) ? my_cache() : NULL;
 	bool paced = t && paced_out(t);
-	if (!t || paced || (backend.bypass && backend.bypass())) {
-		/*
-		 * Too large to cache, no cache here, this CPU frees slowly or
-		 * the placement asks for every free: the placement's.
-		 */
+	if (!t || paced) {
+		/* Too large to cache, no cache here, or this CPU frees slowly: the placement's. */
 		if (!__atomic_compare_exchange_n(w, &v, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 			return -1;
 		backend.release(p, *n, true);

@@ -110,13 +110,6 @@ struct ps_tcache_backend {
 	int (*release_try)(void *p, size_t n);
 	/* The size of the block the placement would give size bytes; NULL: whole pages. */
 	size_t (*good_size)(size_t size);
-	/*
-	 * Whether the placement wants every free and request now, past the
-	 * caches (blocks.c while it gives freed blocks' tails back: a block
-	 * reused from a cache keeps the pages its last owner wrote); NULL:
-	 * never.
-	 */
-	bool (*bypass)(void);
 };
 
 /*
@@ -134,6 +127,14 @@ void ps_tcache_init(size_t bytes, uint64_t pace_ns, const struct ps_tcache_backe
  * retention, so that cached blocks alone never set off a purge).
  */
 void ps_tcache_limit_total(size_t bytes);
+
+/*
+ * Whether the calling thread's CPU is known to free fast: its cache's slot
+ * has counted a window of frees and the last was faster than the pace
+ * (false with the cache off; true with the pace off, the cache never
+ * bypassed).  blocks.c gives no freed block's tail back there.
+ */
+bool ps_tcache_cpu_fast(void);
 
 /* Whether the cache is on (a per-process choice, read without ordering). */
 extern bool ps_tcache_on;

@@ -209,7 +209,7 @@ static size_t resident(const char *p, size_t len)
 static bool put_tail(void *p)
 {
 	bool trimmed = false;
-	ck_assert_uint_gt(ps_blocks_free_tail(p, true, &trimmed), 0);
+	ck_assert_uint_gt(ps_blocks_free_tail(p, true, true, &trimmed), 0);
 	ck_assert_int_eq(ps_blocks_check(), 0);
 	return trimmed;
 }
@@ -269,6 +269,7 @@ START_TEST(test_tails_auto)
 {
 	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
 	ps_blocks_set_tails(PS_TAILS_AUTO, 64 * KB);
+	ps_blocks_tail_timing_for_tests(0, 0);
 	char *f = get(2 * MB), *a = get(2 * MB), *b = get(2 * MB), *c = get(2 * MB), *g = get(64 * KB);
 	memset(f, 1, 2 * MB);
 	ck_assert(!put_tail(f));                    /* written: a vote for keeping */
@@ -326,6 +327,7 @@ START_TEST(test_tails_auto_unclean)
 {
 	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
 	ps_blocks_set_tails(PS_TAILS_AUTO, 64 * KB);
+	ps_blocks_tail_timing_for_tests(0, 0);
 	char *a = get(2 * MB), *g = get(64 * KB);
 	put_cold(a);                                /* free, not known zero, never written */
 	int frees = 0;
@@ -349,6 +351,85 @@ START_TEST(test_tails_auto_unclean)
 		ck_assert(!put_tail(q));
 		ck_assert(!ps_blocks_trimming());
 	}
+	put(g);
+}
+END_TEST
+
+/*
+ * Looks at blocks not carved clean come a spacing apart at least (1 ms by
+ * default): with 10 s, 100 frees whose tails are unwritten make one look,
+ * one vote, and do not start trimming (two are needed).
+ */
+START_TEST(test_tails_spacing)
+{
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
+	ps_blocks_set_tails(PS_TAILS_AUTO, 64 * KB);
+	ps_blocks_tail_timing_for_tests(10ull * 1000000000u, 0);
+	char *a = get(2 * MB), *g = get(64 * KB);
+	put_cold(a);
+	for (int i = 0; i < 100; i++) {
+		char *q = get(2 * MB);
+		memset(q, 1, 4 * KB);
+		ck_assert(!put_tail(q));
+	}
+	ck_assert(!ps_blocks_trimming());
+	ps_blocks_tail_timing_for_tests(0, 0);        /* the next looks come: trimming */
+	for (int i = 0; i < 16; i++) {
+		char *q = get(2 * MB);
+		memset(q, 1, 4 * KB);
+		put_tail(q);
+	}
+	ck_assert(ps_blocks_trimming());
+	put(g);
+}
+END_TEST
+
+/*
+ * AUTO gives no tail back in an arena whose frees of blocks with a tail
+ * come faster than the pace (20 us; here 1 s, so that any loop is fast):
+ * from the second window of 64 such frees on, trimming stops there, and a
+ * slower window turns it on again.  A free its caller calls fast gives
+ * nothing back.
+ */
+START_TEST(test_tails_pace)
+{
+	pst_pool_setup(PS_HUGE_NONE, 256 * MB);
+	ps_blocks_set_tails(PS_TAILS_AUTO, 64 * KB);
+	ps_blocks_tail_timing_for_tests(0, 1000000000u);
+	char *c[3], *g = get(64 * KB);
+	for (int i = 0; i < 3; i++)
+		c[i] = get(2 * MB);
+	for (int i = 0; i < 3; i++) {
+		memset(c[i], 1, 4 * KB);
+		put_tail(c[i]);
+	}
+	ck_assert(ps_blocks_trimming());            /* two clean, unwritten tails */
+	int trimmed = 0, frees;
+	for (frees = 3; frees < 128 + 8; frees++) {
+		char *q = get(2 * MB);
+		memset(q, 1, 4 * KB);
+		trimmed += put_tail(q);
+	}
+	ck_assert(!ps_blocks_trimming());           /* the window at 128 was fast */
+	ck_assert_int_ge(trimmed, 128 - 3 - 1);
+	ck_assert_int_le(trimmed, 128 - 3);
+	char *q = get(2 * MB);
+	memset(q, 1, 4 * KB);
+	ck_assert(!put_tail(q));
+	ps_blocks_tail_timing_for_tests(0, 0);      /* no pace: the next window is slow */
+	for (int i = 0; i < 64 && !ps_blocks_trimming(); i++) {
+		q = get(2 * MB);
+		memset(q, 1, 4 * KB);
+		put_tail(q);
+	}
+	ck_assert(ps_blocks_trimming());
+	/* A free from a CPU that frees fast (the caches' pace, alloc.c): no tail given back. */
+	q = get(2 * MB);
+	memset(q, 1, 2 * MB);
+	bool given = true;
+	ck_assert_uint_gt(ps_blocks_free_tail(q, true, false, &given), 0);
+	ck_assert(!given);
+	ck_assert_uint_eq(resident(q, 2 * MB), 512);
 	put(g);
 }
 END_TEST
@@ -1196,6 +1277,8 @@ Suite *suite_blocks(void)
 	tcase_add_test(tc, test_tails_trim);
 	tcase_add_test(tc, test_tails_auto);
 	tcase_add_test(tc, test_tails_auto_unclean);
+	tcase_add_test(tc, test_tails_spacing);
+	tcase_add_test(tc, test_tails_pace);
 	tcase_add_test(tc, test_grow_at_top);
 	tcase_add_test(tc, test_grow_at_top_steps);
 	tcase_add_test(tc, test_aligned);

@@ -20,7 +20,6 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
-#include <sys/mman.h>
 
 #include "core/alloc.h"
 #include "core/blocks.h"
@@ -61,7 +60,7 @@ static void setup_pace(size_t cache, int allocator, uint64_t retain, uint64_t pa
 	cfg.pool_cache_pace_us = pace_us;
 	cfg.pool_decay_ms = 0;
 	cfg.pool_retain = retain;
-	/* The caches alone: no block's tail given back (test_trim_bypasses). */
+	/* The caches alone: no block's tail given back. */
 	cfg.pool_tails = PS_TAILS_KEEP;
 	pst_pool_forget();
 	ck_assert_int_eq(ps_alloc_init(&cfg), 0);
@@ -191,41 +190,6 @@ START_TEST(test_large_after_cached)
 	ps_free(p);
 	ps_free(g1);
 	ps_free(g2);
-}
-END_TEST
-
-/*
- * While the placement gives freed blocks' tails back
- * (POOLSHIM_POOL_TAILS=trim), frees and requests go past the caches: a
- * block reused from a cache would keep the pages its last owner wrote.
- */
-START_TEST(test_trim_bypasses)
-{
-	struct ps_config cfg;
-
-	pin_cpu();
-	ps_config_defaults(&cfg);
-	cfg.hugepages = PS_HUGE_NONE;
-	cfg.pool_size = 256 * MB;
-	cfg.pool_cache = 32 * MB;
-	cfg.pool_cache_pace_us = 0;
-	cfg.pool_decay_ms = 0;
-	cfg.pool_tails = PS_TAILS_TRIM;
-	cfg.pool_tail_keep = 64 * KB;
-	pst_pool_forget();
-	ck_assert_int_eq(ps_alloc_init(&cfg), 0);
-	char *a = ps_malloc(1 * MB), *g = ps_malloc(64 * KB);
-	memset(a, 1, 1 * MB);
-	ps_free(a);
-	ck_assert_uint_eq(ps_tcache_cached_bytes(), 0);
-	unsigned char vec[256];
-	ck_assert_int_eq(mincore(a, 1 * MB, vec), 0);
-	int resident = 0;
-	for (int i = 0; i < 256; i++)
-		resident += vec[i] & 1;
-	ck_assert_int_eq(resident, 16);              /* the first 64 KiB kept */
-	ck_assert_ptr_eq(ps_malloc(1 * MB), a);      /* where it started, from the placement */
-	ps_free(g);
 }
 END_TEST
 
@@ -442,7 +406,6 @@ Suite *suite_tcache(void)
 	tcase_add_test(tc, test_align);
 	tcase_add_test(tc, test_bound);
 	tcase_add_test(tc, test_large_after_cached);
-	tcase_add_test(tc, test_trim_bypasses);
 	tcase_add_test(tc, test_grow_flushes);
 	tcase_add_test(tc, test_flush);
 	tcase_add_test(tc, test_other_thread);
