@@ -134,7 +134,7 @@ size_t ps_blocks_free(void *p);
  * the others, a millisecond apart at least (a page there may be resident
  * because a block placed there before wrote it, so outside trimming only
  * an unwritten tail counts); tails go back from when at most one of the
- * last 8 looked at was at least half written until 4 were, in an arena
+ * last 8 looked at had three quarters written until 6 had, in an arena
  * whose frees of blocks with a tail come 20 us apart or more (on average
  * over 64), on a slow CPU.  KEEP never gives tails back, TRIM always
  * (whatever the pace).
