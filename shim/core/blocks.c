@@ -1093,7 +1093,7 @@ bool ps_blocks_trimming(void)
 {
 	if (ps_likely(tail_mode == PS_TAILS_KEEP))
 		return false;
-	/* The calling thread's arena if it has one (no binding here: a cache's call may come first). */
+	/* The calling thread's arena if it has one (asking binds no thread). */
 	struct arena *a = &arenas[0];
 	if (narenas > 1 && mine != NULL && mine_epoch == __atomic_load_n(&epoch, __ATOMIC_RELAXED))
 		a = mine;

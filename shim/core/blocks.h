@@ -157,7 +157,10 @@ size_t ps_blocks_free_tail(void *p, bool hot, bool slow, bool *trimmed);
  */
 void ps_blocks_tail_timing_for_tests(uint64_t spacing_ns, uint64_t pace_ns);
 
-/* Whether freed blocks' tails are being given back now (a mode of AUTO's choice, or TRIM). */
+/*
+ * Whether freed blocks' tails are being given back now in the calling
+ * thread's arena (AUTO's votes and the arena's pace, or TRIM); for tests.
+ */
 bool ps_blocks_trimming(void);
 
 /*
