@@ -419,13 +419,10 @@ static uint64_t decay_ns;           /* 0: no time limit */
 static int purging;
 
 
+/* The vDSO's coarse clock: no syscall, a few ns, 4 ms steps. */
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-
-	/* The vDSO's coarse clock: no syscall, a few ns, 4 ms steps. */
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return ps_clock_ns(CLOCK_MONOTONIC_COARSE);
 }
 
 /*

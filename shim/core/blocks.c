@@ -27,7 +27,6 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
@@ -1091,8 +1090,6 @@ static bool trimming_in(const struct arena *a)
 
 bool ps_blocks_trimming(void)
 {
-	if (ps_likely(tail_mode == PS_TAILS_KEEP))
-		return false;
 	/* The calling thread's arena if it has one (asking binds no thread). */
 	struct arena *a = &arenas[0];
 	if (narenas > 1 && mine != NULL && mine_epoch == __atomic_load_n(&epoch, __ATOMIC_RELAXED))
@@ -1116,9 +1113,7 @@ static void tail_pace(struct arena *a)
 {
 	if (++a->tail_frees % TAIL_PACE_WINDOW != 0)
 		return;
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	uint64_t now = ps_clock_ns(CLOCK_MONOTONIC);
 	uint64_t then = a->tail_window_ns;
 	a->tail_window_ns = now;
 	uint64_t pace = __atomic_load_n(&tail_pace_ns, __ATOMIC_RELAXED);
@@ -1178,9 +1173,7 @@ static bool look_due(void)
 	uint64_t spacing = __atomic_load_n(&tail_spacing, __ATOMIC_RELAXED);
 	if (spacing == 0)
 		return true;
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	uint64_t now = ps_clock_ns(CLOCK_MONOTONIC_COARSE);
 	uint64_t next = __atomic_load_n(&tail_next, __ATOMIC_RELAXED);
 	return now >= next && __atomic_compare_exchange_n(&tail_next, &next, now + spacing, false,
 							   __ATOMIC_RELAXED, __ATOMIC_RELAXED);

@@ -423,9 +423,7 @@ static struct ps_live_header *create(int pid, uint64_t ns, int *err)
 
 static uint64_t mono_now(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return ps_clock_ns(CLOCK_MONOTONIC);
 }
 
 /* The file is made and mapped: make it this process's and move its counters in. */

@@ -333,13 +333,10 @@ void *ps_tcache_take(size_t size, size_t align, size_t *n)
 	return p;
 }
 
+/* The vDSO's clock: no system call where the clock source allows (the TSC). */
 static uint64_t mono_ns(void)
 {
-	struct timespec ts;
-
-	/* The vDSO's clock: no system call where the clock source allows (the TSC). */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return ps_clock_ns(CLOCK_MONOTONIC);
 }
 
 /*

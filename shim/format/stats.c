@@ -454,9 +454,7 @@ static double ns_per_tick;
 
 static uint64_t mono_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return ps_clock_ns(CLOCK_MONOTONIC);
 }
 
 void ps_clock_init(void)

@@ -10,6 +10,8 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -102,6 +104,15 @@ static inline volatile int *ps_sys_fork_canary(int *err)
 	*(volatile int *)page = 1;
 	*err = 0;
 	return (volatile int *)page;
+}
+
+/* Clock c in nanoseconds (the vDSO's for the monotonic clocks: no system call). */
+static inline uint64_t ps_clock_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 #endif
