@@ -66,6 +66,11 @@ if r:
     check(not r["errors"] and "OUTPUT MISMATCH" not in table, "real: outputs as glibc's")
     check(all(x["rss_mib"] > 1 and x["cpu_s"] > 0 for x in r["rows"]), "real: RSS and CPU measured")
     check("RSS <= 1.10x glibc + 4 MiB" in table, "real: the target named")
+    # The CPU verdict is the paired median: each run over glibc's of its round.
+    g = {x["program"]: x for x in r["rows"] if x["config"] == "glibc"}
+    check(all(abs(x["cpu_paired_x_glibc"] - x["runs"][0][2] / g[x["program"]]["runs"][0][2]) < 1e-9
+              and x["cpu_target_met"] == (x["cpu_paired_x_glibc"] <= 1.05) for x in r["rows"])
+          and "paired per round" in table, "real: CPU paired per round, the verdict on it")
 s, table = load("shapes")
 if s:
     shapes = {(x["shape"], x["config"]) for x in s["rows"]}
