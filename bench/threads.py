@@ -19,8 +19,11 @@ each run lasts --seconds of wall time (0.5) or --steps per thread.
 Tables (medians): steps per CPU second of the whole process (user + system,
 getrusage, so that waiting for a CPU on a busy machine does not count), with
 each shim's ratio to the best of glibc, jemalloc, tcmalloc and mimalloc in
-that row against issue 44's target (>= 1.0x at 1 and 2 threads, >= 0.9x
-above); steps per wall second; peak RSS (MiB).  The default run takes about
+that row (the best by median; each round's run over that peer's run of the
+same round, median [min-max] of these ratios: a round's pair shared its load
+and host state) against issue 44's target (>= 1.0x at 1 and 2 threads,
+>= 0.9x above), judged on the paired median; steps per wall second; peak
+RSS (MiB).  The default run takes about
 two minutes.
 """
 import argparse
@@ -114,22 +117,32 @@ def main():
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     if missing:
         print(f"not installed, left out: {', '.join(missing)}")
-    print("\nsteps per CPU second (k); shim / best peer (glibc, jemalloc, tcmalloc, mimalloc); "
+    print("\nsteps per CPU second (k); shim / best peer (glibc, jemalloc, tcmalloc, mimalloc), "
+          "paired per round with the best peer's run: median [min-max]; "
           "target >= 1.0x at 1-2 threads, >= 0.9x above")
     w = {c: max(10, len(c) + 2) for c in names}
     hdr = f"{'threads, touch':<16}" + "".join(f"{c:>{w[c]}}" for c in names)
-    hdr += "".join(f"{s + '/best':>{max(16, len(s) + 7)}}" for s in shims)
+    hdr += "".join(f"{s + '/best':>{max(26, len(s) + 7)}}" for s in shims)
     print(hdr)
     rows = []
     for n in threads:
         for touch in touches:
             cpu = {c: med(n, touch, c, "steps_per_cpu_s") for c in names}
-            best = max((cpu[c] for c in PEERS if c in cpu), default=0)
+            peer = max((c for c in PEERS if c in cpu), key=lambda c: cpu[c], default=None)
+            best = cpu[peer] if peer else 0
             line = f"{f'{n}, {touch}':<16}" + "".join(f"{cpu[c] / 1e3:{w[c]}.0f}" for c in names)
+            paired = {}
             for s in shims:
-                ratio = cpu[s] / best if best else 0
-                verdict = "met" if ratio >= target(n) else "MISSED"
-                line += f"{f'{ratio:.3f}x {verdict}':>{max(16, len(s) + 7)}}"
+                # Each round's run over that round's run of the best peer (by
+                # median): the two shared the round's load and host state.
+                ratios = [a["steps_per_cpu_s"] / b["steps_per_cpu_s"]
+                          for a, b in zip(res[(n, touch, s)], res[(n, touch, peer)])
+                          if b["steps_per_cpu_s"] > 0] if peer else []
+                paired[s] = ((statistics.median(ratios), min(ratios), max(ratios))
+                             if ratios else (0, 0, 0))
+                verdict = "met" if paired[s][0] >= target(n) else "MISSED"
+                cell = "{:.3f}x [{:.2f}-{:.2f}] {}".format(*paired[s], verdict)
+                line += f"{cell:>{max(26, len(s) + 7)}}"
             print(line)
             for c in names:
                 rows.append({"threads": n, "touch": touch, "config": c,
@@ -139,7 +152,11 @@ def main():
                              "minflt_per_step": statistics.median(
                                  r["minflt"] / r["steps"] for r in res[(n, touch, c)]),
                              "runs": res[(n, touch, c)],
-                             "ratio_best_peer": cpu[c] / best if best else 0})
+                             "best_peer": peer,
+                             "ratio_best_peer": cpu[c] / best if best else 0,
+                             **({"paired_ratio_best_peer": paired[c][0],
+                                 "paired_range": list(paired[c][1:]),
+                                 "target_met": paired[c][0] >= target(n)} if c in paired else {})})
     for title, key, div in (("steps per wall second (k)", "steps_per_s", 1e3),
                             ("peak RSS (MiB)", "maxrss_kib", 1024)):
         print(f"\n{title}")

@@ -55,6 +55,13 @@ if t:
                   f"threads {n}, {touch}: every configuration measured")
             check(all(r["runs"][0]["steps"] == 200 * n for r in rows.values()),
                   f"threads {n}, {touch}: 200 steps per thread")
+            # The verdict is the paired median: the shim's run over the best peer's, round by round.
+            sh, pe = rows.get("poolshim"), rows.get(rows.get("poolshim", {}).get("best_peer"))
+            check(sh is not None and pe is not None and
+                  abs(sh["paired_ratio_best_peer"] - sh["runs"][0]["steps_per_cpu_s"] /
+                      pe["runs"][0]["steps_per_cpu_s"]) < 1e-9 and
+                  sh["target_met"] == (sh["paired_ratio_best_peer"] >= 1.0),
+                  f"threads {n}, {touch}: the shim paired with the best peer, the verdict on it")
     check(table.count("poolshim/best") == 1 and
           sum((" met" in l or "MISSED" in l) for l in table.splitlines()) == 4,
           "threads: the shim's ratio to the best peer and a verdict on every row")
