@@ -18,8 +18,8 @@
  * Blocks keep their exact size (whole pages from blocks.c, a size class
  * from jemalloc): a cached block of n bytes serves a request of need bytes
  * (need rounded up as the placement rounds it) when need <= n <= need + need / PS_TCACHE_FIT,
- * so a hit wastes at most 1/PS_TCACHE_FIT of what was asked (a third of
- * the block with FIT 2: the block serves requests of 2/3 of its size or
+ * so a hit wastes at most 1/PS_TCACHE_FIT of what was asked (half of
+ * the block with FIT 1: the block serves requests of half its size or
  * more), and
  * malloc_usable_size is the block's size, as the placement would say.
  *
@@ -65,10 +65,16 @@
  * 2-core VM, quiet) hits rose from 85% to 94% and steps per CPU second
  * 1.9x at 1 thread, 1.6x at 4, 1.4x at 16; the churn peak and the
  * real-programs RSS stayed within 3%
- * (docs/history/2026-12-07-allocator.md).
+ * (docs/history/2026-12-07-allocator.md).  1, not 2: hits 98.3% against
+ * 94.9% at 4 threads, every page, and steps per CPU second 1.22x at 1
+ * thread, one byte, 1.30x at 4, 1.04x every page, 1.02-1.04x at 16; a
+ * block of up to 1.75x the request instead of 2x read 0.74-1.01x of that;
+ * the churn and malloc-large peaks, the real programs' RSS and
+ * scripts/bench alloc as before; peak RSS 0.91-1.06x
+ * (docs/history/2026-12-07-allocator-6.md).
  */
 #ifndef PS_TCACHE_FIT
-#define PS_TCACHE_FIT 2
+#define PS_TCACHE_FIT 1
 #endif
 /* A cache keeps no block over 1/PS_TCACHE_LARGEST of its bound: at least that many fit. */
 #define PS_TCACHE_LARGEST 8

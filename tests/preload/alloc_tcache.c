@@ -13,8 +13,8 @@
  * fail: the placement hands out the lowest free block that fits best.
  * And a program that frees slower than POOLSHIM_POOL_CACHE_PACE_US (20 us
  * by default) has its CPU's cache bypassed: after a 1 MiB buffer is freed,
- * a 512 KiB request lands where it lay (the placement's hint), which the
- * cache never gives (fails with POOLSHIM_POOL_CACHE_PACE_US=0).
+ * a 448 KiB request lands where it lay (the placement's hint), which the
+ * cache never gives (under half the block) (fails with POOLSHIM_POOL_CACHE_PACE_US=0).
  * Skipped without the shim.
  */
 #ifndef _GNU_SOURCE
@@ -62,10 +62,10 @@ START_TEST(test_lifo_same_address)
 	char *y = malloc(MiB);
 	ck_assert_ptr_eq(x, c);
 	ck_assert_ptr_eq(y, a);
-	/* A smaller request of two thirds of the block or more takes it too. */
+	/* A smaller request of half the block or more takes it too. */
 	free(b);
 	free(y);
-	char *z = malloc(MiB * 2 / 3 + 1);
+	char *z = malloc(MiB / 2);
 	ck_assert_ptr_eq(z, a);
 	ck_assert_uint_eq(malloc_usable_size(z), MiB);
 	free(z);
@@ -84,6 +84,9 @@ static void spin_us(long us)
 	while ((b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000 < us);
 }
 
+/* Under half of a 1 MiB block: a request the cache would not serve from it. */
+#define SMALLER (7 * MiB / 16)
+
 START_TEST(test_slow_frees_bypass)
 {
 	pin_cpu();
@@ -97,10 +100,10 @@ START_TEST(test_slow_frees_bypass)
 		memset(a, 1, MiB);
 		free(a);
 		spin_us(100);
-		char *b = malloc(MiB / 2);
+		char *b = malloc(SMALLER);
 		ck_assert(b && pst_pooled(b));
 		uintptr_t got = (uintptr_t)b;
-		memset(b, 2, MiB / 2);
+		memset(b, 2, SMALLER);
 		free(b);
 		spin_us(100);
 		a = malloc(MiB);
@@ -113,7 +116,7 @@ START_TEST(test_slow_frees_bypass)
 		uintptr_t was = (uintptr_t)a;
 		free(a);
 		spin_us(100);
-		char *b = malloc(MiB / 2);
+		char *b = malloc(SMALLER);
 		uintptr_t got = (uintptr_t)b;
 		free(b);
 		ck_assert_uint_eq(got, was);

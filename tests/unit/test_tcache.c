@@ -96,8 +96,8 @@ START_TEST(test_lifo)
 END_TEST
 
 /*
- * A cached block of n bytes serves requests of n*2/3 to n bytes (a hit
- * wastes at most a third of the block), and malloc_usable_size says n.
+ * A cached block of n bytes serves requests of n/2 to n bytes (a hit
+ * wastes at most half of the block), and malloc_usable_size says n.
  */
 START_TEST(test_fit)
 {
@@ -105,11 +105,11 @@ START_TEST(test_fit)
 	char *x = ps_malloc(1 * MB);
 	char *keep = ps_malloc(64 * KB);    /* x cannot grow or merge upwards */
 	ps_free(x);
-	char *small = ps_malloc(MB * 2 / 3 - 4 * KB);  /* under 2/3 of x: not x */
+	char *small = ps_malloc(MB / 2 - 4 * KB);      /* under half of x: not x */
 	ck_assert_ptr_ne(small, x);
 	char *big = ps_malloc(1 * MB + 1);             /* more than x: not x */
 	ck_assert_ptr_ne(big, x);
-	char *fits = ps_malloc(MB * 2 / 3 + 1);         /* x with a third to spare */
+	char *fits = ps_malloc(MB / 2);                 /* x with half to spare */
 	ck_assert_ptr_eq(fits, x);
 	ck_assert_uint_eq(ps_usable_size(fits), 1 * MB);
 	memset(fits, 1, ps_usable_size(fits));
@@ -341,19 +341,20 @@ static void spin_us(uint64_t us)
 }
 
 /*
- * One round of a program that frees a 1 MiB buffer and asks for 512 KiB,
+ * One round of a program that frees a 1 MiB buffer and asks for 448 KiB,
  * frees that and asks for 1 MiB, spinning gap_us after each free: whether
- * the 512 KiB request landed where the 1 MiB buffer lay (*a, the 1 MiB
+ * the 448 KiB request landed where the 1 MiB buffer lay (*a, the 1 MiB
  * buffer, is replaced by the next one).  Through the cache it never does
- * (each size finds its own cached block); through the placement it does
- * (the freed block is the hint, and free memory is plenty).
+ * (each size finds its own cached block: 1 MiB is over twice 448 KiB);
+ * through the placement it does (the freed block is the hint, and free
+ * memory is plenty).
  */
 static bool pace_round(char **a, uint64_t gap_us)
 {
 	char *was = *a;
 	ps_free(was);
 	spin_us(gap_us);
-	char *b = ps_malloc(512 * KB);
+	char *b = ps_malloc(448 * KB);
 	ck_assert(ps_pool_contains(b));
 	ps_free(b);
 	spin_us(gap_us);
