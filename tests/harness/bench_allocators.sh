@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# scripts/bench threads, footprint real and footprint shapes (issue 44's
-# measuring tools), briefly and over a few configurations: every row
+# scripts/bench threads, footprint real, footprint shapes and alloc (issue
+# 44's measuring tools), briefly and over a few configurations: every row
 # measured, the ratios and target verdicts present, the outputs of the real
 # programs the same as glibc's.  The numbers themselves are not judged here
 # (a loaded machine says nothing).
@@ -31,6 +31,7 @@ bench() {
 bench threads threads --threads 1,2 --steps 200 --repeat 1 --config glibc,mimalloc,poolshim
 bench real footprint real --program sqlite3 --repeat 1 --config poolshim,prefault-off
 bench shapes footprint shapes --idle-seconds 0.3 --count 20 --config poolshim
+bench alloc alloc --threads 1 --seconds 0.3 --repeat 2 --config glibc,mimalloc,poolshim
 $PYTHON - "$out" <<'PY' || fail=1
 import json, os, sys
 out = sys.argv[1]
@@ -78,6 +79,22 @@ if r:
     check(all(abs(x["cpu_paired_x_glibc"] - x["runs"][0][2] / g[x["program"]]["runs"][0][2]) < 1e-9
               and x["cpu_target_met"] == (x["cpu_paired_x_glibc"] <= 1.05) for x in r["rows"])
           and "paired per round" in table, "real: CPU paired per round, the verdict on it")
+a, table = load("alloc")
+if a:
+    rows = {r["config"]: r for r in a["rows"] if r["threads"] == 1}
+    check(sorted(rows) == ["glibc", "mimalloc", "poolshim"] and
+          all(len(r["gbps_runs"]) == 2 and min(r["gbps_runs"]) > 0 for r in rows.values()),
+          "alloc: every configuration measured in both rounds")
+    sh = rows.get("poolshim", {})
+    pe = rows.get(sh.get("best_peer"))
+    if pe:
+        ratios = [x / y for x, y in zip(sh["gbps_runs"], pe["gbps_runs"])]
+        check(pe["gbps"] == max(rows["glibc"]["gbps"], rows["mimalloc"]["gbps"]) and
+              abs(sh["paired_x_best_peer"] - (ratios[0] + ratios[1]) / 2) < 1e-9 and
+              sh["target_met"] == (sh["paired_x_best_peer"] >= 1.0) and
+              "paired per round" in table, "alloc: the shim paired with the best peer, the verdict on it")
+    else:
+        check(False, f"alloc: no best peer named ({sh})")
 s, table = load("shapes")
 if s:
     shapes = {(x["shape"], x["config"]) for x in s["rows"]}
