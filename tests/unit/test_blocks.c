@@ -51,6 +51,17 @@ static void put_cold(void *p)
 	ck_assert_int_eq(ps_blocks_check(), 0);
 }
 
+/* Free the n blocks a test still holds: none may be left live after. */
+static void put_all(char *const *v, int n)
+{
+	struct ps_blocks_info info;
+
+	for (int i = 0; i < n; i++)
+		put(v[i]);
+	ps_blocks_get_info(&info);
+	ck_assert_uint_eq(info.live, 0);
+}
+
 /* A block is the request rounded to the page, no size class. */
 START_TEST(test_page_exact)
 {
@@ -155,12 +166,7 @@ START_TEST(test_hint)
 	t = get(200 * KB);
 	ck_assert_ptr_eq(t, x);                     /* 1 MiB against 256 KiB: best fit */
 	put(t);
-	char *fr[] = { big, g3, g4, g5 };
-	for (int i = 0; i < 4; i++)
-		put(fr[i]);
-	struct ps_blocks_info info;
-	ps_blocks_get_info(&info);
-	ck_assert_uint_eq(info.live, 0);
+	put_all((char *[]){ big, g3, g4, g5 }, 4);
 }
 END_TEST
 
@@ -249,12 +255,7 @@ START_TEST(test_tails_trim)
 	ps_blocks_set_tails(PS_TAILS_TRIM, 64 * KB);
 	memset(d, 5, 100 * KB);
 	ck_assert(!put_tail(d));
-	char *fr[] = { g, g2, g3 };
-	for (int i = 0; i < 3; i++)
-		put(fr[i]);
-	struct ps_blocks_info info;
-	ps_blocks_get_info(&info);
-	ck_assert_uint_eq(info.live, 0);
+	put_all((char *[]){ g, g2, g3 }, 3);
 }
 END_TEST
 
